@@ -1,0 +1,385 @@
+//! `work.karmada.io/v1alpha2` `ResourceBinding` and `ClusterResourceBinding`.
+//!
+//! Both kinds share one spec and one status, as upstream. The scheduler reads the spec and
+//! status and writes `spec.clusters`, one annotation and a few status fields by merge patch.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Placement;
+use crate::{Extra, ResourceList};
+
+/// API group of the binding kinds.
+pub const GROUP: &str = "work.karmada.io";
+/// API version of the binding kinds.
+pub const VERSION: &str = "v1alpha2";
+/// `apiVersion` of the binding kinds.
+pub const API_VERSION: &str = "work.karmada.io/v1alpha2";
+
+/// Spec shared by `ResourceBinding` and `ClusterResourceBinding`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceBindingSpec {
+    pub resource: ObjectReference,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub propagate_deps: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_requirements: Option<ReplicaRequirements>,
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub replicas: i32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Component>,
+    /// The scheduling result: the previous one on input, the new one on output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<TargetCluster>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graceful_eviction_tasks: Vec<GracefulEvictionTask>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_by: Vec<BindingSnapshot>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scheduler_name: String,
+    /// Failover behaviour; the scheduler never reads it, so it is kept as raw JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub conflict_resolution: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reschedule_triggered_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<Suspension>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preserve_resources_on_deletion: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_priority: Option<SchedulePriority>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_affinity_groups: Option<WorkloadAffinityGroups>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero_i32(v: &i32) -> bool {
+    *v == 0
+}
+
+/// The resource template a binding propagates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+}
+
+/// What one replica needs: resources and node constraints.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaRequirements {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_claim: Option<NodeClaim>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_request: ResourceList,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority_class_name: String,
+}
+
+/// One pod template of a multi-template workload.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Component {
+    pub name: String,
+    pub replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_requirements: Option<ComponentReplicaRequirements>,
+}
+
+/// Requirements of one replica of a [`Component`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentReplicaRequirements {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_claim: Option<NodeClaim>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_request: ResourceList,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority_class_name: String,
+}
+
+/// Node constraints of a replica, forwarded to the estimators.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeClaim {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard_node_affinity: Option<NodeSelector>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+}
+
+/// One entry of `spec.clusters`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetCluster {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub replicas: i32,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl TargetCluster {
+    pub fn new(name: impl Into<String>, replicas: i32) -> Self {
+        Self { name: name.into(), replicas, extra: Extra::new() }
+    }
+}
+
+/// A cluster the workload is being moved away from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GracefulEvictionTask {
+    pub from_cluster: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub purge_mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default)]
+    pub producer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_period_seconds: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suppress_deletion: Option<bool>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub preserved_label_state: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters_before_failover: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A binding that depends on this one (dependency propagation).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingSnapshot {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<TargetCluster>,
+}
+
+/// Suspension of scheduling or dispatching.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suspension {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatching: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatching_on_clusters: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Queue priority of a binding.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulePriority {
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub priority: i32,
+}
+
+/// Group keys of workload (anti-)affinity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadAffinityGroups {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub affinity_group: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub anti_affinity_group: String,
+}
+
+/// Status shared by both binding kinds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceBindingStatus {
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub scheduler_observed_generation: i64,
+    /// The Go field is `SchedulerObservedAffinityName`; the JSON key says "Observing".
+    #[serde(
+        default,
+        rename = "schedulerObservingAffinityName",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub scheduler_observed_affinity_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scheduled_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aggregated_status: Vec<AggregatedStatusItem>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+/// Status of the workload in one member cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AggregatedStatusItem {
+    pub cluster_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub applied: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub applied_message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub health: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+macro_rules! binding_kind {
+    ($name:ident, $kind:literal, $kind_fn:literal, $plural:literal, $scope:ty) => {
+        #[doc = concat!("`work.karmada.io/v1alpha2` `", $kind, "`.")]
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            #[serde(default = "api_version")]
+            pub api_version: String,
+            #[serde(default = $kind_fn)]
+            pub kind: String,
+            #[serde(default)]
+            pub metadata: ObjectMeta,
+            pub spec: ResourceBindingSpec,
+            #[serde(default)]
+            pub status: ResourceBindingStatus,
+        }
+
+        impl kube::Resource for $name {
+            type DynamicType = ();
+            type Scope = $scope;
+
+            fn kind(_: &()) -> Cow<'_, str> {
+                $kind.into()
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                GROUP.into()
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                VERSION.into()
+            }
+            fn api_version(_: &()) -> Cow<'_, str> {
+                API_VERSION.into()
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                $plural.into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+
+        impl $name {
+            /// The kind name.
+            pub const KIND: &'static str = $kind;
+
+            /// A binding with this name and spec, `apiVersion`/`kind` filled in.
+            pub fn new(name: &str, spec: ResourceBindingSpec) -> Self {
+                Self {
+                    api_version: API_VERSION.to_string(),
+                    kind: $kind.to_string(),
+                    metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+                    spec,
+                    status: ResourceBindingStatus::default(),
+                }
+            }
+        }
+    };
+}
+
+fn api_version() -> String {
+    API_VERSION.to_string()
+}
+
+fn rb_kind() -> String {
+    "ResourceBinding".to_string()
+}
+
+fn crb_kind() -> String {
+    "ClusterResourceBinding".to_string()
+}
+
+binding_kind!(
+    ResourceBinding,
+    "ResourceBinding",
+    "rb_kind",
+    "resourcebindings",
+    kube::core::NamespaceResourceScope
+);
+binding_kind!(
+    ClusterResourceBinding,
+    "ClusterResourceBinding",
+    "crb_kind",
+    "clusterresourcebindings",
+    kube::core::ClusterResourceScope
+);
+
+impl ResourceBindingSpec {
+    /// Whether some entry of `spec.clusters` has this name.
+    pub fn target_contains(&self, name: &str) -> bool {
+        self.clusters.iter().any(|c| c.name == name)
+    }
+
+    /// Replicas of the first `spec.clusters` entry with this name, else 0.
+    pub fn assigned_replicas_for_cluster(&self, name: &str) -> i32 {
+        self.clusters.iter().find(|c| c.name == name).map_or(0, |c| c.replicas)
+    }
+
+    /// Whether a graceful eviction task moves the workload away from this cluster.
+    pub fn cluster_in_graceful_eviction_tasks(&self, name: &str) -> bool {
+        self.graceful_eviction_tasks.iter().any(|t| t.from_cluster == name)
+    }
+
+    /// A workload has replicas, replica requirements or components; anything else
+    /// (ConfigMaps, Services, ...) is propagated whole.
+    pub fn is_workload(&self) -> bool {
+        self.replicas > 0 || self.replica_requirements.is_some() || !self.components.is_empty()
+    }
+
+    /// `spec.suspension.scheduling == true`.
+    pub fn scheduling_suspended(&self) -> bool {
+        self.suspension.as_ref().and_then(|s| s.scheduling).unwrap_or(false)
+    }
+}
