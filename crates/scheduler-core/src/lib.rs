@@ -1,9 +1,9 @@
 //! The placement algorithm of Karmada v1.18.2 as pure logic.
 //!
 //! Given a snapshot of clusters and one binding, decide `spec.clusters`. No I/O happens
-//! here: estimators are reached through the async `Estimator` trait, whose implementations
-//! (the general estimator in this crate, the gRPC client in `estimator-client`, test stubs)
-//! live at the edges.
+//! here: estimators are reached through the async [`estimator::Estimator`] trait, whose
+//! implementations (the general estimator in this crate, the gRPC client in
+//! `estimator-client`, test stubs) live at the edges.
 //!
 //! Planned surface (filled by the scheduler-core issue):
 //! - `quantity`: exact Kubernetes quantity arithmetic;
@@ -11,5 +11,11 @@
 //! - `framework` and `plugins::*`: filter and score plugins with `--plugins` semantics;
 //! - `spread`: spread-constraint grouping and selection;
 //! - `assign`: Duplicated, static/dynamic weight and Aggregated division (Webster);
-//! - `estimator`: the `Estimator` trait and the general estimator;
-//! - `schedule(snapshot, binding, estimators) -> Result<Vec<TargetCluster>, ScheduleError>`.
+//! - `general`: the general estimator;
+//! - `schedule(...)`: the whole pass, returning the result and a trace for `explain`.
+
+pub mod error;
+pub mod estimator;
+
+pub use error::{FitError, ScheduleError};
+pub use estimator::{EstimateRequest, Estimator, EstimatorError};

@@ -1,0 +1,59 @@
+//! Estimators: how many replicas (or component sets) each cluster can still take.
+//!
+//! The core asks every registered estimator about the feasible clusters and keeps, per
+//! cluster, the minimum of the answers ([`merge`] semantics live in the pipeline). The
+//! general estimator reads `status.resourceSummary`; the gRPC client of `estimator-client`
+//! asks the member cluster's `karmada-scheduler-estimator`; tests plug in stubs.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use karmada_api::cluster::Cluster;
+use karmada_api::work::{Component, ObjectReference, ReplicaRequirements};
+
+/// "No opinion" for one cluster: never lowers the merged value.
+pub const UNAUTHENTIC_REPLICA: i32 = -1;
+
+/// A boxed, sendable future, so that the trait stays object safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What an estimator is asked about one binding.
+#[derive(Clone, Copy, Debug)]
+pub struct EstimateRequest<'a> {
+    /// The resource template (`spec.resource`), sent as gRPC metadata for tracing.
+    pub resource: &'a ObjectReference,
+    /// `spec.replicaRequirements`.
+    pub replica_requirements: Option<&'a ReplicaRequirements>,
+    /// `spec.components`, for the component-set path.
+    pub components: &'a [Component],
+    /// `spec.resource.namespace`, sent with component-set requests.
+    pub namespace: &'a str,
+}
+
+/// An estimator failed as a whole; the pipeline then ignores all its answers for this binding.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EstimatorError(pub String);
+
+/// Answers per cluster, in the order of the clusters asked; `-1` means "no opinion".
+pub type Estimates = Vec<(String, i32)>;
+
+/// A source of replica estimates.
+pub trait Estimator: Send + Sync {
+    /// Registry name (`general-estimator`, `scheduler-estimator`), for logs and traces.
+    fn name(&self) -> &str;
+
+    /// Maximum replicas of one template each cluster can take.
+    fn max_available_replicas<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>>;
+
+    /// Maximum complete sets of `request.components` each cluster can take.
+    fn max_available_component_sets<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>>;
+}
