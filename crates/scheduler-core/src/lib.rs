@@ -14,8 +14,10 @@
 //! - `general`: the general estimator;
 //! - `schedule(...)`: the whole pass, returning the result and a trace for `explain`.
 
+pub mod detail;
 pub mod error;
 pub mod estimator;
 
+pub use detail::ClusterDetail;
 pub use error::{FitError, ScheduleError};
 pub use estimator::{EstimateRequest, Estimator, EstimatorError};
