@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Replays conformance vectors against a binary that implements
+# `simulate -f PATH [--estimator-replicas C=N ...] -o json`.
+#
+#   hack/run-vectors.sh BINARY DIR_OR_FILE...
+#   hack/run-vectors.sh target/debug/karmada-scheduler /work/shared/conformance/examples
+#   hack/run-vectors.sh "$(hack/build-oracle.sh)" tests/conformance/regressions
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 BINARY DIR_OR_FILE..." >&2
+  exit 2
+fi
+"${root}/hack/build-oracle.sh" >/dev/null
+exec "${root}/_output/bin/run-vectors" "$@"
