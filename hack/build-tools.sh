@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Builds the Go binaries the local Karmada control plane needs, from the Go
+# module proxy, at the versions pinned in hack/tools/*/go.mod:
+#
+#   hack/tools/kube     -> kube-apiserver, etcd            (k8s.io/kubernetes, go.etcd.io/etcd/server/v3)
+#   hack/tools/karmada  -> karmada-scheduler, karmada-scheduler-estimator, estimator-probe
+#                          (github.com/karmada-io/karmada)
+#
+# Binaries go to _output/bin (override with KARMADA_TOOLS_BIN). Each module is
+# rebuilt only when its stamp (hash of go.mod, go.sum, the wrapper sources,
+# this script and the Go version) changes.
+#
+# Usage: hack/build-tools.sh [--check] [kube|karmada ...]
+#   --check   do not build; exit 0 if everything is up to date, 1 otherwise
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN_DIR="${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}"
+WORK_DIR="${ROOT}/_output/tools-build"
+
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
+export GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
+export CGO_ENABLED="${CGO_ENABLED:-0}"
+
+declare -A MODULE_BINS=(
+  [kube]="kube-apiserver etcd"
+  [karmada]="karmada-scheduler karmada-scheduler-estimator estimator-probe"
+)
+
+log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "go is not installed (need Go >= 1.25.10; see hack/ci-deps.sh)"
+
+stamp_of() {
+  local mod="$1" dir="${ROOT}/hack/tools/$1"
+  {
+    go env GOVERSION GOOS GOARCH CGO_ENABLED
+    cat "${BASH_SOURCE[0]}"
+    (cd "${dir}" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs sha256sum)
+  } | sha256sum | cut -d' ' -f1
+  : "${mod}"
+}
+
+up_to_date() {
+  local mod="$1" stamp_file="${BIN_DIR}/.stamp-$1" b
+  [[ -f "${stamp_file}" ]] || return 1
+  [[ "$(cat "${stamp_file}")" == "$(stamp_of "${mod}")" ]] || return 1
+  for b in ${MODULE_BINS[${mod}]}; do
+    [[ -x "${BIN_DIR}/${b}" ]] || return 1
+  done
+}
+
+mod_version() { # <module dir> <module path>
+  (cd "$1" && go list -m -f '{{.Version}}' "$2")
+}
+
+build_kube() {
+  local dir="${ROOT}/hack/tools/kube" ver pkg
+  ver="$(mod_version "${dir}" k8s.io/kubernetes)"
+  local major="${ver#v}"; major="${major%%.*}"
+  local minor="${ver#v*.}"; minor="${minor%%.*}"
+  local ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
+  done
+  log "building kube-apiserver ${ver} and etcd $(mod_version "${dir}" go.etcd.io/etcd/server/v3) (first build: ~10-20 min on 2 cores)"
+  (cd "${dir}" && go mod download && go build -ldflags "${ldflags}" -o "${BIN_DIR}/" ./kube-apiserver ./etcd)
+}
+
+build_karmada() {
+  local dir="${ROOT}/hack/tools/karmada" ver moddir src overlay_dir
+  ver="$(mod_version "${dir}" github.com/karmada-io/karmada)"
+  (cd "${dir}" && go mod download)
+  moddir="$(cd "${dir}" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)"
+
+  # The estimator's gRPC server listens on ":<port>" (all interfaces) and has no
+  # flag for it. Build it with an -overlay whose only change is the listen host,
+  # 127.0.0.1, so the local environment never binds a non-loopback address.
+  # The patched file is generated here from the module cache (not committed).
+  src="${moddir}/pkg/estimator/server/server.go"
+  overlay_dir="${WORK_DIR}/karmada-overlay"
+  mkdir -p "${overlay_dir}"
+  local from='net.Listen("tcp", fmt.Sprintf(":%d", es.GrpcConfig.ServerPort))'
+  local to='net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", es.GrpcConfig.ServerPort))'
+  [[ "$(grep -cF "${from}" "${src}")" == 1 ]] || die "cannot find the estimator listen call in ${src}; update hack/build-tools.sh"
+  awk -v from="${from}" -v to="${to}" '{ i = index($0, from); if (i) { $0 = substr($0, 1, i-1) to substr($0, i+length(from)) } print }' "${src}" >"${overlay_dir}/server.go"
+  grep -qF "${to}" "${overlay_dir}/server.go" || die "patching ${src} failed"
+  printf '{"Replace":{"%s":"%s"}}\n' "${src}" "${overlay_dir}/server.go" >"${overlay_dir}/overlay.json"
+
+  local commit ldflags pkg="github.com/karmada-io/karmada/pkg/version"
+  commit="$(cd "${dir}" && go mod download -json "github.com/karmada-io/karmada@${ver}" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
+  ldflags="-s -w -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitTreeState=clean"
+  if [[ -n "${commit}" ]]; then
+    ldflags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitShortCommit=${commit:0:9}"
+  fi
+  log "building karmada-scheduler, karmada-scheduler-estimator and estimator-probe of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
+  (cd "${dir}" && go build -overlay "${overlay_dir}/overlay.json" -ldflags "${ldflags}" -o "${BIN_DIR}/" \
+    ./karmada-scheduler ./karmada-scheduler-estimator ./estimator-probe)
+}
+
+CHECK=0
+MODS=()
+for arg in "$@"; do
+  case "${arg}" in
+    --check) CHECK=1 ;;
+    kube | karmada) MODS+=("${arg}") ;;
+    -h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument: ${arg}" ;;
+  esac
+done
+[[ ${#MODS[@]} -gt 0 ]] || MODS=(kube karmada)
+
+mkdir -p "${BIN_DIR}" "${WORK_DIR}"
+status=0
+for mod in "${MODS[@]}"; do
+  if up_to_date "${mod}"; then
+    log "${mod}: up to date (${MODULE_BINS[${mod}]})"
+    continue
+  fi
+  if [[ ${CHECK} == 1 ]]; then
+    log "${mod}: needs building (${MODULE_BINS[${mod}]})"
+    status=1
+    continue
+  fi
+  start=$(date +%s)
+  rm -f "${BIN_DIR}/.stamp-${mod}"
+  "build_${mod}"
+  stamp_of "${mod}" >"${BIN_DIR}/.stamp-${mod}"
+  log "${mod}: built in $(($(date +%s) - start))s -> ${BIN_DIR}"
+done
+exit ${status}
