@@ -47,6 +47,12 @@ import (
 	"github.com/karmada-io/karmada/pkg/estimator/pb"
 	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
 	"github.com/karmada-io/karmada/pkg/scheduler"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins/apienablement"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins/clusteraffinity"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins/clustereviction"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins/spreadconstraint"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins/tainttoleration"
 	"github.com/karmada-io/karmada/pkg/util"
 )
 
@@ -104,6 +110,9 @@ func run() error {
 	outFormat := fs.String("o", "json", "output format (json)")
 	timeout := fs.Duration("timeout", 120*time.Second, "give up when the scheduler has not answered every binding by then")
 	verbosity := fs.Int("v", -1, "klog verbosity; negative silences upstream logs")
+	declaredOrder := fs.Bool("declared-filter-order", false,
+		"rewrite NoClusterFit messages as if the filter plugins ran in registry declaration order "+
+			"(upstream picks a random order per process, which only changes the reason a cluster failing several filters reports)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -134,6 +143,11 @@ func run() error {
 	results, err := schedule(clusters, bindings, estimates, *timeout)
 	if err != nil {
 		return err
+	}
+	if *declaredOrder {
+		if err := canonicalFitErrors(clusters, bindings, results); err != nil {
+			return err
+		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
@@ -408,6 +422,71 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 		}
 	}
 	return results, nil
+}
+
+// canonicalFitErrors recomputes the message of every NoClusterFit result with the upstream
+// filter plugins run one by one in registry declaration order, for the same attempt the driver
+// reports (the first clusterAffinities term tried, or the plain placement).
+func canonicalFitErrors(clusters []*clusterv1alpha1.Cluster, bindings []binding, results []output) error {
+	plugins := []func() (framework.Plugin, error){
+		apienablement.New, tainttoleration.New, clusteraffinity.New, spreadconstraint.New, clustereviction.New,
+	}
+	var filters []framework.Plugin
+	for _, f := range plugins {
+		p, err := f()
+		if err != nil {
+			return err
+		}
+		filters = append(filters, p)
+	}
+	for i, b := range bindings {
+		if results[i].Result != "Unschedulable" || !strings.HasPrefix(results[i].Message, "0/") {
+			continue
+		}
+		var spec *workv1alpha2.ResourceBindingSpec
+		var status *workv1alpha2.ResourceBindingStatus
+		if b.kind == "ResourceBinding" {
+			spec, status = &b.rb.Spec, b.rb.Status.DeepCopy()
+		} else {
+			spec, status = &b.crb.Spec, b.crb.Status.DeepCopy()
+		}
+		if terms := spec.Placement.ClusterAffinities; terms != nil {
+			start := 0
+			for idx, t := range terms {
+				if status.SchedulerObservedAffinityName != "" && t.AffinityName == status.SchedulerObservedAffinityName {
+					start = idx
+					break
+				}
+			}
+			if len(terms) > 0 {
+				status.SchedulerObservedAffinityName = terms[start].AffinityName
+			}
+		}
+		diagnosis := framework.Diagnosis{ClusterToResultMap: framework.ClusterToResultMap{}}
+		for _, c := range clusters {
+			if !c.DeletionTimestamp.IsZero() {
+				continue
+			}
+			fctx := &framework.FilterContext{Context: context.TODO(), BindingSpec: spec, BindingStatus: status, Cluster: c}
+			for _, p := range filters {
+				var r *framework.Result
+				if pc, ok := p.(framework.FilterPluginWithContext); ok {
+					r = pc.FilterWithContext(fctx)
+				} else {
+					r = p.(framework.FilterPlugin).Filter(fctx.Context, spec, status, c)
+				}
+				if !r.IsSuccess() {
+					diagnosis.ClusterToResultMap[c.Name] = r
+					break
+				}
+			}
+			if _, failed := diagnosis.ClusterToResultMap[c.Name]; !failed {
+				return fmt.Errorf("%s %s: the scheduler reported no fitting cluster, but %s passes every filter", b.kind, b.key(), c.Name)
+			}
+		}
+		results[i].Message = (&framework.FitError{NumAllClusters: len(clusters), Diagnosis: diagnosis}).Error()
+	}
+	return nil
 }
 
 func lowerFirst(s string) string {
