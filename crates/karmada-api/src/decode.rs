@@ -19,7 +19,10 @@ pub struct DecodeError {
 impl DecodeError {
     fn from_path<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> Self {
         let path = e.path().to_string();
-        Self { path, message: e.inner().to_string() }
+        Self {
+            path,
+            message: e.inner().to_string(),
+        }
     }
 }
 

@@ -25,8 +25,8 @@ pub const API_VERSION: &str = "work.karmada.io/v1alpha2";
 #[serde(rename_all = "camelCase")]
 pub struct ResourceBindingSpec {
     pub resource: ObjectReference,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub propagate_deps: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagate_deps: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_requirements: Option<ReplicaRequirements>,
     #[serde(default, skip_serializing_if = "is_zero_i32")]
@@ -61,10 +61,6 @@ pub struct ResourceBindingSpec {
     pub workload_affinity_groups: Option<WorkloadAffinityGroups>,
     #[serde(flatten)]
     pub extra: Extra,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 fn is_zero_i32(v: &i32) -> bool {
@@ -147,7 +143,11 @@ pub struct TargetCluster {
 
 impl TargetCluster {
     pub fn new(name: impl Into<String>, replicas: i32) -> Self {
-        Self { name: name.into(), replicas, extra: Extra::new() }
+        Self {
+            name: name.into(),
+            replicas,
+            extra: Extra::new(),
+        }
     }
 }
 
@@ -257,8 +257,8 @@ pub struct AggregatedStatusItem {
     pub cluster_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub applied: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<bool>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub applied_message: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -320,7 +320,10 @@ macro_rules! binding_kind {
                 Self {
                     api_version: API_VERSION.to_string(),
                     kind: $kind.to_string(),
-                    metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+                    metadata: ObjectMeta {
+                        name: Some(name.to_string()),
+                        ..Default::default()
+                    },
                     spec,
                     status: ResourceBindingStatus::default(),
                 }
@@ -364,12 +367,17 @@ impl ResourceBindingSpec {
 
     /// Replicas of the first `spec.clusters` entry with this name, else 0.
     pub fn assigned_replicas_for_cluster(&self, name: &str) -> i32 {
-        self.clusters.iter().find(|c| c.name == name).map_or(0, |c| c.replicas)
+        self.clusters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.replicas)
     }
 
     /// Whether a graceful eviction task moves the workload away from this cluster.
     pub fn cluster_in_graceful_eviction_tasks(&self, name: &str) -> bool {
-        self.graceful_eviction_tasks.iter().any(|t| t.from_cluster == name)
+        self.graceful_eviction_tasks
+            .iter()
+            .any(|t| t.from_cluster == name)
     }
 
     /// A workload has replicas, replica requirements or components; anything else
@@ -380,6 +388,9 @@ impl ResourceBindingSpec {
 
     /// `spec.suspension.scheduling == true`.
     pub fn scheduling_suspended(&self) -> bool {
-        self.suspension.as_ref().and_then(|s| s.scheduling).unwrap_or(false)
+        self.suspension
+            .as_ref()
+            .and_then(|s| s.scheduling)
+            .unwrap_or(false)
     }
 }
