@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The project's test command (README "Run the tests"; `.ci/run` calls exactly this).
+#
+# On a fresh machine it first installs what the tests need: Debian packages, the Go-built
+# peers (kube-apiserver, etcd, the Go karmada-scheduler and karmada-scheduler-estimator, the
+# oracle, helm), all rebuilt only when their pinned versions change. Then it checks formatting
+# and lints and runs every test of the workspace, end-to-end ones included: KARMADA_E2E=1
+# makes a test that lacks its peers fail instead of skipping. Servers the tests need are
+# started and stopped by the tests themselves (crates/testenv), on loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing test dependencies (hack/ci-deps.sh)"
+hack/ci-deps.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (end-to-end included)"
+KARMADA_E2E=1 cargo test --workspace --locked "$@"
