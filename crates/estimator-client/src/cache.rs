@@ -1,0 +1,337 @@
+//! One estimator connection per cluster, kept in step with Clusters and Services.
+//!
+//! Like the reference: a connection is made when a cluster is added (or first used), kept
+//! while the cluster exists and closed when it is deleted; Pull clusters get none when
+//! `--disable-scheduler-estimator-in-pull-mode` is set. Unlike the reference, a change of
+//! the estimator Service re-resolves it and, when the addresses differ, swaps in a new
+//! connection ([`ConnectionCache::on_service_changed`]), so that moving an LVS VIP or a port
+//! is followed without a restart (spec §10.1).
+//!
+//! Logging is per state change of a cluster's estimator (connected, unreachable, failing,
+//! answering again), never per call, so an absent estimator does not flood the log.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use karmada_api::Cluster;
+use prometheus_client::registry::Registry;
+
+use crate::dial::{self, Connection, DialError, DialSettings};
+use crate::metrics::EstimatorMetrics;
+use crate::options::EstimatorOptions;
+use crate::resolver::{self, Resolution, ResolveError};
+use crate::source::{LookupError, ServiceSource};
+use crate::tls::{self, TlsError};
+
+/// `spec.syncMode` of Pull clusters.
+pub const PULL: &str = "Pull";
+
+/// A connection could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EstablishError {
+    /// The Service lookup failed (not NotFound).
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// The Service is malformed.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// TLS files could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// No address connected.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The cluster was deleted while dialling.
+    #[error("cluster {0} was deleted while its estimator was being dialled")]
+    Deleted(String),
+}
+
+/// What a cluster's estimator last did, for change-only logging.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Health {
+    #[default]
+    Unknown,
+    Ready,
+    Unreachable,
+    Failing,
+}
+
+#[derive(Default)]
+struct Entry {
+    pull: bool,
+    connection: Option<Arc<Connection>>,
+    resolution: Option<Resolution>,
+    last_dial_failure: Option<Instant>,
+    health: Health,
+}
+
+/// The connection cache. Share it in an `Arc`; every method takes `&self`.
+pub struct ConnectionCache {
+    options: Arc<EstimatorOptions>,
+    source: Arc<dyn ServiceSource>,
+    metrics: EstimatorMetrics,
+    entries: RwLock<HashMap<String, Entry>>,
+    dial_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+fn cluster_name(cluster: &Cluster) -> &str {
+    cluster.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn is_pull(cluster: &Cluster) -> bool {
+    cluster.spec.sync_mode == PULL
+}
+
+impl ConnectionCache {
+    /// An empty cache resolving Services through `source`.
+    pub fn new(options: EstimatorOptions, source: Arc<dyn ServiceSource>) -> Self {
+        Self {
+            options: Arc::new(options),
+            source,
+            metrics: EstimatorMetrics::default(),
+            entries: RwLock::new(HashMap::new()),
+            dial_locks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The options the cache was built with.
+    pub fn options(&self) -> &EstimatorOptions {
+        &self.options
+    }
+
+    /// The metric families (shared with the fan-out).
+    pub fn metrics(&self) -> &EstimatorMetrics {
+        &self.metrics
+    }
+
+    /// Adds the estimator client's metric families to `registry`.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        self.metrics.register(registry);
+    }
+
+    /// Cluster added or updated: connect if there is no connection yet (always dials, like
+    /// the reference's worker; retrying a failure is the caller's business). Pull clusters
+    /// are skipped when the pull-mode flag is set, keeping any connection they already have.
+    pub async fn ensure(&self, cluster: &Cluster) -> Result<(), EstablishError> {
+        let name = cluster_name(cluster);
+        self.register(name, is_pull(cluster));
+        if self.pull_disabled(name) {
+            return Ok(());
+        }
+        self.establish(name, false).await.map(|_| ())
+    }
+
+    /// [`ensure`](Self::ensure) for many clusters at once (start-up); failures are logged.
+    pub async fn ensure_all(&self, clusters: &[Cluster]) {
+        let all = clusters.iter().map(|c| self.ensure(c));
+        futures::future::join_all(all).await;
+    }
+
+    /// Cluster deleted: close and forget its connection and metric series.
+    pub fn on_cluster_deleted(&self, name: &str) {
+        let removed = self.write().remove(name);
+        self.dial_locks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        self.metrics.forget_cluster(name);
+        if let Some(entry) = removed
+            && let Some(connection) = entry.connection
+        {
+            tracing::info!(
+                cluster = name,
+                target = connection.target(),
+                "Closed the connection to the estimator of a deleted cluster"
+            );
+        }
+    }
+
+    /// Service `namespace/name` added, changed or deleted. If it is the estimator Service of
+    /// a known cluster, re-resolve it and reconnect when the addresses changed (the old
+    /// connection is kept if the new one cannot be made). Returns whether the connection was
+    /// replaced or newly made.
+    pub async fn on_service_changed(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool, EstablishError> {
+        let Some(cluster) = self.options.cluster_of_service(namespace, name) else {
+            return Ok(false);
+        };
+        if !self.read().contains_key(cluster) || self.pull_disabled(cluster) {
+            return Ok(false);
+        }
+        let before = self.connection(cluster);
+        let after = self.establish(cluster, true).await?;
+        Ok(before.is_none_or(|b| !Arc::ptr_eq(&b, &after)))
+    }
+
+    /// The cached connection of a cluster, if any.
+    pub fn connection(&self, cluster: &str) -> Option<Arc<Connection>> {
+        self.read().get(cluster).and_then(|e| e.connection.clone())
+    }
+
+    /// Names of the clusters the cache knows (connected or not), sorted.
+    pub fn clusters(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// The connection for a call: the cached one, else (first use) a dial, unless the cluster
+    /// is a Pull cluster under the pull-mode flag or a dial failed less than
+    /// `redial_backoff` ago.
+    pub(crate) async fn connection_for_call(
+        &self,
+        cluster: &str,
+        pull: Option<bool>,
+    ) -> Option<Arc<Connection>> {
+        if let Some(connection) = self.connection(cluster) {
+            return Some(connection);
+        }
+        let pull = pull.unwrap_or_else(|| self.read().get(cluster).is_some_and(|e| e.pull));
+        self.register(cluster, pull);
+        if self.pull_disabled(cluster) {
+            return None;
+        }
+        let backing_off = self
+            .read()
+            .get(cluster)
+            .and_then(|e| e.last_dial_failure)
+            .is_some_and(|t| t.elapsed() < self.options.redial_backoff);
+        if backing_off {
+            return None;
+        }
+        self.establish(cluster, false).await.ok()
+    }
+
+    /// Records the outcome of a call, logging only changes.
+    pub(crate) fn record_call(&self, cluster: &str, outcome: Result<(), &str>) {
+        let mut entries = self.write();
+        let Some(entry) = entries.get_mut(cluster) else {
+            return;
+        };
+        match outcome {
+            Ok(()) => {
+                if matches!(entry.health, Health::Failing | Health::Unreachable) {
+                    tracing::info!(cluster, "Estimator answers again");
+                }
+                entry.health = Health::Ready;
+            }
+            Err(reason) => {
+                if entry.health != Health::Failing {
+                    tracing::warn!(cluster, error = reason, "Estimator calls are failing");
+                }
+                entry.health = Health::Failing;
+            }
+        }
+    }
+
+    fn register(&self, cluster: &str, pull: bool) {
+        let mut entries = self.write();
+        entries.entry(cluster.to_string()).or_default().pull = pull;
+    }
+
+    fn pull_disabled(&self, cluster: &str) -> bool {
+        self.options.disable_in_pull_mode && self.read().get(cluster).is_some_and(|e| e.pull)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.entries.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.entries.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn dial_lock(&self, cluster: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.dial_locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(cluster.to_string()).or_default().clone()
+    }
+
+    /// Resolves and dials `cluster`. Without `force`, an existing connection is returned as
+    /// is; with it, the Service is resolved again and the connection replaced only when the
+    /// addresses changed. One dial per cluster at a time.
+    async fn establish(
+        &self,
+        cluster: &str,
+        force: bool,
+    ) -> Result<Arc<Connection>, EstablishError> {
+        let lock = self.dial_lock(cluster);
+        let _guard = lock.lock().await;
+        let existing = self.connection(cluster);
+        if let (false, Some(connection)) = (force, &existing) {
+            return Ok(connection.clone());
+        }
+        let result = self.resolve_and_dial(cluster, existing).await;
+        let mut entries = self.write();
+        let Some(entry) = entries.get_mut(cluster) else {
+            return Err(EstablishError::Deleted(cluster.to_string()));
+        };
+        match result {
+            Ok((connection, resolution, fresh)) => {
+                if fresh {
+                    self.metrics.observe_dial(cluster, true);
+                    tracing::info!(
+                        cluster,
+                        target = connection.target(),
+                        origin = %resolution.origin,
+                        "Connection with the estimator has been established"
+                    );
+                    entry.health = Health::Ready;
+                }
+                entry.connection = Some(connection.clone());
+                entry.resolution = Some(resolution);
+                entry.last_dial_failure = None;
+                self.metrics.set_connected(cluster, true);
+                Ok(connection)
+            }
+            Err(error) => {
+                self.metrics.observe_dial(cluster, false);
+                self.metrics
+                    .set_connected(cluster, entry.connection.is_some());
+                entry.last_dial_failure = Some(Instant::now());
+                if entry.health != Health::Unreachable {
+                    tracing::warn!(cluster, error = %error, "Failed to connect to the estimator");
+                }
+                entry.health = Health::Unreachable;
+                Err(error)
+            }
+        }
+    }
+
+    /// Returns the connection, its resolution and whether it is new.
+    async fn resolve_and_dial(
+        &self,
+        cluster: &str,
+        existing: Option<Arc<Connection>>,
+    ) -> Result<(Arc<Connection>, Resolution, bool), EstablishError> {
+        let options = &self.options;
+        let namespace = options.service_namespace.as_str();
+        let service = options.service_name(cluster);
+        let lookup = self.source.lookup(namespace, &service).await?;
+        let resolution = resolver::resolve(
+            namespace,
+            &service,
+            options.port,
+            lookup.service.as_ref(),
+            &lookup.endpoint_slices,
+        )?;
+        if let Some(connection) = existing {
+            let unchanged =
+                self.read().get(cluster).and_then(|e| e.resolution.as_ref()) == Some(&resolution);
+            if unchanged {
+                return Ok((connection, resolution, false));
+            }
+        }
+        let settings = DialSettings {
+            tls: tls::client_config(options)?,
+            server_name: options.server_name.clone(),
+            connect_timeout: options.connect_timeout,
+        };
+        tracing::debug!(cluster, addresses = ?resolution.addresses, "Dialling the estimator");
+        let connection = dial::dial(&resolution, &settings).await?;
+        Ok((Arc::new(connection), resolution, true))
+    }
+}

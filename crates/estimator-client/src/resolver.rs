@@ -1,0 +1,757 @@
+//! From an estimator's Service object to the addresses to dial.
+//!
+//! The reference (v1.18.2 `pkg/estimator/client/service.go`) accepts only `ExternalName`
+//! Services and falls back to cluster DNS names when the Service does not exist. This
+//! resolver keeps both behaviours and also understands the other Service shapes, so that an
+//! operator can point the scheduler at an estimator however it is published:
+//!
+//! | Service | Addresses |
+//! |---|---|
+//! | not found | `<svc>.<ns>.svc.cluster.local:<port>`, `<svc>.<ns>.svc:<port>` (in order) |
+//! | `ExternalName` | `<externalName>:<targetPort of the entry whose port is <port>>` |
+//! | `ClusterIP`/`NodePort` | `<clusterIP>:<port>` for every cluster IP, then the DNS names |
+//! | `LoadBalancer` | every ingress IP or hostname with `<port>`, then as `ClusterIP` |
+//! | headless (`clusterIP: None`) | every ready endpoint of its EndpointSlices, balanced |
+//!
+//! Everything here is pure: the caller fetches the Service and its EndpointSlices
+//! ([`crate::source::ServiceSource`]) and passes them in.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::{IpAddr, Ipv6Addr};
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// Label that ties an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Name of the estimator Service of a cluster: `<prefix>-<cluster>`.
+pub fn service_name(prefix: &str, cluster: &str) -> String {
+    format!("{prefix}-{cluster}")
+}
+
+/// A host (IP literal or DNS name, never bracketed) and a port.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Address {
+    host: String,
+    port: u16,
+}
+
+impl Address {
+    /// An address; brackets around an IPv6 host are removed so that equal addresses compare
+    /// equal however they were written.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        let host = host.into();
+        let host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(inner) if inner.parse::<Ipv6Addr>().is_ok() => inner.to_string(),
+            _ => host,
+        };
+        Self { host, port }
+    }
+
+    /// The host without brackets: what TLS verification is done against.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The host as an IP address, when it is one.
+    pub fn ip(&self) -> Option<IpAddr> {
+        self.host.parse().ok()
+    }
+}
+
+/// `host:port`, with IPv6 hosts bracketed (`[fd00::1]:10352`).
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.parse::<Ipv6Addr>().is_ok() {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// How a list of addresses is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DialStrategy {
+    /// Alternatives for the same server: try in order, keep the first that connects.
+    FirstReachable,
+    /// Equivalent replicas: connect to every one that answers and spread calls over them.
+    Balance,
+}
+
+/// What kind of lookup produced the addresses (for logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The Service does not exist: cluster DNS names.
+    DnsFallback,
+    /// `spec.externalName`.
+    ExternalName,
+    /// `spec.clusterIP(s)`, then DNS names.
+    ClusterIp,
+    /// `status.loadBalancer.ingress`, then cluster IPs and DNS names.
+    LoadBalancer,
+    /// Ready endpoints of a headless Service's EndpointSlices.
+    Endpoints,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Origin::DnsFallback => "DNS fallback (Service not found)",
+            Origin::ExternalName => "ExternalName",
+            Origin::ClusterIp => "ClusterIP",
+            Origin::LoadBalancer => "LoadBalancer",
+            Origin::Endpoints => "headless Service endpoints",
+        })
+    }
+}
+
+/// The result of resolving one estimator Service.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// Addresses to dial, never empty.
+    pub addresses: Vec<Address>,
+    /// How to use them.
+    pub strategy: DialStrategy,
+    /// Where they came from.
+    pub origin: Origin,
+}
+
+/// A found Service cannot be turned into addresses.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("estimator service \"{namespace}/{name}\" (port {port}): {problem}")]
+pub struct ResolveError {
+    /// Namespace of the Service.
+    pub namespace: String,
+    /// Name of the Service.
+    pub name: String,
+    /// The configured estimator port.
+    pub port: u16,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+/// What is wrong with a Service.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// No `spec.ports[]` entry has `port` equal to the configured port.
+    #[error("no service port {0} found in spec.ports")]
+    NoServicePort(u16),
+    /// `spec.externalName` is missing or empty.
+    #[error("spec.externalName is empty")]
+    EmptyExternalName,
+    /// An `ExternalName` Service cannot resolve a named target port.
+    #[error("ExternalName service needs an integer targetPort, found the name {0:?}")]
+    NamedTargetPort(String),
+    /// A port number outside 1..=65535.
+    #[error("targetPort {0} is not a valid port number")]
+    InvalidPort(i32),
+    /// A `spec.type` this resolver does not know.
+    #[error("unsupported service type {0:?}")]
+    UnsupportedType(String),
+    /// A headless Service without any ready endpoint serving the port.
+    #[error("headless service has no ready endpoint for this port in its EndpointSlices")]
+    NoReadyEndpoints,
+}
+
+/// The two DNS names of the reference's fallback, with `port`.
+pub fn dns_fallback(name: &str, namespace: &str, port: u16) -> Vec<Address> {
+    vec![
+        Address::new(format!("{name}.{namespace}.svc.cluster.local"), port),
+        Address::new(format!("{name}.{namespace}.svc"), port),
+    ]
+}
+
+/// Resolves the estimator Service `namespace/name` for `port`.
+///
+/// `service` is `None` when the API server answered NotFound. `endpoint_slices` are only
+/// read for headless Services; slices of other Services (by the
+/// [`SERVICE_NAME_LABEL`] label) are ignored, so passing every slice of the namespace is
+/// fine.
+pub fn resolve(
+    namespace: &str,
+    name: &str,
+    port: u16,
+    service: Option<&Service>,
+    endpoint_slices: &[EndpointSlice],
+) -> Result<Resolution, ResolveError> {
+    let Some(service) = service else {
+        return Ok(Resolution {
+            addresses: dns_fallback(name, namespace, port),
+            strategy: DialStrategy::FirstReachable,
+            origin: Origin::DnsFallback,
+        });
+    };
+    let fail = |problem| ResolveError {
+        namespace: namespace.into(),
+        name: name.into(),
+        port,
+        problem,
+    };
+    let spec = service.spec.clone().unwrap_or_default();
+    let service_port = || {
+        spec.ports
+            .iter()
+            .flatten()
+            .find(|p| p.port == i32::from(port))
+            .ok_or_else(|| fail(Problem::NoServicePort(port)))
+    };
+    let service_type = spec.type_.as_deref().unwrap_or("ClusterIP");
+    match service_type {
+        "ExternalName" => {
+            let host = spec.external_name.as_deref().unwrap_or_default().trim();
+            if host.is_empty() {
+                return Err(fail(Problem::EmptyExternalName));
+            }
+            let entry = service_port()?;
+            let target = match &entry.target_port {
+                None => entry.port,
+                Some(IntOrString::Int(0)) => entry.port,
+                Some(IntOrString::Int(n)) => *n,
+                Some(IntOrString::String(s)) => {
+                    // Kubernetes accepts "8080" in the string form; a real name is an error.
+                    match s.parse::<i32>() {
+                        Ok(n) => n,
+                        Err(_) => return Err(fail(Problem::NamedTargetPort(s.clone()))),
+                    }
+                }
+            };
+            let target = valid_port(target).ok_or_else(|| fail(Problem::InvalidPort(target)))?;
+            Ok(Resolution {
+                addresses: vec![Address::new(host, target)],
+                strategy: DialStrategy::FirstReachable,
+                origin: Origin::ExternalName,
+            })
+        }
+        "ClusterIP" | "NodePort" | "LoadBalancer" => {
+            let entry = service_port()?;
+            let cluster_ips = cluster_ips(&spec);
+            if service_type == "ClusterIP" && cluster_ips.iter().any(|ip| ip == "None") {
+                return headless(name, entry, endpoint_slices)
+                    .ok_or_else(|| fail(Problem::NoReadyEndpoints));
+            }
+            let mut addresses = Vec::new();
+            let mut origin = Origin::ClusterIp;
+            if service_type == "LoadBalancer" {
+                origin = Origin::LoadBalancer;
+                let ingress = service
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.load_balancer.as_ref())
+                    .and_then(|lb| lb.ingress.as_ref());
+                for entry in ingress.into_iter().flatten() {
+                    let host = entry
+                        .ip
+                        .as_deref()
+                        .filter(|s| !s.is_empty())
+                        .or(entry.hostname.as_deref());
+                    if let Some(host) = host.filter(|h| !h.is_empty()) {
+                        push_unique(&mut addresses, Address::new(host, port));
+                    }
+                }
+            }
+            for ip in cluster_ips.iter().filter(|ip| *ip != "None") {
+                push_unique(&mut addresses, Address::new(ip.as_str(), port));
+            }
+            for dns in dns_fallback(name, namespace, port) {
+                push_unique(&mut addresses, dns);
+            }
+            Ok(Resolution {
+                addresses,
+                strategy: DialStrategy::FirstReachable,
+                origin,
+            })
+        }
+        other => Err(fail(Problem::UnsupportedType(other.to_string()))),
+    }
+}
+
+fn valid_port(n: i32) -> Option<u16> {
+    u16::try_from(n).ok().filter(|p| *p != 0)
+}
+
+fn push_unique(list: &mut Vec<Address>, address: Address) {
+    if !list.contains(&address) {
+        list.push(address);
+    }
+}
+
+fn cluster_ips(spec: &k8s_openapi::api::core::v1::ServiceSpec) -> Vec<String> {
+    let mut ips: Vec<String> = spec.cluster_ips.clone().unwrap_or_default();
+    if let Some(ip) = &spec.cluster_ip
+        && !ip.is_empty()
+        && !ips.contains(ip)
+    {
+        ips.insert(0, ip.clone());
+    }
+    ips.retain(|ip| !ip.is_empty());
+    ips
+}
+
+/// Ready endpoints of the Service's slices with the port that serves `entry`; `None` when
+/// there is none.
+fn headless(name: &str, entry: &ServicePort, slices: &[EndpointSlice]) -> Option<Resolution> {
+    let wanted_name = entry.name.as_deref().unwrap_or_default();
+    // Without port information on a slice, the Service's own numbers apply.
+    let fallback_port = match &entry.target_port {
+        None | Some(IntOrString::Int(0)) => valid_port(entry.port),
+        Some(IntOrString::Int(n)) => valid_port(*n),
+        Some(IntOrString::String(s)) => s.parse().ok().and_then(valid_port),
+    };
+    let mut found = BTreeSet::new();
+    for slice in slices {
+        let owner = slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_NAME_LABEL));
+        if owner.map(String::as_str) != Some(name) {
+            continue;
+        }
+        let slice_ports = slice.ports.as_deref().unwrap_or_default();
+        let endpoint_port = if slice_ports.is_empty() {
+            fallback_port
+        } else {
+            slice_ports
+                .iter()
+                .find(|p| p.name.as_deref().unwrap_or_default() == wanted_name)
+                .and_then(|p| p.port.map_or(fallback_port, valid_port))
+        };
+        let Some(endpoint_port) = endpoint_port else {
+            continue;
+        };
+        for endpoint in &slice.endpoints {
+            let ready = endpoint
+                .conditions
+                .as_ref()
+                .and_then(|c| c.ready)
+                .unwrap_or(true);
+            if !ready {
+                continue;
+            }
+            // Addresses of one endpoint are fungible; Kubernetes consumers use the first.
+            if let Some(host) = endpoint.addresses.first().filter(|h| !h.is_empty()) {
+                found.insert(Address::new(host.as_str(), endpoint_port));
+            }
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    Some(Resolution {
+        addresses: found.into_iter().collect(),
+        strategy: DialStrategy::Balance,
+        origin: Origin::Endpoints,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        LoadBalancerIngress, LoadBalancerStatus, ServiceSpec, ServiceStatus,
+    };
+    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    const NS: &str = "karmada-system";
+    const SVC: &str = "karmada-scheduler-estimator-m1";
+    const PORT: u16 = 10352;
+
+    fn port(port: i32, target: Option<IntOrString>, name: Option<&str>) -> ServicePort {
+        ServicePort {
+            port,
+            target_port: target,
+            name: name.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    fn service(spec: ServiceSpec) -> Service {
+        Service {
+            metadata: ObjectMeta {
+                name: Some(SVC.into()),
+                namespace: Some(NS.into()),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: None,
+        }
+    }
+
+    fn external(name: &str, ports: Vec<ServicePort>) -> Service {
+        service(ServiceSpec {
+            type_: Some("ExternalName".into()),
+            external_name: Some(name.into()),
+            ports: Some(ports),
+            ..Default::default()
+        })
+    }
+
+    fn addrs(r: &Resolution) -> Vec<String> {
+        r.addresses.iter().map(ToString::to_string).collect()
+    }
+
+    fn resolve_ok(svc: Option<&Service>, slices: &[EndpointSlice]) -> Resolution {
+        resolve(NS, SVC, PORT, svc, slices).expect("resolves")
+    }
+
+    fn resolve_err(svc: &Service) -> ResolveError {
+        resolve(NS, SVC, PORT, Some(svc), &[]).expect_err("must fail")
+    }
+
+    #[test]
+    fn not_found_gives_the_reference_dns_names_in_order() {
+        let r = resolve_ok(None, &[]);
+        assert_eq!(
+            addrs(&r),
+            [
+                "karmada-scheduler-estimator-m1.karmada-system.svc.cluster.local:10352",
+                "karmada-scheduler-estimator-m1.karmada-system.svc:10352",
+            ]
+        );
+        assert_eq!(r.strategy, DialStrategy::FirstReachable);
+        assert_eq!(r.origin, Origin::DnsFallback);
+    }
+
+    #[test]
+    fn external_name_ipv4_with_int_target_port() {
+        let svc = external(
+            "10.0.0.7",
+            vec![port(10352, Some(IntOrString::Int(10353)), None)],
+        );
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(addrs(&r), ["10.0.0.7:10353"]);
+        assert_eq!(r.origin, Origin::ExternalName);
+    }
+
+    #[test]
+    fn external_name_ipv6_is_bracketed() {
+        let svc = external(
+            "fd00::7",
+            vec![port(10352, Some(IntOrString::Int(10352)), None)],
+        );
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(addrs(&r), ["[fd00::7]:10352"]);
+        assert_eq!(r.addresses[0].host(), "fd00::7");
+    }
+
+    #[test]
+    fn external_name_dns_name() {
+        let svc = external(
+            "estimator.m1.example.com",
+            vec![port(10352, Some(IntOrString::Int(443)), None)],
+        );
+        assert_eq!(
+            addrs(&resolve_ok(Some(&svc), &[])),
+            ["estimator.m1.example.com:443"]
+        );
+    }
+
+    #[test]
+    fn external_name_absent_target_port_means_port() {
+        let svc = external("10.0.0.7", vec![port(10352, None, None)]);
+        assert_eq!(addrs(&resolve_ok(Some(&svc), &[])), ["10.0.0.7:10352"]);
+    }
+
+    #[test]
+    fn external_name_numeric_string_target_port_is_a_number() {
+        let svc = external(
+            "10.0.0.7",
+            vec![port(10352, Some(IntOrString::String("9000".into())), None)],
+        );
+        assert_eq!(addrs(&resolve_ok(Some(&svc), &[])), ["10.0.0.7:9000"]);
+    }
+
+    #[test]
+    fn external_name_port_is_matched_by_number_first_match_wins() {
+        let svc = external(
+            "10.0.0.7",
+            vec![
+                port(80, Some(IntOrString::Int(8080)), Some("http")),
+                port(10352, Some(IntOrString::Int(1)), Some("grpc")),
+                port(10352, Some(IntOrString::Int(2)), Some("other")),
+            ],
+        );
+        assert_eq!(addrs(&resolve_ok(Some(&svc), &[])), ["10.0.0.7:1"]);
+    }
+
+    #[test]
+    fn external_name_named_target_port_is_an_error_naming_service_port_and_problem() {
+        let svc = external(
+            "10.0.0.7",
+            vec![port(10352, Some(IntOrString::String("grpc".into())), None)],
+        );
+        let err = resolve_err(&svc);
+        assert_eq!(err.problem, Problem::NamedTargetPort("grpc".into()));
+        assert_eq!(
+            err.to_string(),
+            "estimator service \"karmada-system/karmada-scheduler-estimator-m1\" (port 10352): \
+             ExternalName service needs an integer targetPort, found the name \"grpc\""
+        );
+    }
+
+    #[test]
+    fn external_name_missing_port_entry_is_an_error() {
+        let svc = external("10.0.0.7", vec![port(80, None, None)]);
+        let err = resolve_err(&svc);
+        assert_eq!(err.problem, Problem::NoServicePort(10352));
+        assert_eq!(
+            err.to_string(),
+            "estimator service \"karmada-system/karmada-scheduler-estimator-m1\" (port 10352): \
+             no service port 10352 found in spec.ports"
+        );
+        // No ports at all: same error.
+        let svc = service(ServiceSpec {
+            type_: Some("ExternalName".into()),
+            external_name: Some("10.0.0.7".into()),
+            ..Default::default()
+        });
+        assert_eq!(resolve_err(&svc).problem, Problem::NoServicePort(10352));
+    }
+
+    #[test]
+    fn external_name_empty_name_is_an_error() {
+        let svc = external("", vec![port(10352, None, None)]);
+        let err = resolve_err(&svc);
+        assert_eq!(err.problem, Problem::EmptyExternalName);
+        assert!(
+            err.to_string()
+                .contains("karmada-system/karmada-scheduler-estimator-m1")
+        );
+        assert!(err.to_string().contains("port 10352"));
+    }
+
+    #[test]
+    fn external_name_out_of_range_target_port_is_an_error() {
+        let svc = external(
+            "10.0.0.7",
+            vec![port(10352, Some(IntOrString::Int(70000)), None)],
+        );
+        assert_eq!(resolve_err(&svc).problem, Problem::InvalidPort(70000));
+    }
+
+    #[test]
+    fn cluster_ip_then_dns_names() {
+        let svc = service(ServiceSpec {
+            cluster_ip: Some("10.96.0.20".into()),
+            cluster_ips: Some(vec!["10.96.0.20".into(), "fd00:10:96::20".into()]),
+            ports: Some(vec![port(10352, Some(IntOrString::Int(9999)), None)]),
+            ..Default::default()
+        });
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(
+            addrs(&r),
+            [
+                "10.96.0.20:10352",
+                "[fd00:10:96::20]:10352",
+                "karmada-scheduler-estimator-m1.karmada-system.svc.cluster.local:10352",
+                "karmada-scheduler-estimator-m1.karmada-system.svc:10352",
+            ]
+        );
+        assert_eq!(r.origin, Origin::ClusterIp);
+        assert_eq!(r.strategy, DialStrategy::FirstReachable);
+    }
+
+    #[test]
+    fn node_port_is_served_like_cluster_ip() {
+        let svc = service(ServiceSpec {
+            type_: Some("NodePort".into()),
+            cluster_ip: Some("10.96.0.21".into()),
+            ports: Some(vec![port(10352, None, None)]),
+            ..Default::default()
+        });
+        assert_eq!(addrs(&resolve_ok(Some(&svc), &[]))[0], "10.96.0.21:10352");
+    }
+
+    #[test]
+    fn cluster_ip_without_the_port_is_an_error() {
+        let svc = service(ServiceSpec {
+            cluster_ip: Some("10.96.0.20".into()),
+            ports: Some(vec![port(80, None, None)]),
+            ..Default::default()
+        });
+        assert_eq!(resolve_err(&svc).problem, Problem::NoServicePort(10352));
+    }
+
+    #[test]
+    fn load_balancer_ingress_first() {
+        let mut svc = service(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            cluster_ip: Some("10.96.0.22".into()),
+            ports: Some(vec![port(10352, None, None)]),
+            ..Default::default()
+        });
+        svc.status = Some(ServiceStatus {
+            load_balancer: Some(LoadBalancerStatus {
+                ingress: Some(vec![
+                    LoadBalancerIngress {
+                        ip: Some("203.0.113.9".into()),
+                        ..Default::default()
+                    },
+                    LoadBalancerIngress {
+                        hostname: Some("lb.example.com".into()),
+                        ..Default::default()
+                    },
+                    LoadBalancerIngress {
+                        ip: Some("2001:db8::9".into()),
+                        ..Default::default()
+                    },
+                ]),
+            }),
+            conditions: None,
+        });
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(
+            addrs(&r)[..4],
+            [
+                "203.0.113.9:10352",
+                "lb.example.com:10352",
+                "[2001:db8::9]:10352",
+                "10.96.0.22:10352"
+            ]
+        );
+        assert_eq!(r.origin, Origin::LoadBalancer);
+    }
+
+    fn slice(
+        service: &str,
+        ports: Option<Vec<(Option<&str>, i32)>>,
+        endpoints: Vec<(&str, Option<bool>)>,
+    ) -> EndpointSlice {
+        EndpointSlice {
+            address_type: "IPv4".into(),
+            metadata: ObjectMeta {
+                name: Some(format!("{service}-abc")),
+                namespace: Some(NS.into()),
+                labels: Some([(SERVICE_NAME_LABEL.to_string(), service.to_string())].into()),
+                ..Default::default()
+            },
+            ports: ports.map(|ps| {
+                ps.into_iter()
+                    .map(|(name, port)| EndpointPort {
+                        name: name.map(str::to_string),
+                        port: Some(port),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
+            endpoints: endpoints
+                .into_iter()
+                .map(|(ip, ready)| Endpoint {
+                    addresses: vec![ip.to_string()],
+                    conditions: Some(EndpointConditions {
+                        ready,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    fn headless_service(target: Option<IntOrString>, name: Option<&str>) -> Service {
+        service(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            cluster_ips: Some(vec!["None".into()]),
+            ports: Some(vec![port(10352, target, name)]),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn headless_uses_ready_endpoints_balanced() {
+        let svc = headless_service(Some(IntOrString::Int(10352)), None);
+        let slices = [
+            slice(
+                SVC,
+                Some(vec![(None, 10352)]),
+                vec![("10.1.0.2", Some(true)), ("10.1.0.3", None)],
+            ),
+            slice(
+                SVC,
+                Some(vec![(None, 10352)]),
+                vec![("10.1.0.4", Some(false))],
+            ),
+            slice(
+                "other-service",
+                Some(vec![(None, 10352)]),
+                vec![("10.9.9.9", Some(true))],
+            ),
+        ];
+        let r = resolve_ok(Some(&svc), &slices);
+        assert_eq!(addrs(&r), ["10.1.0.2:10352", "10.1.0.3:10352"]);
+        assert_eq!(r.strategy, DialStrategy::Balance);
+        assert_eq!(r.origin, Origin::Endpoints);
+    }
+
+    #[test]
+    fn headless_named_target_port_is_resolved_through_the_slice() {
+        let svc = headless_service(Some(IntOrString::String("grpc".into())), Some("grpc"));
+        let slices = [slice(
+            SVC,
+            Some(vec![(Some("metrics"), 8080), (Some("grpc"), 7000)]),
+            vec![("fd00::5", Some(true))],
+        )];
+        assert_eq!(addrs(&resolve_ok(Some(&svc), &slices)), ["[fd00::5]:7000"]);
+    }
+
+    #[test]
+    fn headless_hand_made_slice_without_ports_uses_the_target_port() {
+        let svc = headless_service(Some(IntOrString::Int(10400)), None);
+        let slices = [slice(SVC, None, vec![("192.0.2.10", None)])];
+        assert_eq!(
+            addrs(&resolve_ok(Some(&svc), &slices)),
+            ["192.0.2.10:10400"]
+        );
+    }
+
+    #[test]
+    fn headless_without_ready_endpoints_is_an_error() {
+        let svc = headless_service(None, None);
+        let slices = [slice(
+            SVC,
+            Some(vec![(None, 10352)]),
+            vec![("10.1.0.4", Some(false))],
+        )];
+        let err = resolve(NS, SVC, PORT, Some(&svc), &slices).unwrap_err();
+        assert_eq!(err.problem, Problem::NoReadyEndpoints);
+        assert!(
+            err.to_string()
+                .contains("karmada-system/karmada-scheduler-estimator-m1")
+        );
+        let err = resolve(NS, SVC, PORT, Some(&svc), &[]).unwrap_err();
+        assert_eq!(err.problem, Problem::NoReadyEndpoints);
+    }
+
+    #[test]
+    fn unknown_type_is_an_error() {
+        let svc = service(ServiceSpec {
+            type_: Some("Mystery".into()),
+            ..Default::default()
+        });
+        let err = resolve_err(&svc);
+        assert_eq!(err.problem, Problem::UnsupportedType("Mystery".into()));
+        assert!(
+            err.to_string()
+                .ends_with("unsupported service type \"Mystery\"")
+        );
+    }
+
+    #[test]
+    fn addresses_display_and_normalise_brackets() {
+        assert_eq!(Address::new("[::1]", 5).to_string(), "[::1]:5");
+        assert_eq!(Address::new("::1", 5), Address::new("[::1]", 5));
+        assert_eq!(Address::new("127.0.0.1", 5).to_string(), "127.0.0.1:5");
+        assert_eq!(Address::new("a.b", 5).ip(), None);
+        assert_eq!(service_name("karmada-scheduler-estimator", "m1"), SVC);
+    }
+}
