@@ -1,0 +1,297 @@
+//! One view over `ResourceBinding` and `ClusterResourceBinding`.
+//!
+//! Both kinds share spec and status; they differ in scope, in the queue key, in the words of
+//! messages (`ResourceBinding(ns/name)` vs `ClusterResourceBinding(name)`) and in where their
+//! Events go. The scheduler handles them through this one type so that every rule is written
+//! once.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
+use serde::Deserialize;
+
+/// The annotation holding the placement of the last successful scheduling decision.
+pub const APPLIED_PLACEMENT_ANNOTATION: &str = "policy.karmada.io/applied-placement";
+
+/// Labels of which at least one must be non-empty for a binding to be scheduled.
+pub const FILTER_LABELS: [&str; 3] = [
+    "propagationpolicy.karmada.io/permanent-id",
+    "clusterpropagationpolicy.karmada.io/permanent-id",
+    "binding.karmada.io/managed-by",
+];
+
+/// Namespaced or cluster-scoped binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BindingKind {
+    ResourceBinding,
+    ClusterResourceBinding,
+}
+
+impl BindingKind {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::ResourceBinding => "ResourceBinding",
+            Self::ClusterResourceBinding => "ClusterResourceBinding",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::ResourceBinding => "resourcebindings",
+            Self::ClusterResourceBinding => "clusterresourcebindings",
+        }
+    }
+}
+
+/// Identity of a binding: the queue key (`ns/name` or `name`) in structured form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BindingKey {
+    pub kind: BindingKind,
+    /// Empty for cluster-scoped bindings.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl BindingKey {
+    pub fn rb(namespace: &str, name: &str) -> Self {
+        Self {
+            kind: BindingKind::ResourceBinding,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn crb(name: &str) -> Self {
+        Self {
+            kind: BindingKind::ClusterResourceBinding,
+            namespace: String::new(),
+            name: name.to_string(),
+        }
+    }
+
+    /// `ResourceBinding(ns/name)` / `ClusterResourceBinding(name)`, as in upstream messages.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            BindingKind::ResourceBinding => {
+                format!("ResourceBinding({}/{})", self.namespace, self.name)
+            }
+            BindingKind::ClusterResourceBinding => format!("ClusterResourceBinding({})", self.name),
+        }
+    }
+}
+
+impl std::fmt::Display for BindingKey {
+    /// The reference's queue key: `ns/name` or `name`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            BindingKind::ResourceBinding => write!(f, "{}/{}", self.namespace, self.name),
+            BindingKind::ClusterResourceBinding => f.write_str(&self.name),
+        }
+    }
+}
+
+/// A decoded binding of either kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub kind: BindingKind,
+    pub metadata: ObjectMeta,
+    pub spec: ResourceBindingSpec,
+    pub status: ResourceBindingStatus,
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    spec: ResourceBindingSpec,
+    #[serde(default)]
+    status: ResourceBindingStatus,
+}
+
+/// A binding that could not be decoded: enough identity to report it, and the field path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MalformedBinding {
+    pub key: BindingKey,
+    pub metadata: ObjectMeta,
+    /// `spec.placement.spreadConstraints[0].spreadByField: unknown variant ...`.
+    pub error: String,
+}
+
+impl Binding {
+    /// Decode one object of the given kind from raw JSON. On failure, the identity that could
+    /// still be read is returned with the error, so that the binding itself can be told.
+    pub fn decode(
+        kind: BindingKind,
+        raw: serde_json::Value,
+    ) -> Result<Self, Box<MalformedBinding>> {
+        let metadata: ObjectMeta = raw
+            .get("metadata")
+            .cloned()
+            .and_then(|m| serde_json::from_value(m).ok())
+            .unwrap_or_default();
+        match karmada_api::from_json_value::<Wire>(raw) {
+            Ok(w) => Ok(Self {
+                kind,
+                metadata: w.metadata,
+                spec: w.spec,
+                status: w.status,
+            }),
+            Err(e) => {
+                let key = key_of(kind, &metadata);
+                Err(Box::new(MalformedBinding {
+                    key,
+                    metadata,
+                    error: e.to_string(),
+                }))
+            }
+        }
+    }
+
+    pub fn key(&self) -> BindingKey {
+        key_of(self.kind, &self.metadata)
+    }
+
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace.as_deref().unwrap_or_default()
+    }
+
+    pub fn generation(&self) -> i64 {
+        self.metadata.generation.unwrap_or_default()
+    }
+
+    pub fn resource_version(&self) -> Option<&str> {
+        self.metadata.resource_version.as_deref()
+    }
+
+    pub fn is_deleting(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// The applied-placement annotation, empty when absent.
+    pub fn applied_placement(&self) -> &str {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(APPLIED_PLACEMENT_ANNOTATION))
+            .map(String::as_str)
+            .unwrap_or_default()
+    }
+
+    /// `spec.schedulerName`, with empty meaning `default-scheduler`.
+    pub fn scheduler_name(&self) -> &str {
+        if self.spec.scheduler_name.is_empty() {
+            crate::options::DEFAULT_SCHEDULER_NAME
+        } else {
+            &self.spec.scheduler_name
+        }
+    }
+
+    /// The reference's event filter (§4.1): right scheduler, not suspended, and carrying one of
+    /// the policy labels.
+    pub fn passes_filter(&self, scheduler_name: &str) -> bool {
+        passes_filter(
+            &self.metadata,
+            self.scheduler_name(),
+            self.spec.scheduling_suspended(),
+            scheduler_name,
+        )
+    }
+}
+
+/// The filter on raw parts, shared with malformed bindings (which have no decoded spec).
+pub fn passes_filter(
+    meta: &ObjectMeta,
+    binding_scheduler: &str,
+    suspended: bool,
+    ours: &str,
+) -> bool {
+    if binding_scheduler != ours || suspended {
+        return false;
+    }
+    let labels = meta.labels.as_ref();
+    FILTER_LABELS.iter().any(|l| {
+        labels
+            .and_then(|m| m.get(*l))
+            .is_some_and(|v| !v.is_empty())
+    })
+}
+
+pub fn key_of(kind: BindingKind, meta: &ObjectMeta) -> BindingKey {
+    let name = meta.name.as_deref().unwrap_or_default();
+    match kind {
+        BindingKind::ResourceBinding => {
+            BindingKey::rb(meta.namespace.as_deref().unwrap_or_default(), name)
+        }
+        BindingKind::ClusterResourceBinding => BindingKey::crb(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decode_reports_the_field_path_and_keeps_identity() {
+        let raw = json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"resource": {"apiVersion": "v1", "kind": "Pod", "name": "p"},
+                     "placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}
+        });
+        let e = Binding::decode(BindingKind::ResourceBinding, raw).unwrap_err();
+        assert_eq!(e.key, BindingKey::rb("ns", "b"));
+        assert!(
+            e.error
+                .starts_with("spec.placement.spreadConstraints[0].spreadByField"),
+            "{}",
+            e.error
+        );
+    }
+
+    #[test]
+    fn keys_and_descriptions() {
+        assert_eq!(BindingKey::rb("ns", "b").to_string(), "ns/b");
+        assert_eq!(BindingKey::crb("c").to_string(), "c");
+        assert_eq!(
+            BindingKey::rb("ns", "b").describe(),
+            "ResourceBinding(ns/b)"
+        );
+        assert_eq!(BindingKey::crb("c").describe(), "ClusterResourceBinding(c)");
+    }
+
+    #[test]
+    fn filter_needs_a_policy_label_and_our_scheduler() {
+        let mut meta = ObjectMeta::default();
+        assert!(!passes_filter(
+            &meta,
+            "default-scheduler",
+            false,
+            "default-scheduler"
+        ));
+        meta.labels = Some([("binding.karmada.io/managed-by".to_string(), "x".to_string())].into());
+        assert!(passes_filter(
+            &meta,
+            "default-scheduler",
+            false,
+            "default-scheduler"
+        ));
+        assert!(!passes_filter(
+            &meta,
+            "default-scheduler",
+            true,
+            "default-scheduler"
+        ));
+        assert!(!passes_filter(&meta, "other", false, "default-scheduler"));
+        meta.labels = Some([("binding.karmada.io/managed-by".to_string(), String::new())].into());
+        assert!(!passes_filter(
+            &meta,
+            "default-scheduler",
+            false,
+            "default-scheduler"
+        ));
+    }
+}

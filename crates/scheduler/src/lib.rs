@@ -1,0 +1,21 @@
+//! The `karmada-scheduler` daemon as a library, so that tests and the binary share every part.
+//!
+//! - [`options`]: every flag of the reference v1.18.2, parsed as pflag parses them
+//!   ([`goparse`]: Go's value syntax behind them);
+//! - [`binding`]: one view over ResourceBinding and ClusterResourceBinding;
+//! - [`decision`]: whether a binding needs scheduling (the reference's ladder);
+//! - [`annotation`]: the applied-placement annotation, byte-compatible with Go;
+//! - [`condition`]: attempt errors and the `Scheduled` condition they map to;
+//! - [`patch`]: the writes as data (merge patches, event messages);
+//! - [`queue`]: the scheduling queue, concurrent workers with per-key exclusivity.
+
+pub mod annotation;
+pub mod app;
+pub mod binding;
+pub mod condition;
+pub mod daemon;
+pub mod decision;
+pub mod goparse;
+pub mod options;
+pub mod patch;
+pub mod queue;

@@ -1,0 +1,570 @@
+//! The scheduling queue (spec §4.4), shared by several workers with per-key exclusivity.
+//!
+//! Two modes, as the reference:
+//! - **legacy** (default): FIFO with deduplication; a failed key comes back after
+//!   `max(base·2^failures capped at max, token-bucket delay)` from the `--rate-limiter-*` flags;
+//!   success resets its failure count.
+//! - **priority** (gate `PriorityBasedScheduling`): highest `spec.schedulePriority.priority`
+//!   first, then oldest; failures wait in a backoff queue (1 s doubling to 10 s, counted from the
+//!   last activation); unschedulable bindings are parked until an event moves them or 5 minutes
+//!   pass.
+//!
+//! In both modes a key popped by one worker is never handed to another until [`done`] is
+//! called; an event for it meanwhile marks it dirty and it is re-queued on `done`, so one
+//! binding's writes stay ordered while different bindings are scheduled concurrently (the
+//! reference runs one worker).
+//!
+//! [`done`]: SchedulingQueue::done
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::binding::BindingKey;
+use crate::options::RateLimiterOptions;
+
+/// Backoff of the priority queue: 1 s initial, doubling, capped at 10 s.
+const PQ_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+const PQ_MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Longest stay in the unschedulable pool without an event.
+const PQ_MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
+
+/// How an attempt ended, for routing the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done; forget failure history.
+    Success,
+    /// Not enough replicas anywhere: park (priority mode) or retry with backoff (legacy).
+    Unschedulable,
+    /// Any other error: retry with backoff.
+    Failure,
+}
+
+/// A popped key with the bookkeeping the queue needs back in [`SchedulingQueue::done`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub key: BindingKey,
+    pub priority: i32,
+    /// Attempts so far, this one included.
+    pub attempts: u32,
+    timestamp: Instant,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    key: BindingKey,
+    priority: i32,
+    timestamp: Instant,
+    attempts: u32,
+    seq: u64,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    /// Max-heap order: higher priority first, then earlier timestamp, then insertion order.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.priority
+            .cmp(&other.priority)
+            .then_with(|| other.timestamp.cmp(&self.timestamp))
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// Token bucket of `golang.org/x/time/rate` (starts full), for the legacy overall limit.
+#[derive(Debug)]
+struct Bucket {
+    qps: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(qps: f64, burst: f64, now: Instant) -> Self {
+        Self {
+            qps,
+            burst,
+            tokens: burst,
+            last: now,
+        }
+    }
+
+    /// Reserve one token; the delay until it is available (`Reserve().Delay()`).
+    fn reserve(&mut self, now: Instant) -> Duration {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
+        self.last = now;
+        self.tokens -= 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.tokens / self.qps)
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    priority_mode: bool,
+    limiter: RateLimiterOptions,
+    bucket: Bucket,
+    seq: u64,
+    active: BinaryHeap<Entry>,
+    /// Keys waiting in `active` or to be re-queued after processing, with their entry.
+    dirty: HashMap<BindingKey, Entry>,
+    processing: HashSet<BindingKey>,
+    /// Delayed keys (legacy rate-limited adds, priority backoff, parked keys' expiry).
+    delayed: BTreeMap<(Instant, u64), BindingKey>,
+    delayed_at: HashMap<BindingKey, (Instant, u64)>,
+    /// Priority mode: keys parked as unschedulable (also present in `delayed`).
+    unschedulable: HashMap<BindingKey, Entry>,
+    backoff: HashMap<BindingKey, Entry>,
+    /// Legacy per-key failure counts.
+    failures: HashMap<BindingKey, u32>,
+    shut_down: bool,
+}
+
+/// The queue. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct SchedulingQueue {
+    state: Mutex<State>,
+    notify: Notify,
+}
+
+impl SchedulingQueue {
+    /// A queue in legacy (`priority_mode == false`) or priority mode.
+    pub fn new(priority_mode: bool, limiter: RateLimiterOptions) -> Self {
+        let limiter = limiter.with_defaults();
+        let now = Instant::now();
+        Self {
+            state: Mutex::new(State {
+                priority_mode,
+                bucket: Bucket::new(limiter.qps as f64, limiter.bucket_size as f64, now),
+                limiter,
+                seq: 0,
+                active: BinaryHeap::new(),
+                dirty: HashMap::new(),
+                processing: HashSet::new(),
+                delayed: BTreeMap::new(),
+                delayed_at: HashMap::new(),
+                unschedulable: HashMap::new(),
+                backoff: HashMap::new(),
+                failures: HashMap::new(),
+                shut_down: false,
+            }),
+            notify: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An event asks for the key to be scheduled: queue it now (dropping any pending backoff or
+    /// parking). A key already waiting is not queued twice.
+    pub fn add(&self, key: BindingKey, priority: i32) {
+        let mut s = self.lock();
+        if s.shut_down {
+            return;
+        }
+        s.cancel_delay(&key);
+        s.unschedulable.remove(&key);
+        s.backoff.remove(&key);
+        let now = Instant::now();
+        s.push_active(key, priority, now, 0);
+        drop(s);
+        self.notify.notify_waiters();
+    }
+
+    /// Wait for the next key; `None` once the queue is shut down.
+    pub async fn pop(&self) -> Option<Item> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let wake_at = {
+                let mut s = self.lock();
+                if s.shut_down {
+                    return None;
+                }
+                s.promote_due(Instant::now());
+                if let Some(e) = s.active.pop() {
+                    s.dirty.remove(&e.key);
+                    s.processing.insert(e.key.clone());
+                    let attempts = e.attempts + 1;
+                    return Some(Item {
+                        key: e.key,
+                        priority: e.priority,
+                        attempts,
+                        timestamp: e.timestamp,
+                    });
+                }
+                s.delayed.keys().next().map(|(t, _)| *t)
+            };
+            match wake_at {
+                Some(t) => {
+                    tokio::select! {
+                        _ = &mut notified => {}
+                        _ = tokio::time::sleep_until(t) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Finish processing `item`, routing it by `outcome`.
+    pub fn done(&self, item: Item, outcome: Outcome) {
+        let mut s = self.lock();
+        s.processing.remove(&item.key);
+        let now = Instant::now();
+        if s.priority_mode {
+            let dirty = s.dirty.contains_key(&item.key);
+            let entry = Entry {
+                key: item.key.clone(),
+                priority: item.priority,
+                timestamp: item.timestamp,
+                attempts: item.attempts,
+                seq: 0,
+            };
+            match outcome {
+                Outcome::Success => {
+                    s.backoff.remove(&item.key);
+                }
+                Outcome::Unschedulable if !dirty && !s.backoff.contains_key(&item.key) => {
+                    s.schedule_delay(item.key.clone(), item.timestamp + PQ_MAX_UNSCHEDULABLE);
+                    s.unschedulable.insert(item.key.clone(), entry);
+                }
+                Outcome::Failure if !dirty && !s.unschedulable.contains_key(&item.key) => {
+                    let at = item.timestamp + pq_backoff(item.attempts);
+                    s.schedule_delay(item.key.clone(), at.max(now));
+                    s.backoff.insert(item.key.clone(), entry);
+                }
+                _ => {}
+            }
+            if let Some(mut e) = s.dirty.remove(&item.key) {
+                // Re-queue the popped entry (attempts kept) with a fresh timestamp.
+                e.attempts = item.attempts;
+                e.timestamp = now;
+                s.seq += 1;
+                e.seq = s.seq;
+                s.dirty.insert(item.key.clone(), e.clone());
+                s.active.push(e);
+            }
+        } else {
+            match outcome {
+                Outcome::Success => {
+                    s.failures.remove(&item.key);
+                }
+                Outcome::Unschedulable | Outcome::Failure => {
+                    let limiter = s.limiter;
+                    let n = s.failures.entry(item.key.clone()).or_insert(0);
+                    let exp = legacy_backoff(limiter, *n);
+                    *n += 1;
+                    let bucket = s.bucket.reserve(now);
+                    s.schedule_delay(item.key.clone(), now + exp.max(bucket));
+                }
+            }
+            if let Some(e) = s.dirty.get(&item.key).cloned() {
+                s.active.push(e);
+            }
+        }
+        drop(s);
+        self.notify.notify_waiters();
+    }
+
+    /// Stop handing out keys; pending [`pop`](Self::pop) calls return `None`.
+    pub fn shutdown(&self) {
+        let mut s = self.lock();
+        s.shut_down = true;
+        s.unschedulable.clear();
+        drop(s);
+        self.notify.notify_waiters();
+    }
+
+    /// Keys waiting to be popped now, waiting on a delay, and parked (for metrics and tests).
+    pub fn lengths(&self) -> QueueLengths {
+        let s = self.lock();
+        QueueLengths {
+            active: s.active.len(),
+            backoff: s.delayed.len() - s.unschedulable.len(),
+            unschedulable: s.unschedulable.len(),
+        }
+    }
+}
+
+/// Sizes of the three parts of the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLengths {
+    pub active: usize,
+    pub backoff: usize,
+    pub unschedulable: usize,
+}
+
+fn pq_backoff(attempts: u32) -> Duration {
+    if attempts == 0 {
+        return Duration::ZERO;
+    }
+    let mut d = PQ_INITIAL_BACKOFF;
+    for _ in 1..attempts {
+        d *= 2;
+        if d >= PQ_MAX_BACKOFF {
+            return PQ_MAX_BACKOFF;
+        }
+    }
+    d.min(PQ_MAX_BACKOFF)
+}
+
+/// client-go's `ItemExponentialFailureRateLimiter`: `base·2^failures`, capped.
+fn legacy_backoff(limiter: RateLimiterOptions, failures: u32) -> Duration {
+    let base = limiter.base_delay.to_std();
+    let max = limiter.max_delay.to_std();
+    let factor = 2f64.powi(failures.min(62) as i32);
+    let d = base.as_secs_f64() * factor;
+    if d > max.as_secs_f64() {
+        max
+    } else {
+        Duration::from_secs_f64(d)
+    }
+}
+
+impl State {
+    fn push_active(&mut self, key: BindingKey, priority: i32, now: Instant, attempts: u32) {
+        if self.dirty.contains_key(&key) {
+            return;
+        }
+        self.seq += 1;
+        let e = Entry {
+            key: key.clone(),
+            priority,
+            timestamp: now,
+            attempts,
+            seq: self.seq,
+        };
+        self.dirty.insert(key.clone(), e.clone());
+        if self.processing.contains(&key) {
+            return;
+        }
+        self.active.push(e);
+    }
+
+    fn schedule_delay(&mut self, key: BindingKey, at: Instant) {
+        self.cancel_delay(&key);
+        self.seq += 1;
+        let slot = (at, self.seq);
+        self.delayed.insert(slot, key.clone());
+        self.delayed_at.insert(key, slot);
+    }
+
+    fn cancel_delay(&mut self, key: &BindingKey) {
+        if let Some(slot) = self.delayed_at.remove(key) {
+            self.delayed.remove(&slot);
+        }
+    }
+
+    /// Move every delayed key whose time has come to the active queue.
+    fn promote_due(&mut self, now: Instant) {
+        while let Some((&slot, _)) = self.delayed.iter().next() {
+            if slot.0 > now {
+                break;
+            }
+            let key = self.delayed.remove(&slot).unwrap_or_else(|| unreachable!());
+            self.delayed_at.remove(&key);
+            let parked = self
+                .unschedulable
+                .remove(&key)
+                .or_else(|| self.backoff.remove(&key));
+            let (priority, attempts) = parked.map_or((0, 0), |e| (e.priority, e.attempts));
+            self.push_active(key, priority, now, attempts);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn k(n: &str) -> BindingKey {
+        BindingKey::rb("ns", n)
+    }
+
+    fn legacy() -> SchedulingQueue {
+        SchedulingQueue::new(false, RateLimiterOptions::default())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dedups_and_keeps_fifo_order() {
+        let q = legacy();
+        q.add(k("a"), 0);
+        q.add(k("b"), 0);
+        q.add(k("a"), 0);
+        assert_eq!(q.pop().await.unwrap().key, k("a"));
+        assert_eq!(q.pop().await.unwrap().key, k("b"));
+        assert_eq!(q.lengths().active, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_in_flight_is_not_handed_out_twice() {
+        let q = Arc::new(legacy());
+        q.add(k("a"), 0);
+        let first = q.pop().await.unwrap();
+        q.add(k("a"), 0); // event while processing: dirty
+        q.add(k("b"), 0);
+        let second = q.pop().await.unwrap();
+        assert_eq!(second.key, k("b"), "a is being processed");
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move { q.pop().await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        q.done(first, Outcome::Success);
+        assert_eq!(waiter.await.unwrap().unwrap().key, k("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn legacy_failures_back_off_exponentially_and_success_resets() {
+        let q = legacy();
+        q.add(k("a"), 0);
+        let start = Instant::now();
+        let mut delays = Vec::new();
+        for _ in 0..4 {
+            let item = q.pop().await.unwrap();
+            let t = Instant::now();
+            delays.push(t - start);
+            q.done(item, Outcome::Failure);
+        }
+        // Popped at 0, then after 5ms, 10ms, 20ms (cumulative 5, 15, 35).
+        assert_eq!(
+            delays,
+            vec![
+                Duration::ZERO,
+                Duration::from_millis(5),
+                Duration::from_millis(15),
+                Duration::from_millis(35)
+            ]
+        );
+        let item = q.pop().await.unwrap();
+        q.done(item, Outcome::Success);
+        q.add(k("a"), 0);
+        let item = q.pop().await.unwrap();
+        let t0 = Instant::now();
+        q.done(item, Outcome::Failure);
+        q.pop().await.unwrap();
+        assert_eq!(
+            Instant::now() - t0,
+            Duration::from_millis(5),
+            "failures were forgotten"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_cancels_a_pending_backoff() {
+        let q = legacy();
+        q.add(k("a"), 0);
+        let item = q.pop().await.unwrap();
+        q.done(item, Outcome::Failure);
+        assert_eq!(q.lengths().backoff, 1);
+        q.add(k("a"), 0);
+        assert_eq!(
+            q.lengths(),
+            QueueLengths {
+                active: 1,
+                backoff: 0,
+                unschedulable: 0
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn priority_mode_orders_by_priority_then_age() {
+        let q = SchedulingQueue::new(true, RateLimiterOptions::default());
+        q.add(k("low"), 1);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        q.add(k("high"), 10);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        q.add(k("low2"), 1);
+        let order: Vec<String> = [q.pop().await, q.pop().await, q.pop().await]
+            .into_iter()
+            .map(|i| i.unwrap().key.name)
+            .collect();
+        assert_eq!(order, vec!["high", "low", "low2"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn priority_mode_parks_unschedulable_until_an_event_or_five_minutes() {
+        let q = SchedulingQueue::new(true, RateLimiterOptions::default());
+        q.add(k("a"), 0);
+        let item = q.pop().await.unwrap();
+        let t0 = item.timestamp;
+        q.done(item, Outcome::Unschedulable);
+        assert_eq!(q.lengths().unschedulable, 1);
+        let item = q.pop().await.unwrap();
+        assert_eq!(Instant::now() - t0, PQ_MAX_UNSCHEDULABLE);
+        assert_eq!(item.attempts, 2);
+        q.done(item, Outcome::Unschedulable);
+        q.add(k("a"), 0);
+        assert_eq!(
+            q.lengths(),
+            QueueLengths {
+                active: 1,
+                backoff: 0,
+                unschedulable: 0
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn priority_backoff_doubles_to_ten_seconds() {
+        assert_eq!(
+            (1..=6).map(pq_backoff).collect::<Vec<_>>(),
+            [1, 2, 4, 8, 10, 10].map(Duration::from_secs).to_vec()
+        );
+        let q = SchedulingQueue::new(true, RateLimiterOptions::default());
+        q.add(k("a"), 0);
+        let item = q.pop().await.unwrap();
+        let t0 = Instant::now();
+        q.done(item, Outcome::Failure);
+        let item = q.pop().await.unwrap();
+        assert_eq!(Instant::now() - t0, Duration::from_secs(1));
+        q.done(item, Outcome::Failure);
+        let t1 = Instant::now();
+        q.pop().await.unwrap();
+        assert_eq!(Instant::now() - t1, Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_releases_waiters() {
+        let q = Arc::new(legacy());
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move { q.pop().await })
+        };
+        tokio::task::yield_now().await;
+        q.shutdown();
+        assert_eq!(waiter.await.unwrap(), None);
+    }
+
+    #[test]
+    fn legacy_backoff_is_capped() {
+        let l = RateLimiterOptions::default();
+        assert_eq!(legacy_backoff(l, 0), Duration::from_millis(5));
+        assert_eq!(legacy_backoff(l, 3), Duration::from_millis(40));
+        assert_eq!(legacy_backoff(l, 40), Duration::from_secs(1000));
+    }
+}
