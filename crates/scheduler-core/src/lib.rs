@@ -17,6 +17,10 @@
 pub mod detail;
 pub mod error;
 pub mod estimator;
+pub mod features;
+pub mod framework;
+pub mod snapshot;
+pub mod trace;
 
 pub use detail::ClusterDetail;
 pub use error::{FitError, ScheduleError};

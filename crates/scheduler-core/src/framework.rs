@@ -1,0 +1,617 @@
+//! The plugin framework: registry, `--plugins` resolution, filter and score extension points.
+//!
+//! Mirrors karmada v1.18.2 `pkg/scheduler/framework` and `framework/runtime`: plugins are built
+//! from a name → factory registry filtered by `--plugins`; filter plugins run in a fixed order and
+//! the first failure wins; score plugins are summed with weight 1. One difference is deliberate:
+//! upstream orders plugins by Go map iteration (random per process), which changes which reason a
+//! cluster failing several filters reports. Here the order is the registry's declaration order
+//! (see `docs/compatibility.md`).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock};
+
+use karmada_api::cluster::Cluster;
+use karmada_api::policy::Placement;
+use karmada_api::work::{
+    ResourceBinding, ResourceBindingSpec, ResourceBindingStatus, TargetCluster,
+};
+
+/// Lowest score a score plugin returns.
+pub const MIN_CLUSTER_SCORE: i64 = 0;
+/// Highest score a score plugin returns.
+pub const MAX_CLUSTER_SCORE: i64 = 100;
+
+/// The status code of a plugin result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The cluster fits (also what a missing result means upstream).
+    Success,
+    /// The cluster does not fit; the reasons say why.
+    Unschedulable,
+    /// The plugin itself failed.
+    Error,
+}
+
+impl Code {
+    /// The reference's name of the code (`Success`, `Unschedulable`, `Error`), as in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "Success",
+            Self::Unschedulable => "Unschedulable",
+            Self::Error => "Error",
+        }
+    }
+}
+
+/// The outcome of one plugin on one cluster: a code and the reasons behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginResult {
+    code: Code,
+    reasons: Vec<String>,
+}
+
+impl PluginResult {
+    /// A success; allocation free, so that the hot filter path stays cheap.
+    pub fn success() -> Self {
+        Self {
+            code: Code::Success,
+            reasons: Vec::new(),
+        }
+    }
+
+    /// An `Unschedulable` result with one reason (all in-tree filters use exactly one).
+    pub fn unschedulable(reason: impl Into<String>) -> Self {
+        Self {
+            code: Code::Unschedulable,
+            reasons: vec![reason.into()],
+        }
+    }
+
+    /// A result with any code and reasons.
+    pub fn new(code: Code, reasons: Vec<String>) -> Self {
+        Self { code, reasons }
+    }
+
+    /// A plugin error carrying an error text.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            code: Code::Error,
+            reasons: vec![text.into()],
+        }
+    }
+
+    /// The code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// The reasons, in the order the plugin gave them.
+    pub fn reasons(&self) -> &[String] {
+        &self.reasons
+    }
+
+    /// Whether the code is `Success`.
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    /// The reference's `AsError()` text: `None` on success; the reasons joined by `","` for an
+    /// `Error` (the reference stores that joined text as the error), else joined by `", "`.
+    pub fn as_error(&self) -> Option<String> {
+        match self.code {
+            Code::Success => None,
+            Code::Error => Some(self.reasons.join(",")),
+            Code::Unschedulable => Some(self.reasons.join(", ")),
+        }
+    }
+}
+
+/// Access to other ResourceBindings for the workload (anti-)affinity filters.
+///
+/// The daemon implements it over its informer store (indexed by
+/// `spec.workloadAffinityGroups.affinityGroup` / `.antiAffinityGroup`) and its cache of bindings
+/// whose new placement has been written but not yet observed back.
+pub trait WorkloadGroupIndex: Send + Sync {
+    /// ResourceBindings of every namespace whose affinity group equals `group`.
+    fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String>;
+    /// ResourceBindings of every namespace whose anti-affinity group equals `group`.
+    fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String>;
+    /// The copy of `namespace/name` the scheduler is currently assigning, if any.
+    fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>>;
+}
+
+static EMPTY_PLACEMENT: LazyLock<Placement> = LazyLock::new(Placement::default);
+
+/// `spec.clusters` (the previous result) looked up by name in constant time.
+///
+/// Upstream scans the list for every cluster and plugin (`TargetContains`), which is quadratic
+/// for a workload already spread over thousands of clusters; the answers are the same.
+#[derive(Clone, Debug, Default)]
+pub struct TargetIndex<'a> {
+    first: HashMap<&'a str, i32>,
+}
+
+impl<'a> TargetIndex<'a> {
+    /// Index a `spec.clusters` list; the first entry of a name wins, as in
+    /// `AssignedReplicasForCluster`.
+    pub fn new(clusters: &'a [TargetCluster]) -> Self {
+        let mut first = HashMap::with_capacity(clusters.len());
+        for t in clusters {
+            first.entry(t.name.as_str()).or_insert(t.replicas);
+        }
+        Self { first }
+    }
+
+    /// `TargetContains`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.first.contains_key(name)
+    }
+
+    /// `AssignedReplicasForCluster`: the first entry's replicas, else 0.
+    pub fn replicas(&self, name: &str) -> i32 {
+        self.first.get(name).copied().unwrap_or(0)
+    }
+
+    /// Whether `spec.clusters` is empty.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+}
+
+/// Everything a filter plugin may look at for one cluster.
+#[derive(Clone, Copy)]
+pub struct FilterContext<'a> {
+    /// The binding's spec (its `clusters` is the previous result).
+    pub spec: &'a ResourceBindingSpec,
+    /// The binding's status; `schedulerObservingAffinityName` selects the affinity term.
+    pub status: &'a ResourceBindingStatus,
+    /// `spec.clusters` indexed by name.
+    pub targets: &'a TargetIndex<'a>,
+    /// The cluster under test.
+    pub cluster: &'a Cluster,
+    /// Other bindings, for the workload-affinity plugins; `None` when not provided.
+    pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
+}
+
+impl<'a> FilterContext<'a> {
+    /// `spec.placement`, or an empty placement when it is absent (upstream never schedules a
+    /// binding without one; an empty placement keeps the plugins total).
+    pub fn placement(&self) -> &'a Placement {
+        placement_of(self.spec)
+    }
+}
+
+/// `spec.placement` or the empty placement.
+pub fn placement_of(spec: &ResourceBindingSpec) -> &Placement {
+    spec.placement.as_ref().unwrap_or(&EMPTY_PLACEMENT)
+}
+
+/// A filter extension point.
+pub trait FilterPlugin: Send + Sync {
+    /// Whether the binding may go to `ctx.cluster`.
+    fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult;
+}
+
+/// What a score plugin may look at for one cluster.
+#[derive(Clone, Copy)]
+pub struct ScoreContext<'a> {
+    /// The binding's spec.
+    pub spec: &'a ResourceBindingSpec,
+    /// `spec.clusters` indexed by name.
+    pub targets: &'a TargetIndex<'a>,
+    /// The feasible cluster being scored.
+    pub cluster: &'a Cluster,
+}
+
+/// A score extension point.
+pub trait ScorePlugin: Send + Sync {
+    /// The cluster's score (0..=100 for in-tree plugins), or a failed result.
+    fn score(&self, ctx: &ScoreContext<'_>) -> Result<i64, PluginResult>;
+
+    /// Adjust all scores of this plugin at once (in-tree plugins leave them alone).
+    fn normalize_score(&self, _scores: &mut [i64]) -> PluginResult {
+        PluginResult::success()
+    }
+}
+
+/// A scheduling plugin: a name and the extension points it implements.
+pub trait Plugin: Send + Sync {
+    /// The registry name, e.g. `TaintToleration`.
+    fn name(&self) -> &'static str;
+    /// The filter extension, if any.
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    /// The score extension, if any.
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+}
+
+/// Builds a plugin.
+pub type PluginFactory = fn() -> Result<Arc<dyn Plugin>, String>;
+
+/// Registry errors, worded as the reference words them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("a plugin named {0} already exists")]
+    Duplicate(String),
+    #[error("no plugin named {0} exists")]
+    Missing(String),
+    #[error("failed to initialize plugin {0:?}: {1}")]
+    Init(String, String),
+}
+
+/// Plugin name → factory, in declaration order (which fixes the filter order).
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: Vec<(String, PluginFactory)>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.entries.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a plugin at the end; a second plugin with the same name is an error.
+    pub fn register(&mut self, name: &str, factory: PluginFactory) -> Result<(), RegistryError> {
+        if self.contains(name) {
+            return Err(RegistryError::Duplicate(name.to_string()));
+        }
+        self.entries.push((name.to_string(), factory));
+        Ok(())
+    }
+
+    /// Remove a plugin; removing an unknown name is an error.
+    pub fn unregister(&mut self, name: &str) -> Result<(), RegistryError> {
+        let Some(i) = self.entries.iter().position(|(n, _)| n == name) else {
+            return Err(RegistryError::Missing(name.to_string()));
+        };
+        self.entries.remove(i);
+        Ok(())
+    }
+
+    /// Add every plugin of `other`; stops at the first duplicate.
+    pub fn merge(&mut self, other: &Registry) -> Result<(), RegistryError> {
+        for (name, factory) in &other.entries {
+            self.register(name, *factory)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a plugin of this name is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.iter().any(|(n, _)| n == name)
+    }
+
+    /// All names, sorted (the reference's `FactoryNames`).
+    pub fn factory_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.entries.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// Names in declaration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Resolve a `--plugins` list (spec-algorithm §6.1): `*` anywhere starts from every plugin;
+    /// then, in order, a registered name enables it and `-Name` (all leading dashes stripped)
+    /// disables it, but only while the set is non-empty; anything else is ignored.
+    pub fn filter<S: AsRef<str>>(&self, names: &[S]) -> Registry {
+        let mut enabled: BTreeSet<&str> = BTreeSet::new();
+        if names.iter().any(|n| n.as_ref() == "*") {
+            enabled.extend(self.entries.iter().map(|(n, _)| n.as_str()));
+        }
+        for name in names {
+            let name = name.as_ref();
+            if let Some((n, _)) = self.entries.iter().find(|(n, _)| n == name) {
+                enabled.insert(n.as_str());
+                continue;
+            }
+            if name.starts_with('-') && !enabled.is_empty() {
+                enabled.remove(name.trim_start_matches('-'));
+            }
+        }
+        Registry {
+            entries: self
+                .entries
+                .iter()
+                .filter(|(n, _)| enabled.contains(n.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Why a cluster did not pass the filters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    /// The first plugin that did not return success.
+    pub plugin: &'static str,
+    /// What it returned.
+    pub result: PluginResult,
+}
+
+/// Per-plugin scores of the feasible clusters, in cluster order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScoreTable {
+    /// `(plugin name, score per cluster)`, in plugin order.
+    pub per_plugin: Vec<(&'static str, Vec<i64>)>,
+    /// The sum over plugins per cluster (every weight is 1 upstream).
+    pub totals: Vec<i64>,
+}
+
+/// Instantiated filter and score plugins.
+#[derive(Clone, Default)]
+pub struct Framework {
+    filters: Vec<Arc<dyn Plugin>>,
+    scores: Vec<Arc<dyn Plugin>>,
+}
+
+impl std::fmt::Debug for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Framework")
+            .field("filters", &self.filter_plugin_names())
+            .field("scores", &self.score_plugin_names())
+            .finish()
+    }
+}
+
+impl Framework {
+    /// Build every plugin of the registry, in its declaration order.
+    pub fn new(registry: &Registry) -> Result<Self, RegistryError> {
+        let mut fw = Framework::default();
+        for (name, factory) in &registry.entries {
+            let p = factory().map_err(|e| RegistryError::Init(name.clone(), e))?;
+            if p.as_filter().is_some() {
+                fw.filters.push(p.clone());
+            }
+            if p.as_score().is_some() {
+                fw.scores.push(p);
+            }
+        }
+        Ok(fw)
+    }
+
+    /// Names of the filter plugins, in the order they run.
+    pub fn filter_plugin_names(&self) -> Vec<&'static str> {
+        self.filters.iter().map(|p| p.name()).collect()
+    }
+
+    /// Names of the score plugins.
+    pub fn score_plugin_names(&self) -> Vec<&'static str> {
+        self.scores.iter().map(|p| p.name()).collect()
+    }
+
+    /// Run the filters on one cluster; the first non-success wins and later plugins do not run.
+    pub fn run_filter_plugins(&self, ctx: &FilterContext<'_>) -> Result<(), Rejection> {
+        for p in &self.filters {
+            let Some(f) = p.as_filter() else { continue };
+            let result = f.filter(ctx);
+            if !result.is_success() {
+                return Err(Rejection {
+                    plugin: p.name(),
+                    result,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Score every cluster with every score plugin, normalise, and sum. A failing plugin fails
+    /// the whole phase with the reference's wording.
+    pub fn run_score_plugins(
+        &self,
+        spec: &ResourceBindingSpec,
+        targets: &TargetIndex<'_>,
+        clusters: &[&Cluster],
+    ) -> Result<ScoreTable, String> {
+        let mut table = ScoreTable {
+            per_plugin: Vec::new(),
+            totals: vec![0; clusters.len()],
+        };
+        for p in &self.scores {
+            let Some(s) = p.as_score() else { continue };
+            let mut list = Vec::with_capacity(clusters.len());
+            for c in clusters {
+                match s.score(&ScoreContext {
+                    spec,
+                    targets,
+                    cluster: c,
+                }) {
+                    Ok(v) => list.push(v),
+                    Err(r) => {
+                        let text = r.as_error().unwrap_or_default();
+                        return Err(format!("plugin {:?} failed with: {text}", p.name()));
+                    }
+                }
+            }
+            let r = s.normalize_score(&mut list);
+            if let Some(text) = r.as_error() {
+                return Err(format!(
+                    "plugin {:?} normalizeScore failed with: {text}",
+                    p.name()
+                ));
+            }
+            for (t, v) in table.totals.iter_mut().zip(&list) {
+                *t += *v;
+            }
+            table.per_plugin.push((p.name(), list));
+        }
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::FitError;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug)]
+    struct Nop;
+    impl Plugin for Nop {
+        fn name(&self) -> &'static str {
+            "nop"
+        }
+    }
+    fn nop() -> Result<Arc<dyn Plugin>, String> {
+        Ok(Arc::new(Nop))
+    }
+
+    fn registry(names: &[&str]) -> Registry {
+        let mut r = Registry::new();
+        for n in names {
+            r.register(n, nop).unwrap();
+        }
+        r
+    }
+
+    // karmada v1.18.2 framework/runtime/registry_test.go: TestRegistry_Filter.
+    #[test]
+    fn registry_filter() {
+        let r = registry(&["bar", "foo", "fuzz"]);
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["foo"], &["foo"]),
+            (&["*"], &["bar", "foo", "fuzz"]),
+            (&["*", "-foo"], &["bar", "fuzz"]),
+            (&["-foo", "*"], &["bar", "fuzz"]),
+            // spec-algorithm §6.1 consequences.
+            (&["-foo"], &[]),
+            (&["foo", "-foo"], &[]),
+            (&["-foo", "bar"], &["bar"]),
+            (&["unknown", "*", "--foo"], &["bar", "fuzz"]),
+            (&["bar", "-foo", "fuzz"], &["bar", "fuzz"]),
+            (&[], &[]),
+        ];
+        for (flags, want) in cases {
+            assert_eq!(
+                r.filter(flags).factory_names(),
+                *want,
+                "--plugins={flags:?}"
+            );
+        }
+    }
+
+    // registry_test.go: TestRegistry_Register.
+    #[test]
+    fn registry_register() {
+        let mut r = Registry::new();
+        r.register("p1", nop).unwrap();
+        assert_eq!(r.factory_names(), ["p1"]);
+        r.register("p2", nop).unwrap();
+        assert_eq!(r.factory_names(), ["p1", "p2"]);
+        let err = r.register("p1", nop).unwrap_err();
+        assert_eq!(err.to_string(), "a plugin named p1 already exists");
+        assert_eq!(r.factory_names(), ["p1", "p2"]);
+    }
+
+    // registry_test.go: TestRegistry_Unregister.
+    #[test]
+    fn registry_unregister() {
+        let mut r = registry(&["p1"]);
+        assert_eq!(
+            r.unregister("p2").unwrap_err().to_string(),
+            "no plugin named p2 exists"
+        );
+        assert_eq!(r.factory_names(), ["p1"]);
+        let mut r = registry(&["p1", "p2", "p3"]);
+        r.unregister("p1").unwrap();
+        assert_eq!(r.factory_names(), ["p2", "p3"]);
+    }
+
+    // registry_test.go: TestRegistry_Merge.
+    #[test]
+    fn registry_merge() {
+        let mut r1 = registry(&["p1", "p2", "p3"]);
+        let r2 = registry(&["p4", "p5"]);
+        r1.merge(&r2).unwrap();
+        assert_eq!(r1.factory_names(), ["p1", "p2", "p3", "p4", "p5"]);
+    }
+
+    #[test]
+    fn filter_keeps_declaration_order() {
+        let r = registry(&["zeta", "alpha", "mid"]);
+        let f = r.filter(&["mid", "zeta", "alpha"]);
+        assert_eq!(f.names().collect::<Vec<_>>(), ["zeta", "alpha", "mid"]);
+    }
+
+    // karmada v1.18.2 framework/interface_test.go: Result helpers.
+    #[test]
+    fn result_semantics() {
+        assert_eq!(PluginResult::success().as_error(), None);
+        assert!(PluginResult::success().is_success());
+        let r = PluginResult::new(Code::Unschedulable, vec!["a".into(), "b".into()]);
+        assert_eq!(r.as_error().unwrap(), "a, b");
+        assert_eq!(r.code().as_str(), "Unschedulable");
+        let r = PluginResult::new(Code::Error, vec!["a".into(), "b".into()]);
+        assert_eq!(r.as_error().unwrap(), "a,b");
+        assert_eq!(Code::Success.as_str(), "Success");
+        assert_eq!(Code::Error.as_str(), "Error");
+    }
+
+    // karmada v1.18.2 framework/types_test.go: TestFitError_Error.
+    #[test]
+    fn fit_error_text() {
+        let e = FitError {
+            num_all_clusters: 0,
+            diagnosis: BTreeMap::new(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "0/0 clusters are available: no cluster exists."
+        );
+
+        let mut d = BTreeMap::new();
+        d.insert(
+            "cluster1".to_string(),
+            vec!["insufficient CPU".into(), "insufficient memory".into()],
+        );
+        d.insert("cluster2".to_string(), vec!["insufficient CPU".into()]);
+        d.insert("cluster3".to_string(), vec!["taint mismatch".into()]);
+        let got = FitError {
+            num_all_clusters: 3,
+            diagnosis: d,
+        }
+        .to_string();
+        assert_eq!(
+            got,
+            "0/3 clusters are available: 1 insufficient memory, 1 taint mismatch, 2 insufficient CPU."
+        );
+
+        // Counts sort as strings: "10 x" before "2 y".
+        let mut d = BTreeMap::new();
+        for i in 0..10 {
+            d.insert(format!("a{i}"), vec!["x".to_string()]);
+        }
+        d.insert("b1".into(), vec!["y".into()]);
+        d.insert("b2".into(), vec!["y".into()]);
+        let got = FitError {
+            num_all_clusters: 12,
+            diagnosis: d,
+        }
+        .to_string();
+        assert_eq!(got, "0/12 clusters are available: 10 x, 2 y.");
+
+        // All clusters deleting: nothing diagnosed.
+        let e = FitError {
+            num_all_clusters: 3,
+            diagnosis: BTreeMap::new(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "0/3 clusters are available: no cluster exists."
+        );
+    }
+}
