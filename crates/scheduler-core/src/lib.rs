@@ -19,6 +19,7 @@ pub mod error;
 pub mod estimator;
 pub mod features;
 pub mod framework;
+pub mod quantity;
 pub mod snapshot;
 pub mod trace;
 
