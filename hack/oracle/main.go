@@ -110,8 +110,8 @@ func run() error {
 	outFormat := fs.String("o", "json", "output format (json)")
 	timeout := fs.Duration("timeout", 120*time.Second, "give up when the scheduler has not answered every binding by then")
 	verbosity := fs.Int("v", -1, "klog verbosity; negative silences upstream logs")
-	declaredOrder := fs.Bool("declared-filter-order", false,
-		"rewrite NoClusterFit messages as if the filter plugins ran in registry declaration order "+
+	declaredOrder := fs.Bool("declared-filter-order", true,
+		"rewrite NoClusterFit messages as if the filter plugins ran in registry declaration order (the order simulate uses) "+
 			"(upstream picks a random order per process, which only changes the reason a cluster failing several filters reports)")
 	if err := fs.Parse(args); err != nil {
 		return err
