@@ -251,6 +251,13 @@ impl SchedulerEstimator {
                 self.cache.record_call(cluster, Ok(()));
                 return Ok(replicas);
             }
+            // Past the deadline, whoever noticed first (our timer, or tonic's own
+            // `grpc-timeout` enforcement, which says "Cancelled: Timeout expired"), it is the
+            // deadline that failed the call, and grpc-go reports it so.
+            Ok(Err(_)) if tokio::time::Instant::now() >= deadline => (
+                CallResult::Timeout,
+                Status::deadline_exceeded("context deadline exceeded"),
+            ),
             Ok(Err(status)) if status.code() == Code::DeadlineExceeded => {
                 (CallResult::Timeout, status)
             }

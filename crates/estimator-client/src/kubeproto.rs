@@ -14,12 +14,14 @@ use prost::Message;
 
 use crate::pb::{core_v1, resource};
 
-/// `resource.Quantity` message: its text form, surrounding spaces removed (Go trims them
-/// when it parses JSON).
+/// `resource.Quantity` message holding Go's `String()` of the quantity: the canonical form
+/// (`1000m` → `1`, `1.5Gi` → `1536Mi`), as the reference sends it. A string that does not
+/// parse (the API server would have refused it) is sent trimmed, as written.
 pub fn quantity(q: &Quantity) -> resource::Quantity {
-    resource::Quantity {
-        string: Some(q.0.trim().to_string()),
-    }
+    let text = scheduler_core::quantity::Quantity::from_k8s(q)
+        .map(|parsed| parsed.canonical())
+        .unwrap_or_else(|_| q.0.trim().to_string());
+    resource::Quantity { string: Some(text) }
 }
 
 /// Bytes of `Quantity.Marshal()`.

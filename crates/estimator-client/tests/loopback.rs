@@ -1,0 +1,681 @@
+//! The estimator client against real tonic estimator servers on loopback.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Behaviour, FakeEstimator, Pki, cluster, external_name_service, pull_cluster, serve};
+use estimator_client::{
+    ConnectionCache, EstimatorOptions, FailurePolicy, InMemoryServiceSource, SchedulerEstimator,
+};
+use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use karmada_api::Cluster;
+use karmada_api::work::{Component, NodeClaim, ObjectReference, ReplicaRequirements};
+use scheduler_core::estimator::{EstimateRequest, Estimator};
+
+fn deployment() -> ObjectReference {
+    ObjectReference {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: "default".into(),
+        name: "nginx".into(),
+        ..Default::default()
+    }
+}
+
+fn requirements() -> ReplicaRequirements {
+    ReplicaRequirements {
+        node_claim: Some(NodeClaim {
+            hard_node_affinity: None,
+            node_selector: [("disk".to_string(), "ssd".to_string())].into(),
+            tolerations: vec![Toleration {
+                key: Some("dedicated".into()),
+                operator: Some("Equal".into()),
+                value: Some("gpu".into()),
+                effect: Some("NoSchedule".into()),
+                toleration_seconds: None,
+            }],
+        }),
+        resource_request: [("cpu".to_string(), Quantity("500m".into()))].into(),
+        namespace: "default".into(),
+        priority_class_name: "high".into(),
+    }
+}
+
+struct Setup {
+    source: Arc<InMemoryServiceSource>,
+    estimator: SchedulerEstimator,
+}
+
+fn setup(options: EstimatorOptions, services: Vec<k8s_openapi::api::core::v1::Service>) -> Setup {
+    let source = Arc::new(InMemoryServiceSource::with_objects(services, []));
+    let cache = Arc::new(ConnectionCache::new(options, source.clone()));
+    Setup {
+        source,
+        estimator: SchedulerEstimator::new(cache),
+    }
+}
+
+async fn ask(
+    estimator: &SchedulerEstimator,
+    clusters: &[Cluster],
+) -> Result<Vec<(String, i32)>, String> {
+    let refs: Vec<&Cluster> = clusters.iter().collect();
+    let resource = deployment();
+    let reqs = requirements();
+    let request = EstimateRequest {
+        resource: &resource,
+        replica_requirements: Some(&reqs),
+        components: &[],
+        namespace: "default",
+    };
+    estimator
+        .max_available_replicas(&refs, request)
+        .await
+        .map_err(|e| e.0)
+}
+
+#[tokio::test]
+async fn plaintext_call_carries_the_request_and_metadata() {
+    let fake = FakeEstimator::default().with("m1", Behaviour::Answer(7));
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let m1 = cluster("m1");
+    s.estimator.cache().ensure(&m1).await.expect("connects");
+    assert_eq!(
+        ask(&s.estimator, &[m1]).await.unwrap(),
+        [("m1".to_string(), 7)]
+    );
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].cluster, "m1");
+    assert_eq!(
+        seen[0].object.as_deref(),
+        Some("kind=Deployment, name=default/nginx")
+    );
+    let req = seen[0].replicas_request.clone().unwrap();
+    let rr = req.replica_requirements.unwrap();
+    assert_eq!(rr.namespace, "default");
+    assert_eq!(rr.priority_class_name, "high");
+    // Both forms of the resource request: typed (deprecated) and bytes.
+    #[allow(deprecated)]
+    let typed = rr
+        .resource_request
+        .get("cpu")
+        .and_then(|q| q.string.clone());
+    assert_eq!(typed.as_deref(), Some("500m"));
+    assert_eq!(
+        rr.resource_request_bytes.get("cpu").unwrap(),
+        &[0x0a, 0x04, b'5', b'0', b'0', b'm']
+    );
+    let claim = rr.node_claim.unwrap();
+    assert_eq!(
+        claim.node_selector.get("disk").map(String::as_str),
+        Some("ssd")
+    );
+    #[allow(deprecated)]
+    let tolerations = claim.tolerations.clone();
+    assert_eq!(tolerations.len(), 1);
+    assert_eq!(claim.tolerations_bytes.len(), 1);
+    assert!(claim.node_affinity_bytes.is_empty());
+}
+
+#[tokio::test]
+async fn component_sets_and_unschedulable_replicas() {
+    let fake = FakeEstimator::answering(3);
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let m1 = cluster("m1");
+    let resource = deployment();
+    let components = vec![
+        Component {
+            name: "jobmanager".into(),
+            replicas: 1,
+            replica_requirements: None,
+        },
+        Component {
+            name: "taskmanager".into(),
+            replicas: 4,
+            replica_requirements: None,
+        },
+    ];
+    let request = EstimateRequest {
+        resource: &resource,
+        replica_requirements: None,
+        components: &components,
+        namespace: "default",
+    };
+    let got = s
+        .estimator
+        .max_available_component_sets(&[&m1], request)
+        .await
+        .unwrap();
+    assert_eq!(got, [("m1".to_string(), 3)]);
+    let seen = fake.seen();
+    let sets = seen[0].sets_request.clone().unwrap();
+    assert_eq!(sets.namespace, "default");
+    assert_eq!(
+        sets.components
+            .iter()
+            .map(|c| (c.name.as_str(), c.replicas))
+            .collect::<Vec<_>>(),
+        [("jobmanager", 1), ("taskmanager", 4)]
+    );
+
+    let got = s
+        .estimator
+        .get_unschedulable_replicas(&["m1".to_string()], &resource, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(got, [("m1".to_string(), 3)]);
+    assert_eq!(fake.seen()[1].method, "GetUnschedulableReplicas");
+}
+
+#[tokio::test]
+async fn first_use_connects_without_ensure() {
+    let server = serve(FakeEstimator::answering(5), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 5)]
+    );
+    assert!(s.estimator.cache().connection("m1").is_some());
+}
+
+#[tokio::test]
+async fn ipv6_loopback_external_name() {
+    let Ok(probe) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("no IPv6 loopback here; skipping");
+        return;
+    };
+    drop(probe);
+    let server = serve(FakeEstimator::answering(6), "::1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "::1", server.addr.port())],
+    );
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 6)]
+    );
+    let target = s.estimator.cache().connection("m1").unwrap().target();
+    assert_eq!(target, format!("[::1]:{}", server.addr.port()));
+}
+
+#[tokio::test]
+async fn tls_with_ca_verifies_the_ip_of_the_target() {
+    let pki = Pki::new(&["127.0.0.1", "estimator.test"]);
+    let server = serve(
+        FakeEstimator::answering(11),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let options = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        ..Default::default()
+    };
+    let s = setup(
+        options,
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    s.estimator
+        .cache()
+        .ensure(&cluster("m1"))
+        .await
+        .expect("TLS connects");
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 11)]
+    );
+}
+
+#[tokio::test]
+async fn plaintext_client_cannot_talk_to_a_tls_server() {
+    let pki = Pki::new(&["127.0.0.1"]);
+    let server = serve(
+        FakeEstimator::answering(1),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let ensured = s.estimator.cache().ensure(&cluster("m1")).await;
+    let answered = ask(&s.estimator, &[cluster("m1")]).await;
+    assert!(ensured.is_err() || answered.is_err());
+}
+
+#[tokio::test]
+async fn mutual_tls_needs_both_cert_and_key() {
+    let pki = Pki::new(&["127.0.0.1"]);
+    let server = serve(
+        FakeEstimator::answering(12),
+        "127.0.0.1",
+        Some(pki.server_tls(true)),
+    )
+    .await;
+    let services = || vec![external_name_service("m1", "127.0.0.1", server.addr.port())];
+
+    let with_pair = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        cert_file: Some(pki.client_cert_file.clone()),
+        key_file: Some(pki.client_key_file.clone()),
+        ..Default::default()
+    };
+    let s = setup(with_pair, services());
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 12)]
+    );
+
+    // Only the certificate: the reference presents none, and the server refuses.
+    let cert_only = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        cert_file: Some(pki.client_cert_file.clone()),
+        ..Default::default()
+    };
+    let s = setup(cert_only, services());
+    let err = ask(&s.estimator, &[cluster("m1")]).await.unwrap_err();
+    assert!(err.contains("m1"), "{err}");
+}
+
+#[tokio::test]
+async fn wrong_ca_is_rejected() {
+    let pki = Pki::new(&["127.0.0.1"]);
+    let other = Pki::new(&["127.0.0.1"]);
+    let server = serve(
+        FakeEstimator::answering(1),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let options = EstimatorOptions {
+        ca_file: Some(other.ca_file.clone()),
+        ..Default::default()
+    };
+    let s = setup(
+        options,
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let err = s
+        .estimator
+        .cache()
+        .ensure(&cluster("m1"))
+        .await
+        .unwrap_err()
+        .to_string();
+    let prefix = format!("dial 127.0.0.1:{} error: ", server.addr.port());
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap_err(),
+        "cluster m1 does not exist in estimator cache"
+    );
+}
+
+#[tokio::test]
+async fn skipped_verification_accepts_any_certificate() {
+    // The certificate names neither the address nor anything we trust.
+    let pki = Pki::new(&["somewhere.else"]);
+    let server = serve(
+        FakeEstimator::answering(13),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let options = EstimatorOptions {
+        insecure_skip_verify: true,
+        ..Default::default()
+    };
+    let s = setup(
+        options,
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 13)]
+    );
+}
+
+#[tokio::test]
+async fn server_name_override_verifies_a_dns_name_while_dialling_an_ip() {
+    let pki = Pki::new(&["estimator.test"]);
+    let server = serve(
+        FakeEstimator::answering(14),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let services = || vec![external_name_service("m1", "127.0.0.1", server.addr.port())];
+
+    let without = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        ..Default::default()
+    };
+    let s = setup(without, services());
+    assert!(s.estimator.cache().ensure(&cluster("m1")).await.is_err());
+
+    let with = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        server_name: Some("estimator.test".into()),
+        ..Default::default()
+    };
+    let s = setup(with, services());
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 14)]
+    );
+}
+
+fn short_timeout(policy: FailurePolicy) -> EstimatorOptions {
+    EstimatorOptions {
+        timeout: Duration::from_millis(500),
+        failure_policy: policy,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn hung_estimator_fails_the_whole_answer_by_default() {
+    let fake = FakeEstimator::default()
+        .with("m1", Behaviour::Answer(7))
+        .with("m2", Behaviour::Hang);
+    let server = serve(fake, "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let s = setup(
+        short_timeout(FailurePolicy::FailAll),
+        vec![
+            external_name_service("m1", "127.0.0.1", port),
+            external_name_service("m2", "127.0.0.1", port),
+        ],
+    );
+    let err = ask(&s.estimator, &[cluster("m1"), cluster("m2")])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        "gRPC request cluster(m2) estimator error when calling MaxAvailableReplicas: \
+         rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+    );
+}
+
+#[tokio::test]
+async fn hung_failed_and_missing_estimators_answer_no_opinion_in_fallback_mode() {
+    let fake = FakeEstimator::default()
+        .with("m1", Behaviour::Answer(7))
+        .with("m2", Behaviour::Hang)
+        .with("m3", Behaviour::Fail(tonic::Status::internal("boom")))
+        .with("m5", Behaviour::Answer(9));
+    let server = serve(fake, "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let services = ["m1", "m2", "m3", "m5"]
+        .map(|c| external_name_service(c, "127.0.0.1", port))
+        .to_vec();
+    // m4 has no Service: DNS fallback names that do not resolve.
+    let s = setup(short_timeout(FailurePolicy::PerCluster), services.clone());
+    let clusters = ["m1", "m2", "m3", "m4", "m5"].map(cluster);
+    let got = ask(&s.estimator, &clusters).await.unwrap();
+    assert_eq!(
+        got,
+        [("m1", 7), ("m2", -1), ("m3", -1), ("m4", -1), ("m5", 9)].map(|(c, n)| (c.to_string(), n))
+    );
+
+    // The same in the default mode: all errors aggregated in cluster order.
+    let s2 = setup(short_timeout(FailurePolicy::FailAll), services);
+    let err = ask(&s2.estimator, &clusters).await.unwrap_err();
+    assert!(
+        err.starts_with("[gRPC request cluster(m2) estimator error"),
+        "{err}"
+    );
+    assert!(err.contains("gRPC request cluster(m3) estimator error when calling MaxAvailableReplicas: rpc error: code = Internal desc = boom"), "{err}");
+    assert!(
+        err.contains("cluster m4 does not exist in estimator cache"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn service_change_to_a_new_port_reaches_the_new_server() {
+    let old = serve(FakeEstimator::answering(1), "127.0.0.1", None).await;
+    let new = serve(FakeEstimator::answering(2), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", old.addr.port())],
+    );
+    let m1 = cluster("m1");
+    s.estimator.cache().ensure(&m1).await.unwrap();
+    assert_eq!(
+        ask(&s.estimator, std::slice::from_ref(&m1)).await.unwrap(),
+        [("m1".to_string(), 1)]
+    );
+
+    // An unrelated Service event changes nothing.
+    assert!(
+        !s.estimator
+            .cache()
+            .on_service_changed("karmada-system", "something-else")
+            .await
+            .unwrap()
+    );
+    // The same Service unchanged: no reconnect.
+    let name = "karmada-scheduler-estimator-m1";
+    assert!(
+        !s.estimator
+            .cache()
+            .on_service_changed("karmada-system", name)
+            .await
+            .unwrap()
+    );
+
+    s.source
+        .upsert_service(external_name_service("m1", "127.0.0.1", new.addr.port()));
+    assert!(
+        s.estimator
+            .cache()
+            .on_service_changed("karmada-system", name)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        ask(&s.estimator, &[m1]).await.unwrap(),
+        [("m1".to_string(), 2)]
+    );
+}
+
+#[tokio::test]
+async fn cluster_delete_drops_the_connection() {
+    let server = serve(FakeEstimator::answering(4), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    s.estimator.cache().ensure(&cluster("m1")).await.unwrap();
+    assert_eq!(s.estimator.cache().clusters(), ["m1"]);
+    s.estimator.cache().on_cluster_deleted("m1");
+    assert!(s.estimator.cache().connection("m1").is_none());
+    assert!(s.estimator.cache().clusters().is_empty());
+}
+
+#[tokio::test]
+async fn pull_clusters_get_no_connection_with_the_pull_mode_flag() {
+    let server = serve(FakeEstimator::answering(4), "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let options = EstimatorOptions {
+        disable_in_pull_mode: true,
+        ..Default::default()
+    };
+    let s = setup(
+        options,
+        vec![
+            external_name_service("p1", "127.0.0.1", port),
+            external_name_service("m1", "127.0.0.1", port),
+        ],
+    );
+    let p1 = pull_cluster("p1");
+    s.estimator.cache().ensure(&p1).await.unwrap();
+    assert!(s.estimator.cache().connection("p1").is_none());
+    // Asked anyway, it fails the whole answer (spec §7.12).
+    let err = ask(&s.estimator, &[cluster("m1"), p1]).await.unwrap_err();
+    assert_eq!(err, "cluster p1 does not exist in estimator cache");
+
+    // Without the flag Pull clusters are served like the others.
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("p1", "127.0.0.1", port)],
+    );
+    assert_eq!(
+        ask(&s.estimator, &[pull_cluster("p1")]).await.unwrap(),
+        [("p1".to_string(), 4)]
+    );
+}
+
+#[tokio::test]
+async fn headless_service_balances_over_ready_endpoints() {
+    use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let a = FakeEstimator::answering(1);
+    let b = FakeEstimator::answering(1);
+    // Both listen on the same port on two loopback addresses, as endpoints of one Service do.
+    let sa = serve(a.clone(), "127.0.0.1", None).await;
+    let port = sa.addr.port();
+    let Ok(listener) = tokio::net::TcpListener::bind(("127.0.0.2", port)).await else {
+        eprintln!("127.0.0.2:{port} not bindable here; skipping");
+        return;
+    };
+    drop(listener);
+    let _sb = serve_on(b.clone(), "127.0.0.2", port).await;
+
+    let name = "karmada-scheduler-estimator-m1";
+    let service = Service {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("karmada-system".into()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            ports: Some(vec![ServicePort {
+                name: Some("grpc".into()),
+                port: 10352,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let slice = EndpointSlice {
+        address_type: "IPv4".into(),
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-x")),
+            namespace: Some("karmada-system".into()),
+            labels: Some([("kubernetes.io/service-name".to_string(), name.to_string())].into()),
+            ..Default::default()
+        },
+        ports: Some(vec![EndpointPort {
+            name: Some("grpc".into()),
+            port: Some(i32::from(port)),
+            ..Default::default()
+        }]),
+        endpoints: vec![
+            Endpoint {
+                addresses: vec!["127.0.0.1".into()],
+                ..Default::default()
+            },
+            Endpoint {
+                addresses: vec!["127.0.0.2".into()],
+                ..Default::default()
+            },
+        ],
+    };
+    let source = Arc::new(InMemoryServiceSource::with_objects([service], [slice]));
+    let cache = Arc::new(ConnectionCache::new(EstimatorOptions::default(), source));
+    let estimator = SchedulerEstimator::new(cache);
+    for _ in 0..4 {
+        assert_eq!(
+            ask(&estimator, &[cluster("m1")]).await.unwrap(),
+            [("m1".to_string(), 1)]
+        );
+    }
+    assert_eq!(a.seen().len(), 2);
+    assert_eq!(b.seen().len(), 2);
+}
+
+async fn serve_on(fake: FakeEstimator, host: &str, port: u16) -> tokio::sync::oneshot::Sender<()> {
+    let listener = tokio::net::TcpListener::bind((host, port)).await.unwrap();
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .serve_with_incoming_shutdown(
+                estimator_client::pb::EstimatorServer::new(fake),
+                incoming,
+                async {
+                    let _ = stopped.await;
+                },
+            )
+            .await;
+    });
+    stop
+}
+
+#[tokio::test]
+async fn metrics_are_per_cluster() {
+    let server = serve(
+        FakeEstimator::default().with("m1", Behaviour::Answer(1)),
+        "127.0.0.1",
+        None,
+    )
+    .await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    s.estimator.cache().register_metrics(&mut registry);
+    ask(&s.estimator, &[cluster("m1")]).await.unwrap();
+    let _ = ask(&s.estimator, &[cluster("gone")]).await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains(
+        r#"karmada_scheduler_estimator_client_requests_total{cluster="m1",method="MaxAvailableReplicas",result="success"} 1"#
+    ), "{text}");
+    assert!(text.contains(
+        r#"karmada_scheduler_estimator_client_requests_total{cluster="gone",method="MaxAvailableReplicas",result="no_connection"} 1"#
+    ), "{text}");
+    assert!(
+        text.contains(r#"karmada_scheduler_estimator_client_connected{cluster="m1"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"karmada_scheduler_estimator_client_dials_total{cluster="m1",result="success"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("karmada_scheduler_estimator_client_request_duration_seconds_bucket"),
+        "{text}"
+    );
+
+    s.estimator.cache().on_cluster_deleted("m1");
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(!text.contains(r#"cluster="m1""#), "{text}");
+}
