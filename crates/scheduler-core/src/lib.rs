@@ -20,6 +20,7 @@ pub mod estimator;
 pub mod features;
 pub mod framework;
 pub mod quantity;
+pub mod selector;
 pub mod snapshot;
 pub mod trace;
 
