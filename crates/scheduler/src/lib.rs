@@ -7,15 +7,21 @@
 //! - [`annotation`]: the applied-placement annotation, byte-compatible with Go;
 //! - [`condition`]: attempt errors and the `Scheduled` condition they map to;
 //! - [`patch`]: the writes as data (merge patches, event messages);
+//! - [`cycle`]: one scheduling attempt: decide, run scheduler-core, write;
 //! - [`queue`]: the scheduling queue, concurrent workers with per-key exclusivity.
 
 pub mod annotation;
 pub mod app;
 pub mod binding;
+pub mod client;
 pub mod condition;
+// pub mod cycle; (waits for scheduler_core::schedule to be exported)
 pub mod daemon;
 pub mod decision;
 pub mod goparse;
+pub mod http;
+pub mod metrics;
 pub mod options;
 pub mod patch;
 pub mod queue;
+pub mod ratelimit;

@@ -12,7 +12,9 @@
 //! [`parse`] turns `argv` into an [`Invocation`]; [`Options::validate`] applies the reference's
 //! two validation steps (logging configuration, then scheduler options).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use scheduler_core::features::FeatureGates;
 
 use crate::goparse::{self, GoDuration, go_quote};
 
@@ -137,87 +139,6 @@ impl Default for LoggingOptions {
             stderrthreshold: 2,
             log_backtrace_at: String::new(),
         }
-    }
-}
-
-/// Maturity of a feature gate, as printed in `--help`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PreRelease {
-    Alpha,
-    Beta,
-}
-
-/// The gates of Karmada v1.18.2 and the logging gates, with their defaults.
-pub const FEATURE_GATES: &[(&str, bool, PreRelease)] = &[
-    ("ContextualLogging", true, PreRelease::Beta),
-    ("ControllerPriorityQueue", true, PreRelease::Beta),
-    ("CustomizedClusterResourceModeling", true, PreRelease::Beta),
-    ("Failover", false, PreRelease::Beta),
-    ("FederatedQuotaEnforcement", false, PreRelease::Alpha),
-    ("GracefulEviction", true, PreRelease::Beta),
-    ("LoggingAlphaOptions", false, PreRelease::Alpha),
-    ("LoggingBetaOptions", true, PreRelease::Beta),
-    ("MultiClusterService", false, PreRelease::Alpha),
-    ("MultiplePodTemplatesScheduling", false, PreRelease::Alpha),
-    ("PriorityBasedScheduling", false, PreRelease::Alpha),
-    ("PropagateDeps", true, PreRelease::Beta),
-    ("PropagationPolicyPreemption", false, PreRelease::Alpha),
-    ("ResourceQuotaEstimate", false, PreRelease::Alpha),
-    ("SchedulingOvercommitProtection", false, PreRelease::Alpha),
-    ("StatefulFailoverInjection", false, PreRelease::Alpha),
-    ("WorkloadAffinity", false, PreRelease::Alpha),
-];
-
-/// `--feature-gates`: explicit settings over the defaults, with `AllAlpha`/`AllBeta`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FeatureGates {
-    explicit: BTreeMap<String, bool>,
-}
-
-impl FeatureGates {
-    /// Whether a gate is on: an explicit setting wins, then `AllAlpha`/`AllBeta`, then the
-    /// default. Unknown names are off.
-    pub fn enabled(&self, name: &str) -> bool {
-        if let Some(v) = self.explicit.get(name) {
-            return *v;
-        }
-        let Some((_, default, pre)) = FEATURE_GATES.iter().find(|(n, _, _)| *n == name) else {
-            return false;
-        };
-        let all = match pre {
-            PreRelease::Alpha => self.explicit.get("AllAlpha"),
-            PreRelease::Beta => self.explicit.get("AllBeta"),
-        };
-        all.copied().unwrap_or(*default)
-    }
-
-    /// One use of the flag (`A=true,B=false`), merged into the earlier ones.
-    fn set(&mut self, value: &str) -> Result<(), String> {
-        let mut parsed = BTreeMap::new();
-        for item in value.split(',') {
-            let item = item.trim();
-            if item.is_empty() {
-                continue;
-            }
-            let mut kv = item.splitn(2, '=');
-            let key = kv.next().unwrap_or_default().trim();
-            let Some(v) = kv.next() else {
-                return Err(format!("missing bool value for {key}"));
-            };
-            let v = v.trim();
-            let b = goparse::parse_bool(v)
-                .map_err(|e| format!("invalid value of {key}={v}, err: {e}"))?;
-            parsed.insert(key.to_string(), b);
-        }
-        for (k, v) in parsed {
-            let known =
-                k == "AllAlpha" || k == "AllBeta" || FEATURE_GATES.iter().any(|(n, _, _)| *n == k);
-            if !known {
-                return Err(format!("unrecognized feature gate: {k}"));
-            }
-            self.explicit.insert(k, v);
-        }
-        Ok(())
     }
 }
 
@@ -975,7 +896,7 @@ impl Options {
                 }
             }
             "scheduler-name" => self.scheduler_name = s(),
-            "feature-gates" => self.feature_gates.set(value)?,
+            "feature-gates" => self.feature_gates.set(value).map_err(|e| e.to_string())?,
             "enable-pprof" => self.enable_pprof = b()?,
             "profiling-bind-address" => self.profiling_bind_address = s(),
             "rate-limiter-base-delay" => self.rate_limiter.base_delay = d()?,

@@ -1,0 +1,554 @@
+//! One scheduling attempt for one binding (spec §5–§6): decide, run the algorithm, write.
+//!
+//! The cycle reads nothing but its arguments and talks to the API only through [`Writer`] and
+//! [`EventSink`], so tests drive it with in-memory fakes and the daemon with the kube client.
+//!
+//! Writes (our improvement over the reference's three blind patches):
+//! - the result patch carries a `metadata.resourceVersion` precondition: a result computed from
+//!   a stale cache copy is rejected with 409 instead of overwriting a newer `spec.clusters`
+//!   (e.g. a graceful eviction). The cycle then returns [`CycleError::Conflict`] and the caller
+//!   re-reads the binding from the API and runs the cycle again on the fresh object;
+//! - one status patch carries the `Scheduled` condition, the observed generation,
+//!   `lastScheduledTime` and the observed affinity name. It is computed against the object the
+//!   result patch returned (or the cache copy when no result patch was needed) and also carries
+//!   the resourceVersion; on 409 only the status patch is recomputed on a fresh GET and resent,
+//!   so a condition written meanwhile by another controller (`FullyApplied`) is never clobbered.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karmada_api::work::TargetCluster;
+use scheduler_core::ScheduleError;
+use scheduler_core::estimator::BoxFuture;
+use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
+use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Scheduler};
+use scheduler_core::snapshot::Snapshot;
+use serde_json::Value;
+
+use crate::annotation::encode_placement;
+use crate::binding::{Binding, BindingKey, BindingKind};
+use crate::condition::{ApiFailure, AttemptError, condition_for};
+use crate::decision::{Decision, ScheduleType, decide};
+use crate::patch::{
+    REASON_FAILED, REASON_SUCCEED, StatusUpdate, deleting_event_message, observed_generation_patch,
+    result_patch, status_patch, success_event_message,
+};
+
+/// Which endpoint a patch goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Main,
+    Status,
+}
+
+/// The API writes of a cycle.
+pub trait Writer: Send + Sync {
+    /// Merge-patch the binding (or its status); returns the object the server stored.
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
+
+    /// The binding as the server has it now.
+    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
+}
+
+/// Where Events go; each call is recorded on the binding and on its resource template.
+pub trait EventSink: Send + Sync {
+    fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String);
+}
+
+/// Why a cycle did not finish normally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CycleError {
+    /// The result patch hit a newer object: re-read and run again.
+    Conflict,
+    /// The attempt failed; the queue retries it (with backoff, or parked when unschedulable).
+    Failed(AttemptError),
+}
+
+/// What a cycle did, for the queue and the metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CycleReport {
+    /// `Some` when the schedule procedure ran (rows 1–5 of the ladder).
+    pub schedule_type: Option<ScheduleType>,
+    pub result: Result<(), CycleError>,
+}
+
+/// Attempts at the status patch when it keeps conflicting with concurrent writers.
+const STATUS_PATCH_ATTEMPTS: usize = 5;
+
+/// The collaborators of a cycle.
+pub struct Cycle<'a> {
+    pub scheduler: &'a Scheduler,
+    pub writer: &'a dyn Writer,
+    pub events: &'a dyn EventSink,
+}
+
+fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
+    if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
+        let meta = map.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(meta) = meta {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+    }
+    patch
+}
+
+fn placement_error(binding: &Binding) -> String {
+    match binding.kind {
+        BindingKind::ResourceBinding => format!(
+            "failed to get placement from resourceBinding({}/{})",
+            binding.namespace(),
+            binding.name()
+        ),
+        BindingKind::ClusterResourceBinding => {
+            format!("failed to get placement from clusterResourceBinding({})", binding.name())
+        }
+    }
+}
+
+impl Cycle<'_> {
+    /// Run one attempt on `binding` (the latest copy known) against `snapshot`, at time `now`.
+    pub async fn run(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> CycleReport {
+        let clusters: Vec<&karmada_api::Cluster> =
+            snapshot.clusters().iter().map(|c| c.as_ref()).collect();
+        let multi = self.scheduler.config().gates.enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
+        match decide(binding, &clusters, multi) {
+            Decision::Deleting => {
+                self.events.event(binding, true, REASON_FAILED, deleting_event_message(binding));
+                CycleReport { schedule_type: None, result: Ok(()) }
+            }
+            Decision::NoPlacement => CycleReport {
+                schedule_type: None,
+                result: Err(CycleError::Failed(AttemptError::Other(placement_error(binding)))),
+            },
+            Decision::UpToDate { sync_generation: None } => {
+                CycleReport { schedule_type: None, result: Ok(()) }
+            }
+            Decision::UpToDate { sync_generation: Some(generation) } => {
+                let key = binding.key();
+                let result = self
+                    .writer
+                    .patch(&key, Target::Status, observed_generation_patch(generation))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| CycleError::Failed(e.into()));
+                CycleReport { schedule_type: None, result }
+            }
+            Decision::Schedule(schedule_type, trigger) => {
+                tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
+                let result = self.schedule(binding, snapshot, now).await;
+                CycleReport { schedule_type: Some(schedule_type), result }
+            }
+        }
+    }
+
+    /// §5.6/§6 with our write sequence.
+    async fn schedule(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> Result<(), CycleError> {
+        let key = binding.key();
+        let placement = binding.spec.placement.clone().unwrap_or_default();
+        let placement_json = encode_placement(&placement);
+        let input = BindingInput {
+            snapshot,
+            spec: &binding.spec,
+            status: &binding.status,
+            workload_index: None,
+        };
+        let outcome = self.scheduler.schedule_binding(input, false).await;
+        for term in &outcome.failed_terms {
+            self.events.event(
+                binding,
+                true,
+                REASON_FAILED,
+                format!(
+                    "failed to schedule {} with clusterAffiliates index({}): {}",
+                    key.describe(),
+                    term.index,
+                    term.error
+                ),
+            );
+        }
+        let uses_terms = placement.cluster_affinities.is_some();
+
+        // The result to write, if any, and the algorithm error that goes with it.
+        let (to_write, algo_err): (Option<Vec<TargetCluster>>, Option<ScheduleError>) =
+            match outcome.result {
+                Ok(CoreDecision::Scheduled(result)) => (Some(result), None),
+                Ok(CoreDecision::NoAffinityTerms) => (None, None),
+                Err(e @ ScheduleError::Fit(_)) => (Some(Vec::new()), Some(e)),
+                Err(e) => {
+                    if !uses_terms {
+                        self.events.event(binding, true, REASON_FAILED, e.to_string());
+                    }
+                    (None, Some(e))
+                }
+            };
+
+        let mut fresh: Option<Binding> = None;
+        let mut final_err: Option<AttemptError> = algo_err.clone().map(AttemptError::Schedule);
+        if let Some(result) = &to_write {
+            let mut patch_err = None;
+            if let Some(patch) = result_patch(binding, &placement_json, result) {
+                let patch = with_precondition(patch, binding.resource_version());
+                match self.writer.patch(&key, Target::Main, patch).await {
+                    Ok(stored) => fresh = Some(stored),
+                    Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
+                    Err(e) => patch_err = Some(AttemptError::Api(e)),
+                }
+            }
+            if let Some(pe) = patch_err {
+                let mut members: Vec<AttemptError> = Vec::new();
+                if let Some(e) = final_err.take() {
+                    members.push(e);
+                }
+                members.push(pe);
+                final_err = AttemptError::aggregate(members);
+            }
+            match &final_err {
+                None => self.events.event(
+                    binding,
+                    false,
+                    REASON_SUCCEED,
+                    success_event_message(binding.kind, result),
+                ),
+                Some(e) => self.events.event(binding, true, REASON_FAILED, e.to_string()),
+            }
+        }
+
+        let (condition, swallow) = condition_for(final_err.as_ref());
+        let succeeded = algo_err.is_none();
+        let update = StatusUpdate {
+            condition,
+            scheduled_generation: final_err.is_none().then(|| binding.generation()),
+            affinity_name: if succeeded { outcome.affinity_name.clone() } else { None },
+        };
+        self.write_status(&key, fresh.as_ref().unwrap_or(binding), &update, &now).await?;
+        match final_err {
+            Some(_) if swallow => Ok(()),
+            Some(e) => Err(CycleError::Failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Send the status patch against `base`, re-reading and recomputing on conflicts.
+    async fn write_status(
+        &self,
+        key: &BindingKey,
+        base: &Binding,
+        update: &StatusUpdate,
+        now: &Time,
+    ) -> Result<(), CycleError> {
+        let mut base = base.clone();
+        for _ in 0..STATUS_PATCH_ATTEMPTS {
+            let Some(patch) = status_patch(&base.status, update, now) else {
+                return Ok(());
+            };
+            let patch = with_precondition(patch, base.resource_version());
+            match self.writer.patch(key, Target::Status, patch).await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_conflict() => match self.writer.get(key).await {
+                    Ok(b) => base = b,
+                    Err(e) => return Err(CycleError::Failed(e.into())),
+                },
+                Err(e) => return Err(CycleError::Failed(e.into())),
+            }
+        }
+        Err(CycleError::Failed(AttemptError::Other(format!(
+            "status of {} kept changing during {STATUS_PATCH_ATTEMPTS} attempts",
+            key.describe()
+        ))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use scheduler_core::schedule::ScheduleConfig;
+    use serde_json::json;
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    /// An in-memory API server for one binding: applies merge patches, checks preconditions.
+    struct FakeApi {
+        object: Mutex<Value>,
+        rv: Mutex<u64>,
+        log: Mutex<Vec<(Target, Value)>>,
+        fail_next: Mutex<VecDeque<ApiFailure>>,
+    }
+
+    fn merge(target: &mut Value, patch: &Value) {
+        match (target, patch) {
+            (Value::Object(t), Value::Object(p)) => {
+                for (k, v) in p {
+                    if v.is_null() {
+                        t.remove(k);
+                    } else {
+                        merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+            }
+            (t, p) => *t = p.clone(),
+        }
+    }
+
+    impl FakeApi {
+        fn new(object: Value) -> Self {
+            let mut object = object;
+            object["metadata"]["resourceVersion"] = json!("1");
+            Self {
+                object: Mutex::new(object),
+                rv: Mutex::new(1),
+                log: Mutex::new(Vec::new()),
+                fail_next: Mutex::new(VecDeque::new()),
+            }
+        }
+
+        fn binding(&self) -> Binding {
+            Binding::decode(BindingKind::ResourceBinding, self.object.lock().unwrap().clone()).unwrap()
+        }
+
+        /// Someone else writes the object (bumps resourceVersion).
+        fn external_write(&self, patch: Value) {
+            let mut o = self.object.lock().unwrap();
+            merge(&mut o, &patch);
+            let mut rv = self.rv.lock().unwrap();
+            *rv += 1;
+            o["metadata"]["resourceVersion"] = json!(rv.to_string());
+        }
+    }
+
+    impl Writer for FakeApi {
+        fn patch<'a>(&'a self, _key: &'a BindingKey, target: Target, patch: Value) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            Box::pin(async move {
+                self.log.lock().unwrap().push((target, patch.clone()));
+                if let Some(f) = self.fail_next.lock().unwrap().pop_front() {
+                    return Err(f);
+                }
+                let mut o = self.object.lock().unwrap();
+                let mut rv = self.rv.lock().unwrap();
+                if let Some(want) = patch.pointer("/metadata/resourceVersion")
+                    && want != &json!(rv.to_string())
+                {
+                    return Err(ApiFailure { code: 409, reason: "Conflict".into(), message: "the object has been modified".into() });
+                }
+                let mut p = patch.clone();
+                if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("resourceVersion");
+                }
+                match target {
+                    Target::Main => {
+                        if let Some(m) = p.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                    Target::Status => {
+                        p = json!({"status": p.get("status").cloned().unwrap_or(Value::Null)});
+                    }
+                }
+                merge(&mut o, &p);
+                *rv += 1;
+                o["metadata"]["resourceVersion"] = json!(rv.to_string());
+                Ok(Binding::decode(BindingKind::ResourceBinding, o.clone()).unwrap())
+            })
+        }
+
+        fn get<'a>(&'a self, _key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            Box::pin(async move { Ok(self.binding()) })
+        }
+    }
+
+    #[derive(Default)]
+    struct Events(Mutex<Vec<(bool, &'static str, String)>>);
+    impl EventSink for Events {
+        fn event(&self, _b: &Binding, warning: bool, reason: &'static str, message: String) {
+            self.0.lock().unwrap().push((warning, reason, message));
+        }
+    }
+
+    fn cluster(name: &str) -> karmada_api::Cluster {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": name}, "spec": {},
+            "status": {"resourceSummary": {"allocatable": {"pods": "100", "cpu": "100"}}}
+        }))
+        .unwrap()
+    }
+
+    fn binding_json(placement: Value, replicas: i32) -> Value {
+        json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "b", "namespace": "ns", "generation": 2,
+                         "labels": {"binding.karmada.io/managed-by": "x"}},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "d"},
+                     "replicas": replicas, "placement": placement}
+        })
+    }
+
+    fn now() -> Time {
+        Time("2026-07-01T10:00:00Z".parse().unwrap())
+    }
+
+    fn scheduler() -> Scheduler {
+        Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn first_schedule_writes_result_then_one_status_patch() {
+        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report, CycleReport { schedule_type: Some(ScheduleType::ReconcileSchedule), result: Ok(()) });
+        let log = api.log.lock().unwrap().clone();
+        assert_eq!(log.len(), 2);
+        assert_eq!(
+            log[0],
+            (Target::Main, json!({
+                "metadata": {"annotations": {"policy.karmada.io/applied-placement": r#"{"clusterAffinity":{"clusterNames":["m1"]}}"#},
+                             "resourceVersion": "1"},
+                "spec": {"clusters": [{"name": "m1"}]}
+            }))
+        );
+        assert_eq!(
+            log[1],
+            (Target::Status, json!({
+                "metadata": {"resourceVersion": "2"},
+                "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
+                           "message": "Binding has been scheduled successfully.", "lastTransitionTime": "2026-07-01T10:00:00Z"}],
+                           "lastScheduledTime": "2026-07-01T10:00:00Z", "schedulerObservedGeneration": 2}
+            }))
+        );
+        assert_eq!(
+            events.0.lock().unwrap().clone(),
+            vec![(false, "ScheduleBindingSucceed", "Binding has been scheduled successfully. Result: {m1:0}".to_string())]
+        );
+        // Nothing changed: a second cycle only rewrites lastScheduledTime (Duplicated rule).
+        let later = Time("2026-07-01T10:00:05Z".parse().unwrap());
+        cycle.run(&api.binding(), &snapshot, later).await;
+        let log = api.log.lock().unwrap().clone();
+        assert_eq!(log.len(), 3);
+        assert_eq!(log[2].1["status"], json!({"lastScheduledTime": "2026-07-01T10:00:05Z"}));
+    }
+
+    #[tokio::test]
+    async fn no_fit_clears_clusters_and_is_not_retried() {
+        let mut obj = binding_json(json!({"clusterAffinity": {"clusterNames": ["gone"]}}), 0);
+        obj["spec"]["clusters"] = json!([{"name": "m1"}]);
+        let api = FakeApi::new(obj);
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report.result, Ok(()));
+        let b = api.binding();
+        assert!(b.spec.clusters.is_empty());
+        let cond = &b.status.conditions[0];
+        assert_eq!((cond.reason.as_str(), cond.status.as_str()), ("NoClusterFit", "False"));
+        assert_eq!(cond.message, "0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint.");
+        assert_eq!(b.status.scheduler_observed_generation, 0, "failure does not observe the generation");
+        assert_eq!(events.0.lock().unwrap()[0].1, "ScheduleBindingFailed");
+    }
+
+    #[tokio::test]
+    async fn stale_cache_result_is_rejected_and_reported_as_conflict() {
+        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let stale = api.binding();
+        api.external_write(json!({"spec": {"clusters": [{"name": "m2"}]}}));
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let report = cycle.run(&stale, &snapshot, now()).await;
+        assert_eq!(report.result, Err(CycleError::Conflict));
+        assert_eq!(api.binding().spec.clusters[0].name, "m2", "newer write kept");
+        // Rerun on the fresh object succeeds.
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report.result, Ok(()));
+        assert_eq!(api.binding().spec.clusters[0].name, "m1");
+    }
+
+    #[tokio::test]
+    async fn status_conflict_recomputes_on_the_fresh_object() {
+        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        // Another controller adds FullyApplied between our two writes.
+        let b = api.binding();
+        // Simulate: result patch goes through, then FullyApplied lands, then our status patch.
+        let patch = result_patch(&b, &encode_placement(b.spec.placement.as_ref().unwrap()), &[TargetCluster::new("m1", 0)]).unwrap();
+        let stored = api.patch(&b.key(), Target::Main, patch).await.unwrap();
+        api.external_write(json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}));
+        let update = StatusUpdate { condition: condition_for(None).0, scheduled_generation: Some(2), affinity_name: None };
+        cycle.write_status(&b.key(), &stored, &update, &now()).await.unwrap();
+        let types: Vec<String> = api.binding().status.conditions.iter().map(|c| c.type_.clone()).collect();
+        assert_eq!(types, vec!["FullyApplied", "Scheduled"]);
+    }
+
+    #[tokio::test]
+    async fn failed_result_patch_is_aggregated_into_the_condition() {
+        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        api.fail_next.lock().unwrap().push_back(ApiFailure {
+            code: 403,
+            reason: "QuotaExceeded".into(),
+            message: "admission webhook denied the request: quota exceeded".into(),
+        });
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert!(matches!(report.result, Err(CycleError::Failed(_))));
+        let b = api.binding();
+        assert_eq!(b.status.conditions[0].reason, "QuotaExceeded");
+        assert_eq!(b.status.conditions[0].message, "admission webhook denied the request: quota exceeded");
+        assert!(b.spec.clusters.is_empty());
+    }
+
+    #[tokio::test]
+    async fn up_to_date_binding_only_syncs_the_generation() {
+        let mut obj = binding_json(json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}), 2);
+        obj["metadata"]["annotations"] = json!({"policy.karmada.io/applied-placement": r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted"}}"#});
+        obj["spec"]["clusters"] = json!([{"name": "m1", "replicas": 2}]);
+        obj["status"] = json!({"schedulerObservedGeneration": 1});
+        let api = FakeApi::new(obj);
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report, CycleReport { schedule_type: None, result: Ok(()) });
+        assert_eq!(api.log.lock().unwrap().clone(), vec![(Target::Status, json!({"status": {"schedulerObservedGeneration": 2}}))]);
+        assert!(events.0.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn affinity_terms_fail_over_and_record_the_observed_name() {
+        let placement = json!({"clusterAffinities": [
+            {"affinityName": "primary", "clusterNames": ["gone"]},
+            {"affinityName": "backup", "clusterNames": ["m1"]}
+        ]});
+        let api = FakeApi::new(binding_json(placement, 0));
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1")]);
+        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        assert_eq!(cycle.run(&api.binding(), &snapshot, now()).await.result, Ok(()));
+        let b = api.binding();
+        assert_eq!(b.status.scheduler_observed_affinity_name, "backup");
+        assert_eq!(b.spec.clusters, vec![TargetCluster::new("m1", 0)]);
+        let ev = events.0.lock().unwrap().clone();
+        assert_eq!(ev.len(), 2);
+        assert_eq!(
+            ev[0].2,
+            "failed to schedule ResourceBinding(ns/b) with clusterAffiliates index(0): 0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint."
+        );
+        assert_eq!(ev[1].1, "ScheduleBindingSucceed");
+    }
+}

@@ -1,0 +1,290 @@
+//! Prometheus metrics with the reference's names, labels and buckets (spec §8.3).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+fn e2e_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn extension_point_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 12))
+}
+
+fn plugin_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.00001, 1.5, 20))
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Incoming-binding reasons of `karmada_scheduler_queue_incoming_bindings_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncomingEvent {
+    BindingAdd,
+    BindingUpdate,
+    ScheduleAttemptFailure,
+    ClusterChanged,
+}
+
+impl IncomingEvent {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::BindingAdd => "BindingAdd",
+            Self::BindingUpdate => "BindingUpdate",
+            Self::ScheduleAttemptFailure => "ScheduleAttemptFailure",
+            Self::ClusterChanged => "ClusterChanged",
+        }
+    }
+}
+
+/// All metrics of the process and the registry that serves them.
+pub struct Metrics {
+    registry: Registry,
+    schedule_attempts: Family<Labels, Counter>,
+    e2e_duration: HistogramFamily,
+    algorithm_duration: HistogramFamily,
+    incoming_bindings: Family<Labels, Counter>,
+    extension_point_duration: HistogramFamily,
+    plugin_duration: HistogramFamily,
+    leader: Family<Labels, Gauge>,
+    queue_depth: Family<Labels, Gauge>,
+    queue_adds: Family<Labels, Counter>,
+    queue_retries: Family<Labels, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let schedule_attempts = Family::<Labels, Counter>::default();
+        registry.register(
+            "karmada_scheduler_schedule_attempts",
+            "Number of attempts to schedule resourceBinding",
+            schedule_attempts.clone(),
+        );
+        let e2e_duration =
+            HistogramFamily::new_with_constructor(e2e_histogram as fn() -> Histogram);
+        registry.register(
+            "karmada_scheduler_e2e_scheduling_duration_seconds",
+            "E2E scheduling latency in seconds",
+            e2e_duration.clone(),
+        );
+        let algorithm_duration =
+            HistogramFamily::new_with_constructor(e2e_histogram as fn() -> Histogram);
+        registry.register(
+            "karmada_scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds(exclude scale scheduler)",
+            algorithm_duration.clone(),
+        );
+        let incoming_bindings = Family::<Labels, Counter>::default();
+        registry.register(
+            "karmada_scheduler_queue_incoming_bindings",
+            "Number of bindings added to scheduling queues by event type.",
+            incoming_bindings.clone(),
+        );
+        let extension_point_duration =
+            HistogramFamily::new_with_constructor(extension_point_histogram as fn() -> Histogram);
+        registry.register(
+            "karmada_scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            extension_point_duration.clone(),
+        );
+        let plugin_duration =
+            HistogramFamily::new_with_constructor(plugin_histogram as fn() -> Histogram);
+        registry.register(
+            "karmada_scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            plugin_duration.clone(),
+        );
+        let build_info = Family::<Labels, Gauge>::default();
+        registry.register(
+            "karmada_build_info",
+            "A metric with a constant '1' value labeled by git version, git commit, git tree state, build date, Go version, and compiler from which Karmada was built, and platform on which it is running.",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&labels(&[
+                ("git_version", concat!("v", env!("CARGO_PKG_VERSION"))),
+                ("git_commit", ""),
+                ("git_short_commit", ""),
+                ("git_tree_state", ""),
+                ("build_date", ""),
+                ("go_version", ""),
+                ("compiler", "rustc"),
+                (
+                    "platform",
+                    &format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+                ),
+            ]))
+            .set(1);
+        let leader = Family::<Labels, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            leader.clone(),
+        );
+        let queue_depth = Family::<Labels, Gauge>::default();
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            queue_depth.clone(),
+        );
+        let queue_adds = Family::<Labels, Counter>::default();
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            queue_adds.clone(),
+        );
+        let queue_retries = Family::<Labels, Counter>::default();
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            queue_retries.clone(),
+        );
+        Self {
+            registry,
+            schedule_attempts,
+            e2e_duration,
+            algorithm_duration,
+            incoming_bindings,
+            extension_point_duration,
+            plugin_duration,
+            leader,
+            queue_depth,
+            queue_adds,
+            queue_retries,
+        }
+    }
+
+    /// `BindingSchedule`: one attempt of the given type, its result and duration.
+    pub fn binding_schedule(&self, schedule_type: &str, elapsed: Duration, ok: bool) {
+        let result = if ok { "scheduled" } else { "error" };
+        let l = labels(&[("result", result), ("schedule_type", schedule_type)]);
+        self.schedule_attempts.get_or_create(&l).inc();
+        self.e2e_duration
+            .get_or_create(&l)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One scheduling step (`Filter`, `Score`, `Select`, `AssignReplicas`).
+    pub fn algorithm_step(&self, step: &str, elapsed: Duration) {
+        self.algorithm_duration
+            .get_or_create(&labels(&[("schedule_step", step)]))
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A binding entered the queue for this reason.
+    pub fn incoming(&self, event: IncomingEvent) {
+        self.incoming_bindings
+            .get_or_create(&labels(&[("event", event.as_str())]))
+            .inc();
+    }
+
+    /// An extension point (`Filter`, `Score`) ran with this result.
+    pub fn extension_point(&self, point: &str, result: &str, elapsed: Duration) {
+        self.extension_point_duration
+            .get_or_create(&labels(&[("extension_point", point), ("result", result)]))
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One plugin ran at an extension point.
+    pub fn plugin(&self, plugin: &str, point: &str, result: &str, elapsed: Duration) {
+        self.plugin_duration
+            .get_or_create(&labels(&[
+                ("plugin", plugin),
+                ("extension_point", point),
+                ("result", result),
+            ]))
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Leadership of the (unnamed) election: 1 leading, 0 standby.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader
+            .get_or_create(&labels(&[("name", "")]))
+            .set(i64::from(leading));
+    }
+
+    /// The scheduling queue's depth, adds and retries (`name=controller=scheduler-queue`).
+    pub fn queue(&self, depth: usize, added: bool, retried: bool) {
+        let l = labels(&[
+            ("controller", "scheduler-queue"),
+            ("name", "scheduler-queue"),
+        ]);
+        let mut with_priority = l.clone();
+        with_priority.push(("priority".into(), String::new()));
+        self.queue_depth
+            .get_or_create(&with_priority)
+            .set(depth as i64);
+        if added {
+            self.queue_adds.get_or_create(&l).inc();
+        }
+        if retried {
+            self.queue_retries.get_or_create(&l).inc();
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+/// Shared handle.
+pub type SharedMetrics = Arc<Metrics>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_labels_and_buckets() {
+        let m = Metrics::new();
+        m.binding_schedule("ReconcileSchedule", Duration::from_millis(3), true);
+        m.incoming(IncomingEvent::BindingAdd);
+        m.set_leader(true);
+        let text = m.encode().unwrap();
+        assert!(text.contains(
+            r#"karmada_scheduler_schedule_attempts_total{result="scheduled",schedule_type="ReconcileSchedule"} 1"#
+        ), "{text}");
+        assert!(text.contains(
+            r#"karmada_scheduler_e2e_scheduling_duration_seconds_bucket{le="0.004",result="scheduled",schedule_type="ReconcileSchedule"} 1"#
+        ), "{text}");
+        assert!(text.contains(r#"le="16.384""#));
+        assert!(
+            text.contains(
+                r#"karmada_scheduler_queue_incoming_bindings_total{event="BindingAdd"} 1"#
+            )
+        );
+        assert!(text.contains(r#"leader_election_master_status{name=""} 1"#));
+        assert!(text.contains("karmada_build_info{git_version="));
+    }
+}
