@@ -19,9 +19,11 @@ pub mod error;
 pub mod estimator;
 pub mod features;
 pub mod framework;
+pub mod plugins;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod spread;
 pub mod trace;
 
 pub use detail::ClusterDetail;

@@ -1,0 +1,202 @@
+//! The in-tree plugins of karmada v1.18.2, one file each, and the registry that lists them.
+//!
+//! The registry's declaration order is the order filters run in (see [`crate::framework`]).
+
+pub mod api_enablement;
+pub mod cluster_affinity;
+pub mod cluster_eviction;
+pub mod cluster_locality;
+pub mod spread_constraint;
+pub mod taint_toleration;
+pub mod workload_affinity;
+pub mod workload_anti_affinity;
+
+use std::sync::Arc;
+
+use crate::features::FeatureGates;
+use crate::framework::{Plugin, Registry};
+
+fn factory<P: Plugin + Default + 'static>() -> Result<Arc<dyn Plugin>, String> {
+    Ok(Arc::new(P::default()))
+}
+
+/// Every in-tree plugin, in the fixed order: APIEnablement, TaintToleration, ClusterAffinity,
+/// SpreadConstraint, ClusterLocality, ClusterEviction, then, with the `WorkloadAffinity` gate,
+/// WorkloadAntiAffinity and WorkloadAffinity.
+pub fn in_tree_registry(gates: &FeatureGates) -> Registry {
+    let mut r = Registry::new();
+    let mut add = |name: &str, f: crate::framework::PluginFactory| {
+        r.register(name, f)
+            .expect("in-tree plugin names are unique");
+    };
+    add(
+        api_enablement::NAME,
+        factory::<api_enablement::ApiEnablement>,
+    );
+    add(
+        taint_toleration::NAME,
+        factory::<taint_toleration::TaintToleration>,
+    );
+    add(
+        cluster_affinity::NAME,
+        factory::<cluster_affinity::ClusterAffinity>,
+    );
+    add(
+        spread_constraint::NAME,
+        factory::<spread_constraint::SpreadConstraint>,
+    );
+    add(
+        cluster_locality::NAME,
+        factory::<cluster_locality::ClusterLocality>,
+    );
+    add(
+        cluster_eviction::NAME,
+        factory::<cluster_eviction::ClusterEviction>,
+    );
+    if gates.workload_affinity() {
+        add(
+            workload_anti_affinity::NAME,
+            factory::<workload_anti_affinity::WorkloadAntiAffinity>,
+        );
+        add(
+            workload_affinity::NAME,
+            factory::<workload_affinity::WorkloadAffinity>,
+        );
+    }
+    r
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Builders shared by the plugin tests.
+    use karmada_api::cluster::{ApiEnablement, ApiResource, Cluster, ClusterSpec, ClusterStatus};
+    use karmada_api::work::{
+        ObjectReference, ResourceBindingSpec, ResourceBindingStatus, TargetCluster,
+    };
+
+    use crate::framework::{
+        FilterContext, FilterPlugin, PluginResult, ScoreContext, ScorePlugin, TargetIndex,
+    };
+
+    pub fn cluster(name: &str) -> Cluster {
+        Cluster::new(name, ClusterSpec::default())
+    }
+
+    pub fn with_apis(mut c: Cluster, gv: &str, kinds: &[&str]) -> Cluster {
+        let status = c.status.get_or_insert_with(ClusterStatus::default);
+        status.api_enablements.push(ApiEnablement {
+            group_version: gv.to_string(),
+            resources: kinds
+                .iter()
+                .map(|k| ApiResource {
+                    name: String::new(),
+                    kind: k.to_string(),
+                })
+                .collect(),
+        });
+        c
+    }
+
+    pub fn resource(api_version: &str, kind: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            name: "w".to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn targets(names: &[&str]) -> Vec<TargetCluster> {
+        names.iter().map(|n| TargetCluster::new(*n, 0)).collect()
+    }
+
+    pub fn run(
+        p: &dyn FilterPlugin,
+        spec: &ResourceBindingSpec,
+        cluster: &Cluster,
+    ) -> PluginResult {
+        run_with_status(p, spec, &ResourceBindingStatus::default(), cluster)
+    }
+
+    pub fn run_with_status(
+        p: &dyn FilterPlugin,
+        spec: &ResourceBindingSpec,
+        status: &ResourceBindingStatus,
+        cluster: &Cluster,
+    ) -> PluginResult {
+        let targets = TargetIndex::new(&spec.clusters);
+        p.filter(&FilterContext {
+            spec,
+            status,
+            targets: &targets,
+            cluster,
+            workload_index: None,
+        })
+    }
+
+    pub fn score_of(
+        p: &dyn ScorePlugin,
+        spec: &ResourceBindingSpec,
+        cluster: &Cluster,
+    ) -> Result<i64, PluginResult> {
+        let targets = TargetIndex::new(&spec.clusters);
+        p.score(&ScoreContext {
+            spec,
+            targets: &targets,
+            cluster,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Framework;
+
+    #[test]
+    fn registry_and_fixed_filter_order() {
+        let r = in_tree_registry(&FeatureGates::new());
+        assert_eq!(
+            r.names().collect::<Vec<_>>(),
+            [
+                "APIEnablement",
+                "TaintToleration",
+                "ClusterAffinity",
+                "SpreadConstraint",
+                "ClusterLocality",
+                "ClusterEviction"
+            ]
+        );
+        let fw = Framework::new(&r).unwrap();
+        assert_eq!(
+            fw.filter_plugin_names(),
+            [
+                "APIEnablement",
+                "TaintToleration",
+                "ClusterAffinity",
+                "SpreadConstraint",
+                "ClusterEviction"
+            ]
+        );
+        assert_eq!(
+            fw.score_plugin_names(),
+            ["ClusterAffinity", "ClusterLocality"]
+        );
+
+        let gated =
+            in_tree_registry(&FeatureGates::new().with(crate::features::WORKLOAD_AFFINITY, true));
+        let fw = Framework::new(&gated).unwrap();
+        assert_eq!(
+            fw.filter_plugin_names(),
+            [
+                "APIEnablement",
+                "TaintToleration",
+                "ClusterAffinity",
+                "SpreadConstraint",
+                "ClusterEviction",
+                "WorkloadAntiAffinity",
+                "WorkloadAffinity"
+            ]
+        );
+    }
+}
