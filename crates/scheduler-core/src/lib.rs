@@ -14,6 +14,7 @@
 //! - `general`: the general estimator;
 //! - `schedule(...)`: the whole pass, returning the result and a trace for `explain`.
 
+pub mod assign;
 pub mod detail;
 pub mod error;
 pub mod estimator;

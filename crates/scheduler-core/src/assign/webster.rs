@@ -1,0 +1,498 @@
+//! The Webster (Sainte-Laguë) dispenser of spec-algorithm §11.6.
+//!
+//! Seats go one at a time to the party with the highest `votes / (2·seats + 1)`. The
+//! priority is an IEEE-754 double quotient compared with `==`/`>` exactly as upstream (not
+//! an integer cross-multiplication, which differs once votes exceed 2^53). Ties go to the
+//! party with fewer seats, then by name in the order chosen by the binding's UID.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use karmada_api::work::TargetCluster;
+
+/// A party of the apportionment: a cluster, its weight and the replicas it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Party {
+    pub name: String,
+    pub votes: i64,
+    pub seats: i32,
+}
+
+/// Which name wins a tie between parties of equal priority and equal seats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameOrder {
+    /// The lexicographically smaller name wins.
+    Ascending,
+    /// The lexicographically larger name wins.
+    Descending,
+}
+
+/// FNV-1a, 32 bits.
+pub fn fnv1a32(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(2_166_136_261u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(16_777_619)
+    })
+}
+
+/// The tie-break order for a binding: descending names when the UID hashes to an odd value,
+/// ascending otherwise (and for an empty UID, whose hash is never consulted).
+pub fn name_order_for_uid(uid: &str) -> NameOrder {
+    if !uid.is_empty() && fnv1a32(uid.as_bytes()) & 1 == 1 {
+        NameOrder::Descending
+    } else {
+        NameOrder::Ascending
+    }
+}
+
+fn priority(p: &Party) -> f64 {
+    // The denominator is computed in i32 (wrapping) and then converted, like upstream.
+    p.votes as f64 / f64::from(p.seats.wrapping_mul(2).wrapping_add(1))
+}
+
+/// A party in the heap; `Ord` puts the party that should win the next seat on top.
+struct Ranked(Party, NameOrder);
+
+impl Ranked {
+    fn better(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        let (pa, pb) = (priority(a), priority(b));
+        if pa != pb {
+            return pa > pb;
+        }
+        if a.seats != b.seats {
+            return a.seats < b.seats;
+        }
+        match self.1 {
+            NameOrder::Ascending => a.name < b.name,
+            NameOrder::Descending => a.name > b.name,
+        }
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        if self.better(other) {
+            Ordering::Greater
+        } else if other.better(self) {
+            Ordering::Less
+        } else {
+            Ordering::Equal
+        }
+    }
+}
+
+/// `AllocateWebsterSeats`: hand out `new_seats` seats on top of `initial`.
+///
+/// A party of `initial` without votes keeps its seats and competes with 0 votes; a later
+/// entry with the same name overrides an earlier one (map semantics upstream). The result
+/// holds every party, zero-seat ones included, sorted by name; it is empty without parties.
+/// The comparison is a strict total order, so a heap and a linear scan pick the same winner.
+pub fn allocate_webster_seats(
+    new_seats: i32,
+    votes: &[(String, i64)],
+    initial: &[(String, i32)],
+    order: NameOrder,
+) -> Vec<Party> {
+    let mut parties: BTreeMap<&str, Party> = BTreeMap::new();
+    for (name, seats) in initial {
+        parties.insert(
+            name,
+            Party {
+                name: name.clone(),
+                votes: 0,
+                seats: *seats,
+            },
+        );
+    }
+    for (name, v) in votes {
+        parties
+            .entry(name)
+            .and_modify(|p| p.votes = *v)
+            .or_insert_with(|| Party {
+                name: name.clone(),
+                votes: *v,
+                seats: 0,
+            });
+    }
+    if parties.is_empty() {
+        return Vec::new();
+    }
+    let mut heap: BinaryHeap<Ranked> = parties.into_values().map(|p| Ranked(p, order)).collect();
+    for _ in 0..new_seats.max(0) {
+        let Some(mut top) = heap.peek_mut() else {
+            break;
+        };
+        top.0.seats = top.0.seats.wrapping_add(1);
+    }
+    let mut out: Vec<Party> = heap.into_iter().map(|r| r.0).collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The upstream `Dispenser`: divide `replicas` by `weights` on top of `init`, with the tie
+/// order derived from the binding `uid`.
+///
+/// Returns `init` unchanged when there is nothing to do (`replicas == 0` with a non-empty
+/// `init`, or weights summing to 0); otherwise every party, sorted by name.
+pub fn dispense_by_weight(
+    replicas: i32,
+    init: &[TargetCluster],
+    weights: &[(String, i64)],
+    uid: &str,
+) -> Vec<TargetCluster> {
+    if replicas == 0 && !init.is_empty() {
+        return init.to_vec();
+    }
+    let sum = weights.iter().fold(0i64, |s, (_, w)| s.wrapping_add(*w));
+    if sum == 0 {
+        return init.to_vec();
+    }
+    let initial: Vec<(String, i32)> = init.iter().map(|t| (t.name.clone(), t.replicas)).collect();
+    allocate_webster_seats(replicas, weights, &initial, name_order_for_uid(uid))
+        .into_iter()
+        .map(|p| TargetCluster::new(p.name, p.seats))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use NameOrder::{Ascending, Descending};
+
+    fn votes(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|(n, x)| (n.to_string(), *x)).collect()
+    }
+
+    fn seats(v: &[(&str, i32)]) -> Vec<(String, i32)> {
+        v.iter().map(|(n, x)| (n.to_string(), *x)).collect()
+    }
+
+    fn parties(p: &[(&str, i64, i32)]) -> Vec<Party> {
+        p.iter()
+            .map(|(n, v, s)| Party {
+                name: n.to_string(),
+                votes: *v,
+                seats: *s,
+            })
+            .collect()
+    }
+
+    fn tcs(v: &[(&str, i32)]) -> Vec<TargetCluster> {
+        v.iter().map(|(n, r)| TargetCluster::new(*n, *r)).collect()
+    }
+
+    #[test]
+    fn fnv_examples_of_the_spec() {
+        assert_eq!(
+            fnv1a32(b"11111111-1111-1111-1111-111111111111"),
+            0x3d75_cc01
+        );
+        assert_eq!(
+            fnv1a32(b"7c5f1a6e-2d3b-4c8e-9f10-1a2b3c4d5e6f"),
+            0xdc6e_a878
+        );
+        assert_eq!(
+            name_order_for_uid("11111111-1111-1111-1111-111111111111"),
+            Descending
+        );
+        assert_eq!(
+            name_order_for_uid("7c5f1a6e-2d3b-4c8e-9f10-1a2b3c4d5e6f"),
+            Ascending
+        );
+        assert_eq!(name_order_for_uid(""), Ascending);
+        // The UIDs of upstream's dispenser tests.
+        assert_eq!(
+            name_order_for_uid("d43fdeeb-d750-4e2b-bee3-64eb94534f4c"),
+            Descending
+        );
+        assert_eq!(
+            name_order_for_uid("4858ca61-3ff8-4095-8267-f3d059d8074c"),
+            Ascending
+        );
+    }
+
+    #[test]
+    fn worked_example_table_of_the_spec() {
+        let v = votes(&[("m1", 6), ("m2", 8), ("m3", 10)]);
+        // Seats after each round, as in the §11.6 table.
+        let rounds = [
+            (0, 0, 1),
+            (0, 1, 1),
+            (1, 1, 1),
+            (1, 1, 2),
+            (1, 2, 2),
+            (2, 2, 2),
+            (2, 2, 3),
+            (2, 3, 3),
+            (2, 3, 4),
+            (3, 3, 4),
+            (3, 4, 4),
+            (3, 4, 5),
+        ];
+        for (i, want) in rounds.iter().enumerate() {
+            let got = allocate_webster_seats(i as i32 + 1, &v, &[], Ascending);
+            assert_eq!(
+                (got[0].seats, got[1].seats, got[2].seats),
+                *want,
+                "round {}",
+                i + 1
+            );
+        }
+    }
+
+    #[test]
+    fn other_checks_of_the_spec() {
+        let s = |v: &[(&str, i64)], n, o| -> Vec<i32> {
+            allocate_webster_seats(n, &votes(v), &[], o)
+                .iter()
+                .map(|p| p.seats)
+                .collect()
+        };
+        assert_eq!(s(&[("m1", 1), ("m2", 1)], 3, Ascending), [2, 1]);
+        assert_eq!(s(&[("m1", 1), ("m2", 1)], 3, Descending), [1, 2]);
+        assert_eq!(
+            s(&[("A", 2), ("B", 1), ("C", 1), ("D", 1)], 7, Ascending),
+            [3, 2, 1, 1]
+        );
+        assert_eq!(s(&[("a", 3), ("b", 2), ("c", 1)], 12, Ascending), [6, 4, 2]);
+        assert_eq!(s(&[("a", 3), ("b", 2), ("c", 1)], 13, Ascending), [7, 4, 2]);
+        assert_eq!(s(&[("a", 3), ("b", 2), ("c", 1)], 14, Ascending), [7, 5, 2]);
+        // Upstream's example: 1200/900/400 votes, 4 seats.
+        assert_eq!(
+            s(
+                &[("Alpha", 1200), ("Beta", 900), ("Gamma", 400)],
+                4,
+                Ascending
+            ),
+            [2, 1, 1]
+        );
+    }
+
+    /// Upstream `TestAllocateWebsterSeats`, re-expressed.
+    #[test]
+    fn allocate_webster_seats_upstream_table() {
+        let classic = votes(&[
+            ("PartyA", 100000),
+            ("PartyB", 80000),
+            ("PartyC", 30000),
+            ("PartyD", 20000),
+        ]);
+        let rounds = [
+            [1, 0, 0, 0],
+            [1, 1, 0, 0],
+            [2, 1, 0, 0],
+            [2, 1, 1, 0],
+            [2, 2, 1, 0],
+            [2, 2, 1, 1],
+            [3, 2, 1, 1],
+            [3, 3, 1, 1],
+        ];
+        for (i, want) in rounds.iter().enumerate() {
+            let got = allocate_webster_seats(i as i32 + 1, &classic, &[], Ascending);
+            let got: Vec<i32> = got.iter().map(|p| p.seats).collect();
+            assert_eq!(got, want, "classic round {}", i + 1);
+        }
+        assert_eq!(allocate_webster_seats(1, &[], &[], Ascending), vec![]);
+        assert_eq!(allocate_webster_seats(0, &[], &[], Ascending), vec![]);
+        assert_eq!(
+            allocate_webster_seats(
+                0,
+                &votes(&[("PartyA", 100), ("PartyB", 200)]),
+                &[],
+                Ascending
+            ),
+            parties(&[("PartyA", 100, 0), ("PartyB", 200, 0)])
+        );
+        type Case = (
+            i32,
+            Vec<(String, i64)>,
+            Vec<(String, i32)>,
+            NameOrder,
+            Vec<Party>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                1,
+                votes(&[("PartyA", 3), ("PartyB", 1)]),
+                seats(&[("PartyA", 1), ("PartyB", 0)]),
+                Ascending,
+                parties(&[("PartyA", 3, 1), ("PartyB", 1, 1)]),
+            ),
+            (
+                1,
+                votes(&[("PartyA", 1), ("PartyB", 1)]),
+                vec![],
+                Ascending,
+                parties(&[("PartyA", 1, 1), ("PartyB", 1, 0)]),
+            ),
+            (
+                1,
+                votes(&[("PartyA", 1), ("PartyB", 1)]),
+                vec![],
+                Descending,
+                parties(&[("PartyA", 1, 0), ("PartyB", 1, 1)]),
+            ),
+            (
+                2,
+                votes(&[("NewParty1", 1), ("NewParty2", 1)]),
+                seats(&[("OldParty", 0)]),
+                Ascending,
+                parties(&[("NewParty1", 1, 1), ("NewParty2", 1, 1), ("OldParty", 0, 0)]),
+            ),
+            (
+                2,
+                votes(&[("OldParty", 1), ("NewParty", 1)]),
+                seats(&[("OldParty", 1)]),
+                Ascending,
+                parties(&[("NewParty", 1, 2), ("OldParty", 1, 1)]),
+            ),
+            (
+                2,
+                votes(&[("PartyA", 100)]),
+                seats(&[("PartyB", 3)]),
+                Ascending,
+                parties(&[("PartyA", 100, 2), ("PartyB", 0, 3)]),
+            ),
+        ];
+        for (i, (n, v, init, order, want)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                allocate_webster_seats(n, &v, &init, order),
+                want,
+                "case {i}"
+            );
+        }
+    }
+
+    /// Upstream `Test_dispenser_AllocateByWeight`, re-expressed (exact order asserted).
+    #[test]
+    fn dispenser_upstream_table() {
+        const ODD: &str = "d43fdeeb-d750-4e2b-bee3-64eb94534f4c";
+        const EVEN: &str = "4858ca61-3ff8-4095-8267-f3d059d8074c";
+        let abc = tcs(&[("A", 1), ("B", 2), ("C", 3)]);
+        let w123 = votes(&[("A", 1), ("B", 2), ("C", 3)]);
+        type Case<'a> = (
+            i32,
+            Vec<TargetCluster>,
+            Vec<(String, i64)>,
+            &'a str,
+            Vec<TargetCluster>,
+        );
+        let cases: Vec<Case<'_>> = vec![
+            (
+                6,
+                abc.clone(),
+                w123.clone(),
+                "",
+                tcs(&[("A", 2), ("B", 4), ("C", 6)]),
+            ),
+            (
+                3,
+                abc.clone(),
+                w123.clone(),
+                "",
+                tcs(&[("A", 2), ("B", 3), ("C", 4)]),
+            ),
+            (
+                2,
+                abc.clone(),
+                w123.clone(),
+                "",
+                tcs(&[("A", 1), ("B", 3), ("C", 4)]),
+            ),
+            (
+                1,
+                vec![],
+                votes(&[("A", 2), ("B", 1)]),
+                "",
+                tcs(&[("A", 1), ("B", 0)]),
+            ),
+            (
+                2,
+                vec![],
+                votes(&[("A", 2), ("B", 1)]),
+                "",
+                tcs(&[("A", 1), ("B", 1)]),
+            ),
+            (
+                3,
+                vec![],
+                votes(&[("A", 2), ("B", 1)]),
+                "",
+                tcs(&[("A", 2), ("B", 1)]),
+            ),
+            (
+                5,
+                vec![],
+                votes(&[("A", 170), ("B", 110), ("C", 60)]),
+                "",
+                tcs(&[("A", 2), ("B", 2), ("C", 1)]),
+            ),
+            (
+                6,
+                vec![],
+                votes(&[("A", 170), ("B", 110), ("C", 60)]),
+                "",
+                tcs(&[("A", 3), ("B", 2), ("C", 1)]),
+            ),
+            (
+                5,
+                vec![],
+                votes(&[("A", 1), ("B", 1)]),
+                ODD,
+                tcs(&[("A", 2), ("B", 3)]),
+            ),
+            (
+                5,
+                vec![],
+                votes(&[("A", 1), ("B", 1)]),
+                EVEN,
+                tcs(&[("A", 3), ("B", 2)]),
+            ),
+        ];
+        for (i, (n, init, w, uid, want)) in cases.into_iter().enumerate() {
+            assert_eq!(dispense_by_weight(n, &init, &w, uid), want, "case {i}");
+        }
+    }
+
+    /// Upstream `TestDispenseReplicasByTargetClusters`: weights are the target replicas.
+    #[test]
+    fn spread_by_target_clusters_upstream_table() {
+        let spread = |sum, w: &[(&str, i64)]| dispense_by_weight(sum, &[], &votes(w), "");
+        assert_eq!(spread(10, &[]), vec![]);
+        assert_eq!(spread(10, &[("member1", 5)]), tcs(&[("member1", 10)]));
+        assert_eq!(
+            spread(12, &[("member1", 5), ("member2", 5), ("member3", 5)]),
+            tcs(&[("member1", 4), ("member2", 4), ("member3", 4)])
+        );
+        assert_eq!(
+            spread(10, &[("member1", 5), ("member2", 5), ("member3", 5)]),
+            tcs(&[("member1", 4), ("member2", 3), ("member3", 3)])
+        );
+        assert_eq!(
+            spread(13, &[("member1", 1), ("member2", 2), ("member3", 3)]),
+            tcs(&[("member1", 2), ("member2", 4), ("member3", 7)])
+        );
+    }
+
+    #[test]
+    fn priorities_are_float_quotients() {
+        // 2^53+1 and 2^53 are the same double: the tie goes to the name, not the votes.
+        let big = 1i64 << 53;
+        let got = allocate_webster_seats(1, &votes(&[("a", big), ("b", big + 1)]), &[], Ascending);
+        assert_eq!(got[0].seats, 1);
+    }
+}
