@@ -1,0 +1,972 @@
+//! The scheduling pipeline (spec-algorithm §3) and the `clusterAffinities` term loop (§2.2).
+//!
+//! [`Scheduler::schedule`] runs one attempt: filter → score → available replicas from every
+//! estimator (minimum, §8) → canonical order and groups (§9) → selection (§10) → replica
+//! assignment (§11). [`Scheduler::schedule_binding`] wraps it in the term loop that the daemon
+//! and `simulate` both use, so that they share every line of the decision.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use karmada_api::cluster::Cluster;
+use karmada_api::policy::SpreadFieldValue;
+use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus, TargetCluster};
+
+use crate::assign;
+use crate::detail::ClusterDetail;
+use crate::error::{FitError, ScheduleError};
+use crate::estimator::{EstimateRequest, Estimator};
+use crate::features::FeatureGates;
+use crate::framework::{
+    FilterContext, Framework, RegistryError, TargetIndex, WorkloadGroupIndex, placement_of,
+};
+use crate::plugins::in_tree_registry;
+use crate::snapshot::Snapshot;
+use crate::spread::{self, GroupClustersInfo};
+use crate::trace::{AttemptTrace, ClusterTrace, EstimatorTrace, GroupTrace, Trace, Verdict};
+
+/// Knobs of the algorithm that come from flags.
+#[derive(Clone, Debug, Default)]
+pub struct ScheduleConfig {
+    /// `--enable-empty-workload-propagation`: selected clusters that got no replicas are
+    /// appended with 0 (spec-algorithm §11.9).
+    pub enable_empty_workload_propagation: bool,
+    /// `--feature-gates`.
+    pub gates: FeatureGates,
+}
+
+/// One binding to schedule against one snapshot.
+#[derive(Clone, Copy)]
+pub struct BindingInput<'a> {
+    /// The clusters of this cycle.
+    pub snapshot: &'a Snapshot,
+    /// The binding's spec; `clusters` is the previous result.
+    pub spec: &'a ResourceBindingSpec,
+    /// The binding's status (`schedulerObservingAffinityName`, `lastScheduledTime`).
+    pub status: &'a ResourceBindingStatus,
+    /// Other bindings for the workload-affinity plugins (gate `WorkloadAffinity`).
+    pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
+}
+
+/// What to write for a binding whose scheduling succeeded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The new `spec.clusters`.
+    Scheduled(Vec<TargetCluster>),
+    /// `clusterAffinities` is present but empty: no term is tried and upstream writes nothing
+    /// except a successful `Scheduled` condition; `spec.clusters` stays as it is.
+    NoAffinityTerms,
+}
+
+/// A `clusterAffinities` term that failed; the daemon turns each into a warning event
+/// `failed to schedule <Kind>(<key>) with clusterAffiliates index(<index>): <error>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedTerm {
+    /// Position in `clusterAffinities`.
+    pub index: usize,
+    /// Its `affinityName`.
+    pub affinity_name: String,
+    /// Why it failed.
+    pub error: ScheduleError,
+}
+
+/// The outcome of scheduling one binding.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The decision, or the error to report (for `clusterAffinities`: the first term's).
+    pub result: Result<Decision, ScheduleError>,
+    /// With `clusterAffinities`, the name of the term that succeeded; the driver writes it to
+    /// `status.schedulerObservingAffinityName`. `None` otherwise and on failure.
+    pub affinity_name: Option<String>,
+    /// Terms that failed before the winner (or all of them), in the order tried.
+    pub failed_terms: Vec<FailedTerm>,
+    /// What the decision looked at, when asked for.
+    pub trace: Option<Trace>,
+}
+
+/// Plugins, estimators and flags: everything needed to schedule bindings.
+#[derive(Clone)]
+pub struct Scheduler {
+    framework: Framework,
+    estimators: Vec<Arc<dyn Estimator>>,
+    config: ScheduleConfig,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("framework", &self.framework)
+            .field(
+                "estimators",
+                &self
+                    .estimators
+                    .iter()
+                    .map(|e| e.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Scheduler {
+    /// A scheduler with these plugins and no estimator yet. Upstream always registers the
+    /// general estimator; add it (and the accurate one with `--enable-scheduler-estimator`)
+    /// with [`Scheduler::with_estimator`].
+    pub fn new(framework: Framework, config: ScheduleConfig) -> Self {
+        Self {
+            framework,
+            estimators: Vec::new(),
+            config,
+        }
+    }
+
+    /// The in-tree plugins selected by a `--plugins` list (`["*"]` is the default).
+    pub fn from_plugins_flag<S: AsRef<str>>(
+        plugins: &[S],
+        config: ScheduleConfig,
+    ) -> Result<Self, RegistryError> {
+        let registry = in_tree_registry(&config.gates).filter(plugins);
+        Ok(Self::new(Framework::new(&registry)?, config))
+    }
+
+    /// Add an estimator; answers are merged by minimum, so the order does not matter.
+    pub fn with_estimator(mut self, estimator: Arc<dyn Estimator>) -> Self {
+        self.estimators.push(estimator);
+        self
+    }
+
+    /// The plugins in use.
+    pub fn framework(&self) -> &Framework {
+        &self.framework
+    }
+
+    /// The flags in use.
+    pub fn config(&self) -> &ScheduleConfig {
+        &self.config
+    }
+
+    /// Schedule a binding the way the reference's driver does (spec-algorithm §2.2): with
+    /// `clusterAffinities`, try the terms from the observed one (or the first) onwards, stop at
+    /// the first success, and report the first term's error when all fail; otherwise run once.
+    pub async fn schedule_binding(&self, input: BindingInput<'_>, want_trace: bool) -> Outcome {
+        let mut trace = want_trace.then(Trace::default);
+        let placement = placement_of(input.spec);
+        let Some(terms) = &placement.cluster_affinities else {
+            let mut attempt = want_trace.then(AttemptTrace::default);
+            let result = self.schedule(input, input.status, attempt.as_mut()).await;
+            if let (Some(t), Some(a)) = (trace.as_mut(), attempt) {
+                t.attempts.push(a);
+            }
+            return Outcome {
+                result: result.map(Decision::Scheduled),
+                affinity_name: None,
+                failed_terms: Vec::new(),
+                trace,
+            };
+        };
+
+        let observed = &input.status.scheduler_observed_affinity_name;
+        let start = if observed.is_empty() {
+            0
+        } else {
+            terms
+                .iter()
+                .position(|t| &t.affinity_name == observed)
+                .unwrap_or(0)
+        };
+        let mut status = input.status.clone();
+        let mut failed_terms = Vec::new();
+        for (index, term) in terms.iter().enumerate().skip(start) {
+            status
+                .scheduler_observed_affinity_name
+                .clone_from(&term.affinity_name);
+            let mut attempt = want_trace.then(|| AttemptTrace {
+                affinity_index: Some(index),
+                affinity_name: Some(term.affinity_name.clone()),
+                ..Default::default()
+            });
+            let result = self.schedule(input, &status, attempt.as_mut()).await;
+            if let (Some(t), Some(a)) = (trace.as_mut(), attempt) {
+                t.attempts.push(a);
+            }
+            match result {
+                Ok(clusters) => {
+                    return Outcome {
+                        result: Ok(Decision::Scheduled(clusters)),
+                        affinity_name: Some(term.affinity_name.clone()),
+                        failed_terms,
+                        trace,
+                    };
+                }
+                Err(error) => failed_terms.push(FailedTerm {
+                    index,
+                    affinity_name: term.affinity_name.clone(),
+                    error,
+                }),
+            }
+        }
+        let result = match failed_terms.first() {
+            Some(first) => Err(first.error.clone()),
+            None => Ok(Decision::NoAffinityTerms),
+        };
+        Outcome {
+            result,
+            affinity_name: None,
+            failed_terms,
+            trace,
+        }
+    }
+
+    /// One run of the pipeline with this status (spec-algorithm §3).
+    pub async fn schedule(
+        &self,
+        input: BindingInput<'_>,
+        status: &ResourceBindingStatus,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<Vec<TargetCluster>, ScheduleError> {
+        let result = self.run(input, status, trace.as_deref_mut()).await;
+        if let Some(t) = trace {
+            match &result {
+                Ok(r) => t.result = Some(r.clone()),
+                Err(e) => t.error = Some(e.to_string()),
+            }
+        }
+        result
+    }
+
+    async fn run(
+        &self,
+        input: BindingInput<'_>,
+        status: &ResourceBindingStatus,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<Vec<TargetCluster>, ScheduleError> {
+        let spec = input.spec;
+        let targets = TargetIndex::new(&spec.clusters);
+
+        // Filter (§5).
+        let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
+        let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        if let Some(t) = trace.as_deref_mut() {
+            t.filter_plugins = self
+                .framework
+                .filter_plugin_names()
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        }
+        for c in input.snapshot.clusters() {
+            let cluster: &Cluster = c;
+            if cluster.is_terminating() {
+                if let Some(t) = trace.as_deref_mut() {
+                    t.clusters.push(ClusterTrace {
+                        name: cluster.name().to_string(),
+                        verdict: Verdict::Deleting,
+                        ..Default::default()
+                    });
+                }
+                continue;
+            }
+            let ctx = FilterContext {
+                spec,
+                status,
+                targets: &targets,
+                cluster,
+                workload_index: input.workload_index,
+            };
+            match self.framework.run_filter_plugins(&ctx) {
+                Ok(()) => {
+                    feasible.push(cluster);
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.clusters.push(ClusterTrace {
+                            name: cluster.name().to_string(),
+                            ..Default::default()
+                        });
+                    }
+                }
+                Err(rejection) => {
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.clusters.push(ClusterTrace {
+                            name: cluster.name().to_string(),
+                            verdict: Verdict::Rejected {
+                                plugin: rejection.plugin.to_string(),
+                                reasons: rejection.result.reasons().to_vec(),
+                            },
+                            ..Default::default()
+                        });
+                    }
+                    diagnosis.insert(
+                        cluster.name().to_string(),
+                        rejection.result.reasons().to_vec(),
+                    );
+                }
+            }
+        }
+        if feasible.is_empty() {
+            return Err(ScheduleError::Fit(FitError {
+                num_all_clusters: input.snapshot.num_of_clusters(),
+                diagnosis,
+            }));
+        }
+
+        // Score (§7).
+        let scores = self
+            .framework
+            .run_score_plugins(spec, &targets, &feasible)
+            .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
+
+        // Available replicas (§8).
+        let allocatable = self
+            .cal_available_replicas(&feasible, spec, trace.as_deref_mut())
+            .await;
+
+        // Details, canonical order and groups (§9).
+        let details: Vec<ClusterDetail<'_>> = feasible
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ClusterDetail {
+                name: c.name(),
+                cluster: c,
+                score: scores.totals[i],
+                overflow_order: spread::overflow_order(c, spec, status),
+                allocatable_replicas: allocatable[i],
+                available_replicas: i64::from(allocatable[i])
+                    + i64::from(targets.replicas(c.name())),
+            })
+            .collect();
+        if let Some(t) = trace.as_deref_mut() {
+            record_details(t, &details, &scores.per_plugin);
+        }
+        let info = spread::group_clusters(details, spec);
+
+        // Select (§10).
+        let placement = placement_of(spec);
+        let need = if self.config.gates.multiple_pod_templates_scheduling()
+            && is_multi_template_scheduling_applicable(spec)
+        {
+            1
+        } else {
+            spec.replicas
+        };
+        if let Some(t) = trace.as_deref_mut() {
+            record_groups(t, &info);
+            t.need_replicas = if spread::should_ignore_available_resource(placement) {
+                spread::INVALID_REPLICAS
+            } else {
+                need
+            };
+        }
+        let selection = spread::select_best_clusters(placement, &info, need)
+            .map_err(|e| ScheduleError::Other(format!("failed to select clusters: {e}")))?;
+        if let Some(t) = trace {
+            t.selected = selection
+                .clusters
+                .iter()
+                .map(|c| c.name.to_string())
+                .collect();
+            t.chosen_regions.clone_from(&selection.regions);
+        }
+
+        // Assign (§11).
+        let mut assigned = assign::assign_replicas(&selection.clusters, spec, status)
+            .map_err(|e| e.wrap("failed to assign replicas"))?;
+        if self.config.enable_empty_workload_propagation {
+            assigned = assign::attach_zero_replica_clusters(&selection.clusters, assigned);
+        }
+        Ok(assigned)
+    }
+
+    /// Merged estimator answers per feasible cluster (spec-algorithm §8), in `clusters` order.
+    async fn cal_available_replicas(
+        &self,
+        clusters: &[&Cluster],
+        spec: &ResourceBindingSpec,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Vec<i32> {
+        let mut out = vec![i32::MAX; clusters.len()];
+        if spec.replicas == 0 && spec.components.is_empty() {
+            if let Some(t) = trace {
+                t.estimation_skipped = true;
+            }
+            return out;
+        }
+        let request = EstimateRequest {
+            resource: &spec.resource,
+            replica_requirements: spec.replica_requirements.as_ref(),
+            components: &spec.components,
+            namespace: &spec.resource.namespace,
+        };
+        let component_sets = self.config.gates.multiple_pod_templates_scheduling()
+            && is_multi_template_scheduling_applicable(spec);
+        let mut position: Option<HashMap<&str, usize>> = None;
+        let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
+        for estimator in &self.estimators {
+            let answer = if component_sets {
+                estimator
+                    .max_available_component_sets(clusters, request)
+                    .await
+            } else {
+                estimator.max_available_replicas(clusters, request).await
+            };
+            let answers = match answer {
+                Ok(a) => a,
+                Err(e) => {
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.estimators.push(EstimatorTrace {
+                            name: estimator.name().to_string(),
+                            error: Some(e.to_string()),
+                        });
+                    }
+                    continue;
+                }
+            };
+            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
+            for (k, (name, v)) in answers.iter().enumerate() {
+                // Answers normally come in the order asked; fall back to a lookup otherwise.
+                let i = if clusters.get(k).is_some_and(|c| c.name() == name) {
+                    Some(k)
+                } else {
+                    position
+                        .get_or_insert_with(|| {
+                            clusters
+                                .iter()
+                                .enumerate()
+                                .map(|(i, c)| (c.name(), i))
+                                .collect()
+                        })
+                        .get(name.as_str())
+                        .copied()
+                };
+                let Some(i) = i else { continue };
+                if let Some(s) = seen.as_mut() {
+                    s[i] = Some(*v);
+                }
+                if *v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > *v {
+                    out[i] = *v;
+                }
+            }
+            if let Some(t) = trace.as_deref_mut() {
+                t.estimators.push(EstimatorTrace {
+                    name: estimator.name().to_string(),
+                    error: None,
+                });
+            }
+            if let Some(s) = seen {
+                per_estimator.push((estimator.name().to_string(), s));
+            }
+        }
+        for v in &mut out {
+            if *v == i32::MAX {
+                *v = spec.replicas;
+            }
+        }
+        if let Some(t) = trace {
+            // Clusters are pushed in snapshot order; feasible ones are a subsequence.
+            let mut it = per_estimator
+                .iter()
+                .map(|(n, v)| (n, v.iter()))
+                .collect::<Vec<_>>();
+            let feasible: std::collections::HashSet<&str> =
+                clusters.iter().map(|c| c.name()).collect();
+            for ct in t
+                .clusters
+                .iter_mut()
+                .filter(|c| feasible.contains(c.name.as_str()))
+            {
+                for (name, values) in it.iter_mut() {
+                    ct.estimates
+                        .push((name.to_string(), values.next().copied().flatten()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether a multi-template workload is placed whole on one cluster (spec-algorithm §13).
+pub fn is_multi_template_scheduling_applicable(spec: &ResourceBindingSpec) -> bool {
+    let Some(p) = &spec.placement else {
+        return false;
+    };
+    !spec.components.is_empty()
+        && p.spread_constraints.iter().any(|sc| {
+            sc.spread_by_field == Some(SpreadFieldValue::Cluster)
+                && sc.min_groups == 1
+                && sc.max_groups == 1
+        })
+}
+
+fn record_details(
+    t: &mut AttemptTrace,
+    details: &[ClusterDetail<'_>],
+    per_plugin: &[(&'static str, Vec<i64>)],
+) {
+    let index: HashMap<&str, usize> = t
+        .clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), i))
+        .collect();
+    let mut updates = Vec::with_capacity(details.len());
+    for (k, d) in details.iter().enumerate() {
+        if let Some(&i) = index.get(d.name) {
+            updates.push((i, k));
+        }
+    }
+    for (i, k) in updates {
+        let d = &details[k];
+        let ct = &mut t.clusters[i];
+        ct.scores = per_plugin
+            .iter()
+            .map(|(p, v)| (p.to_string(), v[k]))
+            .collect();
+        ct.score = Some(d.score);
+        ct.allocatable_replicas = Some(d.allocatable_replicas);
+        ct.available_replicas = Some(d.available_replicas);
+        ct.overflow_order = Some(d.overflow_order);
+    }
+}
+
+fn record_groups(t: &mut AttemptTrace, info: &GroupClustersInfo<'_>) {
+    t.canonical_order = info.clusters.iter().map(|c| c.name.to_string()).collect();
+    t.regions = info
+        .regions
+        .values()
+        .map(|g| GroupTrace {
+            name: g.name.clone(),
+            score: g.score,
+            available_replicas: g.available_replicas,
+            clusters: g.clusters.iter().map(|c| c.name.to_string()).collect(),
+        })
+        .collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimator::{BoxFuture, Estimates, EstimatorError};
+    use crate::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
+    use karmada_api::cluster::{ClusterSpec, ClusterStatus, ResourceSummary};
+    use karmada_api::policy::{
+        ClusterAffinity, ClusterAffinityTerm, Placement, ReplicaSchedulingStrategy,
+        ReplicaSchedulingType, SpreadConstraint,
+    };
+    use karmada_api::work::{Component, ObjectReference, ReplicaRequirements};
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Waker};
+
+    /// Drive a future whose estimators answer synchronously.
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Fake {
+        name: &'static str,
+        answers: Vec<(&'static str, i32)>,
+        fail: bool,
+        replica_calls: AtomicUsize,
+        set_calls: AtomicUsize,
+    }
+
+    impl Fake {
+        fn answer(&self) -> Result<Estimates, EstimatorError> {
+            if self.fail {
+                return Err(EstimatorError("unreachable".into()));
+            }
+            Ok(self
+                .answers
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v))
+                .collect())
+        }
+    }
+
+    impl Estimator for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn max_available_replicas<'a>(
+            &'a self,
+            _clusters: &'a [&'a Cluster],
+            _request: EstimateRequest<'a>,
+        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+            self.replica_calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { self.answer() })
+        }
+        fn max_available_component_sets<'a>(
+            &'a self,
+            _clusters: &'a [&'a Cluster],
+            _request: EstimateRequest<'a>,
+        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+            self.set_calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { self.answer() })
+        }
+    }
+
+    fn cluster(name: &str) -> Cluster {
+        let mut c = Cluster::new(name, ClusterSpec::default());
+        let mut status = ClusterStatus::default();
+        status
+            .api_enablements
+            .push(karmada_api::cluster::ApiEnablement {
+                group_version: "apps/v1".into(),
+                resources: vec![karmada_api::cluster::ApiResource {
+                    name: "deployments".into(),
+                    kind: "Deployment".into(),
+                }],
+            });
+        status.resource_summary = Some(ResourceSummary::default());
+        c.status = Some(status);
+        c
+    }
+
+    fn deleting(name: &str) -> Cluster {
+        let mut c = cluster(name);
+        c.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        c
+    }
+
+    fn spec(replicas: i32, placement: Placement) -> ResourceBindingSpec {
+        ResourceBindingSpec {
+            resource: ObjectReference {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: "ns".into(),
+                name: "web".into(),
+                ..Default::default()
+            },
+            replicas,
+            placement: Some(placement),
+            ..Default::default()
+        }
+    }
+
+    fn duplicated() -> Placement {
+        Placement {
+            replica_scheduling: Some(ReplicaSchedulingStrategy {
+                replica_scheduling_type: Some(ReplicaSchedulingType::Duplicated),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn names(n: &[&str]) -> ClusterAffinity {
+        ClusterAffinity {
+            cluster_names: n.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn scheduler(estimators: Vec<Arc<dyn Estimator>>) -> Scheduler {
+        let mut s = Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap();
+        for e in estimators {
+            s = s.with_estimator(e);
+        }
+        s
+    }
+
+    fn run(
+        s: &Scheduler,
+        snap: &Snapshot,
+        spec: &ResourceBindingSpec,
+        status: &ResourceBindingStatus,
+    ) -> Outcome {
+        block_on(s.schedule_binding(
+            BindingInput {
+                snapshot: snap,
+                spec,
+                status,
+                workload_index: None,
+            },
+            true,
+        ))
+    }
+
+    fn allocatable(o: &Outcome) -> Vec<(String, Option<i32>)> {
+        let a = &o.trace.as_ref().unwrap().attempts[0];
+        a.clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.allocatable_replicas))
+            .collect()
+    }
+
+    // spec-algorithm §8: minimum across estimators, -1 ignored, a failed estimator ignored as a
+    // whole, i32::MAX left over replaced by spec.replicas.
+    #[test]
+    fn estimator_answers_merge_by_minimum() {
+        let e1 = Arc::new(Fake {
+            name: "e1",
+            answers: vec![("m1", 5), ("m2", -1), ("m3", 7), ("zz", 0)],
+            ..Default::default()
+        });
+        let e2 = Arc::new(Fake {
+            name: "e2",
+            answers: vec![("m3", 9), ("m1", 3), ("m2", -1)],
+            ..Default::default()
+        });
+        let e3 = Arc::new(Fake {
+            name: "e3",
+            answers: vec![("m1", 0), ("m2", 0)],
+            fail: true,
+            ..Default::default()
+        });
+        let s = scheduler(vec![e1.clone(), e2.clone(), e3.clone()]);
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2"), cluster("m3")]);
+        let o = run(
+            &s,
+            &snap,
+            &spec(4, duplicated()),
+            &ResourceBindingStatus::default(),
+        );
+        assert_eq!(
+            allocatable(&o),
+            [
+                ("m1".to_string(), Some(3)),
+                ("m2".to_string(), Some(4)),
+                ("m3".to_string(), Some(7))
+            ]
+        );
+        let a = &o.trace.as_ref().unwrap().attempts[0];
+        assert_eq!(a.estimators[2].error.as_deref(), Some("unreachable"));
+        assert_eq!(
+            a.clusters[0].estimates,
+            [("e1".to_string(), Some(5)), ("e2".to_string(), Some(3))]
+        );
+        assert_eq!(e3.replica_calls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![
+                // Duplicated keeps the canonical order: available replicas descending.
+                TargetCluster::new("m3", 4),
+                TargetCluster::new("m2", 4),
+                TargetCluster::new("m1", 4),
+            ]))
+        );
+    }
+
+    // spec-algorithm §8: replicas 0 and no components skip every estimator.
+    #[test]
+    fn non_workloads_skip_estimators() {
+        let e = Arc::new(Fake {
+            name: "e",
+            answers: vec![("m1", 0)],
+            ..Default::default()
+        });
+        let s = scheduler(vec![e.clone()]);
+        let snap = Snapshot::from_clusters([cluster("m1")]);
+        let mut sp = spec(0, duplicated());
+        sp.replica_requirements = Some(ReplicaRequirements::default());
+        let o = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        assert_eq!(e.replica_calls.load(Ordering::SeqCst), 0);
+        assert_eq!(allocatable(&o), [("m1".to_string(), Some(i32::MAX))]);
+        assert!(o.trace.as_ref().unwrap().attempts[0].estimation_skipped);
+        // A workload scaled to 0 ends with no cluster unless empty workloads are propagated.
+        assert_eq!(o.result, Ok(Decision::Scheduled(vec![])));
+        let config = ScheduleConfig {
+            enable_empty_workload_propagation: true,
+            ..Default::default()
+        };
+        let s = Scheduler::from_plugins_flag(&["*"], config).unwrap();
+        let o = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m1", 0)]))
+        );
+    }
+
+    // spec-algorithm §5/§5.1: deleting clusters are skipped but counted.
+    #[test]
+    fn fit_error_counts_deleting_clusters() {
+        let s = scheduler(vec![]);
+        let snap = Snapshot::from_clusters([deleting("d1"), cluster("m1"), cluster("m2")]);
+        let p = Placement {
+            cluster_affinity: Some(names(&["nope"])),
+            ..duplicated()
+        };
+        let o = run(&s, &snap, &spec(1, p), &ResourceBindingStatus::default());
+        let err = o.result.unwrap_err();
+        assert_eq!(err.condition_reason(), "NoClusterFit");
+        assert_eq!(
+            err.to_string(),
+            "0/3 clusters are available: 2 cluster(s) did not match the placement cluster affinity constraint."
+        );
+        let a = &o.trace.unwrap().attempts[0];
+        assert_eq!(a.clusters[0].verdict, Verdict::Deleting);
+        assert_eq!(
+            a.clusters[1].verdict,
+            Verdict::Rejected {
+                plugin: "ClusterAffinity".into(),
+                reasons: vec![
+                    "cluster(s) did not match the placement cluster affinity constraint".into()
+                ]
+            }
+        );
+    }
+
+    fn term(name: &str, clusters: &[&str]) -> ClusterAffinityTerm {
+        ClusterAffinityTerm {
+            affinity_name: name.into(),
+            affinity: names(clusters),
+            overflow_affinities: None,
+        }
+    }
+
+    // spec-algorithm §2.2: start at the observed term, first success wins, first error reported.
+    #[test]
+    fn affinity_terms_failover() {
+        let s = scheduler(vec![]);
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let with_terms = |t: Vec<ClusterAffinityTerm>| {
+            spec(
+                1,
+                Placement {
+                    cluster_affinities: Some(t),
+                    ..duplicated()
+                },
+            )
+        };
+        let observed = |n: &str| ResourceBindingStatus {
+            scheduler_observed_affinity_name: n.into(),
+            ..Default::default()
+        };
+
+        let sp = with_terms(vec![term("a", &["nope"]), term("b", &["m2"])]);
+        let o = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m2", 1)]))
+        );
+        assert_eq!(o.affinity_name.as_deref(), Some("b"));
+        assert_eq!(o.failed_terms.len(), 1);
+        assert_eq!(
+            (
+                o.failed_terms[0].index,
+                o.failed_terms[0].affinity_name.as_str()
+            ),
+            (0, "a")
+        );
+        assert_eq!(o.trace.as_ref().unwrap().attempts.len(), 2);
+
+        // Never back to an earlier term; the first attempted term's error is the result.
+        let sp = with_terms(vec![
+            term("a", &["m1"]),
+            term("b", &["nope"]),
+            term("c", &["gone"]),
+        ]);
+        let o = run(&s, &snap, &sp, &observed("b"));
+        let err = o.result.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "0/2 clusters are available: 2 cluster(s) did not match the placement cluster affinity constraint."
+        );
+        assert_eq!(
+            o.failed_terms.iter().map(|f| f.index).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(o.affinity_name, None);
+
+        // Unknown observed name: from the first term.
+        let sp = with_terms(vec![term("a", &["m1"]), term("b", &["m2"])]);
+        let o = run(&s, &snap, &sp, &observed("zzz"));
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m1", 1)]))
+        );
+        assert_eq!(o.affinity_name.as_deref(), Some("a"));
+
+        // Present but empty: nothing tried.
+        let o = run(
+            &s,
+            &snap,
+            &with_terms(vec![]),
+            &ResourceBindingStatus::default(),
+        );
+        assert_eq!(o.result, Ok(Decision::NoAffinityTerms));
+        assert!(o.trace.unwrap().attempts.is_empty());
+    }
+
+    // spec-algorithm §6.1: `-Name` alone leaves no plugin, so every cluster is feasible.
+    #[test]
+    fn plugins_flag_can_disable_everything() {
+        let s =
+            Scheduler::from_plugins_flag(&["-ClusterAffinity"], ScheduleConfig::default()).unwrap();
+        assert!(s.framework().filter_plugin_names().is_empty());
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let p = Placement {
+            cluster_affinity: Some(names(&["nope"])),
+            ..duplicated()
+        };
+        let o = run(&s, &snap, &spec(1, p), &ResourceBindingStatus::default());
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![
+                TargetCluster::new("m1", 1),
+                TargetCluster::new("m2", 1)
+            ]))
+        );
+    }
+
+    // spec-algorithm §13: with the gate, component sets are estimated and one set is needed.
+    #[test]
+    fn multi_template_uses_component_sets() {
+        let e = Arc::new(Fake {
+            name: "e",
+            answers: vec![("m1", 0), ("m2", 2)],
+            ..Default::default()
+        });
+        let gates = FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true);
+        let s = Scheduler::from_plugins_flag(
+            &["*"],
+            ScheduleConfig {
+                gates,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .with_estimator(e.clone());
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let p = Placement {
+            spread_constraints: vec![SpreadConstraint {
+                spread_by_field: Some(SpreadFieldValue::Cluster),
+                min_groups: 1,
+                max_groups: 1,
+                ..Default::default()
+            }],
+            replica_scheduling: Some(ReplicaSchedulingStrategy {
+                replica_scheduling_type: Some(ReplicaSchedulingType::Divided),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let mut sp = spec(0, p);
+        sp.components = vec![Component {
+            name: "jm".into(),
+            replicas: 1,
+            replica_requirements: None,
+        }];
+        let o = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        assert_eq!(e.set_calls.load(Ordering::SeqCst), 1);
+        assert_eq!(e.replica_calls.load(Ordering::SeqCst), 0);
+        assert_eq!(o.trace.as_ref().unwrap().attempts[0].need_replicas, 1);
+        // m1 (first by name) has no set; m2 has two: swapped in.
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m2", 0)]))
+        );
+        // Without the gate the single-template path runs.
+        let s = scheduler(vec![e.clone()]);
+        let _ = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        assert_eq!(e.replica_calls.load(Ordering::SeqCst), 1);
+    }
+}
