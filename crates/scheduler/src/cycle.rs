@@ -17,7 +17,6 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
 use scheduler_core::ScheduleError;
-use scheduler_core::estimator::BoxFuture;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Scheduler};
 use scheduler_core::snapshot::Snapshot;
@@ -25,38 +24,14 @@ use serde_json::Value;
 
 use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
-use crate::condition::{ApiFailure, AttemptError, condition_for};
+use crate::condition::{AttemptError, condition_for};
 use crate::decision::{Decision, ScheduleType, decide};
 use crate::patch::{
     REASON_FAILED, REASON_SUCCEED, StatusUpdate, deleting_event_message, observed_generation_patch,
     result_patch, status_patch, success_event_message,
 };
 
-/// Which endpoint a patch goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    Main,
-    Status,
-}
-
-/// The API writes of a cycle.
-pub trait Writer: Send + Sync {
-    /// Merge-patch the binding (or its status); returns the object the server stored.
-    fn patch<'a>(
-        &'a self,
-        key: &'a BindingKey,
-        target: Target,
-        patch: Value,
-    ) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
-
-    /// The binding as the server has it now.
-    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
-}
-
-/// Where Events go; each call is recorded on the binding and on its resource template.
-pub trait EventSink: Send + Sync {
-    fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String);
-}
+pub use crate::sink::{EventSink, Target, Writer};
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +62,9 @@ pub struct Cycle<'a> {
 
 fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
     if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
-        let meta = map.entry("metadata").or_insert_with(|| Value::Object(Default::default()));
+        let meta = map
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
         if let Value::Object(meta) = meta {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
@@ -103,7 +80,10 @@ fn placement_error(binding: &Binding) -> String {
             binding.name()
         ),
         BindingKind::ClusterResourceBinding => {
-            format!("failed to get placement from clusterResourceBinding({})", binding.name())
+            format!(
+                "failed to get placement from clusterResourceBinding({})",
+                binding.name()
+            )
         }
     }
 }
@@ -113,20 +93,39 @@ impl Cycle<'_> {
     pub async fn run(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> CycleReport {
         let clusters: Vec<&karmada_api::Cluster> =
             snapshot.clusters().iter().map(|c| c.as_ref()).collect();
-        let multi = self.scheduler.config().gates.enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
+        let multi = self
+            .scheduler
+            .config()
+            .gates
+            .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
         match decide(binding, &clusters, multi) {
             Decision::Deleting => {
-                self.events.event(binding, true, REASON_FAILED, deleting_event_message(binding));
-                CycleReport { schedule_type: None, result: Ok(()) }
+                self.events.event(
+                    binding,
+                    true,
+                    REASON_FAILED,
+                    deleting_event_message(binding),
+                );
+                CycleReport {
+                    schedule_type: None,
+                    result: Ok(()),
+                }
             }
             Decision::NoPlacement => CycleReport {
                 schedule_type: None,
-                result: Err(CycleError::Failed(AttemptError::Other(placement_error(binding)))),
+                result: Err(CycleError::Failed(AttemptError::Other(placement_error(
+                    binding,
+                )))),
             },
-            Decision::UpToDate { sync_generation: None } => {
-                CycleReport { schedule_type: None, result: Ok(()) }
-            }
-            Decision::UpToDate { sync_generation: Some(generation) } => {
+            Decision::UpToDate {
+                sync_generation: None,
+            } => CycleReport {
+                schedule_type: None,
+                result: Ok(()),
+            },
+            Decision::UpToDate {
+                sync_generation: Some(generation),
+            } => {
                 let key = binding.key();
                 let result = self
                     .writer
@@ -134,18 +133,29 @@ impl Cycle<'_> {
                     .await
                     .map(|_| ())
                     .map_err(|e| CycleError::Failed(e.into()));
-                CycleReport { schedule_type: None, result }
+                CycleReport {
+                    schedule_type: None,
+                    result,
+                }
             }
             Decision::Schedule(schedule_type, trigger) => {
                 tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
                 let result = self.schedule(binding, snapshot, now).await;
-                CycleReport { schedule_type: Some(schedule_type), result }
+                CycleReport {
+                    schedule_type: Some(schedule_type),
+                    result,
+                }
             }
         }
     }
 
     /// §5.6/§6 with our write sequence.
-    async fn schedule(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> Result<(), CycleError> {
+    async fn schedule(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+    ) -> Result<(), CycleError> {
         let key = binding.key();
         let placement = binding.spec.placement.clone().unwrap_or_default();
         let placement_json = encode_placement(&placement);
@@ -179,7 +189,8 @@ impl Cycle<'_> {
                 Err(e @ ScheduleError::Fit(_)) => (Some(Vec::new()), Some(e)),
                 Err(e) => {
                     if !uses_terms {
-                        self.events.event(binding, true, REASON_FAILED, e.to_string());
+                        self.events
+                            .event(binding, true, REASON_FAILED, e.to_string());
                     }
                     (None, Some(e))
                 }
@@ -212,7 +223,9 @@ impl Cycle<'_> {
                     REASON_SUCCEED,
                     success_event_message(binding.kind, result),
                 ),
-                Some(e) => self.events.event(binding, true, REASON_FAILED, e.to_string()),
+                Some(e) => self
+                    .events
+                    .event(binding, true, REASON_FAILED, e.to_string()),
             }
         }
 
@@ -221,9 +234,14 @@ impl Cycle<'_> {
         let update = StatusUpdate {
             condition,
             scheduled_generation: final_err.is_none().then(|| binding.generation()),
-            affinity_name: if succeeded { outcome.affinity_name.clone() } else { None },
+            affinity_name: if succeeded {
+                outcome.affinity_name.clone()
+            } else {
+                None
+            },
         };
-        self.write_status(&key, fresh.as_ref().unwrap_or(binding), &update, &now).await?;
+        self.write_status(&key, fresh.as_ref().unwrap_or(binding), &update, &now)
+            .await?;
         match final_err {
             Some(_) if swallow => Ok(()),
             Some(e) => Err(CycleError::Failed(e)),
@@ -264,7 +282,9 @@ impl Cycle<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::condition::ApiFailure;
     use pretty_assertions::assert_eq;
+    use scheduler_core::estimator::BoxFuture;
     use scheduler_core::schedule::ScheduleConfig;
     use serde_json::json;
     use std::collections::VecDeque;
@@ -306,7 +326,11 @@ mod tests {
         }
 
         fn binding(&self) -> Binding {
-            Binding::decode(BindingKind::ResourceBinding, self.object.lock().unwrap().clone()).unwrap()
+            Binding::decode(
+                BindingKind::ResourceBinding,
+                self.object.lock().unwrap().clone(),
+            )
+            .unwrap()
         }
 
         /// Someone else writes the object (bumps resourceVersion).
@@ -320,7 +344,12 @@ mod tests {
     }
 
     impl Writer for FakeApi {
-        fn patch<'a>(&'a self, _key: &'a BindingKey, target: Target, patch: Value) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        fn patch<'a>(
+            &'a self,
+            _key: &'a BindingKey,
+            target: Target,
+            patch: Value,
+        ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
             Box::pin(async move {
                 self.log.lock().unwrap().push((target, patch.clone()));
                 if let Some(f) = self.fail_next.lock().unwrap().pop_front() {
@@ -331,7 +360,11 @@ mod tests {
                 if let Some(want) = patch.pointer("/metadata/resourceVersion")
                     && want != &json!(rv.to_string())
                 {
-                    return Err(ApiFailure { code: 409, reason: "Conflict".into(), message: "the object has been modified".into() });
+                    return Err(ApiFailure {
+                        code: 409,
+                        reason: "Conflict".into(),
+                        message: "the object has been modified".into(),
+                    });
                 }
                 let mut p = patch.clone();
                 if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -371,7 +404,11 @@ mod tests {
         serde_json::from_value(json!({
             "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
             "metadata": {"name": name}, "spec": {},
-            "status": {"resourceSummary": {"allocatable": {"pods": "100", "cpu": "100"}}}
+            "status": {
+                "apiEnablements": [{"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "resourceSummary": {"allocatable": {"pods": "100", "cpu": "100"}}
+            }
         }))
         .unwrap()
     }
@@ -396,42 +433,68 @@ mod tests {
 
     #[tokio::test]
     async fn first_schedule_writes_result_then_one_status_patch() {
-        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let api = FakeApi::new(binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            0,
+        ));
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
-        assert_eq!(report, CycleReport { schedule_type: Some(ScheduleType::ReconcileSchedule), result: Ok(()) });
+        assert_eq!(
+            report,
+            CycleReport {
+                schedule_type: Some(ScheduleType::ReconcileSchedule),
+                result: Ok(())
+            }
+        );
         let log = api.log.lock().unwrap().clone();
         assert_eq!(log.len(), 2);
         assert_eq!(
             log[0],
-            (Target::Main, json!({
-                "metadata": {"annotations": {"policy.karmada.io/applied-placement": r#"{"clusterAffinity":{"clusterNames":["m1"]}}"#},
-                             "resourceVersion": "1"},
-                "spec": {"clusters": [{"name": "m1"}]}
-            }))
+            (
+                Target::Main,
+                json!({
+                    "metadata": {"annotations": {"policy.karmada.io/applied-placement": r#"{"clusterAffinity":{"clusterNames":["m1"]}}"#},
+                                 "resourceVersion": "1"},
+                    "spec": {"clusters": [{"name": "m1"}]}
+                })
+            )
         );
         assert_eq!(
             log[1],
-            (Target::Status, json!({
-                "metadata": {"resourceVersion": "2"},
-                "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
-                           "message": "Binding has been scheduled successfully.", "lastTransitionTime": "2026-07-01T10:00:00Z"}],
-                           "lastScheduledTime": "2026-07-01T10:00:00Z", "schedulerObservedGeneration": 2}
-            }))
+            (
+                Target::Status,
+                json!({
+                    "metadata": {"resourceVersion": "2"},
+                    "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
+                               "message": "Binding has been scheduled successfully.", "lastTransitionTime": "2026-07-01T10:00:00Z"}],
+                               "lastScheduledTime": "2026-07-01T10:00:00Z", "schedulerObservedGeneration": 2}
+                })
+            )
         );
         assert_eq!(
             events.0.lock().unwrap().clone(),
-            vec![(false, "ScheduleBindingSucceed", "Binding has been scheduled successfully. Result: {m1:0}".to_string())]
+            vec![(
+                false,
+                "ScheduleBindingSucceed",
+                "Binding has been scheduled successfully. Result: {m1:0}".to_string()
+            )]
         );
         // Nothing changed: a second cycle only rewrites lastScheduledTime (Duplicated rule).
         let later = Time("2026-07-01T10:00:05Z".parse().unwrap());
         cycle.run(&api.binding(), &snapshot, later).await;
         let log = api.log.lock().unwrap().clone();
         assert_eq!(log.len(), 3);
-        assert_eq!(log[2].1["status"], json!({"lastScheduledTime": "2026-07-01T10:00:05Z"}));
+        assert_eq!(
+            log[2].1["status"],
+            json!({"lastScheduledTime": "2026-07-01T10:00:05Z"})
+        );
     }
 
     #[tokio::test]
@@ -442,30 +505,54 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
         let b = api.binding();
         assert!(b.spec.clusters.is_empty());
         let cond = &b.status.conditions[0];
-        assert_eq!((cond.reason.as_str(), cond.status.as_str()), ("NoClusterFit", "False"));
-        assert_eq!(cond.message, "0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint.");
-        assert_eq!(b.status.scheduler_observed_generation, 0, "failure does not observe the generation");
+        assert_eq!(
+            (cond.reason.as_str(), cond.status.as_str()),
+            ("NoClusterFit", "False")
+        );
+        assert_eq!(
+            cond.message,
+            "0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint."
+        );
+        assert_eq!(
+            b.status.scheduler_observed_generation, 0,
+            "failure does not observe the generation"
+        );
         assert_eq!(events.0.lock().unwrap()[0].1, "ScheduleBindingFailed");
     }
 
     #[tokio::test]
     async fn stale_cache_result_is_rejected_and_reported_as_conflict() {
-        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let api = FakeApi::new(binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            0,
+        ));
         let stale = api.binding();
         api.external_write(json!({"spec": {"clusters": [{"name": "m2"}]}}));
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         let report = cycle.run(&stale, &snapshot, now()).await;
         assert_eq!(report.result, Err(CycleError::Conflict));
-        assert_eq!(api.binding().spec.clusters[0].name, "m2", "newer write kept");
+        assert_eq!(
+            api.binding().spec.clusters[0].name,
+            "m2",
+            "newer write kept"
+        );
         // Rerun on the fresh object succeeds.
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
@@ -474,26 +561,53 @@ mod tests {
 
     #[tokio::test]
     async fn status_conflict_recomputes_on_the_fresh_object() {
-        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let api = FakeApi::new(binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            0,
+        ));
         let events = Events::default();
         let s = scheduler();
-        let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         // Another controller adds FullyApplied between our two writes.
         let b = api.binding();
         // Simulate: result patch goes through, then FullyApplied lands, then our status patch.
-        let patch = result_patch(&b, &encode_placement(b.spec.placement.as_ref().unwrap()), &[TargetCluster::new("m1", 0)]).unwrap();
+        let patch = result_patch(
+            &b,
+            &encode_placement(b.spec.placement.as_ref().unwrap()),
+            &[TargetCluster::new("m1", 0)],
+        )
+        .unwrap();
         let stored = api.patch(&b.key(), Target::Main, patch).await.unwrap();
         api.external_write(json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}));
-        let update = StatusUpdate { condition: condition_for(None).0, scheduled_generation: Some(2), affinity_name: None };
-        cycle.write_status(&b.key(), &stored, &update, &now()).await.unwrap();
-        let types: Vec<String> = api.binding().status.conditions.iter().map(|c| c.type_.clone()).collect();
+        let update = StatusUpdate {
+            condition: condition_for(None).0,
+            scheduled_generation: Some(2),
+            affinity_name: None,
+        };
+        cycle
+            .write_status(&b.key(), &stored, &update, &now())
+            .await
+            .unwrap();
+        let types: Vec<String> = api
+            .binding()
+            .status
+            .conditions
+            .iter()
+            .map(|c| c.type_.clone())
+            .collect();
         assert_eq!(types, vec!["FullyApplied", "Scheduled"]);
     }
 
     #[tokio::test]
     async fn failed_result_patch_is_aggregated_into_the_condition() {
-        let api = FakeApi::new(binding_json(json!({"clusterAffinity": {"clusterNames": ["m1"]}}), 0));
+        let api = FakeApi::new(binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            0,
+        ));
         api.fail_next.lock().unwrap().push_back(ApiFailure {
             code: 403,
             reason: "QuotaExceeded".into(),
@@ -502,18 +616,28 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert!(matches!(report.result, Err(CycleError::Failed(_))));
         let b = api.binding();
         assert_eq!(b.status.conditions[0].reason, "QuotaExceeded");
-        assert_eq!(b.status.conditions[0].message, "admission webhook denied the request: quota exceeded");
+        assert_eq!(
+            b.status.conditions[0].message,
+            "admission webhook denied the request: quota exceeded"
+        );
         assert!(b.spec.clusters.is_empty());
     }
 
     #[tokio::test]
     async fn up_to_date_binding_only_syncs_the_generation() {
-        let mut obj = binding_json(json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}), 2);
+        let mut obj = binding_json(
+            json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}),
+            2,
+        );
         obj["metadata"]["annotations"] = json!({"policy.karmada.io/applied-placement": r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted"}}"#});
         obj["spec"]["clusters"] = json!([{"name": "m1", "replicas": 2}]);
         obj["status"] = json!({"schedulerObservedGeneration": 1});
@@ -521,10 +645,26 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
-        assert_eq!(report, CycleReport { schedule_type: None, result: Ok(()) });
-        assert_eq!(api.log.lock().unwrap().clone(), vec![(Target::Status, json!({"status": {"schedulerObservedGeneration": 2}}))]);
+        assert_eq!(
+            report,
+            CycleReport {
+                schedule_type: None,
+                result: Ok(())
+            }
+        );
+        assert_eq!(
+            api.log.lock().unwrap().clone(),
+            vec![(
+                Target::Status,
+                json!({"status": {"schedulerObservedGeneration": 2}})
+            )]
+        );
         assert!(events.0.lock().unwrap().is_empty());
     }
 
@@ -538,8 +678,15 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle { scheduler: &s, writer: &api, events: &events };
-        assert_eq!(cycle.run(&api.binding(), &snapshot, now()).await.result, Ok(()));
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+        };
+        assert_eq!(
+            cycle.run(&api.binding(), &snapshot, now()).await.result,
+            Ok(())
+        );
         let b = api.binding();
         assert_eq!(b.status.scheduler_observed_affinity_name, "backup");
         assert_eq!(b.spec.clusters, vec![TargetCluster::new("m1", 0)]);

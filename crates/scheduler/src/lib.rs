@@ -15,13 +15,16 @@ pub mod app;
 pub mod binding;
 pub mod client;
 pub mod condition;
-// pub mod cycle; (waits for scheduler_core::schedule to be exported)
+pub mod cycle;
 pub mod daemon;
 pub mod decision;
+pub mod events;
 pub mod goparse;
 pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod options;
 pub mod patch;
 pub mod queue;
 pub mod ratelimit;
+pub mod sink;

@@ -1,0 +1,245 @@
+//! core/v1 Events on bindings and their resource templates (spec §3.5).
+//!
+//! A small version of client-go's recorder: events are queued (1000 at most, dropped when
+//! full) and written by one background task; identical events (same object, type, reason,
+//! message) within 10 minutes are aggregated into one object whose `count` grows; a per-object
+//! token bucket (burst 25, one token per 5 minutes) drops floods, as client-go's spam filter.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::binding::{Binding, BindingKind};
+use crate::sink::EventSink;
+
+const QUEUE: usize = 1000;
+const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
+const SPAM_BURST: f64 = 25.0;
+const SPAM_REFILL_PER_SEC: f64 = 1.0 / 300.0;
+
+/// One event to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingEvent {
+    pub namespace: String,
+    pub involved: ObjectReference,
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The two involved objects of a scheduling event: the binding and its template.
+pub fn events_for(
+    binding: &Binding,
+    warning: bool,
+    reason: &str,
+    message: &str,
+) -> [PendingEvent; 2] {
+    let api_version = karmada_api::work::API_VERSION.to_string();
+    let binding_ref = ObjectReference {
+        api_version: Some(api_version),
+        kind: Some(binding.kind.kind().to_string()),
+        name: binding.metadata.name.clone(),
+        namespace: binding
+            .metadata
+            .namespace
+            .clone()
+            .filter(|_| binding.kind == BindingKind::ResourceBinding),
+        uid: binding.metadata.uid.clone(),
+        resource_version: binding.metadata.resource_version.clone(),
+        ..Default::default()
+    };
+    let r = &binding.spec.resource;
+    let template_ref = ObjectReference {
+        api_version: Some(r.api_version.clone()),
+        kind: Some(r.kind.clone()),
+        name: Some(r.name.clone()),
+        namespace: (!r.namespace.is_empty()).then(|| r.namespace.clone()),
+        uid: (!r.uid.is_empty()).then(|| r.uid.clone()),
+        ..Default::default()
+    };
+    let ns_of = |o: &ObjectReference| o.namespace.clone().unwrap_or_else(|| "default".to_string());
+    [binding_ref, template_ref].map(|involved| PendingEvent {
+        namespace: ns_of(&involved),
+        involved,
+        warning,
+        reason: reason.to_string(),
+        message: message.to_string(),
+    })
+}
+
+/// Handle to the recorder; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    tx: mpsc::Sender<PendingEvent>,
+}
+
+impl EventSink for Recorder {
+    fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String) {
+        for e in events_for(binding, warning, reason, &message) {
+            if self.tx.try_send(e).is_err() {
+                tracing::warn!("event queue full, dropping event {reason}");
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Seen {
+    name: String,
+    count: i32,
+    at: Instant,
+}
+
+type SeenKey = (String, String, String, String, bool, String, String);
+
+fn seen_key(e: &PendingEvent) -> SeenKey {
+    let o = &e.involved;
+    (
+        e.namespace.clone(),
+        o.kind.clone().unwrap_or_default(),
+        o.name.clone().unwrap_or_default(),
+        o.uid.clone().unwrap_or_default(),
+        e.warning,
+        e.reason.clone(),
+        e.message.clone(),
+    )
+}
+
+/// Start the recorder writing with `client`; `component` is `--scheduler-name`.
+pub fn start(client: kube::Client, component: String) -> Recorder {
+    let (tx, mut rx) = mpsc::channel::<PendingEvent>(QUEUE);
+    tokio::spawn(async move {
+        let mut seen: HashMap<SeenKey, Seen> = HashMap::new();
+        let mut buckets: HashMap<(String, String, String, String), (f64, Instant)> = HashMap::new();
+        while let Some(e) = rx.recv().await {
+            let now = Instant::now();
+            let o = &e.involved;
+            let bucket_key = (
+                o.kind.clone().unwrap_or_default(),
+                e.namespace.clone(),
+                o.name.clone().unwrap_or_default(),
+                o.uid.clone().unwrap_or_default(),
+            );
+            let (tokens, last) = buckets.entry(bucket_key).or_insert((SPAM_BURST, now));
+            *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * SPAM_REFILL_PER_SEC)
+                .min(SPAM_BURST);
+            *last = now;
+            if *tokens < 1.0 {
+                continue;
+            }
+            *tokens -= 1.0;
+            seen.retain(|_, s| now.duration_since(s.at) < AGGREGATE_WINDOW);
+            let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
+            let ts = Time(Timestamp::now());
+            let key = seen_key(&e);
+            if let Some(s) = seen.get_mut(&key) {
+                let patch = serde_json::json!({"count": s.count + 1, "lastTimestamp": ts});
+                if api
+                    .patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .is_ok()
+                {
+                    s.count += 1;
+                    s.at = now;
+                    continue;
+                }
+            }
+            let name = format!(
+                "{}.{:x}",
+                o.name.clone().unwrap_or_default(),
+                Timestamp::now().as_nanosecond()
+            );
+            let event = Event {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(e.namespace.clone()),
+                    ..Default::default()
+                },
+                involved_object: e.involved.clone(),
+                reason: Some(e.reason.clone()),
+                message: Some(e.message.clone()),
+                first_timestamp: Some(ts.clone()),
+                last_timestamp: Some(ts.clone()),
+                count: Some(1),
+                type_: Some(if e.warning { "Warning" } else { "Normal" }.to_string()),
+                source: Some(EventSource {
+                    component: Some(component.clone()),
+                    host: None,
+                }),
+                reporting_component: Some(component.clone()),
+                reporting_instance: Some(String::new()),
+                ..Default::default()
+            };
+            match api.create(&PostParams::default(), &event).await {
+                Ok(_) => {
+                    seen.insert(
+                        key,
+                        Seen {
+                            name,
+                            count: 1,
+                            at: now,
+                        },
+                    );
+                }
+                Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
+            }
+        }
+    });
+    Recorder { tx }
+}
+
+/// A recorder that keeps events in memory (tests, `simulate`).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryRecorder(pub Arc<std::sync::Mutex<Vec<PendingEvent>>>);
+
+impl EventSink for MemoryRecorder {
+    fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.extend(events_for(binding, warning, reason, &message));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binding::BindingKind;
+    use serde_json::json;
+
+    #[test]
+    fn binding_and_template_references() {
+        let rb = Binding::decode(BindingKind::ResourceBinding, json!({
+            "metadata": {"name": "b", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "d", "uid": "u2"}}
+        })).unwrap();
+        let [on_binding, on_template] = events_for(&rb, false, "ScheduleBindingSucceed", "m");
+        assert_eq!(on_binding.namespace, "ns");
+        assert_eq!(on_binding.involved.kind.as_deref(), Some("ResourceBinding"));
+        assert_eq!(
+            on_binding.involved.api_version.as_deref(),
+            Some("work.karmada.io/v1alpha2")
+        );
+        assert_eq!(on_template.involved.kind.as_deref(), Some("Deployment"));
+        assert_eq!(on_template.involved.uid.as_deref(), Some("u2"));
+        let crb = Binding::decode(
+            BindingKind::ClusterResourceBinding,
+            json!({
+                "metadata": {"name": "c"},
+                "spec": {"resource": {"apiVersion": "v1", "kind": "Namespace", "name": "n"}}
+            }),
+        )
+        .unwrap();
+        let [a, b] = events_for(&crb, true, "ScheduleBindingFailed", "x");
+        assert_eq!(
+            (a.namespace.as_str(), b.namespace.as_str()),
+            ("default", "default")
+        );
+        assert_eq!(a.involved.namespace, None);
+    }
+}
