@@ -1,0 +1,1102 @@
+//! The general estimator (spec-algorithm §12.1–§12.3): capacity from `status.resourceSummary`.
+//!
+//! Every cluster reports what it can allocate and what is allocated or being allocated; the
+//! general estimator divides what is left by the per-replica request, bounded by the free pod
+//! count. With `CustomizedClusterResourceModeling` (default on) and reported node models, it
+//! instead counts how many replicas fit on model nodes, because a cluster-wide sum hides
+//! fragmentation. Quantities use [`crate::quantity`], so that the reference's format quirks
+//! (memory as `16G` is counted in milli-bytes by the component-set path, `1Gi` in bytes)
+//! come out the same.
+//!
+//! Not implemented: the assumed-workload deductions of `SchedulingOvercommitProtection`
+//! (§12.6, alpha, off by default); the [`Estimator`] trait carries no assumptions.
+
+use std::collections::BTreeMap;
+
+use karmada_api::ResourceList;
+use karmada_api::cluster::{Cluster, ResourceSummary};
+use karmada_api::work::{Component, ReplicaRequirements};
+
+use crate::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError};
+use crate::quantity::{Format, Quantity};
+use crate::selector::is_label_key;
+
+/// Registry name of the general estimator.
+pub const GENERAL_ESTIMATOR: &str = "general-estimator";
+
+/// Pod capacity of a model node (the Kubernetes default per node).
+pub const MAX_PODS_PER_MODEL_NODE: i64 = 110;
+
+/// The general estimator; the field is the `CustomizedClusterResourceModeling` gate.
+#[derive(Clone, Copy, Debug)]
+pub struct GeneralEstimator {
+    /// Use `spec.resourceModels` when the cluster reports `allocatableModelings`.
+    pub customized_cluster_resource_modeling: bool,
+}
+
+impl Default for GeneralEstimator {
+    fn default() -> Self {
+        Self {
+            customized_cluster_resource_modeling: true,
+        }
+    }
+}
+
+impl Estimator for GeneralEstimator {
+    fn name(&self) -> &str {
+        GENERAL_ESTIMATOR
+    }
+
+    fn max_available_replicas<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        let res = parse_request(
+            request.replica_requirements.map(|r| &r.resource_request),
+            "spec.replicaRequirements.resourceRequest",
+        )
+        .map(|_| {
+            clusters
+                .iter()
+                .map(|c| {
+                    (
+                        c.name().to_string(),
+                        self.max_replicas(c, request.replica_requirements),
+                    )
+                })
+                .collect()
+        });
+        Box::pin(std::future::ready(res))
+    }
+
+    fn max_available_component_sets<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        let checked = request
+            .components
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, c)| {
+                let field = format!("spec.components[{i}].replicaRequirements.resourceRequest");
+                parse_request(
+                    c.replica_requirements.as_ref().map(|r| &r.resource_request),
+                    &field,
+                )
+            });
+        let res = checked.map(|_| {
+            clusters
+                .iter()
+                .map(|c| {
+                    (
+                        c.name().to_string(),
+                        self.max_component_sets(c, request.components),
+                    )
+                })
+                .collect()
+        });
+        Box::pin(std::future::ready(res))
+    }
+}
+
+/// Reject a request whose quantities do not parse (upstream could not even decode it).
+fn parse_request(list: Option<&ResourceList>, field: &str) -> Result<(), EstimatorError> {
+    for (name, q) in list.into_iter().flatten() {
+        if let Err(e) = Quantity::from_k8s(q) {
+            return Err(EstimatorError(format!(
+                "{field}[{name}]: invalid quantity {:?}: {e}",
+                q.0
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A cluster-side quantity; one that does not parse counts as zero (the reference never
+/// sees such a cluster: its decoding fails).
+fn qty(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> Quantity {
+    Quantity::from_k8s(q).unwrap_or_else(|_| Quantity::from_i64(0, Format::DecimalSI))
+}
+
+/// A request quantity as the estimator sees it after the protobuf round trip of the
+/// reference (`String()` then parse again); unparsable ones were rejected earlier.
+fn request_qty(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> Quantity {
+    let parsed = qty(q);
+    Quantity::parse(&parsed.canonical()).unwrap_or(parsed)
+}
+
+/// `quantityAsInt64`: milli-units for decimal formats, units for BinarySI.
+pub fn quantity_as_int(q: &Quantity) -> i64 {
+    match q.format() {
+        Format::DecimalSI | Format::DecimalExponent => q.milli_value(),
+        Format::BinarySI => q.value(),
+    }
+}
+
+/// `allocatable - allocated - allocating` of one resource (absent terms skipped), or `None`
+/// when the exact value is out of reach (see [`crate::quantity::QuantityError::TooLarge`]).
+fn remaining(rs: &ResourceSummary, name: &str) -> Option<Option<Quantity>> {
+    let Some(a) = rs.allocatable.get(name) else {
+        return Some(None);
+    };
+    let mut a = qty(a);
+    if let Some(x) = rs.allocated.get(name) {
+        a = a.sub(&qty(x)).ok()?;
+    }
+    if let Some(x) = rs.allocating.get(name) {
+        a = a.sub(&qty(x)).ok()?;
+    }
+    Some(Some(a))
+}
+
+/// `getAllowedPodNumber`: free pods, never negative.
+pub fn allowed_pods(rs: &ResourceSummary) -> i64 {
+    let pods = |l: &ResourceList| l.get("pods").map_or(0, |q| qty(q).value());
+    let n = pods(&rs.allocatable)
+        .wrapping_sub(pods(&rs.allocated))
+        .wrapping_sub(pods(&rs.allocating));
+    n.max(0)
+}
+
+/// `getMaximumReplicasBasedOnClusterSummary`: the scarcest requested resource decides.
+pub fn max_replicas_by_summary(rs: &ResourceSummary, req: &ReplicaRequirements) -> i64 {
+    let mut max = i64::MAX;
+    for (name, q) in &req.resource_request {
+        let q = qty(q);
+        let mut requested = q.value();
+        if requested <= 0 {
+            continue;
+        }
+        let Some(Some(avail)) = remaining(rs, name) else {
+            return 0;
+        };
+        let mut available = avail.value();
+        if available <= 0 {
+            return 0;
+        }
+        if name == "cpu" {
+            requested = q.milli_value();
+            available = avail.milli_value();
+        }
+        // Upstream divides unchecked; a zero divisor (only through i64 wrap-around) panics
+        // there, here it counts as no room.
+        let Some(n) = available.checked_div(requested) else {
+            return 0;
+        };
+        max = max.min(n);
+    }
+    max
+}
+
+impl GeneralEstimator {
+    /// Maximum replicas of one template the cluster can take (§12.1).
+    pub fn max_replicas(&self, cluster: &Cluster, req: Option<&ReplicaRequirements>) -> i32 {
+        let Some(rs) = cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_summary.as_ref())
+        else {
+            return 0;
+        };
+        let pods = allowed_pods(rs);
+        if pods <= 0 {
+            return 0;
+        }
+        let Some(req) = req else { return pods as i32 };
+        if self.customized_cluster_resource_modeling
+            && !rs.allocatable_modelings.is_empty()
+            && let Ok(n) = max_replicas_by_models(cluster, req)
+        {
+            return pods.min(n) as i32;
+        }
+        pods.min(max_replicas_by_summary(rs, req)) as i32
+    }
+
+    /// Maximum complete sets of `components` the cluster can take (§12.3).
+    pub fn max_component_sets(&self, cluster: &Cluster, components: &[Component]) -> i32 {
+        let Some(rs) = cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_summary.as_ref())
+        else {
+            return 0;
+        };
+        let mut available: BTreeMap<&str, i64> = BTreeMap::new();
+        for name in rs.allocatable.keys() {
+            let v = match remaining(rs, name) {
+                Some(Some(q)) => quantity_as_int(&q),
+                _ => 0,
+            };
+            available.insert(name, v);
+        }
+        let pods = allowed_pods(rs);
+        if pods <= 0 {
+            return 0;
+        }
+        let pods_per_set = components
+            .iter()
+            .fold(0i64, |s, c| s.wrapping_add(i64::from(c.replicas)));
+        if pods_per_set <= 0 {
+            return pods as i32;
+        }
+        let bound = (pods / pods_per_set) as i32;
+        let mut need: BTreeMap<&str, i64> = BTreeMap::new();
+        for c in components {
+            let Some(r) = &c.replica_requirements else {
+                continue;
+            };
+            for (name, q) in &r.resource_request {
+                let add = quantity_as_int(&qty(q)).wrapping_mul(i64::from(c.replicas));
+                let e = need.entry(name).or_default();
+                *e = e.wrapping_add(add);
+            }
+        }
+        let mut sets = bound;
+        if !need.values().all(|v| *v == 0) {
+            for (name, n) in &need {
+                if *n <= 0 {
+                    continue;
+                }
+                let a = available.get(name).copied().unwrap_or(0);
+                if a <= 0 {
+                    return 0;
+                }
+                sets = sets.min((a / n) as i32);
+            }
+        }
+        if self.customized_cluster_resource_modeling
+            && !rs.allocatable_modelings.is_empty()
+            && let Ok(n) = max_sets_by_models(cluster, components, sets)
+        {
+            sets = sets.min(n);
+        }
+        sets
+    }
+}
+
+/// Why the model-based estimate is unavailable (the summary-based one is used instead).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("resource summary is nil")]
+    NoSummary,
+    #[error("no resource models defined")]
+    NoModels,
+    #[error("negative node count for grade {0}")]
+    NegativeCount(u32),
+}
+
+/// Resources in the units the reference's scheduler framework uses (`util.Resource`):
+/// CPU in millicores, everything else in units; names that are neither native nor scalar
+/// resources are ignored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    pub pods: i64,
+    pub scalars: BTreeMap<String, i64>,
+}
+
+impl Resources {
+    fn add_quantity(&mut self, name: &str, q: &Quantity) {
+        match name {
+            "cpu" => self.milli_cpu = self.milli_cpu.wrapping_add(q.milli_value()),
+            "memory" => self.memory = self.memory.wrapping_add(q.value()),
+            "pods" => self.pods = self.pods.wrapping_add(q.value()),
+            "ephemeral-storage" => {
+                self.ephemeral_storage = self.ephemeral_storage.wrapping_add(q.value())
+            }
+            _ if is_scalar_resource_name(name) => {
+                let e = self.scalars.entry(name.to_string()).or_default();
+                *e = e.wrapping_add(q.value());
+            }
+            _ => {}
+        }
+    }
+
+    /// `MaxDivided`: how many copies of `d` fit (pods bound included).
+    pub fn max_divided(&self, d: &Resources) -> i64 {
+        let mut res = i64::MAX;
+        let mut bound = |have: i64, want: i64| {
+            if want > 0 {
+                res = res.min(have.wrapping_div(want));
+            }
+        };
+        bound(self.milli_cpu, d.milli_cpu);
+        bound(self.memory, d.memory);
+        bound(self.ephemeral_storage, d.ephemeral_storage);
+        for (name, want) in &d.scalars {
+            bound(self.scalars.get(name).copied().unwrap_or(0), *want);
+        }
+        res.min(self.pods)
+    }
+
+    /// `SubResource(d × k)`, each field clamped at zero; scalars only where present.
+    pub fn sub_times(&mut self, d: &Resources, k: i64) {
+        let sub = |have: i64, want: i64| have.wrapping_sub(want.wrapping_mul(k)).max(0);
+        self.milli_cpu = sub(self.milli_cpu, d.milli_cpu);
+        self.memory = sub(self.memory, d.memory);
+        self.ephemeral_storage = sub(self.ephemeral_storage, d.ephemeral_storage);
+        self.pods = sub(self.pods, d.pods);
+        for (name, want) in &d.scalars {
+            if let Some(have) = self.scalars.get_mut(name) {
+                *have = sub(*have, *want);
+            }
+        }
+    }
+
+    /// One replica's demand: its request plus one pod.
+    fn demand(request: Option<&ResourceList>) -> Resources {
+        let mut r = Resources::default();
+        for (name, q) in request.into_iter().flatten() {
+            r.add_quantity(name, &request_qty(q));
+        }
+        r.pods = 1;
+        r
+    }
+}
+
+/// `IsScalarResourceName`: extended, hugepages, `kubernetes.io/`-prefixed or attachable
+/// volume resources.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    let prefixed_native = name.contains("kubernetes.io/");
+    let native = !name.contains('/') || prefixed_native;
+    let extended =
+        !native && !name.starts_with("requests.") && is_label_key(&format!("requests.{name}"));
+    extended
+        || name.starts_with("hugepages-")
+        || prefixed_native
+        || name.starts_with("attachable-volumes-")
+}
+
+/// Identical model nodes: `count` nodes of capacity `node`, in grade order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeGroup {
+    pub node: Resources,
+    pub count: i64,
+}
+
+/// `buildModelNodes`: per grade present in both the models and the modelings, that many
+/// nodes with the models' minimums as capacity (and 110 pods).
+pub fn model_nodes(cluster: &Cluster) -> Result<Vec<NodeGroup>, ModelError> {
+    let rs = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_summary.as_ref())
+        .ok_or(ModelError::NoSummary)?;
+    if cluster.spec.resource_models.is_empty() {
+        return Err(ModelError::NoModels);
+    }
+    let mut caps: BTreeMap<u32, BTreeMap<&str, Quantity>> = BTreeMap::new();
+    for m in &cluster.spec.resource_models {
+        let mut tmpl: BTreeMap<&str, Quantity> = BTreeMap::new();
+        for r in &m.ranges {
+            tmpl.insert(&r.name, qty(&r.min));
+        }
+        tmpl.insert(
+            "pods",
+            Quantity::from_i64(MAX_PODS_PER_MODEL_NODE, Format::DecimalSI),
+        );
+        caps.insert(m.grade, tmpl);
+    }
+    let mut counts: BTreeMap<u32, i64> = BTreeMap::new();
+    for a in &rs.allocatable_modelings {
+        if a.count < 0 {
+            return Err(ModelError::NegativeCount(a.grade));
+        }
+        let e = counts.entry(a.grade).or_default();
+        *e = e.wrapping_add(a.count);
+    }
+    let mut groups = Vec::new();
+    for (grade, tmpl) in caps {
+        let count = counts.get(&grade).copied().unwrap_or(0);
+        if count == 0 {
+            continue;
+        }
+        let mut node = Resources::default();
+        for (name, q) in &tmpl {
+            node.add_quantity(name, q);
+        }
+        groups.push(NodeGroup { node, count });
+    }
+    Ok(groups)
+}
+
+/// Replicas of one template that fit on the model nodes (first fit, one replica at a time,
+/// which sums each node's fit), capped at `i32::MAX` like the reference's simulation.
+pub fn max_replicas_by_models(
+    cluster: &Cluster,
+    req: &ReplicaRequirements,
+) -> Result<i64, ModelError> {
+    let nodes = model_nodes(cluster)?;
+    let d = Resources::demand(Some(&req.resource_request));
+    let total = nodes.iter().fold(0i64, |s, g| {
+        s.saturating_add(g.node.max_divided(&d).max(0).saturating_mul(g.count))
+    });
+    Ok(total.min(i64::from(i32::MAX)))
+}
+
+/// Complete component sets that fit on the model nodes, at most `upper`.
+pub fn max_sets_by_models(
+    cluster: &Cluster,
+    components: &[Component],
+    upper: i32,
+) -> Result<i32, ModelError> {
+    let mut nodes = model_nodes(cluster)?;
+    let demands: Vec<(Resources, i32)> = components
+        .iter()
+        .map(|c| {
+            (
+                Resources::demand(c.replica_requirements.as_ref().map(|r| &r.resource_request)),
+                c.replicas,
+            )
+        })
+        .collect();
+    Ok(simulate_sets(&mut nodes, &demands, upper))
+}
+
+/// `SchedulingSimulator.SimulateScheduling`: place whole sets first fit until one component
+/// no longer fits or `upper` sets are placed. Nodes are kept as runs of identical nodes, so
+/// large node counts cost nothing; the result equals node-by-node placement.
+pub fn simulate_sets(
+    nodes: &mut Vec<NodeGroup>,
+    components: &[(Resources, i32)],
+    upper: i32,
+) -> i32 {
+    let mut sets = 0;
+    while sets < upper {
+        if !components
+            .iter()
+            .all(|(d, replicas)| place(nodes, d, i64::from(*replicas)))
+        {
+            break;
+        }
+        sets += 1;
+    }
+    sets
+}
+
+/// First-fit placement of `replicas` copies of `d`; whether all were placed.
+fn place(nodes: &mut Vec<NodeGroup>, d: &Resources, mut replicas: i64) -> bool {
+    if replicas == 0 {
+        return true;
+    }
+    let mut i = 0;
+    while i < nodes.len() {
+        // Negative fits only arise from negative model minimums, which validation forbids.
+        let fit = nodes[i].node.max_divided(d).max(0);
+        if fit == 0 {
+            i += 1;
+            continue;
+        }
+        if replicas < 0 {
+            // The reference "places" a negative count on the first node with room.
+            split_off_one(nodes, i, d, replicas);
+            return true;
+        }
+        let whole = replicas / fit;
+        if whole >= nodes[i].count {
+            let g = &mut nodes[i];
+            g.node.sub_times(d, fit);
+            replicas -= fit * g.count;
+            if replicas == 0 {
+                merge_runs(nodes);
+                return true;
+            }
+            i += 1;
+            continue;
+        }
+        let rest = replicas - whole * fit;
+        let g = nodes[i].clone();
+        let mut runs = Vec::with_capacity(3);
+        if whole > 0 {
+            let mut full = g.node.clone();
+            full.sub_times(d, fit);
+            runs.push(NodeGroup {
+                node: full,
+                count: whole,
+            });
+        }
+        let mut left = g.count - whole;
+        if rest > 0 {
+            let mut partial = g.node.clone();
+            partial.sub_times(d, rest);
+            runs.push(NodeGroup {
+                node: partial,
+                count: 1,
+            });
+            left -= 1;
+        }
+        if left > 0 {
+            runs.push(NodeGroup {
+                node: g.node,
+                count: left,
+            });
+        }
+        nodes.splice(i..=i, runs);
+        merge_runs(nodes);
+        return true;
+    }
+    false
+}
+
+fn split_off_one(nodes: &mut Vec<NodeGroup>, i: usize, d: &Resources, k: i64) {
+    let g = nodes[i].clone();
+    let mut one = g.node.clone();
+    one.sub_times(d, k);
+    let mut runs = vec![NodeGroup {
+        node: one,
+        count: 1,
+    }];
+    if g.count > 1 {
+        runs.push(NodeGroup {
+            node: g.node,
+            count: g.count - 1,
+        });
+    }
+    nodes.splice(i..=i, runs);
+}
+
+/// Join adjacent runs of identical nodes.
+fn merge_runs(nodes: &mut Vec<NodeGroup>) {
+    let mut out: Vec<NodeGroup> = Vec::with_capacity(nodes.len());
+    for g in nodes.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.node == g.node => last.count = last.count.saturating_add(g.count),
+            _ => out.push(g),
+        }
+    }
+    *nodes = out;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQ;
+    use karmada_api::cluster::{
+        AllocatableModeling, ClusterSpec, ClusterStatus, ResourceModel, ResourceModelRange,
+    };
+    use karmada_api::work::ComponentReplicaRequirements;
+
+    fn rl(v: &[(&str, &str)]) -> ResourceList {
+        v.iter()
+            .map(|(k, q)| (k.to_string(), KQ(q.to_string())))
+            .collect()
+    }
+
+    fn summary(
+        alloc: &[(&str, &str)],
+        allocated: &[(&str, &str)],
+        allocating: &[(&str, &str)],
+    ) -> ResourceSummary {
+        ResourceSummary {
+            allocatable: rl(alloc),
+            allocated: rl(allocated),
+            allocating: rl(allocating),
+            allocatable_modelings: vec![],
+        }
+    }
+
+    fn cluster(rs: Option<ResourceSummary>) -> Cluster {
+        let mut c = Cluster::new("m1", ClusterSpec::default());
+        c.status = Some(ClusterStatus {
+            resource_summary: rs,
+            ..Default::default()
+        });
+        c
+    }
+
+    /// Models given as ranges per grade (name, min); counts per grade.
+    fn modeled(models: &[(u32, &[(&str, &str)])], counts: &[(u32, i64)]) -> Cluster {
+        let mut c = cluster(Some(ResourceSummary {
+            allocatable_modelings: counts
+                .iter()
+                .map(|(g, n)| AllocatableModeling {
+                    grade: *g,
+                    count: *n,
+                })
+                .collect(),
+            ..Default::default()
+        }));
+        c.spec.resource_models = models
+            .iter()
+            .map(|(g, ranges)| ResourceModel {
+                grade: *g,
+                ranges: ranges
+                    .iter()
+                    .map(|(n, min)| ResourceModelRange {
+                        name: n.to_string(),
+                        min: KQ(min.to_string()),
+                        max: KQ("9223372036854775807".into()),
+                    })
+                    .collect(),
+            })
+            .collect();
+        c
+    }
+
+    fn req(v: &[(&str, &str)]) -> ReplicaRequirements {
+        ReplicaRequirements {
+            resource_request: rl(v),
+            ..Default::default()
+        }
+    }
+
+    fn comp(name: &str, replicas: i32, v: &[(&str, &str)]) -> Component {
+        Component {
+            name: name.into(),
+            replicas,
+            replica_requirements: Some(ComponentReplicaRequirements {
+                resource_request: rl(v),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn spec_example_single_template() {
+        let c = cluster(Some(summary(
+            &[("cpu", "8"), ("memory", "16Gi"), ("pods", "110")],
+            &[("cpu", "2"), ("memory", "4Gi"), ("pods", "20")],
+            &[],
+        )));
+        let ge = GeneralEstimator::default();
+        assert_eq!(
+            ge.max_replicas(&c, Some(&req(&[("cpu", "500m"), ("memory", "1Gi")]))),
+            12
+        );
+        assert_eq!(ge.max_replicas(&c, None), 90);
+        assert_eq!(ge.max_replicas(&c, Some(&req(&[]))), 90);
+        assert_eq!(
+            ge.max_replicas(&c, Some(&req(&[("nvidia.com/gpu", "1")]))),
+            0
+        );
+    }
+
+    #[test]
+    fn no_summary_or_no_pods_gives_zero() {
+        let ge = GeneralEstimator::default();
+        assert_eq!(ge.max_replicas(&cluster(None), None), 0);
+        assert_eq!(
+            ge.max_replicas(&cluster(Some(ResourceSummary::default())), None),
+            0
+        );
+        let full = summary(&[("pods", "10")], &[("pods", "10")], &[]);
+        assert_eq!(ge.max_replicas(&cluster(Some(full)), None), 0);
+    }
+
+    /// Upstream `TestGetAllowedPodNumber`-style cases.
+    #[test]
+    fn allowed_pods_cases() {
+        assert_eq!(
+            allowed_pods(&summary(
+                &[("pods", "110")],
+                &[("pods", "20")],
+                &[("pods", "10")]
+            )),
+            80
+        );
+        assert_eq!(
+            allowed_pods(&summary(&[("pods", "10")], &[("pods", "20")], &[])),
+            0
+        );
+        assert_eq!(allowed_pods(&summary(&[("cpu", "1")], &[], &[])), 0);
+        assert_eq!(allowed_pods(&ResourceSummary::default()), 0);
+    }
+
+    #[test]
+    fn summary_based_cases() {
+        let rs = summary(
+            &[("cpu", "4"), ("memory", "8Gi"), ("pods", "100")],
+            &[("cpu", "1")],
+            &[("memory", "2Gi")],
+        );
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[("cpu", "1")])), 3);
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[("cpu", "300m")])), 10);
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[("memory", "1Gi")])), 6);
+        assert_eq!(
+            max_replicas_by_summary(&rs, &req(&[("cpu", "1"), ("memory", "4Gi")])),
+            1
+        );
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[("gpu.io/x", "1")])), 0);
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[])), i64::MAX);
+        // A zero request is skipped.
+        assert_eq!(
+            max_replicas_by_summary(&rs, &req(&[("gpu.io/x", "0")])),
+            i64::MAX
+        );
+        // Exhausted resource.
+        let rs = summary(&[("cpu", "1")], &[("cpu", "1")], &[]);
+        assert_eq!(max_replicas_by_summary(&rs, &req(&[("cpu", "100m")])), 0);
+    }
+
+    /// Upstream `TestGetMaximumReplicasBasedOnResourceModels`, re-expressed.
+    #[test]
+    fn replicas_by_models_upstream_table() {
+        let cpu3: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "0")]),
+            (1, &[("cpu", "1")]),
+            (2, &[("cpu", "2")]),
+        ];
+        let cpu_mem: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "0"), ("memory", "0")]),
+            (1, &[("cpu", "1"), ("memory", "1Gi")]),
+            (2, &[("cpu", "2"), ("memory", "2Gi")]),
+        ];
+        let one_each = [(0, 1), (1, 1), (2, 1)];
+        assert_eq!(
+            max_replicas_by_models(&cluster(Some(Default::default())), &req(&[("cpu", "1")])),
+            Err(ModelError::NoModels)
+        );
+        assert_eq!(
+            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "1.5")])),
+            Ok(1)
+        );
+        assert_eq!(
+            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "3")])),
+            Ok(0)
+        );
+        assert_eq!(
+            max_replicas_by_models(
+                &modeled(cpu_mem, &one_each),
+                &req(&[("cpu", "1"), ("memory", "1.5Gi")])
+            ),
+            Ok(1)
+        );
+        assert_eq!(
+            max_replicas_by_models(
+                &modeled(cpu_mem, &one_each),
+                &req(&[("cpu", "1"), ("memory", "2.5Gi")])
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            max_replicas_by_models(&modeled(cpu3, &[(1, -1)]), &req(&[("cpu", "1")])),
+            Err(ModelError::NegativeCount(1))
+        );
+    }
+
+    #[test]
+    fn models_bound_but_do_not_replace_pods_and_fall_back_on_error() {
+        let mut c = modeled(
+            &[(0, &[("cpu", "0")]), (1, &[("cpu", "4")])],
+            &[(0, 3), (1, 5)],
+        );
+        let rs = c
+            .status
+            .as_mut()
+            .unwrap()
+            .resource_summary
+            .as_mut()
+            .unwrap();
+        rs.allocatable = rl(&[("pods", "12"), ("cpu", "1")]);
+        let r = req(&[("cpu", "1")]);
+        // Models: 5 nodes × 4 = 20; pods 12 → 12. The summary (1 cpu) is not applied.
+        assert_eq!(GeneralEstimator::default().max_replicas(&c, Some(&r)), 12);
+        // Gate off: the summary decides.
+        let off = GeneralEstimator {
+            customized_cluster_resource_modeling: false,
+        };
+        assert_eq!(off.max_replicas(&c, Some(&r)), 1);
+        // Negative counts make the model path fail: summary again.
+        c.status
+            .as_mut()
+            .unwrap()
+            .resource_summary
+            .as_mut()
+            .unwrap()
+            .allocatable_modelings[0]
+            .count = -1;
+        assert_eq!(GeneralEstimator::default().max_replicas(&c, Some(&r)), 1);
+    }
+
+    #[test]
+    fn model_pod_capacity_is_110_and_large_counts_are_cheap() {
+        let c = modeled(
+            &[(0, &[("cpu", "0"), ("pods", "5")])],
+            &[(0, 1_000_000_000)],
+        );
+        // cpu demand 0 is unbounded, pods 110 per node: 1.1e11 replicas, capped at i32::MAX.
+        assert_eq!(
+            max_replicas_by_models(&c, &req(&[])),
+            Ok(i64::from(i32::MAX))
+        );
+    }
+
+    /// Upstream `TestGetMaximumSetsBasedOnResourceModels`, re-expressed.
+    #[test]
+    fn sets_by_models_upstream_table() {
+        const GPU: &str = "nvidia.com/gpu";
+        let c3: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "500m")]),
+            (1, &[("cpu", "1000m")]),
+            (2, &[("cpu", "2000m")]),
+        ];
+        let counts3 = [(0, 5), (1, 0), (2, 10)];
+        let mut none = cluster(Some(Default::default()));
+        none.spec.resource_models.clear();
+        assert_eq!(
+            max_sets_by_models(&none, &[comp("w", 1, &[("cpu", "1500m")])], 100),
+            Err(ModelError::NoModels)
+        );
+        assert_eq!(
+            max_sets_by_models(&modeled(c3, &counts3), &[comp("n", 1, &[])], 100),
+            Ok(100)
+        );
+        assert_eq!(
+            max_sets_by_models(
+                &modeled(c3, &counts3),
+                &[comp("c", 1, &[("cpu", "1500m")])],
+                100
+            ),
+            Ok(10)
+        );
+        let gpu: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "1000m"), ("memory", "2Gi"), (GPU, "0")]),
+            (1, &[("cpu", "2000m"), ("memory", "4Gi"), (GPU, "1")]),
+            (2, &[("cpu", "4000m"), ("memory", "8Gi"), (GPU, "2")]),
+        ];
+        let w = comp(
+            "gpu-worker",
+            2,
+            &[("cpu", "2000m"), ("memory", "4Gi"), (GPU, "1")],
+        );
+        assert_eq!(
+            max_sets_by_models(&modeled(gpu, &[(0, 4), (1, 3), (2, 2)]), &[w], 100),
+            Ok(3)
+        );
+        let c2: &[(u32, &[(&str, &str)])] = &[(0, &[("cpu", "1000m")]), (1, &[("cpu", "2000m")])];
+        assert_eq!(
+            max_sets_by_models(
+                &modeled(c2, &[(0, 10), (1, 10)]),
+                &[comp("h", 1, &[("cpu", "3000m")])],
+                100
+            ),
+            Ok(0)
+        );
+        let jm = comp("jobmanager", 1, &[("cpu", "1"), ("memory", "2Gi")]);
+        let tm = comp("taskmanager", 3, &[("cpu", "3"), ("memory", "10Gi")]);
+        let jmtm: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "1000m"), ("memory", "2Gi")]),
+            (1, &[("cpu", "3000m"), ("memory", "10Gi")]),
+            (2, &[("cpu", "4000m"), ("memory", "12Gi")]),
+        ];
+        assert_eq!(
+            max_sets_by_models(
+                &modeled(jmtm, &[(0, 2), (1, 6), (2, 3)]),
+                &[jm.clone(), tm.clone()],
+                100
+            ),
+            Ok(3)
+        );
+        let four: &[(u32, &[(&str, &str)])] = &[
+            (0, &[("cpu", "1000m"), ("memory", "2Gi")]),
+            (1, &[("cpu", "2000m"), ("memory", "4Gi")]),
+            (2, &[("cpu", "3000m"), ("memory", "6Gi")]),
+            (3, &[("cpu", "8000m"), ("memory", "12Gi")]),
+        ];
+        let cache = comp("cache", 1, &[("cpu", "500m"), ("memory", "1Gi")]);
+        assert_eq!(
+            max_sets_by_models(
+                &modeled(four, &[(0, 2), (1, 3), (2, 2), (3, 6)]),
+                &[jm, tm, cache],
+                100
+            ),
+            Ok(2)
+        );
+    }
+
+    /// Upstream `TestGetMaxAvailableComponentSetsGeneral`, re-expressed.
+    #[test]
+    fn component_sets_upstream_table() {
+        let ge = GeneralEstimator::default();
+        assert_eq!(ge.max_component_sets(&cluster(None), &[]), 0);
+        let full = summary(&[("pods", "10")], &[("pods", "10")], &[]);
+        assert_eq!(ge.max_component_sets(&cluster(Some(full)), &[]), 0);
+        let ten = summary(&[("pods", "10")], &[], &[]);
+        assert_eq!(ge.max_component_sets(&cluster(Some(ten)), &[]), 10);
+        let basic = summary(
+            &[("pods", "100"), ("cpu", "10"), ("memory", "8Gi")],
+            &[("pods", "20"), ("cpu", "0"), ("memory", "2Gi")],
+            &[],
+        );
+        let c = cluster(Some(basic));
+        assert_eq!(
+            ge.max_component_sets(
+                &c,
+                &[
+                    comp("jm", 1, &[("cpu", "1")]),
+                    comp("tm", 2, &[("cpu", "1.5")])
+                ]
+            ),
+            2
+        );
+        assert_eq!(
+            ge.max_component_sets(
+                &c,
+                &[
+                    comp("jm", 1, &[("cpu", "1"), ("memory", "2Gi")]),
+                    comp("tm", 2, &[("cpu", "2000m"), ("memory", "2Gi")])
+                ]
+            ),
+            1
+        );
+        let pods3 = summary(
+            &[("pods", "3"), ("cpu", "100"), ("memory", "1Ti")],
+            &[],
+            &[],
+        );
+        assert_eq!(
+            ge.max_component_sets(
+                &cluster(Some(pods3)),
+                &[comp("s", 3, &[("cpu", "10m"), ("memory", "1Mi")])]
+            ),
+            1
+        );
+        let gpu = summary(
+            &[
+                ("pods", "20"),
+                ("cpu", "40"),
+                ("memory", "64Gi"),
+                ("nvidia.com/gpu", "8"),
+            ],
+            &[
+                ("pods", "0"),
+                ("cpu", "0"),
+                ("memory", "0Gi"),
+                ("nvidia.com/gpu", "0"),
+            ],
+            &[],
+        );
+        let w = comp(
+            "gpu-worker",
+            2,
+            &[("cpu", "4"), ("memory", "8Gi"), ("nvidia.com/gpu", "1")],
+        );
+        assert_eq!(ge.max_component_sets(&cluster(Some(gpu)), &[w]), 4);
+    }
+
+    /// §12.3 quirk: decimal-format memory is counted in milli-units, BinarySI in units, and a
+    /// subtraction keeps the left operand's format.
+    #[test]
+    fn component_sets_format_quirk() {
+        let ge = GeneralEstimator::default();
+        // 16G allocatable (DecimalSI: milli-bytes) vs a 1Gi request (BinarySI: bytes): the
+        // request looks 1000 times smaller than it is.
+        let c = cluster(Some(summary(
+            &[("pods", "1000"), ("memory", "16G")],
+            &[],
+            &[],
+        )));
+        assert_eq!(
+            ge.max_component_sets(&c, &[comp("x", 1, &[("memory", "1Gi")])]),
+            1000
+        );
+        // The single-template path uses Value() on both sides: 14 replicas.
+        let r = req(&[("memory", "1Gi")]);
+        assert_eq!(ge.max_replicas(&c, Some(&r)), 14);
+        // A zero left operand takes the right's format: 0 - 1Gi is BinarySI.
+        let z = Quantity::parse("0")
+            .unwrap()
+            .sub(&Quantity::parse("1Gi").unwrap())
+            .unwrap();
+        assert_eq!(z.format(), Format::BinarySI);
+        assert_eq!(quantity_as_int(&z), -(1 << 30));
+    }
+
+    #[test]
+    fn scalar_resource_names() {
+        assert!(is_scalar_resource_name("nvidia.com/gpu"));
+        assert!(is_scalar_resource_name("hugepages-2Mi"));
+        assert!(is_scalar_resource_name("kubernetes.io/foo"));
+        assert!(is_scalar_resource_name("attachable-volumes-aws-ebs"));
+        assert!(!is_scalar_resource_name("pods"));
+        assert!(!is_scalar_resource_name("custom"));
+        assert!(!is_scalar_resource_name("requests.example.com/x"));
+    }
+
+    #[test]
+    fn simulator_first_fit_matches_node_by_node() {
+        // Two 4-cpu nodes; components of 3 cpu then 1 cpu: each set uses one node fully.
+        let node = Resources {
+            milli_cpu: 4000,
+            pods: 110,
+            ..Default::default()
+        };
+        let mut nodes = vec![NodeGroup { node, count: 2 }];
+        let d = |m| Resources {
+            milli_cpu: m,
+            pods: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            simulate_sets(&mut nodes, &[(d(3000), 1), (d(1000), 1)], 10),
+            2
+        );
+        // 5 replicas of 1.5 cpu on 3 nodes of 4: 2 + 2 + 1.
+        let node = Resources {
+            milli_cpu: 4000,
+            pods: 110,
+            ..Default::default()
+        };
+        let mut nodes = vec![NodeGroup { node, count: 3 }];
+        assert!(place(&mut nodes, &d(1500), 5));
+        let left: Vec<(i64, i64)> = nodes.iter().map(|g| (g.node.milli_cpu, g.count)).collect();
+        assert_eq!(left, vec![(1000, 2), (2500, 1)]);
+        assert!(!place(&mut nodes, &d(1500), 2));
+    }
+
+    #[test]
+    fn estimator_trait_answers_every_cluster_and_rejects_bad_requests() {
+        let a = cluster(Some(summary(&[("pods", "5")], &[], &[])));
+        let mut b = cluster(None);
+        b.metadata.name = Some("m2".into());
+        let clusters = [&a, &b];
+        let resource = Default::default();
+        let r = req(&[("cpu", "1")]);
+        let request = EstimateRequest {
+            resource: &resource,
+            replica_requirements: None,
+            components: &[],
+            namespace: "",
+        };
+        let ge = GeneralEstimator::default();
+        let got = futures_lite_block_on(ge.max_available_replicas(&clusters, request)).unwrap();
+        assert_eq!(got, vec![("m1".to_string(), 5), ("m2".to_string(), 0)]);
+        let mut bad = r.clone();
+        bad.resource_request.insert("cpu".into(), KQ("1x".into()));
+        let request = EstimateRequest {
+            replica_requirements: Some(&bad),
+            ..request
+        };
+        let err = futures_lite_block_on(ge.max_available_replicas(&clusters, request)).unwrap_err();
+        assert!(
+            err.0
+                .starts_with("spec.replicaRequirements.resourceRequest[cpu]: invalid quantity"),
+            "{err}"
+        );
+        let comps = [comp("c", 2, &[])];
+        let request = EstimateRequest {
+            replica_requirements: None,
+            components: &comps,
+            ..request
+        };
+        let got =
+            futures_lite_block_on(ge.max_available_component_sets(&clusters, request)).unwrap();
+        // 5 free pods, 2 pods per set.
+        assert_eq!(got, vec![("m1".to_string(), 2), ("m2".to_string(), 0)]);
+    }
+
+    /// The estimator's futures are ready at once: poll once with a no-op waker.
+    fn futures_lite_block_on<T>(f: BoxFuture<'_, T>) -> T {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut f = f;
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("general estimator future was not ready"),
+        }
+    }
+}
