@@ -73,6 +73,9 @@ fn run(opts: Options) -> ExitCode {
     };
     match runtime.block_on(crate::daemon::run(opts)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<crate::daemon::LeadershipLost>().is_some() => {
+            ExitCode::from(255)
+        }
         Err(e) => {
             tracing::error!(err = %format!("{e:#}"), "command failed");
             ExitCode::FAILURE

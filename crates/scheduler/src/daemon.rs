@@ -1,8 +1,156 @@
-//! The running scheduler: clients, watches, workers, leader election, HTTP servers.
+//! The running process: HTTP servers, client, leader election, and the scheduler loop.
+//!
+//! Lifecycle (spec §1, §8): the health and metrics servers start first and run on every
+//! replica. Without `--leader-elect` the scheduler runs at once. With it, the replica campaigns
+//! for the Lease and runs the scheduler only while leading; losing the Lease stops scheduling
+//! and ends the process with exit code 255, as the reference's fatal log does. SIGTERM or
+//! SIGINT stops scheduling (in-flight cycles finish), then releases the Lease (our improvement:
+//! a standby takes over after one retry period instead of a whole lease duration) and exits 0.
+//! A second signal exits at once with code 1.
 
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use crate::http::tokio_util_shim::CancellationToken;
+use crate::http::{Readiness, Servers};
+use crate::leader::{ElectionConfig, Elector, KubeLease, LeadingEnded};
+use crate::metrics::Metrics;
 use crate::options::Options;
 
-/// Run until SIGTERM/SIGINT or a fatal error.
-pub async fn run(_opts: Options) -> anyhow::Result<()> {
-    anyhow::bail!("scheduler exited")
+/// The Lease could not be renewed; the process must end (exit code 255).
+#[derive(Debug, thiserror::Error)]
+#[error("leaderelection lost")]
+pub struct LeadershipLost;
+
+fn spawn_signal_handler(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!("cannot listen for SIGTERM: {e}");
+                    return;
+                }
+            };
+        let mut count = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            count += 1;
+            if count == 1 {
+                tracing::info!("received a termination signal, shutting down");
+                stop.cancel();
+            } else {
+                std::process::exit(1);
+            }
+        }
+    });
+}
+
+/// Run until a signal or a fatal error.
+pub async fn run(opts: Options) -> anyhow::Result<()> {
+    tracing::info!(
+        "karmada-scheduler version: {}",
+        crate::options::version_text()
+    );
+    let stop = CancellationToken::new();
+    spawn_signal_handler(stop.clone());
+    run_until(opts, stop).await
+}
+
+/// [`run`] with an explicit stop token (tests).
+pub async fn run_until(opts: Options, stop: CancellationToken) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new());
+    let ready = Readiness::default();
+    let servers = Servers::bind(
+        &opts.health_probe_bind_address,
+        &opts.metrics_bind_address,
+        metrics.clone(),
+        ready.clone(),
+    )
+    .await?;
+    let server_stop = CancellationToken::new();
+    let server_task = tokio::spawn(servers.serve(server_stop.clone()));
+
+    let result = run_scheduler(&opts, metrics, ready, stop).await;
+    server_stop.cancel();
+    let _ = server_task.await;
+    result
+}
+
+async fn run_scheduler(
+    opts: &Options,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let config = crate::client::rest_config(opts).await?;
+    let client = crate::client::build(config, opts.kube_api_qps, opts.kube_api_burst)?;
+
+    if !opts.leader_election.leader_elect {
+        return crate::controller::run(opts, client, metrics, ready, stop).await;
+    }
+
+    let le = &opts.leader_election;
+    let cfg = ElectionConfig {
+        namespace: le.resource_namespace.clone(),
+        name: le.resource_name.clone(),
+        identity: crate::leader::identity(),
+        lease_duration: le.lease_duration.to_std(),
+        renew_deadline: le.renew_deadline.to_std(),
+        retry_period: le.retry_period.to_std(),
+    };
+    let mut elector = Elector::new(
+        cfg,
+        Arc::new(KubeLease::new(
+            client.clone(),
+            &le.resource_namespace,
+            &le.resource_name,
+        )),
+    );
+    tracing::info!(identity = elector.identity(), "campaigning for leadership");
+    metrics.set_leader(false);
+    // A standby is healthy and ready: it serves probes and waits.
+    ready.set(true);
+    if !elector.acquire(&stop).await {
+        return Ok(());
+    }
+    metrics.set_leader(true);
+    ready.set(false);
+    let sched_stop = CancellationToken::new();
+    let sched = {
+        let opts = opts.clone();
+        let (client, metrics, ready, sched_stop) = (
+            client.clone(),
+            metrics.clone(),
+            ready.clone(),
+            sched_stop.clone(),
+        );
+        tokio::spawn(async move {
+            crate::controller::run(&opts, client, metrics, ready, sched_stop).await
+        })
+    };
+    // Renew until lost; a stop request is watched alongside, so that scheduling ends before the
+    // Lease is released.
+    let never = CancellationToken::new();
+    let outcome = tokio::select! {
+        ended = elector.renew(&never) => ended,
+        _ = stop.cancelled() => LeadingEnded::Stopped,
+    };
+    sched_stop.cancel();
+    let sched_result = sched.await.context("scheduler task")?;
+    metrics.set_leader(false);
+    match outcome {
+        LeadingEnded::Lost => {
+            tracing::error!("leaderelection lost");
+            Err(LeadershipLost.into())
+        }
+        LeadingEnded::Stopped => {
+            elector.release().await;
+            sched_result
+        }
+    }
 }

@@ -15,6 +15,7 @@ pub mod app;
 pub mod binding;
 pub mod client;
 pub mod condition;
+pub mod controller;
 pub mod cycle;
 pub mod daemon;
 pub mod decision;

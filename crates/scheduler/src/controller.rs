@@ -1,0 +1,990 @@
+//! Watches, caches, event handlers and workers: the leader's scheduling loop (spec §3.1, §4).
+//!
+//! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
+//! break the watch: it is cached as [`Cached::Malformed`] and, when it passes the event filter,
+//! gets a `Scheduled=False` condition (reason `SchedulerError`) and a Warning event naming the
+//! offending field. Watch errors, `410 Gone` and dropped connections are retried with backoff
+//! by kube-runtime's watcher; every relist is diffed against the cache, so objects added,
+//! changed or deleted while disconnected produce the same handler calls as live events.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use karmada_api::Cluster;
+use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher::{self, Event};
+use scheduler_core::estimator::{BoxFuture, Estimator};
+use scheduler_core::schedule::{ScheduleConfig, Scheduler};
+use scheduler_core::snapshot::Snapshot;
+use serde_json::Value;
+use tokio::sync::watch as tokio_watch;
+use tokio::time::Instant;
+
+use crate::binding::{Binding, BindingKey, BindingKind, passes_filter};
+use crate::condition::{ApiFailure, ScheduledCondition};
+use crate::cycle::{Cycle, CycleError};
+use crate::decision::affinity_index;
+use crate::http::Readiness;
+use crate::http::tokio_util_shim::CancellationToken;
+use crate::leader::api_failure;
+use crate::metrics::{IncomingEvent, Metrics};
+use crate::options::Options;
+use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
+use crate::queue::{Outcome, SchedulingQueue};
+use crate::sink::{EventSink, Target, Writer};
+
+/// Concurrent scheduling workers (the reference runs one). Keys are exclusive per worker.
+pub const WORKERS: usize = 4;
+/// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
+const CONFLICT_RETRIES: usize = 3;
+
+/// A binding as cached: decoded, or kept with its decode error.
+#[derive(Clone, Debug)]
+pub enum Cached {
+    Ok(Arc<Binding>),
+    Malformed(Arc<Malformed>),
+}
+
+/// A binding that does not decode, with what could still be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Malformed {
+    /// Identity, labels, generation; with a default spec (and the template reference when it
+    /// could be read), so that events can be recorded on it.
+    pub binding: Binding,
+    /// `spec.x.y: message`.
+    pub error: String,
+}
+
+/// What the event filter and the queue need, read leniently from raw JSON so that malformed
+/// bindings are filtered exactly like good ones.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub passes: bool,
+    pub generation: i64,
+    pub priority: i32,
+}
+
+/// Summarise a raw binding for the event filter (§4.1).
+pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
+    let meta: ObjectMeta = raw
+        .get("metadata")
+        .cloned()
+        .and_then(|m| serde_json::from_value(m).ok())
+        .unwrap_or_default();
+    let spec = raw.get("spec");
+    let binding_scheduler = spec
+        .and_then(|s| s.get("schedulerName"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(crate::options::DEFAULT_SCHEDULER_NAME);
+    let suspended = spec
+        .and_then(|s| s.pointer("/suspension/scheduling"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Summary {
+        passes: passes_filter(&meta, binding_scheduler, suspended, scheduler_name),
+        generation: meta.generation.unwrap_or_default(),
+        priority: spec
+            .and_then(|s| s.pointer("/schedulePriority/priority"))
+            .and_then(Value::as_i64)
+            .unwrap_or_default() as i32,
+    }
+}
+
+/// client-go's filtering handler on an update: which handler runs (§4.1–§4.2).
+pub fn binding_change(old: Option<&Summary>, new: Option<&Summary>) -> Option<IncomingEvent> {
+    match (old, new) {
+        (None, Some(n)) if n.passes => Some(IncomingEvent::BindingAdd),
+        (Some(o), Some(n)) => match (o.passes, n.passes) {
+            (true, true) if o.generation != n.generation => Some(IncomingEvent::BindingUpdate),
+            (false, true) => Some(IncomingEvent::BindingAdd),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Cluster update → which cluster objects fan out to bindings (§4.3).
+pub fn cluster_update_fanout(old: &Cluster, new: &Cluster) -> Vec<Cluster> {
+    if new.metadata.deletion_timestamp.is_some() && old.metadata.deletion_timestamp.is_none() {
+        return vec![new.clone()];
+    }
+    let labels = |c: &Cluster| c.metadata.labels.clone().unwrap_or_default();
+    if labels(old) != labels(new) || old.metadata.generation != new.metadata.generation {
+        return vec![old.clone(), new.clone()];
+    }
+    Vec::new()
+}
+
+/// Whether a change of `cluster` requeues `binding` (the reconcile worker's rule, §4.3).
+pub fn requeue_on_cluster_change(
+    binding: &Binding,
+    cluster: &Cluster,
+    scheduler_name: &str,
+) -> bool {
+    let Some(placement) = binding.spec.placement.as_ref() else {
+        return false;
+    };
+    if binding.scheduler_name() != scheduler_name || binding.spec.scheduling_suspended() {
+        return false;
+    }
+    let affinity = match &placement.cluster_affinities {
+        Some(terms) => {
+            if binding.status.scheduler_observed_generation != binding.generation() {
+                return true;
+            }
+            let idx = affinity_index(terms, &binding.status.scheduler_observed_affinity_name);
+            terms.get(idx).map(|t| &t.affinity)
+        }
+        None => placement.cluster_affinity.as_ref(),
+    };
+    affinity.is_none_or(|a| scheduler_core::selector::cluster_matches(cluster, a))
+}
+
+/// The caches the workers read.
+#[derive(Default)]
+pub struct Stores {
+    bindings: RwLock<HashMap<BindingKey, (Cached, Summary)>>,
+    clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
+}
+
+impl Stores {
+    pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .map(|(c, _)| c.clone())
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(
+            self.clusters
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .cloned(),
+        )
+    }
+
+    fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(k, (c, s))| match c {
+                Cached::Ok(b) => Some((k.clone(), b.clone(), s.priority)),
+                Cached::Malformed(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Decode one raw binding into the cache form.
+pub fn decode_cached(kind: BindingKind, mut raw: Value) -> Cached {
+    if let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    match Binding::decode(kind, raw.clone()) {
+        Ok(b) => Cached::Ok(Arc::new(b)),
+        Err(m) => {
+            let status: ResourceBindingStatus = raw
+                .get("status")
+                .cloned()
+                .and_then(|s| serde_json::from_value(s).ok())
+                .unwrap_or_default();
+            let resource = raw
+                .pointer("/spec/resource")
+                .cloned()
+                .and_then(|r| serde_json::from_value(r).ok())
+                .unwrap_or_default();
+            let binding = Binding {
+                kind,
+                metadata: m.metadata.clone(),
+                spec: ResourceBindingSpec {
+                    resource,
+                    ..Default::default()
+                },
+                status,
+            };
+            Cached::Malformed(Arc::new(Malformed {
+                binding,
+                error: m.error.clone(),
+            }))
+        }
+    }
+}
+
+/// Everything a worker needs.
+pub struct Context {
+    pub scheduler: Scheduler,
+    pub scheduler_name: String,
+    pub stores: Arc<Stores>,
+    pub queue: Arc<SchedulingQueue>,
+    pub writer: Arc<dyn Writer>,
+    pub events: Arc<dyn EventSink>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Context {
+    fn enqueue(&self, key: BindingKey, priority: i32, why: IncomingEvent) {
+        self.metrics.incoming(why);
+        self.queue.add(key, priority);
+        self.metrics.queue(self.queue.lengths().active, true, false);
+    }
+
+    fn fan_out(&self, cluster: &Cluster) {
+        for (key, binding, priority) in self.stores.all_bindings() {
+            if requeue_on_cluster_change(&binding, cluster, &self.scheduler_name) {
+                self.enqueue(key, priority, IncomingEvent::ClusterChanged);
+            }
+        }
+    }
+
+    /// A binding object was added or changed (live or from a relist).
+    pub fn upsert_binding(&self, kind: BindingKind, raw: Value) {
+        let summary = summarize(&raw, &self.scheduler_name);
+        let cached = decode_cached(kind, raw);
+        let key = match &cached {
+            Cached::Ok(b) => b.key(),
+            Cached::Malformed(m) => m.binding.key(),
+        };
+        let old = self
+            .stores
+            .bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), (cached, summary.clone()))
+            .map(|(_, s)| s);
+        if let Some(why) = binding_change(old.as_ref(), Some(&summary)) {
+            self.enqueue(key, summary.priority, why);
+        }
+    }
+
+    /// A binding object disappeared.
+    pub fn remove_binding(&self, key: &BindingKey) {
+        self.stores
+            .bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// A cluster was added or changed.
+    pub fn upsert_cluster(&self, cluster: Cluster) {
+        let name = cluster.name().to_string();
+        let new = Arc::new(cluster);
+        let old = self
+            .stores
+            .clusters
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name, new.clone());
+        if let Some(old) = old {
+            for c in cluster_update_fanout(&old, &new) {
+                self.fan_out(&c);
+            }
+        }
+    }
+
+    pub fn remove_cluster(&self, name: &str) {
+        self.stores
+            .clusters
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+    }
+
+    /// Process one key; the queue outcome.
+    pub async fn process(&self, key: &BindingKey) -> Outcome {
+        let Some(cached) = self.stores.binding(key) else {
+            return Outcome::Success;
+        };
+        let mut binding = match cached {
+            Cached::Ok(b) => (*b).clone(),
+            Cached::Malformed(m) => return self.report_malformed(&m).await,
+        };
+        let snapshot = self.stores.snapshot();
+        let cycle = Cycle {
+            scheduler: &self.scheduler,
+            writer: self.writer.as_ref(),
+            events: self.events.as_ref(),
+        };
+        let start = Instant::now();
+        let mut report = None;
+        for _ in 0..=CONFLICT_RETRIES {
+            let r = cycle.run(&binding, &snapshot, Time(Timestamp::now())).await;
+            if r.result == Err(CycleError::Conflict) {
+                match self.writer.get(key).await {
+                    Ok(fresh) => {
+                        binding = fresh;
+                        report = Some(r);
+                        continue;
+                    }
+                    Err(e) if e.is_not_found() => return Outcome::Success,
+                    Err(e) => {
+                        tracing::error!(binding = %key, "re-reading after a conflict: {e}");
+                        report = Some(r);
+                        break;
+                    }
+                }
+            }
+            report = Some(r);
+            break;
+        }
+        let Some(report) = report else {
+            return Outcome::Failure;
+        };
+        if let Some(t) = report.schedule_type {
+            self.metrics
+                .binding_schedule(t.as_str(), start.elapsed(), report.result.is_ok());
+        }
+        match report.result {
+            Ok(()) => Outcome::Success,
+            Err(e) => {
+                self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
+                self.metrics.queue(self.queue.lengths().active, false, true);
+                match e {
+                    CycleError::Failed(err) => {
+                        tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
+                        if err.is_unschedulable() {
+                            Outcome::Unschedulable
+                        } else {
+                            Outcome::Failure
+                        }
+                    }
+                    CycleError::Conflict => Outcome::Failure,
+                }
+            }
+        }
+    }
+
+    /// A binding that does not decode: tell it, once per generation.
+    async fn report_malformed(&self, m: &Malformed) -> Outcome {
+        let key = m.binding.key();
+        let message = format!("failed to decode {}: {}", key.describe(), m.error);
+        let update = StatusUpdate {
+            condition: ScheduledCondition {
+                status: false,
+                reason: "SchedulerError",
+                message: message.clone(),
+            },
+            scheduled_generation: None,
+            affinity_name: None,
+        };
+        let Some(patch) = status_patch(&m.binding.status, &update, &Time(Timestamp::now())) else {
+            return Outcome::Success;
+        };
+        self.events.event(&m.binding, true, REASON_FAILED, message);
+        match self.writer.patch(&key, Target::Status, patch).await {
+            Ok(_) => Outcome::Success,
+            Err(e) => {
+                tracing::error!(binding = %key, "writing the decode error: {e}");
+                Outcome::Failure
+            }
+        }
+    }
+}
+
+/// Writes through the kube client.
+pub struct KubeWriter {
+    rb: ApiResource,
+    crb: ApiResource,
+    client: kube::Client,
+}
+
+impl KubeWriter {
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            rb: resource(BindingKind::ResourceBinding),
+            crb: resource(BindingKind::ClusterResourceBinding),
+            client,
+        }
+    }
+
+    fn api(&self, key: &BindingKey) -> Api<DynamicObject> {
+        match key.kind {
+            BindingKind::ResourceBinding => {
+                Api::namespaced_with(self.client.clone(), &key.namespace, &self.rb)
+            }
+            BindingKind::ClusterResourceBinding => Api::all_with(self.client.clone(), &self.crb),
+        }
+    }
+}
+
+fn to_binding(kind: BindingKind, obj: DynamicObject) -> Result<Binding, ApiFailure> {
+    let raw = serde_json::to_value(obj).map_err(|e| ApiFailure {
+        code: 0,
+        reason: String::new(),
+        message: e.to_string(),
+    })?;
+    Binding::decode(kind, raw).map_err(|m| ApiFailure {
+        code: 0,
+        reason: String::new(),
+        message: m.error.clone(),
+    })
+}
+
+impl Writer for KubeWriter {
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        Box::pin(async move {
+            let api = self.api(key);
+            let params = PatchParams::default();
+            let res = match target {
+                Target::Main => api.patch(&key.name, &params, &Patch::Merge(&patch)).await,
+                Target::Status => {
+                    api.patch_status(&key.name, &params, &Patch::Merge(&patch))
+                        .await
+                }
+            };
+            to_binding(key.kind, res.map_err(api_failure)?)
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        Box::pin(async move {
+            to_binding(
+                key.kind,
+                self.api(key).get(&key.name).await.map_err(api_failure)?,
+            )
+        })
+    }
+}
+
+/// `ApiResource` of a binding kind.
+pub fn resource(kind: BindingKind) -> ApiResource {
+    ApiResource {
+        group: karmada_api::work::GROUP.into(),
+        version: karmada_api::work::VERSION.into(),
+        api_version: karmada_api::work::API_VERSION.into(),
+        kind: kind.kind().into(),
+        plural: kind.plural().into(),
+    }
+}
+
+fn cluster_resource() -> ApiResource {
+    ApiResource {
+        group: "cluster.karmada.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "cluster.karmada.io/v1alpha1".into(),
+        kind: "Cluster".into(),
+        plural: "clusters".into(),
+    }
+}
+
+/// Turns a watcher stream into upserts and removals, diffing every relist against what the
+/// consumer holds. Marks `synced` after the first complete list.
+async fn drive<K, FU, FR>(
+    stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
+    what: &str,
+    key_of: impl Fn(&K) -> String,
+    mut upsert: FU,
+    mut remove: FR,
+    synced: tokio_watch::Sender<bool>,
+) where
+    FU: FnMut(K),
+    FR: FnMut(&str),
+{
+    futures::pin_mut!(stream);
+    let mut buffer: Vec<K> = Vec::new();
+    let mut known: HashSet<String> = HashSet::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(Event::Init) => buffer.clear(),
+            Ok(Event::InitApply(o)) => buffer.push(o),
+            Ok(Event::InitDone) => {
+                let listed: HashSet<String> = buffer.iter().map(&key_of).collect();
+                for gone in known.difference(&listed) {
+                    remove(gone);
+                }
+                known = listed;
+                for o in buffer.drain(..) {
+                    upsert(o);
+                }
+                let _ = synced.send(true);
+            }
+            Ok(Event::Apply(o)) => {
+                known.insert(key_of(&o));
+                upsert(o);
+            }
+            Ok(Event::Delete(o)) => {
+                let k = key_of(&o);
+                known.remove(&k);
+                remove(&k);
+            }
+            Err(e) => tracing::warn!("watch of {what} failed, retrying with backoff: {e}"),
+        }
+    }
+}
+
+fn dyn_key(o: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        o.metadata.namespace.as_deref().unwrap_or_default(),
+        o.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
+    let (ns, name) = k.split_once('/').unwrap_or(("", k));
+    match kind {
+        BindingKind::ResourceBinding => BindingKey::rb(ns, name),
+        BindingKind::ClusterResourceBinding => BindingKey::crb(name),
+    }
+}
+
+/// The estimator connections, driven by Cluster and Service events.
+struct EstimatorSync {
+    cache: Arc<estimator_client::ConnectionCache>,
+    failures: std::sync::Mutex<HashMap<String, u32>>,
+}
+
+impl EstimatorSync {
+    /// Connect (or keep) the cluster's estimator; retry failures with backoff while the
+    /// cluster exists (the reference's `scheduler-estimator` worker).
+    fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, stores: Arc<Stores>) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let name = cluster.name().to_string();
+            match this.cache.ensure(&cluster).await {
+                Ok(()) => {
+                    this.failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&name);
+                }
+                Err(e) => {
+                    let n = {
+                        let mut f = this.failures.lock().unwrap_or_else(|p| p.into_inner());
+                        let n = f.entry(name.clone()).or_insert(0);
+                        *n += 1;
+                        *n
+                    };
+                    let delay = Duration::from_millis(5)
+                        .saturating_mul(1 << n.min(16))
+                        .min(Duration::from_secs(300));
+                    tracing::warn!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
+                    tokio::time::sleep(delay).await;
+                    let current = stores
+                        .clusters
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&name)
+                        .cloned();
+                    if let Some(c) = current {
+                        this.ensure(c, stores);
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Build the scheduler-core pipeline for these flags.
+pub fn build_scheduler(
+    opts: &Options,
+    accurate: Option<Arc<dyn Estimator>>,
+) -> anyhow::Result<Scheduler> {
+    let config = ScheduleConfig {
+        enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
+        gates: opts.feature_gates.clone(),
+    };
+    let general = scheduler_core::general::GeneralEstimator {
+        customized_cluster_resource_modeling: opts
+            .feature_gates
+            .customized_cluster_resource_modeling(),
+    };
+    let mut s = Scheduler::from_plugins_flag(&opts.plugins, config)
+        .map_err(|e| anyhow::anyhow!("couldn't create scheduler: {e}"))?
+        .with_estimator(Arc::new(general));
+    if let Some(a) = accurate {
+        s = s.with_estimator(a);
+    }
+    Ok(s)
+}
+
+/// The estimator client options for these flags.
+pub fn estimator_options(opts: &Options) -> estimator_client::EstimatorOptions {
+    let file = |s: &str| (!s.is_empty()).then(|| std::path::PathBuf::from(s));
+    estimator_client::EstimatorOptions {
+        service_prefix: opts.scheduler_estimator_service_prefix.clone(),
+        service_namespace: opts.scheduler_estimator_service_namespace.clone(),
+        port: opts.scheduler_estimator_port.clamp(0, 65535) as u16,
+        timeout: opts.scheduler_estimator_timeout.to_std(),
+        cert_file: file(&opts.scheduler_estimator_cert_file),
+        key_file: file(&opts.scheduler_estimator_key_file),
+        ca_file: file(&opts.scheduler_estimator_ca_file),
+        insecure_skip_verify: opts.insecure_skip_estimator_verify,
+        disable_in_pull_mode: opts.disable_scheduler_estimator_in_pull_mode,
+        ..Default::default()
+    }
+}
+
+/// Run the scheduler until `stop`: watches, cache sync, workers. Caches are filled before the
+/// first cycle; `ready` turns true once they are.
+pub async fn run(
+    opts: &Options,
+    client: kube::Client,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let estimators = if opts.enable_scheduler_estimator {
+        let source = Arc::new(estimator_client::KubeServiceSource::new(client.clone()));
+        let cache = Arc::new(estimator_client::ConnectionCache::new(
+            estimator_options(opts),
+            source,
+        ));
+        Some(Arc::new(EstimatorSync {
+            cache,
+            failures: Default::default(),
+        }))
+    } else {
+        None
+    };
+    let accurate: Option<Arc<dyn Estimator>> = estimators.as_ref().map(|e| {
+        Arc::new(estimator_client::SchedulerEstimator::new(e.cache.clone())) as Arc<dyn Estimator>
+    });
+    let scheduler = build_scheduler(opts, accurate)?;
+    let priority_mode = opts
+        .feature_gates
+        .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING);
+    let stores = Arc::new(Stores::default());
+    let ctx = Arc::new(Context {
+        scheduler,
+        scheduler_name: opts.scheduler_name.clone(),
+        stores: stores.clone(),
+        queue: Arc::new(SchedulingQueue::new(priority_mode, opts.rate_limiter)),
+        writer: Arc::new(KubeWriter::new(client.clone())),
+        events: Arc::new(crate::events::start(
+            client.clone(),
+            opts.scheduler_name.clone(),
+        )) as Arc<dyn EventSink>,
+        metrics,
+    });
+
+    let mut watches = Vec::new();
+    let mut synced = Vec::new();
+    let watcher_config = watcher::Config::default();
+    for kind in [
+        BindingKind::ResourceBinding,
+        BindingKind::ClusterResourceBinding,
+    ] {
+        let (tx, rx) = tokio_watch::channel(false);
+        synced.push(rx);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind));
+        let ctx = ctx.clone();
+        let cfg = watcher_config.clone();
+        watches.push(tokio::spawn(async move {
+            let stream = watcher::watcher(api, cfg).default_backoff();
+            let c2 = ctx.clone();
+            drive(
+                stream,
+                kind.plural(),
+                dyn_key,
+                move |o: DynamicObject| match serde_json::to_value(o) {
+                    Ok(raw) => ctx.upsert_binding(kind, raw),
+                    Err(e) => tracing::error!("encoding a watched binding: {e}"),
+                },
+                move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
+                tx,
+            )
+            .await;
+        }));
+    }
+    {
+        let (tx, rx) = tokio_watch::channel(false);
+        synced.push(rx);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
+        let ctx = ctx.clone();
+        let est = estimators.clone();
+        watches.push(tokio::spawn(async move {
+            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            let c2 = ctx.clone();
+            let est2 = est.clone();
+            drive(
+                stream,
+                "clusters",
+                dyn_key,
+                move |o: DynamicObject| {
+                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
+                    match karmada_api::from_json_value::<Cluster>(raw) {
+                        Ok(mut c) => {
+                            c.metadata.managed_fields = None;
+                            if let Some(e) = &est {
+                                e.ensure(Arc::new(c.clone()), ctx.stores.clone());
+                            }
+                            ctx.upsert_cluster(c);
+                        }
+                        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+                    }
+                },
+                move |k: &str| {
+                    let name = k.trim_start_matches('/');
+                    c2.remove_cluster(name);
+                    if let Some(e) = &est2 {
+                        e.cache.on_cluster_deleted(name);
+                    }
+                },
+                tx,
+            )
+            .await;
+        }));
+    }
+    if let Some(est) = estimators.clone() {
+        let ns = opts.scheduler_estimator_service_namespace.clone();
+        let api: Api<Service> = Api::namespaced(client.clone(), &ns);
+        let (tx, _rx) = tokio_watch::channel(false);
+        watches.push(tokio::spawn(async move {
+            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            let (e1, e2) = (est.clone(), est.clone());
+            let ns1 = ns.clone();
+            let ns2 = ns.clone();
+            drive(
+                stream,
+                "services",
+                |s: &Service| s.metadata.name.clone().unwrap_or_default(),
+                move |s: Service| {
+                    let e = e1.clone();
+                    let ns = ns1.clone();
+                    let name = s.metadata.name.clone().unwrap_or_default();
+                    tokio::spawn(async move {
+                        if let Err(err) = e.cache.on_service_changed(&ns, &name).await {
+                            tracing::warn!(service = %name, "estimator Service changed but reconnecting failed: {err}");
+                        }
+                    });
+                },
+                move |name: &str| {
+                    let e = e2.clone();
+                    let ns = ns2.clone();
+                    let name = name.to_string();
+                    tokio::spawn(async move {
+                        let _ = e.cache.on_service_changed(&ns, &name).await;
+                    });
+                },
+                tx,
+            )
+            .await;
+        }));
+    }
+
+    // All caches synced before the first cycle.
+    let wait_synced = async {
+        for mut rx in synced {
+            rx.wait_for(|v| *v)
+                .await
+                .context("a watch ended before syncing")?;
+        }
+        anyhow::Ok(())
+    };
+    tokio::select! {
+        r = wait_synced => r?,
+        _ = stop.cancelled() => {
+            watches.iter().for_each(|w| w.abort());
+            return Ok(());
+        }
+    }
+    tracing::info!("caches synced; starting {WORKERS} scheduling workers");
+    ready.set(true);
+
+    let mut workers = Vec::new();
+    for _ in 0..WORKERS {
+        let ctx = ctx.clone();
+        workers.push(tokio::spawn(async move {
+            while let Some(item) = ctx.queue.pop().await {
+                let outcome = ctx.process(&item.key).await;
+                ctx.queue.done(item, outcome);
+            }
+        }));
+    }
+    stop.cancelled().await;
+    ctx.queue.shutdown();
+    for w in workers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+    }
+    watches.iter().for_each(|w| w.abort());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
+        let mut spec = json!({"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": {}});
+        if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra_spec) {
+            s.extend(e);
+        }
+        json!({"metadata": {"name": "b", "namespace": "ns", "generation": generation, "labels": labels}, "spec": spec})
+    }
+
+    fn lbl() -> Value {
+        json!({"propagationpolicy.karmada.io/permanent-id": "p"})
+    }
+
+    #[test]
+    fn filtering_handler_semantics() {
+        let s = |v: &Value| summarize(v, "default-scheduler");
+        let a = s(&raw(lbl(), 1, json!({})));
+        let b = s(&raw(lbl(), 2, json!({})));
+        let same = s(&raw(lbl(), 1, json!({})));
+        let suspended = s(&raw(lbl(), 2, json!({"suspension": {"scheduling": true}})));
+        let other = s(&raw(lbl(), 2, json!({"schedulerName": "other"})));
+        let unlabeled = s(&raw(json!({}), 2, json!({})));
+        assert_eq!(
+            binding_change(None, Some(&a)),
+            Some(IncomingEvent::BindingAdd)
+        );
+        assert_eq!(binding_change(None, Some(&unlabeled)), None);
+        assert_eq!(
+            binding_change(Some(&a), Some(&b)),
+            Some(IncomingEvent::BindingUpdate)
+        );
+        assert_eq!(
+            binding_change(Some(&a), Some(&same)),
+            None,
+            "no generation change"
+        );
+        assert_eq!(
+            binding_change(Some(&suspended), Some(&b)),
+            Some(IncomingEvent::BindingAdd),
+            "suspension lifted"
+        );
+        assert_eq!(binding_change(Some(&a), Some(&suspended)), None);
+        assert_eq!(binding_change(Some(&a), Some(&other)), None);
+        assert_eq!(binding_change(Some(&a), None), None);
+        assert_eq!(
+            s(&raw(lbl(), 1, json!({"schedulePriority": {"priority": 7}}))).priority,
+            7
+        );
+    }
+
+    #[test]
+    fn malformed_bindings_are_cached_with_their_error() {
+        let r = raw(
+            lbl(),
+            1,
+            json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
+        );
+        assert!(summarize(&r, "default-scheduler").passes);
+        match decode_cached(BindingKind::ResourceBinding, r) {
+            Cached::Malformed(m) => {
+                assert_eq!(m.binding.key(), BindingKey::rb("ns", "b"));
+                assert!(
+                    m.error
+                        .starts_with("spec.placement.spreadConstraints[0].spreadByField"),
+                    "{}",
+                    m.error
+                );
+                assert_eq!(m.binding.spec.resource.kind, "ConfigMap");
+            }
+            Cached::Ok(_) => panic!("should not decode"),
+        }
+    }
+
+    fn cluster(v: Value) -> Cluster {
+        let mut base = json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "m1", "generation": 1}, "spec": {}});
+        if let (Value::Object(b), Value::Object(e)) = (&mut base, v) {
+            for (k, val) in e {
+                b.insert(k, val);
+            }
+        }
+        serde_json::from_value(base).unwrap()
+    }
+
+    #[test]
+    fn cluster_update_rules() {
+        let c1 = cluster(json!({}));
+        let status_only = cluster(json!({"status": {"kubernetesVersion": "v1"}}));
+        assert!(cluster_update_fanout(&c1, &status_only).is_empty());
+        let relabeled =
+            cluster(json!({"metadata": {"name": "m1", "generation": 1, "labels": {"a": "b"}}}));
+        assert_eq!(cluster_update_fanout(&c1, &relabeled).len(), 2);
+        let tainted = cluster(json!({"metadata": {"name": "m1", "generation": 2}}));
+        assert_eq!(cluster_update_fanout(&c1, &tainted).len(), 2);
+        let deleting = cluster(
+            json!({"metadata": {"name": "m1", "generation": 1, "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+        );
+        assert_eq!(cluster_update_fanout(&c1, &deleting).len(), 1);
+    }
+
+    #[test]
+    fn fan_out_matches_the_observed_affinity() {
+        let b = |placement: Value, status: Value| {
+            Binding::decode(BindingKind::ResourceBinding, json!({
+                "metadata": {"name": "b", "namespace": "ns", "generation": 2},
+                "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": placement},
+                "status": status
+            })).unwrap()
+        };
+        let m1 = cluster(json!({}));
+        assert!(requeue_on_cluster_change(
+            &b(json!({}), json!({})),
+            &m1,
+            "default-scheduler"
+        ));
+        assert!(requeue_on_cluster_change(
+            &b(
+                json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+                json!({})
+            ),
+            &m1,
+            "default-scheduler"
+        ));
+        assert!(!requeue_on_cluster_change(
+            &b(
+                json!({"clusterAffinity": {"clusterNames": ["m2"]}}),
+                json!({})
+            ),
+            &m1,
+            "default-scheduler"
+        ));
+        assert!(!requeue_on_cluster_change(
+            &b(json!({}), json!({})),
+            &m1,
+            "other"
+        ));
+        let terms = json!({"clusterAffinities": [
+            {"affinityName": "a", "clusterNames": ["m2"]},
+            {"affinityName": "b", "clusterNames": ["m1"]}
+        ]});
+        assert!(
+            requeue_on_cluster_change(
+                &b(terms.clone(), json!({"schedulerObservedGeneration": 1})),
+                &m1,
+                "default-scheduler"
+            ),
+            "generation not observed"
+        );
+        assert!(!requeue_on_cluster_change(
+            &b(
+                terms.clone(),
+                json!({"schedulerObservedGeneration": 2, "schedulerObservingAffinityName": "a"})
+            ),
+            &m1,
+            "default-scheduler"
+        ));
+        assert!(requeue_on_cluster_change(
+            &b(
+                terms,
+                json!({"schedulerObservedGeneration": 2, "schedulerObservingAffinityName": "b"})
+            ),
+            &m1,
+            "default-scheduler"
+        ));
+    }
+}
