@@ -806,3 +806,132 @@ proptest! {
         );
     }
 }
+
+/// Upstream `TestAssignReplicas` (common_test.go), re-expressed; the unsupported-type case
+/// cannot be built here (unknown enum values fail decoding in karmada-api).
+#[test]
+fn assign_replicas_upstream_table() {
+    let status = ResourceBindingStatus::default();
+    let cs = clusters(&["member1", "member2"]);
+    // Single cluster, Weighted without preference: default static weights.
+    let spec = ResourceBindingSpec {
+        replicas: 3,
+        placement: Some(divided(ReplicaDivisionPreference::Weighted, None)),
+        ..Default::default()
+    };
+    let d = details(&cs[..1], &[0], &spec);
+    assert_eq!(
+        assign_replicas(&d, &spec, &status).unwrap(),
+        tcs(&[("member1", 3)])
+    );
+    // No clusters.
+    let spec = ResourceBindingSpec {
+        replicas: 1,
+        ..Default::default()
+    };
+    assert_eq!(
+        assign_replicas(&[], &spec, &status)
+            .unwrap_err()
+            .to_string(),
+        "no clusters available to schedule"
+    );
+    // Non-workload.
+    let spec = ResourceBindingSpec::default();
+    let d = details(&cs, &[0, 0], &spec);
+    assert_eq!(
+        assign_replicas(&d, &spec, &status).unwrap(),
+        tcs(&[("member1", 0), ("member2", 0)])
+    );
+
+    // Overflow: member1 primary, member2 overflow.
+    let overflow = |replicas: i32, previous: &[(&str, i32)]| {
+        let mut p = dynamic_weight();
+        p.cluster_affinities = Some(vec![ClusterAffinityTerm {
+            affinity_name: "affinity1".into(),
+            affinity: ClusterAffinity {
+                cluster_names: vec!["member1".into()],
+                ..Default::default()
+            },
+            overflow_affinities: Some(vec![OverflowClusterAffinity {
+                affinity_name: "overflow".into(),
+                affinity: ClusterAffinity {
+                    cluster_names: vec!["member2".into()],
+                    ..Default::default()
+                },
+            }]),
+        }]);
+        ResourceBindingSpec {
+            replicas,
+            clusters: tcs(previous),
+            placement: Some(p),
+            ..Default::default()
+        }
+    };
+    let observed = ResourceBindingStatus {
+        scheduler_observed_affinity_name: "affinity1".into(),
+        ..Default::default()
+    };
+    let tiered = |alloc: [i32; 2], avail: [i64; 2]| -> Vec<ClusterDetail<'_>> {
+        cs.iter()
+            .enumerate()
+            .map(|(i, c)| ClusterDetail {
+                name: c.name(),
+                cluster: c,
+                score: 0,
+                overflow_order: i as i32,
+                allocatable_replicas: alloc[i],
+                available_replicas: avail[i],
+            })
+            .collect()
+    };
+    let got = assign_replicas(&tiered([10, 10], [10, 10]), &overflow(5, &[]), &observed).unwrap();
+    assert_eq!(got, tcs(&[("member1", 5)]));
+    let got = assign_replicas(&tiered([2, 10], [2, 10]), &overflow(5, &[]), &observed).unwrap();
+    assert_eq!(got, tcs(&[("member1", 2), ("member2", 3)]));
+    let err = assign_replicas(&tiered([2, 2], [2, 2]), &overflow(10, &[]), &observed).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Clusters available replicas are not enough to schedule")
+    );
+    // Previously assigned replicas count as available in their tier.
+    let got = assign_replicas(
+        &tiered([2, 10], [5, 10]),
+        &overflow(8, &[("member1", 3)]),
+        &observed,
+    )
+    .unwrap();
+    assert_eq!(got, tcs(&[("member1", 5), ("member2", 3)]));
+}
+
+/// Upstream `Test_DistributionOfReplicas` (generic_scheduler_test.go): static-weight results
+/// across replica and weight changes, exact order (name ascending).
+#[test]
+fn distribution_of_replicas_upstream_table() {
+    let cases: [(i32, &[i64], &[i32]); 13] = [
+        (3, &[1, 1], &[2, 1]),
+        (3, &[1, 1, 1], &[1, 1, 1]),
+        (5, &[1, 1, 1], &[2, 2, 1]),
+        (7, &[2, 1, 1, 1], &[3, 2, 1, 1]),
+        (8, &[2, 1, 1, 1], &[3, 2, 2, 1]),
+        (9, &[2, 1, 1, 1], &[3, 2, 2, 2]),
+        (8, &[2, 1, 1, 1], &[3, 2, 2, 1]),
+        (6, &[1, 1, 1, 1], &[2, 2, 1, 1]),
+        (6, &[2, 1, 1, 1], &[3, 1, 1, 1]),
+        (5, &[1, 1, 1], &[2, 2, 1]),
+        (5, &[1, 1, 1, 1], &[2, 1, 1, 1]),
+        (6, &[1, 1, 1, 1], &[2, 2, 1, 1]),
+        (6, &[1, 1, 1], &[2, 2, 2]),
+    ];
+    let all = ["member1", "member2", "member3", "member4"];
+    for (i, (replicas, weights, want)) in cases.into_iter().enumerate() {
+        let names = &all[..weights.len()];
+        let w: Vec<(&str, i64)> = names.iter().copied().zip(weights.iter().copied()).collect();
+        let want: Vec<(&str, i32)> = names.iter().copied().zip(want.iter().copied()).collect();
+        let spec = workload(replicas, static_by_name(&w), &[]);
+        assert_eq!(
+            run(names, &vec![0; names.len()], &spec).unwrap(),
+            tcs(&want),
+            "case {i}"
+        );
+    }
+}
