@@ -1,0 +1,827 @@
+//! `karmada-scheduler simulate`: one scheduling pass over objects read from files.
+//!
+//! Clusters, ResourceBindings and ClusterResourceBindings are read from YAML/JSON files and every
+//! binding is scheduled, in input order, against the same clusters, through the same
+//! [`Scheduler::schedule_binding`] the daemon uses. The contract (flags, JSON shape, the stub
+//! estimator's all-or-nothing rule) is the one of `/work/shared/conformance/README.md`:
+//!
+//! ```text
+//! karmada-scheduler simulate -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...]
+//!     [--plugins LIST] [--enable-empty-workload-propagation] [--feature-gates LIST]
+//!     [-o json|yaml|explain]
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow, bail};
+use k8s_openapi::api::core::v1::Service;
+use karmada_api::cluster::Cluster;
+use karmada_api::work::{
+    ClusterResourceBinding, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus,
+    TargetCluster,
+};
+use scheduler_core::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator};
+use scheduler_core::features::FeatureGates;
+use scheduler_core::general::GeneralEstimator;
+use scheduler_core::schedule::{BindingInput, Decision, Outcome, ScheduleConfig, Scheduler};
+use scheduler_core::snapshot::Snapshot;
+use scheduler_core::trace::{AttemptTrace, Verdict};
+use scheduler_core::{EstimatorError, ScheduleError};
+use serde::Serialize;
+
+use karmada_scheduler::condition::SUCCESS_MESSAGE;
+
+const USAGE: &str = "\
+Run one scheduling pass over objects read from files and print where each binding lands.
+
+Usage:
+  karmada-scheduler simulate -f PATH [-f PATH ...] [flags]
+
+Flags:
+  -f, --filename PATH                       a YAML/JSON file (several documents allowed), a
+                                            directory (its *.yaml, *.yml and *.json files, sorted),
+                                            or - for stdin; repeatable
+      --estimator-replicas CLUSTER=N        stand-in for a connected scheduler-estimator that
+                                            answers N for CLUSTER; repeatable. If a feasible
+                                            cluster has no entry, all entries are ignored for that
+                                            binding (upstream discards a partial answer)
+      --plugins LIST                        --plugins of the daemon (default *)
+      --enable-empty-workload-propagation   --enable-empty-workload-propagation of the daemon
+      --feature-gates LIST                  --feature-gates of the daemon (Name=bool,...)
+  -o, --output FORMAT                       json (default), yaml or explain
+  -h, --help                                this text
+
+Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service, kept for the
+estimator resolver); other kinds are skipped with a warning. Bindings are scheduled in input
+order, each against the same clusters; logs and warnings go to stderr.
+";
+
+/// The simulate subcommand's flags.
+#[derive(Clone, Debug, Default)]
+struct Options {
+    files: Vec<String>,
+    estimator_replicas: BTreeMap<String, i32>,
+    plugins: Option<Vec<String>>,
+    enable_empty_workload_propagation: bool,
+    gates: FeatureGates,
+    output: OutputFormat,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum OutputFormat {
+    #[default]
+    Json,
+    Yaml,
+    Explain,
+}
+
+/// Run `simulate` with the arguments after the subcommand name.
+pub fn main(args: &[String]) -> ExitCode {
+    let opts = match parse_args(args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            eprintln!("Run 'karmada-scheduler simulate --help' for usage.");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&opts) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        // Boolean flag: takes `=value` only.
+        if name == "--enable-empty-workload-propagation" {
+            o.enable_empty_workload_propagation = match inline.as_deref() {
+                None | Some("true") | Some("1") | Some("t") | Some("T") | Some("TRUE")
+                | Some("True") => true,
+                Some("false") | Some("0") | Some("f") | Some("F") | Some("FALSE")
+                | Some("False") => false,
+                Some(v) => bail!("invalid argument {v:?} for {name}: expected a boolean"),
+            };
+            continue;
+        }
+        let mut value = || -> anyhow::Result<String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            let v = args
+                .get(i)
+                .ok_or_else(|| anyhow!("flag needs an argument: {name}"))?;
+            i += 1;
+            Ok(v.clone())
+        };
+        match name {
+            "-f" | "--filename" => o.files.push(value()?),
+            "--estimator-replicas" => {
+                for item in value()?.split(',').filter(|s| !s.is_empty()) {
+                    let (cluster, n) = item.split_once('=').ok_or_else(|| {
+                        anyhow!("--estimator-replicas {item:?}: expected CLUSTER=N")
+                    })?;
+                    let n: i32 = n.trim().parse().with_context(|| {
+                        format!("--estimator-replicas {item:?}: N is not a 32-bit integer")
+                    })?;
+                    o.estimator_replicas.insert(cluster.trim().to_string(), n);
+                }
+            }
+            "--plugins" => {
+                let v = value()?;
+                o.plugins
+                    .get_or_insert_with(Vec::new)
+                    .extend(v.split(',').map(str::to_string));
+            }
+            "--feature-gates" => {
+                let v = value()?;
+                o.gates
+                    .set(&v)
+                    .map_err(|e| anyhow!("invalid argument {v:?} for --feature-gates: {e}"))?;
+            }
+            "-o" | "--output" => {
+                o.output = match value()?.as_str() {
+                    "json" => OutputFormat::Json,
+                    "yaml" => OutputFormat::Yaml,
+                    "explain" => OutputFormat::Explain,
+                    other => bail!("unsupported output format {other:?} (json, yaml or explain)"),
+                }
+            }
+            other if other.starts_with('-') && other != "-" => bail!("unknown flag: {other}"),
+            other => bail!("unexpected argument {other:?}"),
+        }
+    }
+    if o.files.is_empty() {
+        bail!("at least one -f PATH is required");
+    }
+    Ok(Some(o))
+}
+
+/// Everything read from the input files.
+#[derive(Default)]
+struct Input {
+    clusters: Vec<Cluster>,
+    bindings: Vec<Binding>,
+    /// For the accurate estimator's in-memory Service source (see [`accurate_estimator`]).
+    services: Vec<Service>,
+}
+
+/// One binding of either kind, with what the output needs.
+struct Binding {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    spec: ResourceBindingSpec,
+    status: ResourceBindingStatus,
+}
+
+fn run(opts: &Options) -> anyhow::Result<String> {
+    let input = load(&opts.files)?;
+    let config = ScheduleConfig {
+        enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
+        gates: opts.gates.clone(),
+    };
+    let plugins = opts
+        .plugins
+        .clone()
+        .unwrap_or_else(|| vec!["*".to_string()]);
+    let mut scheduler = Scheduler::from_plugins_flag(&plugins, config)?.with_estimator(Arc::new(
+        GeneralEstimator {
+            customized_cluster_resource_modeling: opts.gates.customized_cluster_resource_modeling(),
+        },
+    ));
+    if !opts.estimator_replicas.is_empty() {
+        scheduler = scheduler.with_estimator(Arc::new(StubEstimator {
+            replicas: opts.estimator_replicas.clone(),
+        }));
+    }
+    if let Some(accurate) = accurate_estimator(opts, &input.services)? {
+        scheduler = scheduler.with_estimator(accurate);
+    }
+    let snapshot = Snapshot::from_clusters(input.clusters);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let want_trace = opts.output == OutputFormat::Explain;
+    let mut results = Vec::with_capacity(input.bindings.len());
+    let mut explained = String::new();
+    for b in &input.bindings {
+        let outcome = if b.spec.placement.is_none() {
+            None
+        } else {
+            let binding = BindingInput {
+                snapshot: &snapshot,
+                spec: &b.spec,
+                status: &b.status,
+                workload_index: None,
+            };
+            Some(runtime.block_on(scheduler.schedule_binding(binding, want_trace)))
+        };
+        let element = to_output(b, outcome.as_ref());
+        if want_trace {
+            explain(&mut explained, b, &element, outcome.as_ref());
+        }
+        results.push(element);
+    }
+    Ok(match opts.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&results)? + "\n",
+        OutputFormat::Yaml => serde_yaml::to_string(&results)?,
+        OutputFormat::Explain => explained,
+    })
+}
+
+/// The hook for `--enable-scheduler-estimator`: the estimator client, resolving estimator
+/// addresses from `services` instead of an API server. Not wired yet; returns `None`.
+fn accurate_estimator(
+    _opts: &Options,
+    _services: &[Service],
+) -> anyhow::Result<Option<Arc<dyn Estimator>>> {
+    Ok(None)
+}
+
+/// One element of the output array.
+#[derive(Clone, Debug, Serialize)]
+struct Output {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    result: &'static str,
+    clusters: Vec<OutCluster>,
+    message: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct OutCluster {
+    name: String,
+    replicas: i32,
+}
+
+fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
+    let mut out: Vec<OutCluster> = clusters
+        .iter()
+        .map(|t| OutCluster {
+            name: t.name.clone(),
+            replicas: t.replicas,
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn to_output(b: &Binding, outcome: Option<&Outcome>) -> Output {
+    let (result, clusters, message) = match outcome.map(|o| &o.result) {
+        // The daemon refuses a binding without placement before scheduling it.
+        None => {
+            let key = if b.kind == ResourceBinding::KIND {
+                format!("resourceBinding({}/{})", b.namespace, b.name)
+            } else {
+                format!("clusterResourceBinding({})", b.name)
+            };
+            (
+                "Error",
+                Vec::new(),
+                format!("failed to get placement from {key}"),
+            )
+        }
+        Some(Ok(Decision::Scheduled(c))) => ("Scheduled", sorted(c), SUCCESS_MESSAGE.to_string()),
+        Some(Ok(Decision::NoAffinityTerms)) => (
+            "Scheduled",
+            sorted(&b.spec.clusters),
+            SUCCESS_MESSAGE.to_string(),
+        ),
+        Some(Err(e)) => {
+            let result = match e {
+                ScheduleError::Fit(_) | ScheduleError::Unschedulable(_) => "Unschedulable",
+                ScheduleError::Other(_) => "Error",
+            };
+            (result, Vec::new(), e.to_string())
+        }
+    };
+    Output {
+        kind: b.kind,
+        namespace: b.namespace.clone(),
+        name: b.name.clone(),
+        result,
+        clusters,
+        message,
+    }
+}
+
+/// `--estimator-replicas`: a connected accurate estimator answering N for each named cluster.
+/// Like upstream's gRPC estimator, it fails as a whole when it cannot answer for one cluster.
+struct StubEstimator {
+    replicas: BTreeMap<String, i32>,
+}
+
+impl StubEstimator {
+    fn answer(&self, clusters: &[&Cluster]) -> Result<Estimates, EstimatorError> {
+        clusters
+            .iter()
+            .map(|c| match self.replicas.get(c.name()) {
+                Some(n) => Ok((c.name().to_string(), *n)),
+                None => Err(EstimatorError(format!(
+                    "no --estimator-replicas entry for cluster {}",
+                    c.name()
+                ))),
+            })
+            .collect()
+    }
+}
+
+impl Estimator for StubEstimator {
+    fn name(&self) -> &str {
+        "scheduler-estimator"
+    }
+
+    fn max_available_replicas<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        _request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        Box::pin(async move { self.answer(clusters) })
+    }
+
+    fn max_available_component_sets<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        _request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        Box::pin(async move { self.answer(clusters) })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input
+
+fn load(paths: &[String]) -> anyhow::Result<Input> {
+    let mut input = Input::default();
+    let mut stdin_read = false;
+    for p in paths {
+        if p == "-" {
+            if stdin_read {
+                bail!("-f - given more than once");
+            }
+            stdin_read = true;
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading stdin")?;
+            read_documents(&mut input, "<stdin>", &text)?;
+            continue;
+        }
+        let path = Path::new(p);
+        let meta = std::fs::metadata(path).with_context(|| p.clone())?;
+        let files: Vec<PathBuf> = if meta.is_dir() {
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(path).with_context(|| p.clone())? {
+                let f = entry.with_context(|| p.clone())?.path();
+                let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
+                if f.is_file() && matches!(ext, "yaml" | "yml" | "json") {
+                    files.push(f);
+                }
+            }
+            files.sort();
+            files
+        } else {
+            vec![path.to_path_buf()]
+        };
+        for f in files {
+            let text = std::fs::read_to_string(&f).with_context(|| f.display().to_string())?;
+            read_documents(&mut input, &f.display().to_string(), &text)?;
+        }
+    }
+    Ok(input)
+}
+
+/// Decode every document of one file; errors name the file, the document (from 1) and the
+/// field path.
+fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<()> {
+    use serde::Deserialize as _;
+    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let n = i + 1;
+        let value = serde_yaml::Value::deserialize(doc)
+            .map_err(|e| anyhow!("{file}: document {n}: {e}"))?;
+        if value.is_null() {
+            continue;
+        }
+        let mut value = value;
+        let serde_yaml::Value::Mapping(map) = &mut value else {
+            bail!("{file}: document {n}: expected an object with apiVersion and kind");
+        };
+        let kind = map
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
+        let kind = kind.as_str();
+        // Go decodes a Cluster without `spec` as an empty spec; so does simulate.
+        if kind == "Cluster" && !map.contains_key("spec") {
+            map.insert(
+                "spec".into(),
+                serde_yaml::Value::Mapping(Default::default()),
+            );
+        }
+        let doc_name = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        // Re-emit the document: anchors are resolved, and the typed decode keeps YAML's
+        // leniency (an unquoted `pods: 110` is still a quantity string).
+        let yaml =
+            serde_yaml::to_string(&value).map_err(|e| anyhow!("{file}: document {n}: {e}"))?;
+        let what = |name: Option<&str>| match name {
+            Some(name) => format!("{file}: document {n} ({kind} {name:?})"),
+            None => format!("{file}: document {n} ({kind})"),
+        };
+        match kind {
+            "Cluster" => {
+                let c: Cluster = karmada_api::from_yaml_str(&yaml)
+                    .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
+                if c.name().is_empty() {
+                    bail!("{}: metadata.name: must be set", what(None));
+                }
+                input.clusters.push(c);
+            }
+            "ResourceBinding" => {
+                let rb: ResourceBinding = karmada_api::from_yaml_str(&yaml)
+                    .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
+                input.bindings.push(Binding {
+                    kind: ResourceBinding::KIND,
+                    namespace: rb.metadata.namespace.clone().unwrap_or_default(),
+                    name: rb.metadata.name.clone().unwrap_or_default(),
+                    spec: rb.spec,
+                    status: rb.status,
+                });
+            }
+            "ClusterResourceBinding" => {
+                let crb: ClusterResourceBinding = karmada_api::from_yaml_str(&yaml)
+                    .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
+                input.bindings.push(Binding {
+                    kind: ClusterResourceBinding::KIND,
+                    namespace: String::new(),
+                    name: crb.metadata.name.clone().unwrap_or_default(),
+                    spec: crb.spec,
+                    status: crb.status,
+                });
+            }
+            "Service" => {
+                let s: Service = karmada_api::from_yaml_str(&yaml)
+                    .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
+                input.services.push(s);
+            }
+            "" => eprintln!("warning: {file}: document {n}: no kind, skipped"),
+            other => eprintln!(
+                "warning: {file}: document {n}: kind {other} is not used by simulate, skipped"
+            ),
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// -o explain
+
+fn explain(out: &mut String, b: &Binding, element: &Output, outcome: Option<&Outcome>) {
+    let key = if b.namespace.is_empty() {
+        b.name.clone()
+    } else {
+        format!("{}/{}", b.namespace, b.name)
+    };
+    let _ = writeln!(out, "{} {}: {}", b.kind, key, element.result);
+    let _ = writeln!(out, "  message: {}", element.message);
+    if element.result == "Scheduled" {
+        let _ = writeln!(out, "  clusters: {}", format_targets(&element.clusters));
+    }
+    let Some(outcome) = outcome else {
+        out.push('\n');
+        return;
+    };
+    let spec = &b.spec;
+    let strategy = describe_strategy(spec);
+    let _ = writeln!(
+        out,
+        "  workload: {} {} replicas={} strategy={}{}",
+        spec.resource.api_version,
+        spec.resource.kind,
+        spec.replicas,
+        strategy,
+        if spec.clusters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " previous=[{}]",
+                spec.clusters
+                    .iter()
+                    .map(|t| format!("{}:{}", t.name, t.replicas))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    if let Some(name) = &outcome.affinity_name {
+        let _ = writeln!(out, "  clusterAffinities: term {name:?} succeeded");
+    }
+    for f in &outcome.failed_terms {
+        let _ = writeln!(
+            out,
+            "  clusterAffinities: term {} {:?} failed: {}",
+            f.index, f.affinity_name, f.error
+        );
+    }
+    if let Some(trace) = &outcome.trace {
+        if trace.attempts.is_empty() {
+            let _ = writeln!(
+                out,
+                "  clusterAffinities is empty: nothing was tried, spec.clusters is left as it is"
+            );
+        }
+        for a in &trace.attempts {
+            explain_attempt(out, a);
+        }
+    }
+    out.push('\n');
+}
+
+fn explain_attempt(out: &mut String, a: &AttemptTrace) {
+    match (&a.affinity_index, &a.affinity_name) {
+        (Some(i), Some(n)) => {
+            let _ = writeln!(out, "  attempt with clusterAffinities[{i}] {n:?}:");
+        }
+        _ => {
+            let _ = writeln!(out, "  attempt:");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "    filters (in order): {}",
+        a.filter_plugins.join(", ")
+    );
+    let width = a.clusters.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &a.clusters {
+        let line = match &c.verdict {
+            Verdict::Deleting => "deleting: skipped, still counted in 0/N".to_string(),
+            Verdict::Rejected { plugin, reasons } => {
+                format!("rejected by {plugin}: {}", reasons.join(", "))
+            }
+            Verdict::Feasible => {
+                let mut s = String::from("feasible");
+                if let Some(score) = c.score {
+                    let parts: Vec<String> =
+                        c.scores.iter().map(|(p, v)| format!("{p} {v}")).collect();
+                    let _ = write!(s, ", score {score} ({})", parts.join(" + "));
+                }
+                if !c.estimates.is_empty() {
+                    let parts: Vec<String> = c
+                        .estimates
+                        .iter()
+                        .map(|(e, v)| {
+                            format!("{e} {}", v.map_or("-".to_string(), |v| v.to_string()))
+                        })
+                        .collect();
+                    let _ = write!(s, ", estimates [{}]", parts.join(", "));
+                }
+                if let (Some(alloc), Some(avail)) = (c.allocatable_replicas, c.available_replicas) {
+                    let _ = write!(
+                        s,
+                        ", allocatable {}, available {avail}",
+                        show_replicas(alloc)
+                    );
+                }
+                if let Some(o) = c.overflow_order.filter(|o| *o != 0) {
+                    let _ = write!(s, ", overflow tier {o}");
+                }
+                s
+            }
+        };
+        let _ = writeln!(out, "    {:width$}  {line}", c.name);
+    }
+    for e in &a.estimators {
+        if let Some(err) = &e.error {
+            let _ = writeln!(
+                out,
+                "    estimator {} failed, its answers are ignored: {err}",
+                e.name
+            );
+        }
+    }
+    if a.estimation_skipped {
+        let _ = writeln!(
+            out,
+            "    estimators not asked: replicas 0 and no components (every cluster counts as unlimited)"
+        );
+    }
+    if !a.canonical_order.is_empty() {
+        let _ = writeln!(
+            out,
+            "    order (tier asc, score desc, available desc, name): {}",
+            a.canonical_order.join(", ")
+        );
+    }
+    for g in &a.regions {
+        let _ = writeln!(
+            out,
+            "    region {}: score {}, available {}, clusters [{}]",
+            g.name,
+            g.score,
+            g.available_replicas,
+            g.clusters.join(", ")
+        );
+    }
+    if !a.chosen_regions.is_empty() {
+        let _ = writeln!(out, "    chosen regions: {}", a.chosen_regions.join(", "));
+    }
+    if !a.selected.is_empty() {
+        let need = if a.need_replicas < 0 {
+            "capacity not checked".to_string()
+        } else {
+            format!("needing {} replicas", a.need_replicas)
+        };
+        let _ = writeln!(out, "    selected ({need}): {}", a.selected.join(", "));
+    }
+    if let Some(r) = &a.result {
+        let _ = writeln!(
+            out,
+            "    division: {}",
+            r.iter()
+                .map(|t| format!("{}:{}", t.name, t.replicas))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(e) = &a.error {
+        let _ = writeln!(out, "    error: {e}");
+    }
+}
+
+fn show_replicas(v: i32) -> String {
+    if v == i32::MAX {
+        "unlimited".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+fn format_targets(c: &[OutCluster]) -> String {
+    if c.is_empty() {
+        return "(none)".to_string();
+    }
+    c.iter()
+        .map(|t| format!("{}:{}", t.name, t.replicas))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_strategy(spec: &ResourceBindingSpec) -> String {
+    let Some(p) = &spec.placement else {
+        return "-".to_string();
+    };
+    let Some(rs) = &p.replica_scheduling else {
+        return "Duplicated (no replicaScheduling)".to_string();
+    };
+    let t = rs.replica_scheduling_type.map_or("\"\"", |t| t.as_str());
+    let pref = rs.replica_division_preference.map_or("", |p| p.as_str());
+    let weights = match &rs.weight_preference {
+        Some(wp) if wp.dynamic_weight.is_some() => "/dynamic",
+        Some(wp) if !wp.static_weight_list.is_empty() => "/static",
+        _ => "",
+    };
+    if pref.is_empty() {
+        t.to_string()
+    } else {
+        format!("{t}/{pref}{weights}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_flags() {
+        let o = parse_args(&args(&[
+            "-f",
+            "a.yaml",
+            "--filename=b",
+            "--estimator-replicas",
+            "m1=3",
+            "--estimator-replicas=m2=4,m3=5",
+            "--plugins=*,-ClusterLocality",
+            "--enable-empty-workload-propagation",
+            "--feature-gates",
+            "WorkloadAffinity=true",
+            "-o",
+            "explain",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.files, ["a.yaml", "b"]);
+        assert_eq!(o.estimator_replicas.len(), 3);
+        assert_eq!(o.estimator_replicas["m2"], 4);
+        assert_eq!(o.plugins.as_deref().unwrap(), ["*", "-ClusterLocality"]);
+        assert!(o.enable_empty_workload_propagation);
+        assert!(o.gates.workload_affinity());
+        assert_eq!(o.output, OutputFormat::Explain);
+
+        assert!(parse_args(&args(&["--help"])).unwrap().is_none());
+        assert!(parse_args(&args(&[])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "--nope"])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "--estimator-replicas", "m1"])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "--feature-gates", "Nope=true"])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "-o", "table"])).is_err());
+        assert!(parse_args(&args(&["-f"])).is_err());
+        let o = parse_args(&args(&[
+            "-f",
+            "-",
+            "--enable-empty-workload-propagation=false",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert!(!o.enable_empty_workload_propagation);
+    }
+
+    #[test]
+    fn decode_errors_name_file_document_and_field() {
+        let mut input = Input::default();
+        let text = "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\n---\n\
+                    apiVersion: work.karmada.io/v1alpha2\nkind: ResourceBinding\nmetadata: {name: rb, namespace: ns}\n\
+                    spec:\n  resource: {apiVersion: v1, kind: ConfigMap, name: c}\n  replicas: many\n";
+        let err = read_documents(&mut input, "in.yaml", text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("in.yaml: document 2 (ResourceBinding \"rb\"): spec.replicas: "),
+            "{err}"
+        );
+        assert_eq!(input.clusters.len(), 1);
+    }
+
+    #[test]
+    fn reads_kinds_and_skips_others() {
+        let mut input = Input::default();
+        let text = "---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n---\n\
+                    apiVersion: v1\nkind: Service\nmetadata: {name: karmada-scheduler-estimator-m1, namespace: karmada-system}\n\
+                    spec: {type: ExternalName, externalName: 10.0.0.1}\n---\n\
+                    apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\n\
+                    status: {resourceSummary: {allocatable: {pods: 110}}}\n---\n\
+                    apiVersion: work.karmada.io/v1alpha2\nkind: ClusterResourceBinding\nmetadata: {name: crb}\n\
+                    spec:\n  resource: {apiVersion: v1, kind: Namespace, name: n}\n  placement: {}\n";
+        read_documents(&mut input, "in.yaml", text).unwrap();
+        assert_eq!(input.services.len(), 1);
+        assert_eq!(input.clusters.len(), 1);
+        let pods = &input.clusters[0]
+            .status
+            .as_ref()
+            .unwrap()
+            .resource_summary
+            .as_ref()
+            .unwrap()
+            .allocatable["pods"];
+        assert_eq!(pods.0, "110");
+        assert_eq!(input.bindings.len(), 1);
+        assert_eq!(input.bindings[0].kind, "ClusterResourceBinding");
+        assert_eq!(input.bindings[0].namespace, "");
+    }
+
+    #[test]
+    fn stub_estimator_is_all_or_nothing() {
+        let stub = StubEstimator {
+            replicas: [("m1".to_string(), 3)].into_iter().collect(),
+        };
+        let m1 = Cluster::new("m1", Default::default());
+        let m2 = Cluster::new("m2", Default::default());
+        assert_eq!(stub.answer(&[&m1]).unwrap(), vec![("m1".to_string(), 3)]);
+        assert!(stub.answer(&[&m1, &m2]).is_err());
+    }
+}
