@@ -1006,6 +1006,101 @@ mod tests {
         assert_eq!(quantity_as_int(&z), -(1 << 30));
     }
 
+    /// Upstream `TestMaxAvailableReplicas`, `TestMaxAvailableReplicasGeneral`,
+    /// `TestMaxAvailableReplicasGeneralWithResourceModels` and
+    /// `TestGetMaximumReplicasBasedOnClusterSummary`, without the assumed-workload cases
+    /// (SchedulingOvercommitProtection is not implemented).
+    #[test]
+    fn max_replicas_upstream_tables() {
+        let ge = GeneralEstimator::default();
+        let base = summary(
+            &[("cpu", "4"), ("memory", "8Gi"), ("pods", "100")],
+            &[("cpu", "1"), ("memory", "2Gi"), ("pods", "20")],
+            &[],
+        );
+        let r = req(&[("cpu", "500m"), ("memory", "1Gi")]);
+        assert_eq!(ge.max_replicas(&cluster(Some(base.clone())), Some(&r)), 6);
+        assert_eq!(
+            ge.max_replicas(&cluster(None), Some(&req(&[("cpu", "1")]))),
+            0
+        );
+        let full = summary(&[("pods", "10")], &[("pods", "10")], &[]);
+        assert_eq!(ge.max_replicas(&cluster(Some(full)), None), 0);
+        let ten = summary(&[("pods", "10")], &[], &[]);
+        assert_eq!(ge.max_replicas(&cluster(Some(ten)), None), 10);
+
+        let mut c = modeled(
+            &[(0, &[("cpu", "0")]), (1, &[("cpu", "1")])],
+            &[(0, 0), (1, 3)],
+        );
+        c.status
+            .as_mut()
+            .unwrap()
+            .resource_summary
+            .as_mut()
+            .unwrap()
+            .allocatable = rl(&[("pods", "100"), ("cpu", "3")]);
+        assert_eq!(ge.max_replicas(&c, Some(&req(&[("cpu", "500m")]))), 6);
+
+        let no_pods = |a: &[(&str, &str)], b: &[(&str, &str)]| summary(a, b, &[]);
+        let rs = no_pods(
+            &[("cpu", "4"), ("memory", "8Gi")],
+            &[("cpu", "1"), ("memory", "2Gi")],
+        );
+        assert_eq!(max_replicas_by_summary(&rs, &r), 6);
+        let rs = no_pods(
+            &[("cpu", "4"), ("memory", "2Gi")],
+            &[("cpu", "1"), ("memory", "1.5Gi")],
+        );
+        assert_eq!(max_replicas_by_summary(&rs, &r), 0);
+    }
+
+    /// `pkg/util/resource_test.go`-style checks of the resource arithmetic.
+    #[test]
+    fn resources_max_divided_and_sub() {
+        let node = Resources {
+            milli_cpu: 4000,
+            memory: 8 << 30,
+            pods: 10,
+            scalars: [("nvidia.com/gpu".to_string(), 3)].into(),
+            ..Default::default()
+        };
+        let d = Resources {
+            milli_cpu: 1500,
+            memory: 1 << 30,
+            pods: 1,
+            ..Default::default()
+        };
+        assert_eq!(node.max_divided(&d), 2);
+        let gpu = Resources {
+            scalars: [("nvidia.com/gpu".to_string(), 2)].into(),
+            pods: 1,
+            ..Default::default()
+        };
+        assert_eq!(node.max_divided(&gpu), 1);
+        let other = Resources {
+            scalars: [("x.io/y".to_string(), 1)].into(),
+            pods: 1,
+            ..Default::default()
+        };
+        assert_eq!(node.max_divided(&other), 0);
+        assert_eq!(node.max_divided(&Resources::default()), 10);
+        let mut n = node.clone();
+        n.sub_times(&d, 3);
+        assert_eq!((n.milli_cpu, n.memory, n.pods), (0, 5 << 30, 7));
+        n.sub_times(&other, 1);
+        assert!(!n.scalars.contains_key("x.io/y"));
+        let demand = Resources::demand(Some(&rl(&[
+            ("cpu", "100m"),
+            ("pods", "7"),
+            ("custom", "1"),
+        ])));
+        assert_eq!(
+            (demand.milli_cpu, demand.pods, demand.scalars.len()),
+            (100, 1, 0)
+        );
+    }
+
     #[test]
     fn scalar_resource_names() {
         assert!(is_scalar_resource_name("nvidia.com/gpu"));
