@@ -935,3 +935,27 @@ fn distribution_of_replicas_upstream_table() {
         );
     }
 }
+
+/// Upstream `TestMergeTargetClusters` (pkg/util/binding_test.go), compared as sets like
+/// upstream; our order (new entries, then old leftovers) is asserted elsewhere.
+#[test]
+fn merge_upstream_table() {
+    let cases = [
+        (tcs(&[]), tcs(&[]), tcs(&[])),
+        (tcs(&[]), tcs(&[("member2", 3)]), tcs(&[("member2", 3)])),
+        (tcs(&[("member1", 3)]), tcs(&[]), tcs(&[("member1", 3)])),
+        (
+            tcs(&[("member1", 2)]),
+            tcs(&[("member2", 3)]),
+            tcs(&[("member1", 2), ("member2", 3)]),
+        ),
+        (
+            tcs(&[("member1", 2)]),
+            tcs(&[("member1", 4), ("member2", 3)]),
+            tcs(&[("member1", 6), ("member2", 3)]),
+        ),
+    ];
+    for (i, (old, new, want)) in cases.into_iter().enumerate() {
+        assert_eq!(sorted(merge(old, new)), want, "case {i}");
+    }
+}
