@@ -1,1 +1,188 @@
-fn main() {}
+//! Fan-out cost: one binding asked of 1, 100 and 1,000 estimators on loopback.
+//!
+//! One tonic server plays every cluster (the cluster name is in the request), but each
+//! cluster has its own Service and its own connection, as in production. If the fan-out is
+//! concurrent, the 100- and 1,000-cluster cycles cost about one round trip plus the per-call
+//! CPU work, not one round trip per cluster; compare with the 1-cluster line and with
+//! `sequential/100`, which asks the same 100 clusters one after the other.
+//!
+//! Run: `cargo bench -p estimator-client --bench fanout` (about half a minute).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use estimator_client::pb::messages as pb;
+use estimator_client::pb::{EstimatorServer, EstimatorService};
+use estimator_client::{
+    ConnectionCache, EstimatorOptions, InMemoryServiceSource, SchedulerEstimator,
+};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use karmada_api::Cluster;
+use karmada_api::cluster::ClusterSpec;
+use karmada_api::work::{ObjectReference, ReplicaRequirements};
+use scheduler_core::estimator::{EstimateRequest, Estimator};
+use tonic::{Request, Response, Status};
+
+#[derive(Clone)]
+struct Answer;
+
+#[tonic::async_trait]
+impl EstimatorService for Answer {
+    async fn max_available_replicas(
+        &self,
+        _: Request<pb::MaxAvailableReplicasRequest>,
+    ) -> Result<Response<pb::MaxAvailableReplicasResponse>, Status> {
+        Ok(Response::new(pb::MaxAvailableReplicasResponse {
+            max_replicas: 10,
+        }))
+    }
+    async fn max_available_component_sets(
+        &self,
+        _: Request<pb::MaxAvailableComponentSetsRequest>,
+    ) -> Result<Response<pb::MaxAvailableComponentSetsResponse>, Status> {
+        Ok(Response::new(pb::MaxAvailableComponentSetsResponse {
+            max_sets: 10,
+        }))
+    }
+    async fn get_unschedulable_replicas(
+        &self,
+        _: Request<pb::UnschedulableReplicasRequest>,
+    ) -> Result<Response<pb::UnschedulableReplicasResponse>, Status> {
+        Ok(Response::new(pb::UnschedulableReplicasResponse {
+            unschedulable_replicas: 0,
+        }))
+    }
+}
+
+fn service(cluster: &str, port: u16) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(format!("karmada-scheduler-estimator-{cluster}")),
+            namespace: Some("karmada-system".into()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ExternalName".into()),
+            external_name: Some("127.0.0.1".into()),
+            ports: Some(vec![ServicePort {
+                port: 10352,
+                target_port: Some(IntOrString::Int(i32::from(port))),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+struct World {
+    estimator: SchedulerEstimator,
+    clusters: Vec<Cluster>,
+}
+
+async fn world(n: usize, port: u16) -> World {
+    let names: Vec<String> = (0..n).map(|i| format!("member-{i}")).collect();
+    let source = Arc::new(InMemoryServiceSource::with_objects(
+        names.iter().map(|c| service(c, port)),
+        [],
+    ));
+    let options = EstimatorOptions {
+        timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let cache = Arc::new(ConnectionCache::new(options, source));
+    let clusters: Vec<Cluster> = names
+        .iter()
+        .map(|name| {
+            Cluster::new(
+                name,
+                ClusterSpec {
+                    sync_mode: "Push".into(),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    cache.ensure_all(&clusters).await;
+    assert_eq!(cache.clusters().len(), n);
+    World {
+        estimator: SchedulerEstimator::new(cache),
+        clusters,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let port = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .serve_with_incoming(EstimatorServer::new(Answer), incoming),
+        );
+        port
+    });
+    let resource = ObjectReference {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        namespace: "default".into(),
+        name: "nginx".into(),
+        ..Default::default()
+    };
+    let reqs = ReplicaRequirements {
+        resource_request: [("cpu".to_string(), Quantity("500m".into()))].into(),
+        namespace: "default".into(),
+        ..Default::default()
+    };
+    let request = EstimateRequest {
+        resource: &resource,
+        replica_requirements: Some(&reqs),
+        components: &[],
+        namespace: "default",
+    };
+
+    let mut group = c.benchmark_group("fanout");
+    for n in [1usize, 100, 1000] {
+        let w = rt.block_on(world(n, port));
+        let refs: Vec<&Cluster> = w.clusters.iter().collect();
+        group.bench_with_input(BenchmarkId::new("concurrent", n), &n, |b, _| {
+            b.to_async(&rt).iter(|| async {
+                let got = w
+                    .estimator
+                    .max_available_replicas(&refs, request)
+                    .await
+                    .unwrap();
+                assert_eq!(got.len(), n);
+            })
+        });
+        if n == 100 {
+            group.bench_with_input(BenchmarkId::new("sequential", n), &n, |b, _| {
+                b.to_async(&rt).iter(|| async {
+                    for cluster in &refs {
+                        let one = std::slice::from_ref(cluster);
+                        w.estimator
+                            .max_available_replicas(one, request)
+                            .await
+                            .unwrap();
+                    }
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = bench
+}
+criterion_main!(benches);

@@ -42,9 +42,23 @@ pub enum EstablishError {
     /// No address connected.
     #[error(transparent)]
     Dial(#[from] DialError),
+    /// A dial failed recently; calls do not dial again before `redial_backoff`.
+    #[error("the estimator of cluster {0} failed to connect recently; not dialling again yet")]
+    BackingOff(String),
     /// The cluster was deleted while dialling.
     #[error("cluster {0} was deleted while its estimator was being dialled")]
     Deleted(String),
+}
+
+/// Why a connection is being established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Cluster event: connect unless connected.
+    Ensure,
+    /// A call needs it: connect unless connected or a dial failed recently.
+    OnUse,
+    /// Service event: resolve again, reconnect if the addresses changed.
+    Refresh,
 }
 
 /// What a cluster's estimator last did, for change-only logging.
@@ -119,7 +133,7 @@ impl ConnectionCache {
         if self.pull_disabled(name) {
             return Ok(());
         }
-        self.establish(name, false).await.map(|_| ())
+        self.establish(name, Mode::Ensure).await.map(|_| ())
     }
 
     /// [`ensure`](Self::ensure) for many clusters at once (start-up); failures are logged.
@@ -163,8 +177,22 @@ impl ConnectionCache {
             return Ok(false);
         }
         let before = self.connection(cluster);
-        let after = self.establish(cluster, true).await?;
+        let after = self.establish(cluster, Mode::Refresh).await?;
         Ok(before.is_none_or(|b| !Arc::ptr_eq(&b, &after)))
+    }
+
+    /// EndpointSlice added, changed or deleted: re-resolves its Service (headless Services
+    /// are resolved through their slices), see [`on_service_changed`](Self::on_service_changed).
+    pub async fn on_endpoint_slice_changed(
+        &self,
+        slice: &k8s_openapi::api::discovery::v1::EndpointSlice,
+    ) -> Result<bool, EstablishError> {
+        let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
+        let labels = slice.metadata.labels.as_ref();
+        match labels.and_then(|l| l.get(resolver::SERVICE_NAME_LABEL)) {
+            Some(service) => self.on_service_changed(namespace, service).await,
+            None => Ok(false),
+        }
     }
 
     /// The cached connection of a cluster, if any.
@@ -183,7 +211,7 @@ impl ConnectionCache {
     /// is a Pull cluster under the pull-mode flag or a dial failed less than
     /// `redial_backoff` ago.
     pub(crate) async fn connection_for_call(
-        &self,
+        self: &Arc<Self>,
         cluster: &str,
         pull: Option<bool>,
     ) -> Option<Arc<Connection>> {
@@ -192,18 +220,23 @@ impl ConnectionCache {
         }
         let pull = pull.unwrap_or_else(|| self.read().get(cluster).is_some_and(|e| e.pull));
         self.register(cluster, pull);
-        if self.pull_disabled(cluster) {
+        if self.pull_disabled(cluster) || self.backing_off(cluster) {
             return None;
         }
-        let backing_off = self
-            .read()
+        // The dial runs on its own task: when the fan-out's deadline stops waiting for it, it
+        // still finishes and records its outcome, so the next fan-out either finds the
+        // connection or backs off instead of paying for the same dial again.
+        let this = self.clone();
+        let name = cluster.to_string();
+        let dial = tokio::spawn(async move { this.establish(&name, Mode::OnUse).await });
+        dial.await.ok()?.ok()
+    }
+
+    fn backing_off(&self, cluster: &str) -> bool {
+        self.read()
             .get(cluster)
             .and_then(|e| e.last_dial_failure)
-            .is_some_and(|t| t.elapsed() < self.options.redial_backoff);
-        if backing_off {
-            return None;
-        }
-        self.establish(cluster, false).await.ok()
+            .is_some_and(|t| t.elapsed() < self.options.redial_backoff)
     }
 
     /// Records the outcome of a call, logging only changes.
@@ -250,19 +283,23 @@ impl ConnectionCache {
         locks.entry(cluster.to_string()).or_default().clone()
     }
 
-    /// Resolves and dials `cluster`. Without `force`, an existing connection is returned as
-    /// is; with it, the Service is resolved again and the connection replaced only when the
-    /// addresses changed. One dial per cluster at a time.
+    /// Resolves and dials `cluster`, one dial per cluster at a time. `Ensure` and `OnUse`
+    /// return an existing connection as is (`OnUse` also gives up while backing off after a
+    /// failure); `Refresh` resolves the Service again and replaces the connection only when
+    /// the addresses changed.
     async fn establish(
         &self,
         cluster: &str,
-        force: bool,
+        mode: Mode,
     ) -> Result<Arc<Connection>, EstablishError> {
         let lock = self.dial_lock(cluster);
         let _guard = lock.lock().await;
         let existing = self.connection(cluster);
-        if let (false, Some(connection)) = (force, &existing) {
+        if let (Mode::Ensure | Mode::OnUse, Some(connection)) = (mode, &existing) {
             return Ok(connection.clone());
+        }
+        if mode == Mode::OnUse && self.backing_off(cluster) {
+            return Err(EstablishError::BackingOff(cluster.to_string()));
         }
         let result = self.resolve_and_dial(cluster, existing).await;
         let mut entries = self.write();

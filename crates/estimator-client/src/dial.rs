@@ -141,13 +141,19 @@ pub async fn dial_one(address: &Address, settings: &DialSettings) -> Result<Chan
         address: address.clone(),
         tls,
     };
-    match tokio::time::timeout(
+    let started = tokio::time::Instant::now();
+    let outcome = tokio::time::timeout(
         settings.connect_timeout,
         endpoint.connect_with_connector(connector),
     )
-    .await
-    {
+    .await;
+    match outcome {
         Ok(Ok(channel)) => Ok(channel),
+        // The endpoint's own connect timeout (the same limit) may fire first.
+        Ok(Err(_)) | Err(_) if started.elapsed() >= settings.connect_timeout => Err(format!(
+            "timeout waiting for connection to {address} after {:?}",
+            settings.connect_timeout
+        )),
         Ok(Err(e)) => Err(error_chain(&e)),
         Err(_) => Err(format!(
             "timeout waiting for connection to {address} after {:?}",

@@ -679,3 +679,60 @@ async fn metrics_are_per_cluster() {
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(!text.contains(r#"cluster="m1""#), "{text}");
 }
+
+#[tokio::test]
+async fn a_hanging_first_dial_costs_one_timeout_then_backs_off() {
+    // Accepts TCP and never answers the TLS handshake.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let options = EstimatorOptions {
+        insecure_skip_verify: true,
+        timeout: Duration::from_millis(200),
+        connect_timeout: Duration::from_millis(500),
+        failure_policy: FailurePolicy::PerCluster,
+        ..Default::default()
+    };
+    let s = setup(
+        options,
+        vec![external_name_service("m1", "127.0.0.1", port)],
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    s.estimator.cache().register_metrics(&mut registry);
+
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), -1)]
+    );
+    // The dial goes on after the fan-out gave up, and records its failure.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), -1)]
+    );
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(
+            r#"karmada_scheduler_estimator_client_dials_total{cluster="m1",result="error"} 1"#
+        ),
+        "{text}"
+    );
+    // An event still dials (and fails with the reason).
+    let err = s
+        .estimator
+        .cache()
+        .ensure(&cluster("m1"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("dial 127.0.0.1:{port} error: timeout")),
+        "{err}"
+    );
+}
