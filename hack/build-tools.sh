@@ -2,13 +2,15 @@
 # Builds the Go binaries the local Karmada control plane needs, from the Go
 # module proxy, at the versions pinned in hack/tools/*/go.mod:
 #
-#   hack/tools/kube     -> kube-apiserver, etcd            (k8s.io/kubernetes, go.etcd.io/etcd/server/v3)
-#   hack/tools/karmada  -> karmada-scheduler, karmada-scheduler-estimator, estimator-probe
+#   hack/tools/kube     -> kube-apiserver, etcd, kubectl  (k8s.io/kubernetes, go.etcd.io/etcd/server/v3)
+#   hack/tools/karmada  -> karmada-scheduler, karmada-scheduler-estimator, and two helpers:
+#                          estimator-probe (gRPC client), cluster-status (Cluster status from a member)
 #                          (github.com/karmada-io/karmada)
 #
 # Binaries go to _output/bin (override with KARMADA_TOOLS_BIN). Each module is
 # rebuilt only when its stamp (hash of go.mod, go.sum, the wrapper sources,
-# this script and the Go version) changes.
+# RECIPE_VERSION below and the Go version) changes. Concurrent runs serialise
+# on a lock file.
 #
 # Usage: hack/build-tools.sh [--check] [kube|karmada ...]
 #   --check   do not build; exit 0 if everything is up to date, 1 otherwise
@@ -22,9 +24,13 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
+# Bump when the way the binaries are built changes (flags, patches), so that
+# existing builds are redone.
+RECIPE_VERSION=2
+
 declare -A MODULE_BINS=(
-  [kube]="kube-apiserver etcd"
-  [karmada]="karmada-scheduler karmada-scheduler-estimator estimator-probe"
+  [kube]="kube-apiserver etcd kubectl"
+  [karmada]="karmada-scheduler karmada-scheduler-estimator estimator-probe cluster-status"
 )
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -36,7 +42,7 @@ stamp_of() {
   local mod="$1" dir="${ROOT}/hack/tools/$1"
   {
     go env GOVERSION GOOS GOARCH CGO_ENABLED
-    cat "${BASH_SOURCE[0]}"
+    echo "recipe ${RECIPE_VERSION}"
     (cd "${dir}" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs sha256sum)
   } | sha256sum | cut -d' ' -f1
   : "${mod}"
@@ -64,29 +70,38 @@ build_kube() {
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
   done
-  log "building kube-apiserver ${ver} and etcd $(mod_version "${dir}" go.etcd.io/etcd/server/v3) (first build: ~10-20 min on 2 cores)"
-  (cd "${dir}" && go mod download && go build -ldflags "${ldflags}" -o "${BIN_DIR}/" ./kube-apiserver ./etcd)
+  log "building kube-apiserver and kubectl ${ver}, etcd $(mod_version "${dir}" go.etcd.io/etcd/server/v3) (first build: ~10-20 min on 2 cores)"
+  (cd "${dir}" && go mod download && go build -ldflags "${ldflags}" -o "${BIN_DIR}/" ./kube-apiserver ./etcd ./kubectl)
 }
 
 build_karmada() {
-  local dir="${ROOT}/hack/tools/karmada" ver moddir src overlay_dir
+  local dir="${ROOT}/hack/tools/karmada" ver moddir src build_dir
   ver="$(mod_version "${dir}" github.com/karmada-io/karmada)"
   (cd "${dir}" && go mod download)
   moddir="$(cd "${dir}" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)"
 
   # The estimator's gRPC server listens on ":<port>" (all interfaces) and has no
-  # flag for it. Build it with an -overlay whose only change is the listen host,
-  # 127.0.0.1, so the local environment never binds a non-loopback address.
-  # The patched file is generated here from the module cache (not committed).
-  src="${moddir}/pkg/estimator/server/server.go"
-  overlay_dir="${WORK_DIR}/karmada-overlay"
-  mkdir -p "${overlay_dir}"
+  # flag for it. We build from a copy of the downloaded module in which that one
+  # listen call uses 127.0.0.1, so the local environment never binds a
+  # non-loopback address. The copy is made here, under _output (not committed),
+  # and used through a `replace` in a generated copy of the wrapper module
+  # (go build -overlay may not touch files in the module cache).
+  src="${WORK_DIR}/karmada-src"
+  build_dir="${WORK_DIR}/karmada-mod"
+  rm -rf "${src}" "${build_dir}"
+  cp -R "${moddir}" "${src}"
+  chmod -R u+w "${src}"
+  local server="${src}/pkg/estimator/server/server.go"
   local from='net.Listen("tcp", fmt.Sprintf(":%d", es.GrpcConfig.ServerPort))'
   local to='net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", es.GrpcConfig.ServerPort))'
-  [[ "$(grep -cF "${from}" "${src}")" == 1 ]] || die "cannot find the estimator listen call in ${src}; update hack/build-tools.sh"
-  awk -v from="${from}" -v to="${to}" '{ i = index($0, from); if (i) { $0 = substr($0, 1, i-1) to substr($0, i+length(from)) } print }' "${src}" >"${overlay_dir}/server.go"
-  grep -qF "${to}" "${overlay_dir}/server.go" || die "patching ${src} failed"
-  printf '{"Replace":{"%s":"%s"}}\n' "${src}" "${overlay_dir}/server.go" >"${overlay_dir}/overlay.json"
+  [[ "$(grep -cF "${from}" "${server}")" == 1 ]] || die "cannot find the estimator listen call in ${server}; update hack/build-tools.sh"
+  awk -v from="${from}" -v to="${to}" '{ i = index($0, from); if (i) { $0 = substr($0, 1, i-1) to substr($0, i+length(from)) } print }' \
+    "${server}" >"${server}.new"
+  mv "${server}.new" "${server}"
+  grep -qF "${to}" "${server}" || die "patching ${server} failed"
+  mkdir -p "${build_dir}"
+  (cd "${dir}" && tar cf - go.mod go.sum $(find . -name '*.go')) | (cd "${build_dir}" && tar xf -)
+  (cd "${build_dir}" && go mod edit -replace "github.com/karmada-io/karmada=${src}")
 
   local commit ldflags pkg="github.com/karmada-io/karmada/pkg/version"
   commit="$(cd "${dir}" && go mod download -json "github.com/karmada-io/karmada@${ver}" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
@@ -94,9 +109,12 @@ build_karmada() {
   if [[ -n "${commit}" ]]; then
     ldflags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitShortCommit=${commit:0:9}"
   fi
-  log "building karmada-scheduler, karmada-scheduler-estimator and estimator-probe of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
-  (cd "${dir}" && go build -overlay "${overlay_dir}/overlay.json" -ldflags "${ldflags}" -o "${BIN_DIR}/" \
-    ./karmada-scheduler ./karmada-scheduler-estimator ./estimator-probe)
+  log "building karmada-scheduler, karmada-scheduler-estimator, estimator-probe, cluster-status of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
+  # Karmada's own build uses this tag (hack/build.sh): the estimator's gRPC
+  # messages embed k8s.io/api protobuf types, whose ProtoMessage methods
+  # k8s.io/api v0.35 only keeps behind it; without it every call panics.
+  (cd "${build_dir}" && go build -trimpath -tags kubernetes_protomessage_one_more_release -ldflags "${ldflags}" -o "${BIN_DIR}/" \
+    ./karmada-scheduler ./karmada-scheduler-estimator ./estimator-probe ./cluster-status)
 }
 
 CHECK=0
@@ -112,6 +130,10 @@ done
 [[ ${#MODS[@]} -gt 0 ]] || MODS=(kube karmada)
 
 mkdir -p "${BIN_DIR}" "${WORK_DIR}"
+if [[ ${CHECK} == 0 ]]; then
+  exec {lockfd}>"${BIN_DIR}/.build.lock"
+  flock "${lockfd}"
+fi
 status=0
 for mod in "${MODS[@]}"; do
   if up_to_date "${mod}"; then

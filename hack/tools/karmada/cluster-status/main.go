@@ -84,8 +84,10 @@ func resourceSummary(nodes []corev1.Node, pods []corev1.Pod) *clusterv1alpha1.Re
 }
 
 func run() error {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the member cluster")
-	flag.Parse()
+	// A flag set of our own: imported packages register globals like --kubeconfig.
+	fs := flag.NewFlagSet("cluster-status", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the member cluster")
+	_ = fs.Parse(os.Args[1:])
 	if *kubeconfig == "" {
 		return fmt.Errorf("--kubeconfig is required")
 	}

@@ -41,13 +41,14 @@ func parsePairs(s string) (map[string]string, error) {
 }
 
 func run() error {
-	address := flag.String("address", "", "estimator gRPC address host:port")
-	cluster := flag.String("cluster", "", "member cluster name the estimator serves")
-	request := flag.String("request", "cpu=100m", "per-replica resource request, name=quantity,...")
-	nodeSelector := flag.String("node-selector", "", "node selector, key=value,...")
-	namespace := flag.String("namespace", "default", "namespace of the workload")
-	timeout := flag.Duration("timeout", 10*time.Second, "overall timeout")
-	flag.Parse()
+	fs := flag.NewFlagSet("estimator-probe", flag.ExitOnError)
+	address := fs.String("address", "", "estimator gRPC address host:port")
+	cluster := fs.String("cluster", "", "member cluster name the estimator serves")
+	request := fs.String("request", "cpu=100m", "per-replica resource request, name=quantity,...")
+	nodeSelector := fs.String("node-selector", "", "node selector, key=value,...")
+	namespace := fs.String("namespace", "default", "namespace of the workload")
+	timeout := fs.Duration("timeout", 10*time.Second, "overall timeout")
+	_ = fs.Parse(os.Args[1:])
 	if *address == "" || *cluster == "" {
 		return fmt.Errorf("--address and --cluster are required")
 	}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs/builds everything the tests need on a fresh Debian machine:
+#
+#   * Debian packages used by the hack scripts (openssl, jq, curl, util-linux
+#     for flock, ca-certificates), only if something is missing;
+#   * the Go binaries of the local Karmada control plane (hack/build-tools.sh:
+#     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
+#     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
+#     versions change;
+#   * the upstream test oracle (hack/build-oracle.sh), when present.
+#
+# Needs Go >= 1.25.10 on PATH (Debian bookworm's golang-go, 1.19, is too old,
+# and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
+# Cold run on 2 cores: see docs/local-control-plane.md (~25 min); warm: seconds.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log() { printf '[ci-deps %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+START=$(date +%s)
+
+# --- Debian packages ----------------------------------------------------------
+need=()
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v git >/dev/null 2>&1 || need+=(git)
+[[ -e /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+if [[ ${#need[@]} -gt 0 ]]; then
+  log "installing Debian packages: ${need[*]}"
+  SUDO=""
+  [[ $(id -u) == 0 ]] || SUDO="sudo"
+  ${SUDO} apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${need[@]}"
+else
+  log "Debian packages present (openssl, jq, curl, flock, git)"
+fi
+
+# --- Go -----------------------------------------------------------------------
+if ! command -v go >/dev/null 2>&1; then
+  for d in /usr/local/go/bin /usr/lib/go/bin "${HOME}/go/bin"; do
+    [[ -x "${d}/go" ]] && export PATH="${d}:${PATH}" && break
+  done
+fi
+command -v go >/dev/null 2>&1 || { log "ERROR: Go >= 1.25.10 is required on PATH"; exit 1; }
+gov="$(GOTOOLCHAIN=local go env GOVERSION)"
+gov="${gov#go}"
+IFS=. read -r gmaj gmin gpatch <<<"${gov}"
+gpatch="${gpatch:-0}"
+gpatch="${gpatch%%[!0-9]*}"
+if ((gmaj < 1 || (gmaj == 1 && (gmin < 25 || (gmin == 25 && gpatch < 10))))); then
+  log "ERROR: Go ${gov} is too old; need >= 1.25.10 (karmada v1.18.2's go.mod)"
+  exit 1
+fi
+log "using Go ${gov}"
+
+# --- Go binaries ----------------------------------------------------------------
+"${ROOT}/hack/build-tools.sh"
+if [[ -x "${ROOT}/hack/build-oracle.sh" ]]; then
+  log "building the test oracle (hack/build-oracle.sh)"
+  "${ROOT}/hack/build-oracle.sh" >/dev/null
+fi
+
+log "done in $(($(date +%s) - START))s"
