@@ -26,7 +26,7 @@ export CGO_ENABLED="${CGO_ENABLED:-0}"
 
 # Bump when the way the binaries are built changes (flags, patches), so that
 # existing builds are redone.
-RECIPE_VERSION=2
+RECIPE_VERSION=3
 
 declare -A MODULE_BINS=(
   [kube]="kube-apiserver etcd kubectl"
@@ -113,7 +113,7 @@ build_karmada() {
   # Karmada's own build uses this tag (hack/build.sh): the estimator's gRPC
   # messages embed k8s.io/api protobuf types, whose ProtoMessage methods
   # k8s.io/api v0.35 only keeps behind it; without it every call panics.
-  (cd "${build_dir}" && go build -trimpath -tags kubernetes_protomessage_one_more_release -ldflags "${ldflags}" -o "${BIN_DIR}/" \
+  (cd "${build_dir}" && go build -tags kubernetes_protomessage_one_more_release -ldflags "${ldflags}" -o "${BIN_DIR}/" \
     ./karmada-scheduler ./karmada-scheduler-estimator ./estimator-probe ./cluster-status)
 }
 
