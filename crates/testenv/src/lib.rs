@@ -248,8 +248,10 @@ pub fn tools_or_skip(test: &str) -> Option<Tools> {
     match Tools::ensure() {
         Ok(t) => Some(t),
         Err(ToolsError::Missing(m)) if !e2e_required() => {
-            eprintln!("SKIPPED {test}: {m}");
-            println!("SKIPPED {test}: {m}");
+            // Straight to the process's stderr: libtest does not capture
+            // this, so the skip is visible without --nocapture.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {m}");
             None
         }
         Err(e) => panic!("{test}: {e}"),
