@@ -576,7 +576,7 @@ impl EstimatorSync {
                     let delay = Duration::from_millis(5)
                         .saturating_mul(1 << n.min(16))
                         .min(Duration::from_secs(300));
-                    tracing::warn!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
+                    tracing::debug!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
                     tokio::time::sleep(delay).await;
                     let current = stores
                         .clusters

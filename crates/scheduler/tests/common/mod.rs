@@ -1,0 +1,241 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use karmada_scheduler::http::tokio_util_shim::CancellationToken;
+use karmada_scheduler::options::{Invocation, parse};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use testenv::{TestEnv, wait_for};
+
+pub const WAIT: Duration = Duration::from_secs(90);
+
+/// A Cluster with the status a cluster-status controller would report.
+pub fn extra_cluster(name: &str, cpu: &str, labels: Value, taints: Value) -> Value {
+    json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1", "provider": "local",
+                 "region": "edge", "zones": ["edge-1"], "taints": taints},
+        "status": {
+            "kubernetesVersion": "v1.35.3",
+            "apiEnablements": [
+                {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+                {"groupVersion": "v1", "resources": [{"name": "pods", "kind": "Pod"}]}
+            ],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
+                            "message": "cluster is healthy and ready to accept workloads",
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "resourceSummary": {
+                "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+                "allocated": {"cpu": "0", "memory": "0", "pods": "0"}
+            }
+        }
+    })
+}
+
+/// A labelled ResourceBinding for a Deployment needing 500m CPU per replica.
+pub fn binding(name: &str, replicas: i32, placement: Value, scheduler: &str) -> Value {
+    json!({
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": "default",
+                     "labels": {"propagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
+        "spec": {
+            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default",
+                         "name": name, "uid": format!("{name}-uid")},
+            "replicas": replicas,
+            "replicaRequirements": {"resourceRequest": {"cpu": "500m", "memory": "256Mi"}},
+            "schedulerName": scheduler,
+            "placement": placement
+        }
+    })
+}
+
+pub async fn rb_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "work.karmada.io",
+        "v1alpha2",
+        "ResourceBinding",
+    ));
+    Ok(Api::namespaced_with(env.client().await?, "default", &ar))
+}
+
+pub async fn cluster_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "cluster.karmada.io",
+        "v1alpha1",
+        "Cluster",
+    ));
+    Ok(Api::all_with(env.client().await?, &ar))
+}
+
+/// This scheduler, in process, until dropped.
+pub struct OurScheduler {
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl OurScheduler {
+    pub async fn start(env: &TestEnv, extra: &[&str]) -> anyhow::Result<Self> {
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_max_level(tracing::Level::INFO)
+            .try_init();
+        let mut args = vec![
+            format!("--kubeconfig={}", env.kubeconfig().display()),
+            "--leader-elect=false".to_string(),
+            "--metrics-bind-address=0".to_string(),
+            "--health-probe-bind-address=0".to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let Ok(Invocation::Run(opts)) = parse(&args) else {
+            anyhow::bail!("bad test flags {args:?}")
+        };
+        opts.validate()?;
+        let stop = CancellationToken::new();
+        let s2 = stop.clone();
+        let task =
+            tokio::spawn(async move { karmada_scheduler::daemon::run_until(*opts, s2).await });
+        Ok(Self {
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// Add whether the scheduler task ended (and why) to a failure.
+    pub fn explain(&self, e: anyhow::Error) -> anyhow::Error {
+        let finished = self.task.as_ref().is_some_and(|t| t.is_finished());
+        anyhow::anyhow!("{e:#} (our scheduler task finished: {finished})")
+    }
+
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        match self.task.take() {
+            Some(t) => t.await?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for OurScheduler {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+pub fn scheduled_condition(rb: &DynamicObject) -> Option<Value> {
+    rb.data
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Scheduled")
+        .cloned()
+}
+
+pub async fn wait_condition(rbs: &Api<DynamicObject>, name: &str) -> anyhow::Result<Value> {
+    wait_for(&format!("Scheduled condition of {name}"), WAIT, || async {
+        Ok(scheduled_condition(&rbs.get(name).await?))
+    })
+    .await
+}
+
+/// Wait until the binding has a `Scheduled` condition; return it.
+pub async fn wait_scheduled(rbs: &Api<DynamicObject>, name: &str) -> anyhow::Result<DynamicObject> {
+    wait_for(&format!("Scheduled condition of {name}"), WAIT, || async {
+        let rb = rbs.get(name).await?;
+        Ok(scheduled_condition(&rb).map(|_| rb))
+    })
+    .await
+}
+
+/// Wait until `status.schedulerObservedGeneration == metadata.generation` (or a failed
+/// condition newer than the change).
+pub async fn wait_generation_observed(
+    rbs: &Api<DynamicObject>,
+    name: &str,
+) -> anyhow::Result<DynamicObject> {
+    wait_for(&format!("observed generation of {name}"), WAIT, || async {
+        let rb = rbs.get(name).await?;
+        let g = rb.metadata.generation.unwrap_or_default();
+        let observed = rb
+            .data
+            .pointer("/status/schedulerObservedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        Ok((g == observed).then_some(rb))
+    })
+    .await
+}
+
+pub async fn patch_spec(rbs: &Api<DynamicObject>, name: &str, spec: Value) -> anyhow::Result<()> {
+    rbs.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": spec})),
+    )
+    .await?;
+    Ok(())
+}
+
+pub fn clusters_of(rb: &DynamicObject) -> Value {
+    rb.data
+        .pointer("/spec/clusters")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// Differences between the scheduler-written parts of two twins (empty when identical).
+pub fn differences(case: &str, ours: &DynamicObject, go: &DynamicObject) -> Vec<String> {
+    let ann = |o: &DynamicObject| {
+        o.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("policy.karmada.io/applied-placement"))
+            .cloned()
+    };
+    let cond = |o: &DynamicObject| {
+        scheduled_condition(o).map(|c| {
+            (
+                c["status"].clone(),
+                c["reason"].clone(),
+                c["message"].clone(),
+            )
+        })
+    };
+    let mut out = Vec::new();
+    let mut check = |what: &str, a: String, b: String| {
+        if a != b {
+            out.push(format!("{case}: {what}\n  ours: {a}\n  go:   {b}"));
+        }
+    };
+    check(
+        "spec.clusters",
+        clusters_of(ours).to_string(),
+        clusters_of(go).to_string(),
+    );
+    check(
+        "applied-placement",
+        format!("{:?}", ann(ours)),
+        format!("{:?}", ann(go)),
+    );
+    check(
+        "Scheduled condition",
+        format!("{:?}", cond(ours)),
+        format!("{:?}", cond(go)),
+    );
+    for field in [
+        "/status/schedulerObservedGeneration",
+        "/status/schedulerObservingAffinityName",
+    ] {
+        check(
+            field,
+            format!("{:?}", ours.data.pointer(field)),
+            format!("{:?}", go.data.pointer(field)),
+        );
+    }
+    out
+}
