@@ -906,6 +906,48 @@ mod tests {
         serde_json::from_value(base).unwrap()
     }
 
+    #[tokio::test]
+    async fn relists_are_diffed_against_what_is_known() {
+        use std::sync::Mutex;
+        let events: Vec<Result<Event<(String, u32)>, watcher::Error>> = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply(("a".into(), 1))),
+            Ok(Event::InitApply(("b".into(), 1))),
+            Ok(Event::InitDone),
+            Ok(Event::Apply(("c".into(), 1))),
+            Ok(Event::Delete(("a".into(), 1))),
+            // Disconnect, 410, relist: b changed, c deleted meanwhile, d added.
+            Ok(Event::Init),
+            Ok(Event::InitApply(("b".into(), 2))),
+            Ok(Event::InitApply(("d".into(), 1))),
+            Ok(Event::InitDone),
+        ];
+        let log = Mutex::new(Vec::new());
+        let (tx, rx) = tokio_watch::channel(false);
+        drive(
+            futures::stream::iter(events),
+            "test",
+            |o: &(String, u32)| o.0.clone(),
+            |o| log.lock().unwrap().push(format!("upsert {}@{}", o.0, o.1)),
+            |k| log.lock().unwrap().push(format!("remove {k}")),
+            tx,
+        )
+        .await;
+        assert!(*rx.borrow());
+        assert_eq!(
+            log.into_inner().unwrap(),
+            [
+                "upsert a@1",
+                "upsert b@1",
+                "upsert c@1",
+                "remove a",
+                "remove c",
+                "upsert b@2",
+                "upsert d@1"
+            ]
+        );
+    }
+
     #[test]
     fn cluster_update_rules() {
         let c1 = cluster(json!({}));

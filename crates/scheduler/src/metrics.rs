@@ -54,7 +54,7 @@ impl IncomingEvent {
 
 /// All metrics of the process and the registry that serves them.
 pub struct Metrics {
-    registry: Registry,
+    registry: std::sync::Mutex<Registry>,
     schedule_attempts: Family<Labels, Counter>,
     e2e_duration: HistogramFamily,
     algorithm_duration: HistogramFamily,
@@ -168,7 +168,7 @@ impl Metrics {
             queue_retries.clone(),
         );
         Self {
-            registry,
+            registry: std::sync::Mutex::new(registry),
             schedule_attempts,
             e2e_duration,
             algorithm_duration,
@@ -250,10 +250,18 @@ impl Metrics {
         }
     }
 
+    /// Let another component (the estimator client) add its metric families.
+    pub fn register(&self, f: impl FnOnce(&mut Registry)) {
+        f(&mut self.registry.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
     /// The text exposition of every metric.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
-        encode(&mut out, &self.registry)?;
+        encode(
+            &mut out,
+            &self.registry.lock().unwrap_or_else(|p| p.into_inner()),
+        )?;
         Ok(out)
     }
 }
