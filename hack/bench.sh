@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: this karmada-scheduler and the Go v1.18.2 one, at the same time,
+# against one local kube-apiserver (hack/local-up.sh via crates/testenv). Prints every figure
+# as Rust vs Go with the ratio, checks placement agreement, and writes a Markdown report, the
+# JSON results and a chart under docs/bench/.
+#
+# Usage: hack/bench.sh [--clusters N] [--bindings M] [--seed S] [--perf] [more karmada-bench flags]
+#        hack/bench.sh --help      (all flags of the bench binary)
+#
+# Default scale: 10 clusters x 1,000 bindings (a few minutes on 2 cores). Other scales:
+#   hack/bench.sh --clusters 1000 --bindings 10000
+# Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
+#              BENCH_NO_BUILD=1 skips building (binaries must exist).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,14p' "${BASH_SOURCE[0]}"
+  echo
+  exec cargo run -q --release -p karmada-bench -- --help
+fi
+
+if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
+  # The Go side: kube-apiserver, etcd, kubectl and the Go karmada-scheduler (built once,
+  # then only when the pinned versions change).
+  "${ROOT}/hack/build-tools.sh"
+  cargo build --release -p karmada-scheduler -p karmada-bench
+fi
+
+exec "${ROOT}/target/release/karmada-bench" \
+  --rust-bin "${ROOT}/target/release/karmada-scheduler" \
+  --go-bin "${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}/karmada-scheduler" \
+  "$@"

@@ -1,0 +1,239 @@
+//! `karmada-bench`: this karmada-scheduler and the Go v1.18.2 one, side by side on one
+//! kube-apiserver — placement agreement, throughput, latency, algorithm time and memory.
+//! Normally run through `hack/bench.sh`, which builds everything first.
+
+mod ceiling;
+mod chart;
+mod observe;
+mod procs;
+mod promtext;
+mod report;
+mod results;
+mod rng;
+mod run;
+mod stats;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+
+use crate::procs::CommonFlags;
+use crate::results::Run;
+
+/// Side-by-side benchmark of the Rust and Go karmada-schedulers.
+#[derive(Parser, Debug)]
+#[command(name = "karmada-bench")]
+struct Cli {
+    /// Number of Cluster objects.
+    #[arg(long, default_value_t = 10)]
+    clusters: usize,
+    /// Number of bindings (half for each scheduler; each is mirrored to the other later).
+    #[arg(long, default_value_t = 1000)]
+    bindings: usize,
+    /// Workload seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// `--kube-api-qps` of both schedulers (high by default so that the client limiter is not
+    /// what is measured).
+    #[arg(long, default_value_t = 5000.0)]
+    kube_api_qps: f64,
+    /// `--kube-api-burst` of both schedulers.
+    #[arg(long, default_value_t = 10000)]
+    kube_api_burst: u32,
+    /// Enable the accurate estimator in both schedulers, against this many real members with
+    /// Go estimators (0 = estimator disabled).
+    #[arg(long, default_value_t = 0)]
+    estimator: usize,
+    /// Extra flag given to both schedulers (repeatable), e.g. `--sched-flag=--feature-gates=WorkloadAffinity=true`.
+    #[arg(long = "sched-flag", allow_hyphen_values = true)]
+    sched_flags: Vec<String>,
+    /// Requests in flight while creating objects.
+    #[arg(long, default_value_t = 32)]
+    create_concurrency: usize,
+    /// Seconds per ceiling measurement.
+    #[arg(long, default_value_t = 6)]
+    ceiling_seconds: u64,
+    /// Requests in flight tried for the ceiling (comma separated).
+    #[arg(long, default_value = "16,64", value_delimiter = ',')]
+    ceiling_concurrency: Vec<usize>,
+    /// Fraction of workload pairs whose replicas change in the churn phase.
+    #[arg(long, default_value_t = 0.2)]
+    scale_fraction: f64,
+    /// Fraction of clusters tainted in the churn phase.
+    #[arg(long, default_value_t = 0.1)]
+    taint_fraction: f64,
+    /// Fraction of clusters deleted in the churn phase.
+    #[arg(long, default_value_t = 0.05)]
+    delete_fraction: f64,
+    /// Give up waiting for a phase after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    settle_timeout: u64,
+    /// No write for this long (ms) means settled.
+    #[arg(long, default_value_t = 2000)]
+    quiet_ms: u64,
+    /// The Rust scheduler binary.
+    #[arg(long)]
+    rust_bin: Option<PathBuf>,
+    /// The Go scheduler binary (default: _output/bin/karmada-scheduler).
+    #[arg(long)]
+    go_bin: Option<PathBuf>,
+    /// Record `perf` profiles of the Rust scheduler and the apiserver during the load phase.
+    #[arg(long)]
+    perf: bool,
+    /// Where the report, JSON results and chart go.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Print only; write nothing under the output directory.
+    #[arg(long)]
+    no_write: bool,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    format!(
+        "{} CPUs ({cpu}), {}",
+        sh("nproc", &[]),
+        sh("uname", &["-sr"])
+    )
+}
+
+/// Results already in `dir` (one per scale), plus `run`, ordered by scale.
+fn all_runs(dir: &Path, run: &Run) -> Vec<Run> {
+    let mut runs: Vec<Run> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.starts_with("results-") && n.ends_with(".json")
+        })
+        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .filter(|r: &Run| !(r.clusters == run.clusters && r.bindings == run.bindings))
+        .collect();
+    runs.push(run.clone());
+    runs.sort_by_key(|r| (r.clusters, r.bindings));
+    runs
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let root = repo_root();
+    let cfg = run::Config {
+        clusters: cli.clusters,
+        bindings: cli.bindings,
+        seed: cli.seed,
+        flags: CommonFlags {
+            qps: cli.kube_api_qps,
+            burst: cli.kube_api_burst,
+            estimator: cli.estimator > 0,
+            extra: cli.sched_flags.clone(),
+        },
+        estimator_members: cli.estimator,
+        create_concurrency: cli.create_concurrency,
+        ceiling_seconds: cli.ceiling_seconds,
+        ceiling_concurrency: cli.ceiling_concurrency.clone(),
+        scale_fraction: cli.scale_fraction,
+        taint_fraction: cli.taint_fraction,
+        delete_fraction: cli.delete_fraction,
+        settle_timeout: Duration::from_secs(cli.settle_timeout),
+        quiet: Duration::from_millis(cli.quiet_ms),
+        rust_bin: cli
+            .rust_bin
+            .clone()
+            .unwrap_or_else(|| root.join("target/release/karmada-scheduler")),
+        go_bin: cli.go_bin.clone(),
+        perf: cli.perf,
+    };
+    let mut result = run::run(&cfg).await?;
+    result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    result.machine = machine();
+    result.git_commit = sh(
+        "git",
+        &[
+            "-C",
+            &root.to_string_lossy(),
+            "rev-parse",
+            "--short",
+            "HEAD",
+        ],
+    );
+
+    println!("\n{}", report::targets(&result));
+    println!("{}", report::figures(&result));
+    for (title, a) in [
+        ("fresh", &result.agreement_fresh),
+        ("after churn", &result.agreement_after_churn),
+    ] {
+        println!(
+            "agreement ({title}): {}/{} = {:.2}%",
+            a.agree,
+            a.pairs,
+            a.ratio() * 100.0
+        );
+        for d in &a.disagreements {
+            println!(
+                "  {} [{}]\n    rust: {}  ({})\n    go:   {}  ({})",
+                d.binding, d.strategy, d.rust, d.rust_condition, d.go, d.go_condition
+            );
+        }
+    }
+    if cli.no_write {
+        return Ok(());
+    }
+    let out = cli
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("docs/bench"));
+    std::fs::create_dir_all(&out)?;
+    let tag = format!("{}c-{}b", result.clusters, result.bindings);
+    let json_path = out.join(format!("results-{tag}.json"));
+    std::fs::write(&json_path, serde_json::to_string_pretty(&result)? + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let runs = all_runs(&out, &result);
+    let points: Vec<chart::Point> = runs.iter().map(chart::Point::of).collect();
+    let scales: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} clusters × {} bindings", r.clusters, r.bindings))
+        .collect();
+    let chart_path = out.join("chart.png");
+    let step = chart::draw(&chart_path, &points)?;
+    let md = report::markdown(&result, "chart.png", step, &scales);
+    let md_path = out.join(format!("report-{tag}.md"));
+    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+    println!(
+        "\nwrote {}, {} and {}",
+        md_path.display(),
+        json_path.display(),
+        chart_path.display()
+    );
+    Ok(())
+}

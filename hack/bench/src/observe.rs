@@ -1,0 +1,274 @@
+//! What the bench sees of every binding, from its own watches on ResourceBindings and
+//! ClusterResourceBindings: when it was created (recorded by the bench just before the POST),
+//! when its `Scheduled` condition first appeared and first became `True`, its current
+//! `spec.clusters`, and how many times someone other than the bench wrote it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// `(cluster name, replicas)` pairs of `spec.clusters`, in the order written.
+pub type Placement = Vec<(String, i64)>;
+
+/// The watched state of one binding.
+#[derive(Clone, Debug, Default)]
+pub struct Obs {
+    /// Just before the bench's POST.
+    pub created_at: Option<Instant>,
+    pub scheduler: String,
+    pub generation: i64,
+    pub observed_generation: i64,
+    /// First time a `Scheduled` condition (any status) was seen.
+    pub decided_at: Option<Instant>,
+    /// First time `Scheduled=True` was seen.
+    pub true_at: Option<Instant>,
+    /// `(status, reason)` of the current `Scheduled` condition.
+    pub condition: Option<(String, String)>,
+    pub message: String,
+    pub clusters: Placement,
+    resource_version: String,
+    /// Watch events carrying a new resourceVersion after the first one (all writers).
+    pub modifications: u64,
+    /// Writes the bench itself made after creation (scale patches).
+    pub own_writes: u64,
+    /// When `status.schedulerObservedGeneration` first reached each value.
+    pub generation_reached: Vec<(i64, Instant)>,
+}
+
+impl Obs {
+    /// When `schedulerObservedGeneration` first reached at least `generation`.
+    pub fn reached(&self, generation: i64) -> Option<Instant> {
+        self.generation_reached
+            .iter()
+            .find(|(g, _)| *g >= generation)
+            .map(|(_, t)| *t)
+    }
+}
+
+/// Shared, watched state of all bindings, keyed `ns/name` (RB) or `name` (CRB).
+#[derive(Clone, Default)]
+pub struct Observer {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    bindings: HashMap<String, Obs>,
+    /// Last time a binding owned by each scheduler was modified by someone.
+    last_write: HashMap<String, Instant>,
+}
+
+pub fn rb_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "work.karmada.io",
+        "v1alpha2",
+        "ResourceBinding",
+    ))
+}
+
+pub fn crb_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "work.karmada.io",
+        "v1alpha2",
+        "ClusterResourceBinding",
+    ))
+}
+
+impl Observer {
+    /// Starts the two watches; returns once both have listed.
+    pub async fn start(client: &Client) -> anyhow::Result<Observer> {
+        let obs = Observer::default();
+        for (ar, namespaced) in [(rb_resource(), true), (crb_resource(), false)] {
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let o = obs.clone();
+            tokio::spawn(async move {
+                let mut tx = Some(tx);
+                let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+                while let Some(ev) = stream.next().await {
+                    match ev {
+                        Ok(Event::Apply(obj)) | Ok(Event::InitApply(obj)) => {
+                            o.apply(&obj, namespaced)
+                        }
+                        Ok(Event::InitDone) => {
+                            if let Some(tx) = tx.take() {
+                                let _ = tx.send(());
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            eprintln!("bench: watch error (retrying): {e}");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        }
+                    }
+                }
+            });
+            tokio::time::timeout(Duration::from_secs(60), rx)
+                .await
+                .map_err(|_| anyhow::anyhow!("the binding watch did not list within 60s"))??;
+        }
+        Ok(obs)
+    }
+
+    fn apply(&self, obj: &DynamicObject, namespaced: bool) {
+        let now = Instant::now();
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        let key = match (&obj.metadata.namespace, namespaced) {
+            (Some(ns), true) => format!("{ns}/{name}"),
+            _ => name,
+        };
+        let d = &obj.data;
+        let rv = obj.metadata.resource_version.clone().unwrap_or_default();
+        let scheduler = d
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            .unwrap_or("default-scheduler")
+            .to_string();
+        let observed = d
+            .pointer("/status/schedulerObservedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let cond = d
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Scheduled"))
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default().to_string(),
+                    c["reason"].as_str().unwrap_or_default().to_string(),
+                    c["message"].as_str().unwrap_or_default().to_string(),
+                )
+            });
+        let clusters = placement_of(d);
+        let mut inner = self.inner.lock().expect("observer lock");
+        let e = inner.bindings.entry(key).or_default();
+        if !e.resource_version.is_empty() && e.resource_version != rv {
+            e.modifications += 1;
+        }
+        let changed = e.resource_version != rv;
+        e.resource_version = rv;
+        e.scheduler = scheduler.clone();
+        e.generation = obj.metadata.generation.unwrap_or(0);
+        if observed > e.observed_generation {
+            e.generation_reached.push((observed, now));
+        }
+        e.observed_generation = observed;
+        if let Some((status, reason, message)) = cond {
+            e.decided_at.get_or_insert(now);
+            if status == "True" {
+                e.true_at.get_or_insert(now);
+            }
+            e.condition = Some((status, reason));
+            e.message = message;
+        }
+        e.clusters = clusters;
+        if changed {
+            inner.last_write.insert(scheduler, now);
+        }
+    }
+
+    /// Records the creation instant of `key` (call just before the POST).
+    pub fn created(&self, key: &str, scheduler: &str) {
+        let mut inner = self.inner.lock().expect("observer lock");
+        let e = inner.bindings.entry(key.to_string()).or_default();
+        e.created_at = Some(Instant::now());
+        e.scheduler = scheduler.to_string();
+    }
+
+    /// Counts a write the bench made to `key` after creation.
+    pub fn own_write(&self, key: &str) {
+        let mut inner = self.inner.lock().expect("observer lock");
+        inner
+            .bindings
+            .entry(key.to_string())
+            .or_default()
+            .own_writes += 1;
+    }
+
+    /// A copy of one binding's state.
+    pub fn get(&self, key: &str) -> Option<Obs> {
+        self.inner
+            .lock()
+            .expect("observer lock")
+            .bindings
+            .get(key)
+            .cloned()
+    }
+
+    /// Copies of several bindings' states (absent keys give a default entry).
+    pub fn snapshot(&self, keys: &[String]) -> Vec<Obs> {
+        let inner = self.inner.lock().expect("observer lock");
+        keys.iter()
+            .map(|k| inner.bindings.get(k).cloned().unwrap_or_default())
+            .collect()
+    }
+
+    /// Last write by anyone to a binding owned by `scheduler`.
+    pub fn last_write(&self, scheduler: &str) -> Option<Instant> {
+        self.inner
+            .lock()
+            .expect("observer lock")
+            .last_write
+            .get(scheduler)
+            .copied()
+    }
+
+    /// Waits until `done` holds for every key, then until the bindings of `schedulers` have
+    /// been quiet (no write) for `quiet`; gives up after `timeout`. Returns whether every key
+    /// was done.
+    pub async fn settle(
+        &self,
+        keys: &[String],
+        schedulers: &[&str],
+        done: impl Fn(&Obs) -> bool,
+        quiet: Duration,
+        timeout: Duration,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut all_done = false;
+        loop {
+            let now = Instant::now();
+            if !all_done {
+                let inner = self.inner.lock().expect("observer lock");
+                all_done = keys
+                    .iter()
+                    .all(|k| inner.bindings.get(k).is_some_and(&done));
+            }
+            if all_done {
+                let last = schedulers.iter().filter_map(|s| self.last_write(s)).max();
+                if last.is_none_or(|t| now.duration_since(t) >= quiet) {
+                    return true;
+                }
+            }
+            if now > deadline {
+                return all_done;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// `spec.clusters` of a binding as `(name, replicas)` pairs.
+pub fn placement_of(d: &Value) -> Placement {
+    d.pointer("/spec/clusters")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["replicas"].as_i64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,488 @@
+//! The Markdown report of one run, and the console summary (the same table).
+
+use std::fmt::Write as _;
+
+use crate::results::{Agreement, Hist, Phase, Run};
+
+fn f(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "–".into(),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+fn ms(s: Option<f64>) -> Option<f64> {
+    s.map(|x| x * 1000.0)
+}
+
+fn mib(kib: u64) -> Option<f64> {
+    (kib > 0).then(|| kib as f64 / 1024.0)
+}
+
+/// The p99 used for the algorithm-latency target: the sum of the per-step p99s (an upper
+/// bound of the p99 of a whole attempt; the histograms are per step).
+pub fn algo_p99_sum(h: &std::collections::BTreeMap<String, Hist>) -> Option<f64> {
+    let v: Vec<f64> = h.values().filter_map(|x| x.p99_s).collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
+/// Writes per binding at first scheduling.
+pub fn writes_per_binding(r: &Run) -> f64 {
+    r.rust.binding_writes_per_binding + r.rust.event_writes_per_binding
+}
+
+/// (figure, rust, go, digits, ratio as rust/go).
+type RowData = (String, Option<f64>, Option<f64>, usize, bool);
+
+struct Row<'a> {
+    what: &'a str,
+    rust: Option<f64>,
+    go: Option<f64>,
+    digits: usize,
+    /// Ratio printed as rust/go (true) or go/rust (false).
+    rust_over_go: bool,
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut s = String::from("| figure | Rust | Go | ratio |\n|---|---:|---:|---:|\n");
+    for r in rows {
+        let rt = if r.rust_over_go {
+            ratio(r.rust, r.go)
+        } else {
+            format!("{} (Go/Rust)", ratio(r.go, r.rust))
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            r.what,
+            f(r.rust, r.digits),
+            f(r.go, r.digits),
+            rt
+        );
+    }
+    s
+}
+
+fn phase_rows<'a>(name: &str, r: &'a Phase, g: &'a Phase, out: &mut Vec<RowData>) {
+    out.push((
+        format!("{name}: completions/s, steady (10–90 %)"),
+        r.steady_rate_per_s,
+        g.steady_rate_per_s,
+        1,
+        true,
+    ));
+    out.push((
+        format!("{name}: completions/s, whole phase"),
+        r.whole_rate_per_s,
+        g.whole_rate_per_s,
+        1,
+        true,
+    ));
+    out.push((
+        format!("{name}: latency p50 (ms)"),
+        r.latency_p50_ms,
+        g.latency_p50_ms,
+        1,
+        false,
+    ));
+    out.push((
+        format!("{name}: latency p99 (ms)"),
+        r.latency_p99_ms,
+        g.latency_p99_ms,
+        1,
+        false,
+    ));
+    out.push((
+        format!("{name}: done / bindings"),
+        Some(r.done as f64),
+        Some(g.done as f64),
+        0,
+        true,
+    ));
+}
+
+/// The main comparison table (Markdown).
+pub fn figures(run: &Run) -> String {
+    let (r, g) = (&run.rust, &run.go);
+    let mut rows: Vec<RowData> = Vec::new();
+    phase_rows("load", &r.load, &g.load, &mut rows);
+    phase_rows("mirror", &r.mirror, &g.mirror, &mut rows);
+    phase_rows("churn/scale", &r.scale, &g.scale, &mut rows);
+    rows.push((
+        "churn/taint: attempts".into(),
+        Some(r.taint.attempts),
+        Some(g.taint.attempts),
+        0,
+        true,
+    ));
+    rows.push((
+        "churn/taint: settle (s)".into(),
+        r.taint.settle_s,
+        g.taint.settle_s,
+        2,
+        false,
+    ));
+    rows.push((
+        "churn/delete: attempts".into(),
+        Some(r.delete.attempts),
+        Some(g.delete.attempts),
+        0,
+        true,
+    ));
+    rows.push((
+        "churn/delete: settle (s)".into(),
+        r.delete.settle_s,
+        g.delete.settle_s,
+        2,
+        false,
+    ));
+    for (step, h) in &r.algorithm {
+        let gh = g.algorithm.get(step).cloned().unwrap_or_default();
+        rows.push((
+            format!("algorithm {step}: p50 (ms)"),
+            ms(h.p50_s),
+            ms(gh.p50_s),
+            3,
+            false,
+        ));
+        rows.push((
+            format!("algorithm {step}: p99 (ms)"),
+            ms(h.p99_s),
+            ms(gh.p99_s),
+            3,
+            false,
+        ));
+        rows.push((
+            format!("algorithm {step}: mean (ms)"),
+            ms(h.mean_s),
+            ms(gh.mean_s),
+            4,
+            false,
+        ));
+    }
+    rows.push((
+        "algorithm, sum of step p99s (ms)".into(),
+        ms(algo_p99_sum(&r.algorithm)),
+        ms(algo_p99_sum(&g.algorithm)),
+        3,
+        false,
+    ));
+    rows.push((
+        "algorithm, mean per attempt (ms)".into(),
+        ms(r.algorithm_mean_total_s),
+        ms(g.algorithm_mean_total_s),
+        4,
+        false,
+    ));
+    rows.push((
+        "e2e scheduling p50 (ms)".into(),
+        ms(r.e2e.p50_s),
+        ms(g.e2e.p50_s),
+        2,
+        false,
+    ));
+    rows.push((
+        "e2e scheduling p99 (ms)".into(),
+        ms(r.e2e.p99_s),
+        ms(g.e2e.p99_s),
+        2,
+        false,
+    ));
+    rows.push((
+        "scheduling attempts (whole run)".into(),
+        Some(r.attempts_total),
+        Some(g.attempts_total),
+        0,
+        true,
+    ));
+    rows.push((
+        "binding writes per binding (load)".into(),
+        Some(r.binding_writes_per_binding),
+        Some(g.binding_writes_per_binding),
+        2,
+        true,
+    ));
+    rows.push((
+        "event writes per binding (load)".into(),
+        Some(r.event_writes_per_binding),
+        Some(g.event_writes_per_binding),
+        2,
+        true,
+    ));
+    rows.push((
+        "CPU seconds, load phase".into(),
+        Some(r.cpu_load_s),
+        Some(g.cpu_load_s),
+        2,
+        true,
+    ));
+    rows.push((
+        "CPU seconds, whole run".into(),
+        Some(r.cpu_total_s),
+        Some(g.cpu_total_s),
+        2,
+        true,
+    ));
+    rows.push((
+        "peak RSS (MiB, VmHWM)".into(),
+        mib(r.rss_peak_kib),
+        mib(g.rss_peak_kib),
+        1,
+        true,
+    ));
+    rows.push((
+        "steady RSS at rest (MiB, VmRSS)".into(),
+        mib(r.rss_steady_kib),
+        mib(g.rss_steady_kib),
+        1,
+        true,
+    ));
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|(w, a, b, d, o)| Row {
+            what: w,
+            rust: *a,
+            go: *b,
+            digits: *d,
+            rust_over_go: *o,
+        })
+        .collect();
+    table(&rows)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "**missed**" }
+}
+
+/// The targets of issue 6, measured in this run.
+pub fn targets(run: &Run) -> String {
+    let (r, g) = (&run.rust, &run.go);
+    let mut s = String::from("| target | measured | verdict |\n|---|---|---|\n");
+    let rr = r.load.steady_rate_per_s.unwrap_or(0.0);
+    let gr = g.load.steady_rate_per_s.unwrap_or(0.0);
+    let x = if gr > 0.0 { rr / gr } else { f64::NAN };
+    let _ = writeln!(
+        s,
+        "| ≥ 10× the Go scheduler's bindings/s (equal QPS settings) | {x:.2}× ({rr:.1} vs {gr:.1}/s) | {} (by {:.1}×) |",
+        verdict(x >= 10.0),
+        if x >= 10.0 { x / 10.0 } else { 10.0 / x }
+    );
+    let wpb = writes_per_binding(run);
+    let bound = if wpb > 0.0 {
+        0.9 * run.patch_ceiling_per_s / wpb
+    } else {
+        f64::NAN
+    };
+    let _ = writeln!(
+        s,
+        "| ≥ 90 % of PATCH ceiling / writes per binding | {rr:.1}/s vs 0.9 × {:.0} / {wpb:.2} = {bound:.1}/s ({:.0} % of the ceiling bound) | {} |",
+        run.patch_ceiling_per_s,
+        if bound > 0.0 {
+            rr / (bound / 0.9) * 100.0
+        } else {
+            f64::NAN
+        },
+        verdict(rr >= bound)
+    );
+    let rp = algo_p99_sum(&r.algorithm);
+    let gp = algo_p99_sum(&g.algorithm);
+    let px = match (rp, gp) {
+        (Some(a), Some(b)) if a > 0.0 => b / a,
+        _ => f64::NAN,
+    };
+    let rm = r.algorithm_mean_total_s;
+    let gm = g.algorithm_mean_total_s;
+    let mx = match (rm, gm) {
+        (Some(a), Some(b)) if a > 0.0 => b / a,
+        _ => f64::NAN,
+    };
+    let _ = writeln!(
+        s,
+        "| p99 algorithm latency ≥ 10× lower | {px:.2}× lower (sum of step p99s {} vs {} ms); means: {mx:.1}× lower ({} vs {} ms) | {} |",
+        f(ms(rp), 3),
+        f(ms(gp), 3),
+        f(ms(rm), 4),
+        f(ms(gm), 4),
+        verdict(px >= 10.0)
+    );
+    let mr = if g.rss_peak_kib > 0 {
+        r.rss_peak_kib as f64 / g.rss_peak_kib as f64
+    } else {
+        f64::NAN
+    };
+    let at = run.clusters == 1000 && run.bindings == 10000;
+    let _ = writeln!(
+        s,
+        "| ≤ 1/3 of Go's peak RSS (at 1,000 clusters × 10,000 bindings) | {:.2} ({} vs {} MiB){} | {} |",
+        mr,
+        f(mib(r.rss_peak_kib), 1),
+        f(mib(g.rss_peak_kib), 1),
+        if at {
+            ""
+        } else {
+            " — at this scale, for information"
+        },
+        verdict(mr <= 1.0 / 3.0)
+    );
+    s
+}
+
+fn agreement(title: &str, a: &Agreement) -> String {
+    let mut s = format!(
+        "### {title}\n\n{}/{} pairs agree ({:.2} %); {} of them differ only in the order of `spec.clusters`, {} only in the `Scheduled` reason.\n\n",
+        a.agree,
+        a.pairs,
+        a.ratio() * 100.0,
+        a.order_only,
+        a.condition_differs
+    );
+    if !a.disagreements.is_empty() {
+        s += "| binding | strategy | Rust | Go | Rust condition | Go condition |\n|---|---|---|---|---|---|\n";
+        for d in a.disagreements.iter().take(50) {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                d.binding,
+                d.strategy,
+                d.rust,
+                d.go,
+                d.rust_condition.replace('|', "\\|"),
+                d.go_condition.replace('|', "\\|")
+            );
+        }
+        if a.disagreements.len() > 50 {
+            let _ = writeln!(
+                s,
+                "\n… and {} more (see the JSON results).",
+                a.disagreements.len() - 50
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The whole Markdown report.
+pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# karmada-scheduler: Rust vs Go v1.18.2 — {} clusters × {} bindings\n",
+        run.clusters, run.bindings
+    );
+    let _ = writeln!(
+        s,
+        "Run {} on {} (commit `{}`), seed {}. Both schedulers ran at the same time against one kube-apiserver \
+        with `--kube-api-qps={} --kube-api-burst={} --enable-scheduler-estimator={}`{}; each owned half of the bindings \
+        through `--scheduler-name` (`bench-rust`, `bench-go`). Reproduce: `hack/bench.sh --clusters {} --bindings {} --seed {}`.\n",
+        run.date,
+        run.machine,
+        run.git_commit,
+        run.seed,
+        run.kube_api_qps,
+        run.kube_api_burst,
+        run.estimator,
+        if run.extra_flags.is_empty() {
+            String::new()
+        } else {
+            format!(" `{}`", run.extra_flags.join(" "))
+        },
+        run.clusters,
+        run.bindings,
+        run.seed
+    );
+    s += "## Targets\n\n";
+    s += &targets(run);
+    s += "\n## Figures (Rust vs Go, same run)\n\n";
+    s += &figures(run);
+    let _ = writeln!(
+        s,
+        "\nApiserver ceiling: {:.0} status PATCHes/s with a tight client ({}). \
+        Creator: {:.0} bindings/s. Load phase: {:.1} s wall; CPU seconds used meanwhile: kube-apiserver {:.1}, etcd {:.1}, \
+        Rust scheduler {:.1}, Go scheduler {:.1}.\n",
+        run.patch_ceiling_per_s,
+        run.patch_ceiling_by_concurrency
+            .iter()
+            .map(|(c, r)| format!("{r:.0}/s with {c} in flight"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        run.create_rate_per_s,
+        run.load_wall_s,
+        run.apiserver_cpu_load_s,
+        run.etcd_cpu_load_s,
+        run.rust.cpu_load_s,
+        run.go.cpu_load_s
+    );
+    s += "## Placement agreement\n\n";
+    s += "After the load phase settled, every binding was created again with the same spec for the other scheduler \
+        (name suffix `-m`), and the two `spec.clusters` compared as sets of (cluster, replicas). The churn was then \
+        applied to both members of each pair, and the pairs compared again.\n\n";
+    s += &agreement("Fresh placements", &run.agreement_fresh);
+    s += &agreement("After churn", &run.agreement_after_churn);
+    let _ = writeln!(
+        s,
+        "Churn: {} pairs scaled, then {} clusters tainted (`NoSchedule`), then {} clusters deleted \
+        (held terminating by a finalizer), each step settled before the next.\n",
+        run.churn.scaled_pairs, run.churn.tainted_clusters, run.churn.deleted_clusters
+    );
+    s += "## Chart\n\n";
+    let _ = writeln!(s, "![throughput and p99 latency per scale]({chart_file})\n");
+    let _ = writeln!(
+        s,
+        "Orange: Rust; blue: Go. One pair of bars per scale, left to right: {}. Left panel: load-phase \
+        bindings/s (steady, 10–90 %), linear, a gridline every {step} bindings/s. Right panel: load-phase p99 latency \
+        from creation to `Scheduled=True`, log scale, a gridline per decade from 1 ms (bottom) to 1000 s (top).\n",
+        scales.join(", ")
+    );
+    s += "## Method\n\n";
+    s += METHOD;
+    if let Some(p) = &run.profile_rust {
+        let _ = writeln!(
+            s,
+            "\n## Profile of the Rust scheduler during the load phase (`perf`, self time)\n\n```\n{p}\n```\n"
+        );
+    }
+    if let Some(p) = &run.profile_apiserver {
+        let _ = writeln!(
+            s,
+            "\n## Profile of kube-apiserver during the load phase (`perf`, self time)\n\n```\n{p}\n```\n"
+        );
+    }
+    s
+}
+
+const METHOD: &str = "\
+* Control plane: `crates/testenv` (hack/local-up.sh) — etcd and kube-apiserver on loopback with the Karmada CRDs and \
+the project's Cluster CRD. Clusters are created directly, with their status through the status subresource; no member \
+clusters run unless `--estimator` is given.
+* Workload: `hack/bench/src/workload.rs`, seeded: clusters with providers, regions, zones, env/tier/team labels, \
+taints of the three effects, resource summaries in several quantity formats, resource models on some; bindings \
+(ResourceBindings and ClusterResourceBindings) for Deployments, StatefulSets, Jobs, a CRD kind and non-workloads, with \
+Duplicated, Aggregated, static-weight, dynamic-weight and plain Weighted division, cluster affinities (label and \
+field selectors, names, exclusions), ordered affinity terms, spread constraints by cluster/region/zone/provider, \
+tolerations and workload affinity groups.
+* Load: the bench creates all bindings as fast as its creator goes (the two halves interleaved) while both \
+schedulers run, and watches them. A binding is *done* when its `Scheduled` condition first appears; latency is from \
+just before its POST to the watch event showing `Scheduled=True`. Steady throughput is the completion rate between \
+the 10th and 90th percentile of completion times.
+* Writes per binding: watch events on the binding after its creation (every PATCH that changed it) plus Event writes \
+(sum of `count` of the Events whose `source` is the scheduler), in the load phase. The apiserver ceiling is the best \
+rate of status merge-PATCHes (each one a real change) from a client without rate limit, measured before the \
+schedulers start.
+* Churn: `spec.replicas` changed on both members of some pairs (done when `status.schedulerObservedGeneration` \
+reaches the new generation); a `NoSchedule` taint added to some clusters; some clusters deleted while a finalizer \
+holds them. Taint and deletion steps are timed until the bindings are quiet; attempts come from \
+`karmada_scheduler_schedule_attempts_total`.
+* Algorithm latency: `karmada_scheduler_scheduling_algorithm_duration_seconds` scraped from both `/metrics` at the end; \
+quantiles are interpolated inside the buckets (0.001 s × 2^k, as upstream), so values under 1 ms are bucket-bound; \
+the means (`_sum / _count`) are exact.
+* Memory: VmHWM (peak) from `/proc/<pid>/status` and VmRSS sampled every 250 ms; steady is the mean over 3 s at rest \
+at the end of the run.
+";

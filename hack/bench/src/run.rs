@@ -1,0 +1,1016 @@
+//! The phases of one run: control plane, objects, PATCH ceiling, both schedulers, load,
+//! mirrors and agreement, churn, agreement again, memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Namespace};
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+use testenv::TestEnv;
+use tokio::time::Instant;
+
+use crate::observe::{Obs, Observer, crb_resource, rb_resource};
+use crate::procs::{CommonFlags, RssSampler, Sched, cpu_seconds, memory_kib};
+use crate::promtext::{self, Histogram};
+use crate::results::{Agreement, ChurnPlan, Disagreement, Hist, Phase, Quiet, Run, Side};
+use crate::rng::Rng;
+use crate::stats;
+use crate::workload::{self, NAMESPACES, Workload};
+
+const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
+const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
+const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
+const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
+const MIRROR: &str = "-m";
+const HOLD: &str = "bench.karmada.io/hold";
+
+/// Everything the command line decides.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub clusters: usize,
+    pub bindings: usize,
+    pub seed: u64,
+    pub flags: CommonFlags,
+    pub estimator_members: usize,
+    pub create_concurrency: usize,
+    pub ceiling_seconds: u64,
+    pub ceiling_concurrency: Vec<usize>,
+    pub scale_fraction: f64,
+    pub taint_fraction: f64,
+    pub delete_fraction: f64,
+    pub settle_timeout: Duration,
+    pub quiet: Duration,
+    pub rust_bin: PathBuf,
+    pub go_bin: Option<PathBuf>,
+    pub perf: bool,
+}
+
+fn log(start: Instant, msg: impl AsRef<str>) {
+    eprintln!(
+        "[bench +{:>6.1}s] {}",
+        start.elapsed().as_secs_f64(),
+        msg.as_ref()
+    );
+}
+
+fn cluster_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "cluster.karmada.io",
+        "v1alpha1",
+        "Cluster",
+    ))
+}
+
+fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
+        None => Api::all_with(client.clone(), &crb_resource()),
+    }
+}
+
+/// Runs every phase and returns the figures.
+pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
+    let t0 = Instant::now();
+    let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
+    let go_bin = cfg
+        .go_bin
+        .clone()
+        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
+    anyhow::ensure!(
+        cfg.rust_bin.is_file(),
+        "{} not found: build it with `cargo build --release -p karmada-scheduler`",
+        cfg.rust_bin.display()
+    );
+    log(t0, "starting the control plane (hack/local-up.sh)");
+    let mut env = TestEnv::builder()
+        .tools(tools)
+        .members(cfg.estimator_members)
+        .nodes_per_member(2)
+        .start()
+        .await?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        env.keep_state_on_drop();
+    }
+    log(
+        t0,
+        format!("control plane up, state in {}", env.state_dir().display()),
+    );
+    let client = env.client().await?;
+    let pid_of = |name: &str| -> anyhow::Result<u32> {
+        let p = env.state_dir().join("pids").join(format!("{name}.pid"));
+        Ok(std::fs::read_to_string(&p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .trim()
+            .parse()?)
+    };
+    let apiserver_pid = pid_of("karmada-apiserver")?;
+    let etcd_pid = pid_of("etcd")?;
+
+    // Objects.
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for ns in NAMESPACES {
+        let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
+        nss.create(&PostParams::default(), &obj).await?;
+    }
+    let wl = workload::generate(cfg.seed, cfg.clusters, cfg.bindings);
+    create_clusters(&client, &wl.clusters, cfg.create_concurrency).await?;
+    log(
+        t0,
+        format!("{} clusters created with status", wl.clusters.len()),
+    );
+
+    let observer = Observer::start(&client).await?;
+
+    // The ceiling, before any scheduler runs.
+    let mut ceiling_by = BTreeMap::new();
+    let mut ceiling: f64 = 0.0;
+    for &c in &cfg.ceiling_concurrency {
+        let r = crate::ceiling::measure(
+            &client,
+            NAMESPACES[0],
+            c,
+            Duration::from_secs(cfg.ceiling_seconds),
+        )
+        .await?;
+        log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
+        ceiling_by.insert(c.to_string(), r);
+        ceiling = ceiling.max(r);
+    }
+
+    // Both schedulers, same flags.
+    let mut rust = Sched::spawn(&env, "rust", &cfg.rust_bin, &cfg.flags)?;
+    let mut go = Sched::spawn(&env, "go", &go_bin, &cfg.flags)?;
+    rust.wait_healthy(Duration::from_secs(60)).await?;
+    go.wait_healthy(Duration::from_secs(60)).await?;
+    let (sampler, sampler_task) = RssSampler::start(
+        vec![rust.pid(), go.pid(), apiserver_pid, etcd_pid],
+        Duration::from_millis(250),
+    );
+    // Canaries prove both have synced their caches and write.
+    let canary_keys = canaries(&client, &observer, &wl, &[&rust.name, &go.name]).await?;
+    if !observer
+        .settle(
+            &canary_keys,
+            &[],
+            |o| o.decided_at.is_some(),
+            Duration::ZERO,
+            Duration::from_secs(120),
+        )
+        .await
+    {
+        let mut why = String::new();
+        for s in [&rust, &go] {
+            why += &format!("\n--- {} log:\n{}", s.label, s.proc.log_tail(30));
+        }
+        anyhow::bail!("the canary bindings were not scheduled within 120s{why}");
+    }
+    log(t0, "both schedulers are up and scheduling");
+
+    let sides = [rust.name.clone(), go.name.clone()];
+    let rs_only = [sides[0].as_str()];
+    let go_only = [sides[1].as_str()];
+    let owner = |j: usize| -> &str { &sides[j % 2] };
+    let other = |j: usize| -> &str { &sides[(j + 1) % 2] };
+
+    // ---- Load: all originals, as fast as the creator goes.
+    let ev0 = event_writes(&client, &sides).await?;
+    let cpu0 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
+    let perf = if cfg.perf {
+        start_perf(&env, &[("rust", rust.pid()), ("apiserver", apiserver_pid)])
+    } else {
+        vec![]
+    };
+    let load_start = Instant::now();
+    let originals: Vec<(String, String, Value)> = wl
+        .bindings
+        .iter()
+        .enumerate()
+        .map(|(j, b)| (b.key(""), owner(j).to_string(), b.object("", owner(j))))
+        .collect();
+    create_bindings(&client, &observer, &originals, cfg.create_concurrency).await?;
+    let create_rate = originals.len() as f64 / load_start.elapsed().as_secs_f64();
+    log(
+        t0,
+        format!(
+            "{} bindings created ({create_rate:.0}/s); waiting for both schedulers",
+            originals.len()
+        ),
+    );
+    let load_rust = keys_of(&originals, &sides[0]);
+    let load_go = keys_of(&originals, &sides[1]);
+    let decided = |o: &Obs| o.decided_at.is_some();
+    let (ok_r, ok_g) = tokio::join!(
+        observer.settle(&load_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&load_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+    );
+    let profiles = stop_perf(perf).await;
+    let load_wall = load_start.elapsed().as_secs_f64();
+    let cpu1 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
+    let ev1 = event_writes(&client, &sides).await?;
+    rust.check_alive()?;
+    go.check_alive()?;
+    let load_r = creation_phase(&observer, &load_rust, load_start, ok_r);
+    let load_g = creation_phase(&observer, &load_go, load_start, ok_g);
+    log(
+        t0,
+        format!(
+            "load: rust {:.0}/s p99 {:.0} ms, go {:.0}/s p99 {:.0} ms",
+            load_r.steady_rate_per_s.unwrap_or(0.0),
+            load_r.latency_p99_ms.unwrap_or(0.0),
+            load_g.steady_rate_per_s.unwrap_or(0.0),
+            load_g.latency_p99_ms.unwrap_or(0.0)
+        ),
+    );
+    let writes = |keys: &[String]| -> f64 {
+        let s = observer.snapshot(keys);
+        s.iter()
+            .map(|o| (o.modifications - o.own_writes) as f64)
+            .sum::<f64>()
+            / keys.len().max(1) as f64
+    };
+    let bw_r = writes(&load_rust);
+    let bw_g = writes(&load_go);
+    let evw_r = (ev1[0] - ev0[0]) / load_rust.len().max(1) as f64;
+    let evw_g = (ev1[1] - ev0[1]) / load_go.len().max(1) as f64;
+
+    // ---- Mirrors: every binding again, for the other scheduler, same spec.
+    let mirrors: Vec<(String, String, Value)> = wl
+        .bindings
+        .iter()
+        .enumerate()
+        .map(|(j, b)| {
+            (
+                b.key(MIRROR),
+                other(j).to_string(),
+                b.object(MIRROR, other(j)),
+            )
+        })
+        .collect();
+    let mirror_start = Instant::now();
+    create_bindings(&client, &observer, &mirrors, cfg.create_concurrency).await?;
+    let mir_rust = keys_of(&mirrors, &sides[0]);
+    let mir_go = keys_of(&mirrors, &sides[1]);
+    let (ok_r, ok_g) = tokio::join!(
+        observer.settle(&mir_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&mir_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+    );
+    let mirror_r = creation_phase(&observer, &mir_rust, mirror_start, ok_r);
+    let mirror_g = creation_phase(&observer, &mir_go, mirror_start, ok_g);
+    let fresh = agreement(&observer, &wl, &sides[0]);
+    log(
+        t0,
+        format!(
+            "agreement on fresh placements: {}/{} ({:.2}%)",
+            fresh.agree,
+            fresh.pairs,
+            fresh.ratio() * 100.0
+        ),
+    );
+
+    // ---- Churn.
+    let mut crng = Rng::new(cfg.seed).fork("churn");
+    // (a) scale changes on pairs of workloads.
+    let workloads: Vec<usize> = (0..wl.bindings.len())
+        .filter(|j| {
+            wl.bindings[*j]
+                .spec
+                .get("replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                > 0
+        })
+        .collect();
+    let chosen = crng.sample(
+        workloads.len(),
+        (workloads.len() as f64 * cfg.scale_fraction).round() as usize,
+    );
+    let mut scale_targets: Vec<(String, String, Option<String>, String, i64)> = Vec::new();
+    for i in chosen {
+        let b = &wl.bindings[workloads[i]];
+        let r = b.spec["replicas"].as_i64().unwrap_or(1);
+        let delta = if crng.chance(0.6) {
+            crng.range(1, r.max(1))
+        } else {
+            -crng.range(1, (r / 2).max(1))
+        };
+        let new = (r + delta).max(1);
+        for suffix in ["", MIRROR] {
+            scale_targets.push((
+                b.key(suffix),
+                format!("{}{suffix}", b.name),
+                b.namespace.clone(),
+                String::new(),
+                new,
+            ));
+        }
+    }
+    let scale_start = Instant::now();
+    let targets =
+        patch_replicas(&client, &observer, &scale_targets, cfg.create_concurrency).await?;
+    let scale_keys_r: Vec<String> = targets
+        .keys()
+        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[0]))
+        .cloned()
+        .collect();
+    let scale_keys_g: Vec<String> = targets
+        .keys()
+        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[1]))
+        .cloned()
+        .collect();
+    let scale_settle = |keys: Vec<String>, s: String| {
+        let observer = observer.clone();
+        let targets = targets.clone();
+        async move {
+            settle_keys(
+                &observer,
+                &keys,
+                &s,
+                |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
+                cfg.quiet,
+                cfg.settle_timeout,
+            )
+            .await
+        }
+    };
+    let (ok_r, ok_g) = tokio::join!(
+        scale_settle(scale_keys_r.clone(), sides[0].clone()),
+        scale_settle(scale_keys_g.clone(), sides[1].clone()),
+    );
+    let scale_r = scale_phase(&observer, &scale_keys_r, &targets, scale_start, ok_r);
+    let scale_g = scale_phase(&observer, &scale_keys_g, &targets, scale_start, ok_g);
+    log(
+        t0,
+        format!(
+            "scale churn ({} bindings): rust {}/{} done, go {}/{} done",
+            targets.len(),
+            scale_r.done,
+            scale_r.bindings,
+            scale_g.done,
+            scale_g.bindings
+        ),
+    );
+
+    // (b) taints on some clusters.
+    let taint_idx = crng.sample(
+        wl.clusters.len(),
+        ((wl.clusters.len() as f64 * cfg.taint_fraction).round() as usize).max(1),
+    );
+    let m_before = scrape_both(&rust, &go).await?;
+    let t_start = Instant::now();
+    let capi: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
+    for &i in &taint_idx {
+        let c = &wl.clusters[i];
+        let mut taints = c["spec"]["taints"].as_array().cloned().unwrap_or_default();
+        taints.push(
+            json!({"key": "bench.karmada.io/churn", "value": "taint", "effect": "NoSchedule"}),
+        );
+        let name = c["metadata"]["name"].as_str().unwrap_or_default();
+        capi.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"taints": taints}})),
+        )
+        .await
+        .with_context(|| format!("tainting cluster {name}"))?;
+    }
+    wait_quiet(&observer, &sides, t_start, cfg.quiet, cfg.settle_timeout).await;
+    let m_after = scrape_both(&rust, &go).await?;
+    let taint_q = [
+        quiet_phase(&observer, &sides[0], t_start, &m_before[0], &m_after[0]),
+        quiet_phase(&observer, &sides[1], t_start, &m_before[1], &m_after[1]),
+    ];
+    log(
+        t0,
+        format!("taint churn on {} clusters settled", taint_idx.len()),
+    );
+
+    // (c) cluster deletions, held by a finalizer so that schedulers see them terminating.
+    let del_idx = crng.sample(
+        wl.clusters.len(),
+        ((wl.clusters.len() as f64 * cfg.delete_fraction).round() as usize).max(1),
+    );
+    for &i in &del_idx {
+        let name = wl.clusters[i]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        capi.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"finalizers": [HOLD]}})),
+        )
+        .await?;
+    }
+    let m_before = scrape_both(&rust, &go).await?;
+    let d_start = Instant::now();
+    for &i in &del_idx {
+        let name = wl.clusters[i]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        capi.delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting cluster {name}"))?;
+    }
+    wait_quiet(&observer, &sides, d_start, cfg.quiet, cfg.settle_timeout).await;
+    let m_after = scrape_both(&rust, &go).await?;
+    let delete_q = [
+        quiet_phase(&observer, &sides[0], d_start, &m_before[0], &m_after[0]),
+        quiet_phase(&observer, &sides[1], d_start, &m_before[1], &m_after[1]),
+    ];
+    log(
+        t0,
+        format!("deletion churn on {} clusters settled", del_idx.len()),
+    );
+    let after = agreement(&observer, &wl, &sides[0]);
+    log(
+        t0,
+        format!(
+            "agreement after churn: {}/{} ({:.2}%)",
+            after.agree,
+            after.pairs,
+            after.ratio() * 100.0
+        ),
+    );
+
+    // ---- Memory at rest and totals.
+    let rest_from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rest_to = Instant::now();
+    let m_end = scrape_both(&rust, &go).await?;
+    rust.check_alive()?;
+    go.check_alive()?;
+    sampler_task.abort();
+    let side = |idx: usize,
+                s: &Sched,
+                load: Phase,
+                mirror: Phase,
+                scale: Phase,
+                taint: Quiet,
+                delete: Quiet,
+                bw: f64,
+                evw: f64|
+     -> Side {
+        let samples = &m_end[idx];
+        let mut algorithm = BTreeMap::new();
+        let mut total = 0.0;
+        let mut any = false;
+        for step in STEPS {
+            let h = Histogram::read(samples, ALGO, &[("schedule_step", step)]);
+            if let Some(m) = h.mean() {
+                total += m;
+                any = true;
+            }
+            algorithm.insert(step.to_string(), hist(&h));
+        }
+        let (_, hwm) = memory_kib(s.pid()).unwrap_or((0, 0));
+        Side {
+            scheduler_name: s.name.clone(),
+            load,
+            mirror,
+            scale,
+            taint,
+            delete,
+            algorithm,
+            algorithm_mean_total_s: any.then_some(total),
+            e2e: hist(&Histogram::read(samples, E2E, &[])),
+            attempts_total: promtext::sum(samples, ATTEMPTS, &[]),
+            rss_peak_kib: hwm.max(sampler.max(idx)),
+            rss_steady_kib: sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0),
+            cpu_load_s: cpu1[idx] - cpu0[idx],
+            cpu_total_s: cpu_seconds(s.pid()).unwrap_or(0.0),
+            binding_writes_per_binding: bw,
+            event_writes_per_binding: evw,
+        }
+    };
+    let [taint_r, taint_g] = taint_q;
+    let [delete_r, delete_g] = delete_q;
+    let rust_side = side(
+        0, &rust, load_r, mirror_r, scale_r, taint_r, delete_r, bw_r, evw_r,
+    );
+    let go_side = side(
+        1, &go, load_g, mirror_g, scale_g, taint_g, delete_g, bw_g, evw_g,
+    );
+    let (profile_rust, profile_apiserver) = profiles;
+    let run = Run {
+        clusters: cfg.clusters,
+        bindings: cfg.bindings,
+        seed: cfg.seed,
+        kube_api_qps: cfg.flags.qps,
+        kube_api_burst: cfg.flags.burst,
+        estimator: cfg.flags.estimator,
+        extra_flags: cfg.flags.extra.clone(),
+        date: String::new(),
+        machine: String::new(),
+        git_commit: String::new(),
+        patch_ceiling_per_s: ceiling,
+        patch_ceiling_by_concurrency: ceiling_by,
+        create_rate_per_s: create_rate,
+        rust: rust_side,
+        go: go_side,
+        agreement_fresh: fresh,
+        agreement_after_churn: after,
+        apiserver_cpu_load_s: cpu1[2] - cpu0[2],
+        etcd_cpu_load_s: cpu1[3] - cpu0[3],
+        load_wall_s: load_wall,
+        churn: ChurnPlan {
+            scaled_pairs: scale_targets.len() / 2,
+            tainted_clusters: taint_idx.len(),
+            deleted_clusters: del_idx.len(),
+        },
+        profile_rust,
+        profile_apiserver,
+    };
+    // Release the held clusters so that the teardown does not leave them terminating.
+    for &i in &del_idx {
+        let name = wl.clusters[i]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let _ = capi
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+    }
+    drop(rust);
+    drop(go);
+    env.stop();
+    Ok(run)
+}
+
+fn hist(h: &Histogram) -> Hist {
+    Hist {
+        count: h.count,
+        mean_s: h.mean(),
+        p50_s: h.quantile(0.5),
+        p99_s: h.quantile(0.99),
+    }
+}
+
+fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
+    items
+        .iter()
+        .filter(|(_, s, _)| s == sched)
+        .map(|(k, _, _)| k.clone())
+        .collect()
+}
+
+async fn create_clusters(
+    client: &Client,
+    clusters: &[Value],
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(clusters.iter().cloned())
+        .map(|c| {
+            let api = api.clone();
+            async move {
+                let name = c["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let mut body = c.clone();
+                let status = body
+                    .as_object_mut()
+                    .and_then(|m| m.remove("status"))
+                    .unwrap_or(Value::Null);
+                let obj: DynamicObject = serde_json::from_value(body)?;
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("creating cluster {name}"))?;
+                api.patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"status": status})),
+                )
+                .await
+                .with_context(|| format!("setting the status of cluster {name}"))?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Creates `(key, scheduler, object)` bindings with `concurrency` POSTs in flight, recording
+/// each creation instant just before its POST.
+async fn create_bindings(
+    client: &Client,
+    observer: &Observer,
+    items: &[(String, String, Value)],
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(items.iter())
+        .map(|(key, sched, obj)| {
+            let client = client.clone();
+            let observer = observer.clone();
+            async move {
+                let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+                let api = binding_api(&client, ns);
+                let dobj: DynamicObject = serde_json::from_value(obj.clone())?;
+                observer.created(key, sched);
+                api.create(&PostParams::default(), &dobj)
+                    .await
+                    .with_context(|| format!("creating binding {key}"))?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+async fn canaries(
+    client: &Client,
+    observer: &Observer,
+    wl: &Workload,
+    names: &[&str],
+) -> anyhow::Result<Vec<String>> {
+    let first = wl.cluster_names.first().cloned().unwrap_or_default();
+    let mut keys = Vec::new();
+    for n in names {
+        let name = format!("canary-{n}");
+        let key = format!("{}/{name}", NAMESPACES[0]);
+        let obj = json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": name, "namespace": NAMESPACES[0],
+                         "labels": {"propagationpolicy.karmada.io/permanent-id": format!("canary-{n}")}},
+            "spec": {"schedulerName": n,
+                     "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": NAMESPACES[0],
+                                  "name": name, "uid": "00000000-0000-4000-8000-00000000000c"},
+                     "placement": {"clusterAffinity": {"clusterNames": [first]},
+                                   "clusterTolerations": [{"operator": "Exists"}]}}
+        });
+        create_bindings(client, observer, &[(key.clone(), n.to_string(), obj)], 1).await?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// Patches `spec.replicas`; returns key -> (new generation, patch instant).
+async fn patch_replicas(
+    client: &Client,
+    observer: &Observer,
+    targets: &[(String, String, Option<String>, String, i64)],
+    concurrency: usize,
+) -> anyhow::Result<HashMap<String, (i64, Instant)>> {
+    let results: Vec<anyhow::Result<(String, (i64, Instant))>> =
+        futures::stream::iter(targets.iter())
+            .map(|(key, name, ns, _, replicas)| {
+                let api = binding_api(client, ns.as_deref());
+                let observer = observer.clone();
+                async move {
+                    observer.own_write(key);
+                    let at = Instant::now();
+                    let obj = api
+                        .patch(
+                            name,
+                            &PatchParams::default(),
+                            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
+                        )
+                        .await
+                        .with_context(|| format!("scaling {key}"))?;
+                    Ok((key.clone(), (obj.metadata.generation.unwrap_or(0), at)))
+                }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+    results.into_iter().collect()
+}
+
+/// Like [`Observer::settle`] with a per-key goal; also gives up when the scheduler's bindings
+/// have been quiet for 5x `quiet` (goals that a failing attempt never reaches).
+async fn settle_keys(
+    observer: &Observer,
+    keys: &[String],
+    sched: &str,
+    done: impl Fn(&str, &Obs) -> bool,
+    quiet: Duration,
+    timeout: Duration,
+) -> bool {
+    let start = Instant::now();
+    loop {
+        let snap = observer.snapshot(keys);
+        let all = keys.iter().zip(&snap).all(|(k, o)| done(k, o));
+        let now = Instant::now();
+        let last = observer
+            .last_write(sched)
+            .map(|t| t.max(start))
+            .unwrap_or(start);
+        let idle = now.duration_since(last);
+        if all && idle >= quiet {
+            return true;
+        }
+        if idle >= quiet * 5 || now.duration_since(start) > timeout {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn wait_quiet(
+    observer: &Observer,
+    scheds: &[String],
+    start: Instant,
+    quiet: Duration,
+    timeout: Duration,
+) {
+    // Give the fan-out a moment to start, then wait for no write for `quiet`.
+    let min = start + quiet;
+    loop {
+        let now = Instant::now();
+        let last = scheds
+            .iter()
+            .filter_map(|s| observer.last_write(s))
+            .max()
+            .unwrap_or(start)
+            .max(start);
+        if now >= min && now.duration_since(last) >= quiet {
+            return;
+        }
+        if now.duration_since(start) > timeout {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn secs(t: Instant, origin: Instant) -> f64 {
+    t.saturating_duration_since(origin).as_secs_f64()
+}
+
+/// Throughput (decisions) and latency (creation to `Scheduled=True`) of a creation phase.
+fn creation_phase(observer: &Observer, keys: &[String], start: Instant, settled: bool) -> Phase {
+    let snap = observer.snapshot(keys);
+    let times: Vec<f64> = snap
+        .iter()
+        .filter_map(|o| o.decided_at)
+        .map(|t| secs(t, start))
+        .collect();
+    let lat: Vec<f64> = snap
+        .iter()
+        .filter_map(|o| {
+            Some(
+                o.true_at?
+                    .saturating_duration_since(o.created_at?)
+                    .as_secs_f64()
+                    * 1000.0,
+            )
+        })
+        .collect();
+    let mut by_reason = BTreeMap::new();
+    for o in &snap {
+        let r = o
+            .condition
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| "(none)".into());
+        *by_reason.entry(r).or_insert(0) += 1;
+    }
+    Phase {
+        bindings: keys.len(),
+        done: times.len(),
+        scheduled_true: snap
+            .iter()
+            .filter(|o| o.condition.as_ref().is_some_and(|(s, _)| s == "True"))
+            .count(),
+        by_reason,
+        steady_rate_per_s: stats::steady_rate(&times, 0.1, 0.9),
+        whole_rate_per_s: stats::whole_rate(&times, 0.0),
+        latency_p50_ms: stats::percentile(&lat, 0.5),
+        latency_p99_ms: stats::percentile(&lat, 0.99),
+        latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
+        makespan_s: times.iter().copied().reduce(f64::max),
+        settled,
+    }
+}
+
+fn scale_phase(
+    observer: &Observer,
+    keys: &[String],
+    targets: &HashMap<String, (i64, Instant)>,
+    start: Instant,
+    settled: bool,
+) -> Phase {
+    let snap = observer.snapshot(keys);
+    let mut times = Vec::new();
+    let mut lat = Vec::new();
+    let mut by_reason = BTreeMap::new();
+    for (k, o) in keys.iter().zip(&snap) {
+        let Some((g, at)) = targets.get(k) else {
+            continue;
+        };
+        if let Some(t) = o.reached(*g) {
+            times.push(secs(t, start));
+            lat.push(t.saturating_duration_since(*at).as_secs_f64() * 1000.0);
+        }
+        let r = o
+            .condition
+            .as_ref()
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        *by_reason.entry(r).or_insert(0) += 1;
+    }
+    Phase {
+        bindings: keys.len(),
+        done: times.len(),
+        scheduled_true: snap
+            .iter()
+            .filter(|o| o.condition.as_ref().is_some_and(|(s, _)| s == "True"))
+            .count(),
+        by_reason,
+        steady_rate_per_s: stats::steady_rate(&times, 0.1, 0.9),
+        whole_rate_per_s: stats::whole_rate(&times, 0.0),
+        latency_p50_ms: stats::percentile(&lat, 0.5),
+        latency_p99_ms: stats::percentile(&lat, 0.99),
+        latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
+        makespan_s: times.iter().copied().reduce(f64::max),
+        settled,
+    }
+}
+
+fn quiet_phase(
+    observer: &Observer,
+    sched: &str,
+    start: Instant,
+    before: &[promtext::Sample],
+    after: &[promtext::Sample],
+) -> Quiet {
+    let attempts = promtext::sum(after, ATTEMPTS, &[]) - promtext::sum(before, ATTEMPTS, &[]);
+    let settle = observer
+        .last_write(sched)
+        .filter(|t| *t > start)
+        .map(|t| secs(t, start));
+    Quiet {
+        attempts,
+        settle_s: settle,
+        attempts_per_s: settle.filter(|s| *s > 0.0).map(|s| attempts / s),
+    }
+}
+
+async fn scrape_both(a: &Sched, b: &Sched) -> anyhow::Result<[Vec<promtext::Sample>; 2]> {
+    Ok([
+        promtext::parse(&a.scrape().await?),
+        promtext::parse(&b.scrape().await?),
+    ])
+}
+
+fn cpu_snapshot(pids: &[u32]) -> Vec<f64> {
+    pids.iter()
+        .map(|p| cpu_seconds(*p).unwrap_or(0.0))
+        .collect()
+}
+
+/// Event writes so far per scheduler: the sum of `count` over its Events (a create, then one
+/// patch per repetition).
+async fn event_writes(client: &Client, scheds: &[String]) -> anyhow::Result<Vec<f64>> {
+    let api: Api<KubeEvent> = Api::all(client.clone());
+    let mut out = Vec::new();
+    for s in scheds {
+        let mut total = 0.0;
+        let mut lp = ListParams::default()
+            .fields(&format!("source={s}"))
+            .limit(2000);
+        loop {
+            let page = api.list(&lp).await?;
+            total += page
+                .items
+                .iter()
+                .map(|e| f64::from(e.count.unwrap_or(1)))
+                .sum::<f64>();
+            match page.metadata.continue_ {
+                Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+                _ => break,
+            }
+        }
+        out.push(total);
+    }
+    Ok(out)
+}
+
+/// Compares every original with its mirror (same spec, the other scheduler).
+fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
+    let mut a = Agreement::default();
+    for b in &wl.bindings {
+        let (Some(x), Some(y)) = (observer.get(&b.key("")), observer.get(&b.key(MIRROR))) else {
+            continue;
+        };
+        let (r, g) = if x.scheduler == rust_name {
+            (x, y)
+        } else {
+            (y, x)
+        };
+        a.pairs += 1;
+        let mut rs = r.clusters.clone();
+        let mut gs = g.clusters.clone();
+        let same_order = rs == gs;
+        rs.sort();
+        gs.sort();
+        let cond = |o: &Obs| match &o.condition {
+            Some((s, reason)) => format!("{s}/{reason}: {}", o.message),
+            None => "(no Scheduled condition)".into(),
+        };
+        if rs == gs {
+            a.agree += 1;
+            if !same_order {
+                a.order_only += 1;
+            }
+            if r.condition.as_ref().map(|c| &c.1) != g.condition.as_ref().map(|c| &c.1) {
+                a.condition_differs += 1;
+            }
+        } else {
+            a.disagreements.push(Disagreement {
+                binding: b.key(""),
+                strategy: b.strategy.to_string(),
+                rust: fmt_placement(&r.clusters),
+                go: fmt_placement(&g.clusters),
+                rust_condition: cond(&r),
+                go_condition: cond(&g),
+            });
+        }
+    }
+    a
+}
+
+fn fmt_placement(p: &[(String, i64)]) -> String {
+    if p.is_empty() {
+        return "[]".into();
+    }
+    let v: Vec<String> = p.iter().map(|(n, r)| format!("{n}:{r}")).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// Starts `perf record` on each pid (when perf is installed); stopped by [`stop_perf`].
+fn start_perf(env: &TestEnv, pids: &[(&str, u32)]) -> Vec<(String, std::process::Child, PathBuf)> {
+    let mut out = Vec::new();
+    for (label, pid) in pids {
+        let data = env.state_dir().join(format!("perf-{label}.data"));
+        let child = std::process::Command::new("perf")
+            .args(["record", "-F", "499", "-g", "-o"])
+            .arg(&data)
+            .args(["-p", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match child {
+            Ok(c) => out.push((label.to_string(), c, data)),
+            Err(e) => eprintln!("bench: perf not available ({e}); no profile"),
+        }
+    }
+    out
+}
+
+/// Stops the recorders and returns the top of `perf report` for rust and the apiserver.
+async fn stop_perf(
+    recs: Vec<(String, std::process::Child, PathBuf)>,
+) -> (Option<String>, Option<String>) {
+    let mut rust = None;
+    let mut api = None;
+    for (label, mut child, data) in recs {
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        let out = std::process::Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "--sort",
+                "dso,symbol",
+                "--percent-limit",
+                "1",
+                "-g",
+                "none",
+                "-i",
+            ])
+            .arg(&data)
+            .output();
+        let text = out.ok().map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .take(30)
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        if label == "rust" {
+            rust = text;
+        } else {
+            api = text;
+        }
+    }
+    (rust, api)
+}

@@ -1,0 +1,54 @@
+//! Percentiles and rates over measured durations.
+
+/// The `q` quantile (nearest rank) of `v`, which need not be sorted.
+pub fn percentile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
+    Some(s[rank - 1])
+}
+
+/// Events per second between the `lo` and `hi` quantiles of `times` (seconds since a common
+/// origin): the rate once started and before the tail, i.e. at steady state.
+pub fn steady_rate(times: &[f64], lo: f64, hi: f64) -> Option<f64> {
+    if times.len() < 10 {
+        return whole_rate(times, 0.0);
+    }
+    let mut s = times.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let i = ((lo * s.len() as f64) as usize).min(s.len() - 1);
+    let j = ((hi * s.len() as f64) as usize).min(s.len() - 1);
+    let dt = s[j] - s[i];
+    (dt > 0.0).then(|| (j - i) as f64 / dt)
+}
+
+/// Events per second from `start` to the last of `times`.
+pub fn whole_rate(times: &[f64], start: f64) -> Option<f64> {
+    let last = times.iter().copied().fold(f64::NAN, f64::max);
+    let dt = last - start;
+    (!times.is_empty() && dt > 0.0).then(|| times.len() as f64 / dt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), Some(50.0));
+        assert_eq!(percentile(&v, 0.99), Some(99.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn rates() {
+        let t: Vec<f64> = (0..100).map(|i| f64::from(i) * 0.01).collect();
+        let r = steady_rate(&t, 0.1, 0.9).unwrap();
+        assert!((r - 100.0).abs() < 1.0, "{r}");
+        assert!((whole_rate(&t, 0.0).unwrap() - 101.0).abs() < 1.5);
+    }
+}
