@@ -228,8 +228,8 @@ pub trait Plugin: Send + Sync {
     }
 }
 
-/// Builds a plugin.
-pub type PluginFactory = fn() -> Result<Arc<dyn Plugin>, String>;
+/// Builds a plugin (a closure, so that out-of-tree plugins can carry configuration).
+pub type PluginFactory = Arc<dyn Fn() -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
 
 /// Registry errors, worded as the reference words them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -263,7 +263,14 @@ impl Registry {
     }
 
     /// Add a plugin at the end; a second plugin with the same name is an error.
-    pub fn register(&mut self, name: &str, factory: PluginFactory) -> Result<(), RegistryError> {
+    pub fn register<F>(&mut self, name: &str, factory: F) -> Result<(), RegistryError>
+    where
+        F: Fn() -> Result<Arc<dyn Plugin>, String> + Send + Sync + 'static,
+    {
+        self.register_shared(name, Arc::new(factory))
+    }
+
+    fn register_shared(&mut self, name: &str, factory: PluginFactory) -> Result<(), RegistryError> {
         if self.contains(name) {
             return Err(RegistryError::Duplicate(name.to_string()));
         }
@@ -283,7 +290,7 @@ impl Registry {
     /// Add every plugin of `other`; stops at the first duplicate.
     pub fn merge(&mut self, other: &Registry) -> Result<(), RegistryError> {
         for (name, factory) in &other.entries {
-            self.register(name, *factory)?;
+            self.register_shared(name, factory.clone())?;
         }
         Ok(())
     }
@@ -545,6 +552,133 @@ mod tests {
         let r = registry(&["zeta", "alpha", "mid"]);
         let f = r.filter(&["mid", "zeta", "alpha"]);
         assert_eq!(f.names().collect::<Vec<_>>(), ["zeta", "alpha", "mid"]);
+    }
+
+    /// A plugin with fixed answers, standing in for upstream's gomock plugins.
+    struct Fixed {
+        filter: Option<PluginResult>,
+        score: Option<Result<i64, PluginResult>>,
+        normalize: PluginResult,
+    }
+    impl Plugin for Fixed {
+        fn name(&self) -> &'static str {
+            "foo"
+        }
+        fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+            self.filter.as_ref().map(|_| self as &dyn FilterPlugin)
+        }
+        fn as_score(&self) -> Option<&dyn ScorePlugin> {
+            self.score.as_ref().map(|_| self as &dyn ScorePlugin)
+        }
+    }
+    impl FilterPlugin for Fixed {
+        fn filter(&self, _ctx: &FilterContext<'_>) -> PluginResult {
+            self.filter.clone().unwrap_or_else(PluginResult::success)
+        }
+    }
+    impl ScorePlugin for Fixed {
+        fn score(&self, _ctx: &ScoreContext<'_>) -> Result<i64, PluginResult> {
+            self.score.clone().unwrap_or(Ok(0))
+        }
+        fn normalize_score(&self, _scores: &mut [i64]) -> PluginResult {
+            self.normalize.clone()
+        }
+    }
+    fn always_error() -> Result<Arc<dyn Plugin>, String> {
+        Ok(Arc::new(Fixed {
+            filter: Some(PluginResult::new(Code::Error, vec!["foo".into()])),
+            score: None,
+            normalize: PluginResult::success(),
+        }))
+    }
+    fn always_success() -> Result<Arc<dyn Plugin>, String> {
+        Ok(Arc::new(Fixed {
+            filter: Some(PluginResult::success()),
+            score: None,
+            normalize: PluginResult::success(),
+        }))
+    }
+    fn broken() -> Result<Arc<dyn Plugin>, String> {
+        Err("no such thing".into())
+    }
+
+    type Factory = fn() -> Result<Arc<dyn Plugin>, String>;
+
+    fn filter_with(factories: &[Factory]) -> Result<(), Rejection> {
+        let mut r = Registry::new();
+        for (i, f) in factories.iter().enumerate() {
+            r.register(&format!("foo{i}"), *f).unwrap();
+        }
+        let fw = Framework::new(&r).unwrap();
+        let spec = ResourceBindingSpec::default();
+        let status = ResourceBindingStatus::default();
+        let targets = TargetIndex::new(&spec.clusters);
+        let cluster = Cluster::new("c1", Default::default());
+        fw.run_filter_plugins(&FilterContext {
+            spec: &spec,
+            status: &status,
+            targets: &targets,
+            cluster: &cluster,
+            workload_index: None,
+        })
+    }
+
+    // karmada v1.18.2 framework/runtime/framework_test.go: Test_frameworkImpl_RunFilterPlugins.
+    #[test]
+    fn run_filter_plugins() {
+        assert!(filter_with(&[]).is_ok(), "no filter plugin");
+        assert!(filter_with(&[always_error]).is_err(), "error filter plugin");
+        assert!(
+            filter_with(&[always_success]).is_ok(),
+            "success filter plugin"
+        );
+        assert!(filter_with(&[always_error, always_success]).is_err());
+        let rejection = filter_with(&[always_success, always_error]).unwrap_err();
+        assert_eq!(rejection.plugin, "foo");
+        assert_eq!(rejection.result.as_error().unwrap(), "foo");
+        let mut r = Registry::new();
+        r.register("bad", broken).unwrap();
+        assert_eq!(
+            Framework::new(&r).unwrap_err().to_string(),
+            "failed to initialize plugin \"bad\": no such thing"
+        );
+    }
+
+    // framework_test.go: Test_frameworkImpl_RunScorePlugins.
+    #[test]
+    fn run_score_plugins() {
+        fn run(p: Fixed) -> Result<ScoreTable, String> {
+            let plugin: Arc<dyn Plugin> = Arc::new(p);
+            let mut r = Registry::new();
+            r.register("foo0", move || Ok(plugin.clone())).unwrap();
+            let fw = Framework::new(&r).unwrap();
+            let spec = ResourceBindingSpec::default();
+            let targets = TargetIndex::new(&spec.clusters);
+            let c1 = Cluster::new("c1", Default::default());
+            fw.run_score_plugins(&spec, &targets, &[&c1])
+        }
+        let ok = run(Fixed {
+            filter: None,
+            score: Some(Ok(60)),
+            normalize: PluginResult::success(),
+        })
+        .unwrap();
+        assert_eq!(ok.totals, [60]);
+        assert_eq!(ok.per_plugin, [("foo", vec![60])]);
+        let err = run(Fixed {
+            filter: None,
+            score: Some(Err(PluginResult::new(Code::Error, vec!["foo".into()]))),
+            normalize: PluginResult::success(),
+        })
+        .unwrap_err();
+        assert_eq!(err, "plugin \"foo\" failed with: foo");
+        let err = run(Fixed {
+            filter: None,
+            score: Some(Ok(60)),
+            normalize: PluginResult::new(Code::Error, vec!["foo".into()]),
+        })
+        .unwrap_err();
+        assert_eq!(err, "plugin \"foo\" normalizeScore failed with: foo");
     }
 
     // karmada v1.18.2 framework/interface_test.go: Result helpers.

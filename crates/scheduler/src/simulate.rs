@@ -659,7 +659,7 @@ fn explain_attempt(out: &mut String, a: &AttemptTrace) {
         let _ = writeln!(out, "    chosen regions: {}", a.chosen_regions.join(", "));
     }
     if !a.selected.is_empty() {
-        let need = if a.need_replicas < 0 {
+        let need = if a.need_replicas < 0 || !a.chosen_regions.is_empty() {
             "capacity not checked".to_string()
         } else {
             format!("needing {} replicas", a.need_replicas)

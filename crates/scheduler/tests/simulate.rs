@@ -276,7 +276,7 @@ fn yaml_and_explain_outputs() {
         "scheduler-estimator 8",
         "region r1: score",
         "chosen regions: r1",
-        "selected (needing 8 replicas): member2",
+        "selected (capacity not checked): member2",
         "division: member2:8",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");

@@ -25,7 +25,7 @@ fn factory<P: Plugin + Default + 'static>() -> Result<Arc<dyn Plugin>, String> {
 /// WorkloadAntiAffinity and WorkloadAffinity.
 pub fn in_tree_registry(gates: &FeatureGates) -> Registry {
     let mut r = Registry::new();
-    let mut add = |name: &str, f: crate::framework::PluginFactory| {
+    let mut add = |name: &str, f: fn() -> Result<Arc<dyn Plugin>, String>| {
         r.register(name, f)
             .expect("in-tree plugin names are unique");
     };
