@@ -276,7 +276,10 @@ start_apiserver() { # <name> <port> <etcd-prefix>
 KARMADA_KUBECONFIG="${STATE}/karmada.kubeconfig"
 member_name() { echo "member$1"; }
 member_kubeconfig() { echo "${STATE}/$(member_name "$1").kubeconfig"; }
-kk() { "${KUBECTL}" --kubeconfig "${KARMADA_KUBECONFIG}" "$@"; }
+# kubectl with a discovery cache inside the state dir (ports are random, so
+# ~/.kube/cache would collect a directory per run).
+kctl() { "${KUBECTL}" --cache-dir "${STATE}/kube-cache" "$@"; }
+kk() { kctl --kubeconfig "${KARMADA_KUBECONFIG}" "$@"; }
 
 # Fake member layout (crates/testenv's tests read the objects back, they do
 # not rely on these numbers): member i has NODES nodes of 2*i CPUs and 4*i Gi
@@ -343,9 +346,9 @@ setup_member_objects() { # <i>
   cpu=$((2 * i)); mem=$((4 * i))
   now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   member_objects "${i}" >"${MANIFESTS}/${m}-objects.yaml"
-  "${KUBECTL}" --kubeconfig "${kc}" apply -f "${MANIFESTS}/${m}-objects.yaml" >/dev/null
+  kctl --kubeconfig "${kc}" apply -f "${MANIFESTS}/${m}-objects.yaml" >/dev/null
   for ((j = 1; j <= NODES; j++)); do
-    "${KUBECTL}" --kubeconfig "${kc}" patch node "${m}-node-${j}" --subresource=status --type=merge -p "$(
+    kctl --kubeconfig "${kc}" patch node "${m}-node-${j}" --subresource=status --type=merge -p "$(
       jq -nc --arg cpu "${cpu}" --arg mem "${mem}Gi" --arg now "${now}" '{status: {
         capacity: {cpu: $cpu, memory: $mem, pods: "110", "ephemeral-storage": "100Gi"},
         allocatable: {cpu: $cpu, memory: $mem, pods: "110", "ephemeral-storage": "100Gi"},
@@ -355,12 +358,12 @@ setup_member_objects() { # <i>
         nodeInfo: {architecture: "amd64", operatingSystem: "linux", kubeletVersion: "v1.35.3",
                    bootID: "", containerRuntimeVersion: "", kernelVersion: "", kubeProxyVersion: "",
                    machineID: "", osImage: "", systemUUID: ""}}}')" >/dev/null
-    "${KUBECTL}" --kubeconfig "${kc}" -n default patch pod "filler-${j}" --subresource=status --type=merge -p "$(
+    kctl --kubeconfig "${kc}" -n default patch pod "filler-${j}" --subresource=status --type=merge -p "$(
       jq -nc --arg now "${now}" '{status: {phase: "Running", startTime: $now,
         conditions: [{type: "Ready", status: "True", lastTransitionTime: $now},
                      {type: "PodScheduled", status: "True", lastTransitionTime: $now}]}}')" >/dev/null
   done
-  "${KUBECTL}" --kubeconfig "${kc}" -n default patch pod finished --subresource=status --type=merge \
+  kctl --kubeconfig "${kc}" -n default patch pod finished --subresource=status --type=merge \
     -p '{"status":{"phase":"Succeeded"}}' >/dev/null
 }
 
