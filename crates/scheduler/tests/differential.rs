@@ -200,7 +200,6 @@ fn simulate_agrees_with_upstream_oracle() {
     let Some(oracle) = oracle() else {
         return;
     };
-    let simulate = PathBuf::from(env!("CARGO_BIN_EXE_karmada-scheduler"));
     let seed = env_num("DIFF_SEED").unwrap_or(DEFAULT_SEED);
     let cases = env_num("DIFF_CASES").map_or(DEFAULT_CASES, |n| n as usize);
     let per_file = env_num("DIFF_PER_FILE").map_or(DEFAULT_PER_FILE, |n| (n as usize).max(1));
@@ -208,6 +207,13 @@ fn simulate_agrees_with_upstream_oracle() {
         .join("differential")
         .join(format!("{seed:#x}"));
     std::fs::create_dir_all(&dir).expect("create the differential work dir");
+    // private copies: a long run must not see a concurrent `cargo build` replace the binaries
+    let simulate = dir.join("karmada-scheduler");
+    std::fs::copy(env!("CARGO_BIN_EXE_karmada-scheduler"), &simulate)
+        .expect("copy the karmada-scheduler binary");
+    let oracle_copy = dir.join("karmada-oracle");
+    std::fs::copy(&oracle, &oracle_copy).expect("copy the oracle binary");
+    let oracle = oracle_copy;
 
     let oracle_only = std::env::var("DIFF_ORACLE_ONLY").is_ok_and(|v| v == "1");
     let files = cases.div_ceil(per_file);
@@ -292,4 +298,59 @@ fn generator_is_deterministic() {
     assert_eq!(a, b);
     let c = generator::generate(&mut generator::Rng::derive(7, 4), 20).to_yaml();
     assert_ne!(a, c);
+}
+
+/// The YAML emitter must write what a YAML parser reads back as the same value, so that
+/// the input files and the regression vectors mean what the generator built.
+#[test]
+fn yaml_emitter_round_trips() {
+    let case = generator::generate(&mut generator::Rng::derive(11, 0), 30);
+    for obj in case.clusters.iter().chain(&case.bindings) {
+        let text = generator::to_yaml(obj);
+        let back: Value = serde_yaml::from_str(&text)
+            .unwrap_or_else(|e| panic!("emitted YAML does not parse: {e}\n{text}"));
+        assert_eq!(&back, obj, "round trip changed the object:\n{text}");
+    }
+    let oracle = json!({"kind": "ResourceBinding", "namespace": "default", "name": "b000",
+        "result": "Scheduled", "clusters": [{"name": "ams", "replicas": 2}],
+        "message": "Binding has been scheduled successfully."});
+    let vector = regression_vector(
+        &case,
+        &case.bindings[0],
+        &oracle,
+        &oracle,
+        11,
+        0,
+        "clusters",
+    );
+    let text = generator::to_yaml(&vector);
+    let back: Value = serde_yaml::from_str(&text).expect("the vector parses");
+    assert_eq!(back, vector);
+}
+
+#[test]
+fn disagreement_compares_result_clusters_and_message() {
+    let base = json!({"kind": "ResourceBinding", "namespace": "default", "name": "b",
+        "result": "Scheduled", "clusters": [{"name": "a", "replicas": 1}, {"name": "b", "replicas": 2}],
+        "message": "Binding has been scheduled successfully."});
+    let mut reordered = base.clone();
+    reordered["clusters"] = json!([{"name": "b", "replicas": 2}, {"name": "a", "replicas": 1}]);
+    assert_eq!(disagreement(&base, &reordered), None);
+
+    let mut other = base.clone();
+    other["clusters"][0]["replicas"] = json!(2);
+    assert!(disagreement(&base, &other).unwrap().starts_with("clusters"));
+
+    let mut failed = base.clone();
+    failed["result"] = json!("Unschedulable");
+    assert!(disagreement(&base, &failed).unwrap().starts_with("result"));
+
+    let mut text = base.clone();
+    text["message"] = json!("something else");
+    assert_eq!(disagreement(&base, &text).as_deref(), Some("message"));
+
+    // clusters of failed results are not compared
+    let mut a = failed.clone();
+    a["clusters"] = json!([]);
+    assert_eq!(disagreement(&failed, &a), None);
 }

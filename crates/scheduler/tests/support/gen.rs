@@ -255,6 +255,9 @@ fn gen_cluster(rng: &mut Rng, name: &str) -> (Value, ClusterFacts) {
         }
     } else if rng.chance(30) {
         zones = vec!["zone-x".to_string()];
+    } else if rng.chance(20) {
+        // only the legacy singular field, which the algorithm never reads
+        spec.insert("zone".into(), json!("legacy-zone"));
     }
     if !zones.is_empty() {
         spec.insert("zones".into(), json!(zones));
@@ -360,19 +363,29 @@ fn gen_summary(rng: &mut Rng, models: bool) -> Value {
     if rng.chance(95) {
         alloc.insert(
             "pods".into(),
-            json!(rng.pick(&["0", "3", "5", "8", "12", "20", "40", "110"])),
+            json!(rng.pick(&["0", "3", "5", "8", "12", "20", "40", "110", "250", "1k"])),
         );
     }
     if rng.chance(85) {
         alloc.insert(
             "cpu".into(),
-            json!(rng.pick(&["2", "4", "8", "16", "7500m", "32"])),
+            json!(rng.pick(&["2", "4", "8", "16", "7500m", "32", "1e1", "2.5", "12000m"])),
         );
     }
     if rng.chance(85) {
         alloc.insert(
             "memory".into(),
-            json!(rng.pick(&["4Gi", "8Gi", "16Gi", "32Gi", "16G", "64000Mi"])),
+            json!(rng.pick(&[
+                "4Gi",
+                "8Gi",
+                "16Gi",
+                "32Gi",
+                "16G",
+                "64000Mi",
+                "8e9",
+                "12.5Gi",
+                "16777216Ki",
+            ])),
         );
     }
     if rng.chance(15) {
@@ -534,7 +547,11 @@ fn gen_binding(rng: &mut Rng, index: usize, facts: &[ClusterFacts]) -> Value {
 
     let mut replicas = 0i64;
     if res.workload() {
-        replicas = if rng.chance(5) { 0 } else { rng.range(1, 30) };
+        replicas = match rng.below(20) {
+            0 => 0,
+            1 => rng.range(31, 200),
+            _ => rng.range(1, 30),
+        };
         if replicas > 0 {
             spec.insert("replicas".into(), json!(replicas));
         }
@@ -587,6 +604,20 @@ fn gen_binding(rng: &mut Rng, index: usize, facts: &[ClusterFacts]) -> Value {
     }
     if let Some(rs) = gen_strategy(rng, strategy, &names) {
         placement.insert("replicaScheduling".into(), rs);
+    }
+    // present-but-empty lists, which a stored object can carry (CRDs keep `[]`)
+    if rng.chance(3) && !placement.contains_key("clusterAffinity") {
+        // "present" clusterAffinities with no term at all: the driver loop never runs
+        placement.insert("clusterAffinities".into(), json!([]));
+    }
+    for field in ["clusterTolerations", "spreadConstraints"] {
+        if rng.chance(3) && !placement.contains_key(field) {
+            placement.insert(field.into(), json!([]));
+        }
+    }
+    if rng.chance(4) && !placement.contains_key("clusterAffinities") {
+        // read only for clusterAffinities; harmless noise otherwise
+        status.insert("schedulerObservingAffinityName".into(), json!("primary"));
     }
     spec.insert("placement".into(), Value::Object(placement));
 
@@ -660,13 +691,26 @@ fn gen_requirements(rng: &mut Rng, namespace: &str) -> Value {
     if rng.chance(75) {
         rr.insert(
             "cpu".into(),
-            json!(rng.pick(&["100m", "250m", "500m", "1", "1500m", "2"])),
+            json!(rng.pick(&[
+                "100m", "250m", "500m", "1", "1500m", "2", "0.5", "1e-1", "333m"
+            ])),
         );
     }
     if rng.chance(65) {
         rr.insert(
             "memory".into(),
-            json!(rng.pick(&["128Mi", "512Mi", "1Gi", "2Gi", "1G", "3Gi"])),
+            json!(rng.pick(&[
+                "128Mi",
+                "512Mi",
+                "1Gi",
+                "2Gi",
+                "1G",
+                "3Gi",
+                "1.5Gi",
+                "5e8",
+                "700M",
+                "1000000Ki",
+            ])),
         );
     }
     if rng.chance(8) {
@@ -720,10 +764,33 @@ fn fill_affinity(
     if rng.chance(35) {
         a.insert("labelSelector".into(), gen_label_selector(rng));
     }
+    if rng.chance(3) {
+        a.insert("clusterNames".into(), json!([]));
+    }
+    if rng.chance(3) {
+        a.insert(
+            "fieldSelector".into(),
+            if rng.chance(50) {
+                json!({})
+            } else {
+                json!({"matchExpressions": []})
+            },
+        );
+    }
     if rng.chance(30) {
         a.insert("fieldSelector".into(), gen_field_selector(rng, facts));
     }
-    if non_empty && a.is_empty() {
+    // the webhook's notion of an empty affinity (overflow affinities need a non-empty one)
+    let list_set = |a: &Map<String, Value>, k: &str| {
+        a.get(k)
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+    };
+    let empty = !a.contains_key("labelSelector")
+        && !a.contains_key("fieldSelector")
+        && !list_set(a, "clusterNames")
+        && !list_set(a, "exclude");
+    if non_empty && empty {
         a.insert("clusterNames".into(), json!(rng.sample(names, 1, 2)));
     }
 }
@@ -898,7 +965,16 @@ fn gen_strategy(rng: &mut Rng, strategy: Strategy, names: &[String]) -> Option<V
             "weightPreference": {"dynamicWeight": "AvailableReplicas"},
         }),
         Strategy::WeightedNoPreference => {
-            json!({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"})
+            if rng.chance(25) {
+                // an empty preference: static weighting with no rule, spread constraints kept
+                json!({
+                    "replicaSchedulingType": "Divided",
+                    "replicaDivisionPreference": "Weighted",
+                    "weightPreference": {},
+                })
+            } else {
+                json!({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"})
+            }
         }
         Strategy::StaticList => {
             let rules: Vec<Value> = (0..rng.range(1, 3))
@@ -908,7 +984,13 @@ fn gen_strategy(rng: &mut Rng, strategy: Strategy, names: &[String]) -> Option<V
                     } else {
                         json!({"labelSelector": gen_label_selector(rng)})
                     };
-                    json!({"targetCluster": target, "weight": rng.range(1, 5)})
+                    let weight = match rng.below(20) {
+                        0 => rng.range(100, 100_000),
+                        // above 2^53 the f64 priorities of Webster lose integer precision
+                        1 => 9_007_199_254_740_993 + rng.range(0, 8),
+                        _ => rng.range(1, 5),
+                    };
+                    json!({"targetCluster": target, "weight": weight})
                 })
                 .collect();
             let mut wp = json!({ "staticWeightList": rules });
@@ -936,8 +1018,17 @@ fn gen_previous(
     if rng.chance(5) {
         targets.push("ghost".to_string());
     }
-    if !workload || replicas == 0 {
+    if !workload || (replicas == 0 && rng.chance(50)) {
         return Value::Array(targets.iter().map(|n| json!({ "name": n })).collect());
+    }
+    if replicas == 0 {
+        // a workload scaled to zero that still runs somewhere
+        return Value::Array(
+            targets
+                .iter()
+                .map(|n| json!({"name": n, "replicas": rng.range(1, 10)}))
+                .collect(),
+        );
     }
     if !strategy.divided() {
         return Value::Array(
