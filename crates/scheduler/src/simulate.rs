@@ -448,6 +448,7 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                 serde_yaml::Value::Mapping(Default::default()),
             );
         }
+        fill_condition_defaults(map);
         let doc_name = map
             .get("metadata")
             .and_then(|m| m.get("name"))
@@ -504,6 +505,33 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// Go decodes a `metav1.Condition` with missing fields as zero values, while the Rust type
+/// requires all of them; fill in the zero values (`""`, the Unix epoch) so that objects written
+/// by hand or by Go's encoder (`lastTransitionTime: null`) decode as upstream decodes them.
+fn fill_condition_defaults(object: &mut serde_yaml::Mapping) {
+    let Some(serde_yaml::Value::Mapping(status)) = object.get_mut("status") else {
+        return;
+    };
+    let Some(serde_yaml::Value::Sequence(conditions)) = status.get_mut("conditions") else {
+        return;
+    };
+    for c in conditions {
+        let serde_yaml::Value::Mapping(c) = c else {
+            continue;
+        };
+        for key in ["type", "status", "reason", "message"] {
+            if c.get(key).is_none_or(serde_yaml::Value::is_null) {
+                c.insert(key.into(), "".into());
+            }
+        }
+        if c.get("lastTransitionTime")
+            .is_none_or(serde_yaml::Value::is_null)
+        {
+            c.insert("lastTransitionTime".into(), "1970-01-01T00:00:00Z".into());
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -812,6 +840,19 @@ mod tests {
         assert_eq!(input.bindings.len(), 1);
         assert_eq!(input.bindings[0].kind, "ClusterResourceBinding");
         assert_eq!(input.bindings[0].namespace, "");
+    }
+
+    #[test]
+    fn conditions_decode_with_go_zero_values() {
+        let mut input = Input::default();
+        let text = "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\n\
+                    status:\n  conditions:\n  - {type: CompleteAPIEnablements, status: 'True'}\n  \
+                    - {type: Ready, status: 'False', lastTransitionTime: null}\n";
+        read_documents(&mut input, "in.yaml", text).unwrap();
+        let conditions = &input.clusters[0].status.as_ref().unwrap().conditions;
+        assert_eq!(conditions.len(), 2);
+        assert_eq!(conditions[0].type_, "CompleteAPIEnablements");
+        assert_eq!(conditions[1].reason, "");
     }
 
     #[test]
