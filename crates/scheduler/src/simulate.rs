@@ -592,13 +592,13 @@ fn explain(out: &mut String, b: &Binding, element: &Output, outcome: Option<&Out
             );
         }
         for a in &trace.attempts {
-            explain_attempt(out, a);
+            explain_attempt(out, b, a);
         }
     }
     out.push('\n');
 }
 
-fn explain_attempt(out: &mut String, a: &AttemptTrace) {
+fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
     match (&a.affinity_index, &a.affinity_name) {
         (Some(i), Some(n)) => {
             let _ = writeln!(out, "  attempt with clusterAffinities[{i}] {n:?}:");
@@ -694,6 +694,9 @@ fn explain_attempt(out: &mut String, a: &AttemptTrace) {
         };
         let _ = writeln!(out, "    selected ({need}): {}", a.selected.join(", "));
     }
+    if a.result.is_some() {
+        let _ = writeln!(out, "    division rule: {}", division_rule(b, a));
+    }
     if let Some(r) = &a.result {
         let _ = writeln!(
             out,
@@ -707,6 +710,76 @@ fn explain_attempt(out: &mut String, a: &AttemptTrace) {
     if let Some(e) = &a.error {
         let _ = writeln!(out, "    error: {e}");
     }
+}
+
+/// Which rule of spec-algorithm §11 divided the replicas, in words.
+fn division_rule(b: &Binding, a: &AttemptTrace) -> String {
+    use scheduler_core::assign::{Mode, Strategy, assignment_mode, strategy_of};
+    let spec = &b.spec;
+    if !((spec.replicas > 0 || spec.replica_requirements.is_some()) && spec.components.len() <= 1) {
+        return "not a workload (replicas 0, no requirements): every candidate with 0 replicas"
+            .to_string();
+    }
+    let Some(placement) = &spec.placement else {
+        return "-".to_string();
+    };
+    let tiers = a
+        .clusters
+        .iter()
+        .filter_map(|c| c.overflow_order)
+        .any(|o| o != 0);
+    let tiers = if tiers {
+        "; overflow tiers are filled in order, each up to its available replicas"
+    } else {
+        ""
+    };
+    let rule = match strategy_of(placement) {
+        Err(e) => e.to_string(),
+        Ok(Strategy::Duplicated) => format!("Duplicated: every candidate gets {} replicas", spec.replicas),
+        Ok(Strategy::StaticWeight) => {
+            "static weights (Webster); clusters without a positive weight get nothing, capacity is not checked"
+                .to_string()
+        }
+        Ok(strategy) => {
+            let how = if strategy == Strategy::Aggregated {
+                "on as few clusters as possible (largest first)"
+            } else {
+                "in proportion"
+            };
+            let previous: i64 = spec
+                .clusters
+                .iter()
+                .filter(|t| a.selected.contains(&t.name))
+                .map(|t| i64::from(t.replicas))
+                .sum();
+            let want = i64::from(spec.replicas);
+            if assignment_mode(spec, &b.status) == Mode::Fresh {
+                format!(
+                    "{} fresh (rescheduleTriggeredAt after lastScheduledTime): all {want} replicas divided {how} by allocatable + current replicas",
+                    strategy.as_str()
+                )
+            } else if previous > want {
+                format!(
+                    "{} scale down from {previous} to {want}: divided {how} by the current replicas",
+                    strategy.as_str()
+                )
+            } else if previous == 0 {
+                format!(
+                    "{} from scratch: {want} replicas divided {how} by allocatable replicas",
+                    strategy.as_str()
+                )
+            } else if previous < want {
+                format!(
+                    "{} scale up from {previous} to {want}: the {} new replicas divided {how} by allocatable replicas and added to the current ones",
+                    strategy.as_str(),
+                    want - previous
+                )
+            } else {
+                format!("{} steady: the candidates already hold {want} replicas, nothing moves", strategy.as_str())
+            }
+        }
+    };
+    format!("{rule}{tiers}")
 }
 
 fn show_replicas(v: i32) -> String {

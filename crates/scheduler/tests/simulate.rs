@@ -277,6 +277,7 @@ fn yaml_and_explain_outputs() {
         "region r1: score",
         "chosen regions: r1",
         "selected (capacity not checked): member2",
+        "division rule: Aggregated from scratch: 8 replicas divided on as few clusters as possible",
         "division: member2:8",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
