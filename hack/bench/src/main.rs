@@ -2,6 +2,7 @@
 //! kube-apiserver — placement agreement, throughput, latency, algorithm time and memory.
 //! Normally run through `hack/bench.sh`, which builds everything first.
 
+mod algo;
 mod ceiling;
 mod chart;
 mod observe;

@@ -61,6 +61,7 @@ pub struct Observer {
 
 #[derive(Default)]
 struct Inner {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
     bindings: HashMap<String, Obs>,
     /// Last time a binding owned by each scheduler was modified by someone.
     last_write: HashMap<String, Instant>,
@@ -90,7 +91,7 @@ impl Observer {
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let o = obs.clone();
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 let mut tx = Some(tx);
                 let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
                 while let Some(ev) = stream.next().await {
@@ -111,11 +112,19 @@ impl Observer {
                     }
                 }
             });
+            obs.inner.lock().expect("observer lock").tasks.push(task);
             tokio::time::timeout(Duration::from_secs(60), rx)
                 .await
                 .map_err(|_| anyhow::anyhow!("the binding watch did not list within 60s"))??;
         }
         Ok(obs)
+    }
+
+    /// Stops the watches (before the control plane goes away).
+    pub fn stop(&self) {
+        for t in self.inner.lock().expect("observer lock").tasks.drain(..) {
+            t.abort();
+        }
     }
 
     fn apply(&self, obj: &DynamicObject, namespaced: bool) {

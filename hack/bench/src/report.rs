@@ -33,6 +33,31 @@ pub fn algo_p99_sum(h: &std::collections::BTreeMap<String, Hist>) -> Option<f64>
     (!v.is_empty()).then(|| v.iter().sum())
 }
 
+/// The slowest step's p99: a lower bound of the p99 of a whole attempt.
+pub fn algo_p99_max(h: &std::collections::BTreeMap<String, Hist>) -> Option<f64> {
+    h.values().filter_map(|x| x.p99_s).reduce(f64::max)
+}
+
+/// The Rust algorithm's p99 and mean per attempt, and where they come from: the daemon's own
+/// histogram when it has observations, else the in-process timing of the same workload.
+pub fn rust_algo(run: &Run) -> (Option<f64>, Option<f64>, &'static str) {
+    let r = &run.rust;
+    if r.algorithm.values().any(|h| h.count > 0.0) {
+        (
+            algo_p99_sum(&r.algorithm),
+            r.algorithm_mean_total_s,
+            "daemon histogram, sum of the steps' p99s",
+        )
+    } else {
+        let h = &run.rust_algorithm_in_process;
+        (
+            h.p99_s,
+            h.mean_s,
+            "`schedule_binding` timed in-process on the same workload; the daemon does not observe the histogram yet",
+        )
+    }
+}
+
 /// Writes per binding at first scheduling.
 pub fn writes_per_binding(r: &Run) -> f64 {
     r.rust.binding_writes_per_binding + r.rust.event_writes_per_binding
@@ -291,23 +316,24 @@ pub fn targets(run: &Run) -> String {
         },
         verdict(rr >= bound)
     );
-    let rp = algo_p99_sum(&r.algorithm);
-    let gp = algo_p99_sum(&g.algorithm);
-    let px = match (rp, gp) {
+    let (rp, rm, src) = rust_algo(run);
+    let glo = algo_p99_max(&g.algorithm);
+    let ghi = algo_p99_sum(&g.algorithm);
+    let gm = g.algorithm_mean_total_s;
+    let px = match (rp, glo) {
         (Some(a), Some(b)) if a > 0.0 => b / a,
         _ => f64::NAN,
     };
-    let rm = r.algorithm_mean_total_s;
-    let gm = g.algorithm_mean_total_s;
     let mx = match (rm, gm) {
         (Some(a), Some(b)) if a > 0.0 => b / a,
         _ => f64::NAN,
     };
     let _ = writeln!(
         s,
-        "| p99 algorithm latency ≥ 10× lower | {px:.2}× lower (sum of step p99s {} vs {} ms); means: {mx:.1}× lower ({} vs {} ms) | {} |",
-        f(ms(rp), 3),
-        f(ms(gp), 3),
+        "| p99 algorithm latency ≥ 10× lower | Rust p99 {} ms ({src}) vs Go p99 ≥ {} ms (slowest step's p99; ≤ {} ms, the sum of the steps' p99s): {px:.1}× lower at least; means {} vs {} ms: {mx:.1}× lower | {} |",
+        f(ms(rp), 4),
+        f(ms(glo), 3),
+        f(ms(ghi), 3),
         f(ms(rm), 4),
         f(ms(gm), 4),
         verdict(px >= 10.0)
@@ -480,9 +506,13 @@ schedulers start.
 reaches the new generation); a `NoSchedule` taint added to some clusters; some clusters deleted while a finalizer \
 holds them. Taint and deletion steps are timed until the bindings are quiet; attempts come from \
 `karmada_scheduler_schedule_attempts_total`.
-* Algorithm latency: `karmada_scheduler_scheduling_algorithm_duration_seconds` scraped from both `/metrics` at the end; \
-quantiles are interpolated inside the buckets (0.001 s × 2^k, as upstream), so values under 1 ms are bucket-bound; \
-the means (`_sum / _count`) are exact.
+* Algorithm latency: for Go, `karmada_scheduler_scheduling_algorithm_duration_seconds` (per step) scraped from its \
+`/metrics` at the end; quantiles are interpolated inside the buckets (0.001 s × 2^k, as upstream), so values under \
+1 ms are bucket-bound, while the means (`_sum / _count`) are exact. A whole attempt's p99 lies between the slowest \
+step's p99 and the sum of the steps' p99s; the target uses the lower bound. For Rust, the daemon registers the \
+family but does not observe it yet, so the bench times `Scheduler::schedule_binding` (what the daemon calls, with its \
+default plugins, gates and general estimator) in-process on the same clusters and bindings, after the control plane \
+stopped (two passes, the second timed).
 * Memory: VmHWM (peak) from `/proc/<pid>/status` and VmRSS sampled every 250 ms; steady is the mean over 3 s at rest \
 at the end of the run.
 ";

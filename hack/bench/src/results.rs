@@ -38,6 +38,9 @@ pub struct Run {
     pub churn: ChurnPlan,
     /// `perf report` excerpt of the Rust scheduler during the load phase, when recorded.
     pub profile_rust: Option<String>,
+    /// The Rust algorithm (`Scheduler::schedule_binding`) timed in-process on this run's
+    /// workload, per binding; see `algo.rs`.
+    pub rust_algorithm_in_process: Hist,
     pub profile_apiserver: Option<String>,
 }
 

@@ -526,6 +526,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         },
         profile_rust,
         profile_apiserver,
+        rust_algorithm_in_process: Hist::default(),
     };
     // Release the held clusters so that the teardown does not leave them terminating.
     for &i in &del_idx {
@@ -542,7 +543,23 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     }
     drop(rust);
     drop(go);
+    observer.stop();
     env.stop();
+    log(
+        t0,
+        "control plane stopped; timing the Rust algorithm in-process on the same workload",
+    );
+    let mut run = run;
+    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
+    let times =
+        tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))
+            .await??;
+    run.rust_algorithm_in_process = Hist {
+        count: times.len() as f64,
+        mean_s: (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64),
+        p50_s: stats::percentile(&times, 0.5),
+        p99_s: stats::percentile(&times, 0.99),
+    };
     Ok(run)
 }
 

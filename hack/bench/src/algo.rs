@@ -1,0 +1,75 @@
+//! The Rust algorithm's time per binding, measured in-process on the run's own workload.
+//!
+//! Upstream exports `karmada_scheduler_scheduling_algorithm_duration_seconds` (per step:
+//! Filter, Score, Select, AssignReplicas). The Rust daemon registers that family but does not
+//! observe it yet (scheduler-core has no clock), so the bench times the very function the
+//! daemon calls, `Scheduler::schedule_binding`, with the daemon's default plugins, gates and
+//! general estimator, over the same clusters and bindings: the whole algorithm of an attempt,
+//! at full precision.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use karmada_api::Cluster;
+use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
+use scheduler_core::features::FeatureGates;
+use scheduler_core::general::GeneralEstimator;
+use scheduler_core::schedule::{BindingInput, ScheduleConfig, Scheduler};
+use scheduler_core::snapshot::Snapshot;
+use serde_json::Value;
+
+use crate::workload::BindingTemplate;
+
+/// Seconds per binding (second of two passes, so caches are warm as in a running daemon).
+pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow::Result<Vec<f64>> {
+    let clusters: Vec<Cluster> = clusters
+        .iter()
+        .map(|c| {
+            serde_json::from_value(c.clone())
+                .with_context(|| format!("decoding cluster {}", c["metadata"]["name"]))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let specs: Vec<ResourceBindingSpec> = bindings
+        .iter()
+        .map(|b| {
+            serde_json::from_value(b.spec.clone())
+                .with_context(|| format!("decoding binding {}", b.name))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let gates = FeatureGates::new();
+    let scheduler = Scheduler::from_plugins_flag(
+        &["*"],
+        ScheduleConfig {
+            enable_empty_workload_propagation: false,
+            gates: gates.clone(),
+        },
+    )?
+    .with_estimator(Arc::new(GeneralEstimator {
+        customized_cluster_resource_modeling: gates.customized_cluster_resource_modeling(),
+    }));
+    let snapshot = Snapshot::from_clusters(clusters);
+    let status = ResourceBindingStatus::default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut out = Vec::with_capacity(specs.len());
+    for pass in 0..2 {
+        for spec in &specs {
+            let input = BindingInput {
+                snapshot: &snapshot,
+                spec,
+                status: &status,
+                workload_index: None,
+            };
+            let t = Instant::now();
+            let outcome = rt.block_on(scheduler.schedule_binding(input, false));
+            let dt = t.elapsed().as_secs_f64();
+            std::hint::black_box(outcome);
+            if pass == 1 {
+                out.push(dt);
+            }
+        }
+    }
+    Ok(out)
+}
