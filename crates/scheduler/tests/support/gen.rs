@@ -2,8 +2,9 @@
 //!
 //! Everything produced here is what the upstream webhooks and CRD defaulting would let into the
 //! API server (see spec-algorithm §1.4), and it stays away from the few places where upstream
-//! leaves the outcome to chance (spec-algorithm §14): at most 10 clusters, so every replica
-//! list that Go sorts with an unstable sort has at most 12 entries and is sorted stably.
+//! leaves the outcome to chance (spec-algorithm §14). Most files have at most 12 clusters, so
+//! every replica list that Go sorts with `sort.Sort` is insertion-sorted (stable); one file in
+//! ten has 13 to 16, where Go's pdqsort is deterministic but unstable.
 //!
 //! Objects are built as `serde_json::Value`s and written with a tiny YAML emitter that
 //! double-quotes every string, so no YAML 1.1/1.2 scalar ambiguity can creep in.
@@ -121,6 +122,10 @@ const STYLE_B: &[&str] = &[
     "member1", "member2", "member3", "member4", "member5", "member6", "member7", "member8",
     "member9", "member10", "member11", "member12",
 ];
+const STYLE_C: &[&str] = &[
+    "c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10", "c11", "c12", "c13",
+    "c14", "c15", "c16",
+];
 const PROVIDERS: &[&str] = &["aws", "gcp", "azure"];
 const REGIONS: &[&str] = &["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"];
 const LABELS: &[(&str, &[&str])] = &[
@@ -167,11 +172,19 @@ struct ClusterFacts {
 
 /// Generates one input file with `bindings` bindings.
 pub fn generate(rng: &mut Rng, bindings: usize) -> Case {
-    let pool = if rng.chance(60) { STYLE_A } else { STYLE_B };
-    let n = if rng.chance(20) {
+    let pool = match rng.below(10) {
+        0 => STYLE_C,
+        1..=6 => STYLE_A,
+        _ => STYLE_B,
+    };
+    let n = if pool.len() > 12 {
+        // more than 12 entries: Go's sort.Sort leaves insertion sort for pdqsort, which is
+        // deterministic but not stable (the port must match it entry for entry)
+        rng.range(13, pool.len() as i64)
+    } else if rng.chance(20) {
         rng.range(1, 3)
     } else {
-        rng.range(2, 10)
+        rng.range(2, 12)
     } as usize;
     let names: Vec<String> = rng
         .sample(pool, n, n)
