@@ -550,9 +550,46 @@ fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
 struct EstimatorSync {
     cache: Arc<estimator_client::ConnectionCache>,
     failures: std::sync::Mutex<HashMap<String, u32>>,
+    /// Per Service name, how many changes were seen; a retry of an older change stops.
+    service_seq: std::sync::Mutex<HashMap<String, u64>>,
 }
 
 impl EstimatorSync {
+    /// An estimator Service changed: re-resolve and reconnect. When the new address does not
+    /// answer yet (an estimator being moved), keep retrying with backoff until it does or the
+    /// Service changes again; the old connection stays in use meanwhile.
+    fn service_changed(self: &Arc<Self>, namespace: String, name: String) {
+        let seq = {
+            let mut m = self.service_seq.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(name.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut delay = Duration::from_millis(500);
+            loop {
+                match this.cache.on_service_changed(&namespace, &name).await {
+                    Ok(_) => return,
+                    Err(err) => {
+                        tracing::debug!(service = %name, "estimator Service changed but reconnecting failed (retry in {delay:?}): {err}")
+                    }
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(60));
+                let current = this
+                    .service_seq
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&name)
+                    .copied();
+                if current != Some(seq) {
+                    return;
+                }
+            }
+        });
+    }
+
     /// Connect (or keep) the cluster's estimator; retry failures with backoff while the
     /// cluster exists (the reference's `scheduler-estimator` worker).
     fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, stores: Arc<Stores>) {
@@ -648,9 +685,11 @@ pub async fn run(
             estimator_options(opts),
             source,
         ));
+        metrics.register(|r| cache.register_metrics(r));
         Some(Arc::new(EstimatorSync {
             cache,
             failures: Default::default(),
+            service_seq: Default::default(),
         }))
     } else {
         None
@@ -758,23 +797,9 @@ pub async fn run(
                 "services",
                 |s: &Service| s.metadata.name.clone().unwrap_or_default(),
                 move |s: Service| {
-                    let e = e1.clone();
-                    let ns = ns1.clone();
-                    let name = s.metadata.name.clone().unwrap_or_default();
-                    tokio::spawn(async move {
-                        if let Err(err) = e.cache.on_service_changed(&ns, &name).await {
-                            tracing::warn!(service = %name, "estimator Service changed but reconnecting failed: {err}");
-                        }
-                    });
+                    e1.service_changed(ns1.clone(), s.metadata.name.clone().unwrap_or_default())
                 },
-                move |name: &str| {
-                    let e = e2.clone();
-                    let ns = ns2.clone();
-                    let name = name.to_string();
-                    tokio::spawn(async move {
-                        let _ = e.cache.on_service_changed(&ns, &name).await;
-                    });
-                },
+                move |name: &str| e2.service_changed(ns2.clone(), name.to_string()),
                 tx,
             )
             .await;

@@ -29,18 +29,27 @@ fn dynamic(replicas: i32) -> (i32, Value) {
 /// The command line of a running process of the environment.
 fn cmdline(pid: u32) -> anyhow::Result<(PathBuf, Vec<String>)> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline"))?;
-    let mut parts: Vec<String> =
-        raw.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    let mut parts: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
     let program = PathBuf::from(parts.remove(0));
     Ok((program, parts))
 }
 
 fn kill9(pid: u32) {
-    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
 }
 
 fn pid_of(env: &TestEnv, name: &str) -> anyhow::Result<u32> {
-    Ok(std::fs::read_to_string(env.state_dir().join("pids").join(format!("{name}.pid")))?.trim().parse()?)
+    Ok(
+        std::fs::read_to_string(env.state_dir().join("pids").join(format!("{name}.pid")))?
+            .trim()
+            .parse()?,
+    )
 }
 
 /// Replace the value of `--flag value` or `--flag=value`.
@@ -55,8 +64,12 @@ fn set_flag(args: &mut [String], flag: &str, value: &str) {
 }
 
 async fn scrape(addr: &str) -> String {
-    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else { return String::new() };
-    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+        return String::new();
+    };
+    let _ = s
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await;
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf).await;
     buf
@@ -66,23 +79,32 @@ fn successes(metrics: &str, cluster: &str) -> f64 {
     metrics
         .lines()
         .filter(|l| l.starts_with("karmada_scheduler_estimator_client_requests_total"))
-        .filter(|l| l.contains(&format!("cluster=\"{cluster}\"")) && l.contains("result=\"success\""))
+        .filter(|l| {
+            l.contains(&format!("cluster=\"{cluster}\"")) && l.contains("result=\"success\"")
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
 
 async fn wait_placed(rbs: &Api<DynamicObject>, name: &str, replicas: i64) -> anyhow::Result<()> {
-    wait_for(&format!("{name} placed with {replicas} replicas"), WAIT, || async {
-        let rb = rbs.get(name).await?;
-        let sum: i64 = rb
-            .data
-            .pointer("/spec/clusters")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|c| c["replicas"].as_i64().unwrap_or(0)).sum())
-            .unwrap_or(0);
-        let observed = rb.data.pointer("/status/schedulerObservedGeneration").and_then(Value::as_i64);
-        Ok((sum == replicas && observed == rb.metadata.generation).then_some(()))
-    })
+    wait_for(
+        &format!("{name} placed with {replicas} replicas"),
+        WAIT,
+        || async {
+            let rb = rbs.get(name).await?;
+            let sum: i64 = rb
+                .data
+                .pointer("/spec/clusters")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(|c| c["replicas"].as_i64().unwrap_or(0)).sum())
+                .unwrap_or(0);
+            let observed = rb
+                .data
+                .pointer("/status/schedulerObservedGeneration")
+                .and_then(Value::as_i64);
+            Ok((sum == replicas && observed == rb.metadata.generation).then_some(()))
+        },
+    )
     .await
 }
 
@@ -95,13 +117,19 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
     let metrics = format!("127.0.0.1:{}", free_port());
     let ours = OurScheduler::start(
         &env,
-        &["--enable-scheduler-estimator=true", &format!("--metrics-bind-address={metrics}")],
+        &[
+            "--enable-scheduler-estimator=true",
+            &format!("--metrics-bind-address={metrics}"),
+        ],
     )
     .await?;
     let rbs = rb_api(&env).await?;
     let (r, p) = dynamic(4);
-    env.apply_json(&binding("before", r, p, "default-scheduler")).await?;
-    wait_placed(&rbs, "before", 4).await.map_err(|e| ours.explain(e))?;
+    env.apply_json(&binding("before", r, p, "default-scheduler"))
+        .await?;
+    wait_placed(&rbs, "before", 4)
+        .await
+        .map_err(|e| ours.explain(e))?;
 
     // 1. Kill the Karmada API server and bring it back on the same port and etcd data.
     let pid = pid_of(&env, "karmada-apiserver")?;
@@ -110,34 +138,60 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let _apiserver = env.spawn_process("karmada-apiserver-restarted", &program, &args)?;
     wait_for("API server back", WAIT, || async {
-        Ok(rb_api(&env).await?.list(&Default::default()).await.ok().map(|_| ()))
+        Ok(rb_api(&env)
+            .await?
+            .list(&Default::default())
+            .await
+            .ok()
+            .map(|_| ()))
     })
     .await?;
     let rbs = rb_api(&env).await?;
     let (r, p) = dynamic(3);
-    env.apply_json(&binding("after-restart", r, p, "default-scheduler")).await?;
+    env.apply_json(&binding("after-restart", r, p, "default-scheduler"))
+        .await?;
     patch_spec(&rbs, "before", json!({"replicas": 6})).await?;
-    wait_placed(&rbs, "after-restart", 3).await.map_err(|e| ours.explain(e))?;
-    wait_placed(&rbs, "before", 6).await.map_err(|e| ours.explain(e))?;
+    wait_placed(&rbs, "after-restart", 3)
+        .await
+        .map_err(|e| ours.explain(e))?;
+    wait_placed(&rbs, "before", 6)
+        .await
+        .map_err(|e| ours.explain(e))?;
 
     // 2. Kill member1's estimator: bindings still schedule (general estimate).
     let member1 = env.member("member1").expect("member1").clone();
     let (est_program, mut est_args) = cmdline(member1.estimator_pid)?;
     kill9(member1.estimator_pid);
     let (r, p) = dynamic(2);
-    env.apply_json(&binding("no-estimator", r, p, "default-scheduler")).await?;
-    wait_placed(&rbs, "no-estimator", 2).await.map_err(|e| ours.explain(e))?;
+    env.apply_json(&binding("no-estimator", r, p, "default-scheduler"))
+        .await?;
+    wait_placed(&rbs, "no-estimator", 2)
+        .await
+        .map_err(|e| ours.explain(e))?;
 
     // 3. Start it on a new port and point only the Service at it: the scheduler follows.
     let port = free_port();
     set_flag(&mut est_args, "--server-port", &port.to_string());
-    set_flag(&mut est_args, "--health-probe-bind-address", &format!("127.0.0.1:{}", free_port()));
-    set_flag(&mut est_args, "--metrics-bind-address", &format!("127.0.0.1:{}", free_port()));
+    set_flag(
+        &mut est_args,
+        "--health-probe-bind-address",
+        &format!("127.0.0.1:{}", free_port()),
+    );
+    set_flag(
+        &mut est_args,
+        "--metrics-bind-address",
+        &format!("127.0.0.1:{}", free_port()),
+    );
     let _estimator = env.spawn_process("member1-estimator-moved", &est_program, &est_args)?;
-    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(env.client().await?, "karmada-system");
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(env.client().await?, "karmada-system");
     let patch = json!({"spec": {"ports": [{"name": "grpc", "protocol": "TCP", "port": 10352, "targetPort": port}]}});
     services
-        .patch("karmada-scheduler-estimator-member1", &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            "karmada-scheduler-estimator-member1",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
         .await?;
     let before = successes(&scrape(&metrics).await, "member1");
     let mut n = 0;
@@ -147,7 +201,8 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
         let name = format!("moved-{n}");
         let (env, rbs, metrics) = (&env, &rbs, &metrics);
         async move {
-            env.apply_json(&binding(&name, r, p, "default-scheduler")).await?;
+            env.apply_json(&binding(&name, r, p, "default-scheduler"))
+                .await?;
             wait_placed(rbs, &name, 2).await?;
             Ok((successes(&scrape(metrics).await, "member1") > before).then_some(()))
         }
