@@ -1,0 +1,112 @@
+//! The deployment files shipped in `manifests/`: the systemd unit passes `systemd-analyze
+//! verify` and its flags parse; the example estimator Services have the shape the resolver
+//! needs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use karmada_scheduler::options::{Invocation, parse};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `ExecStart=` of the unit with line continuations joined, split into words; environment
+/// references (`$VAR`) dropped.
+fn exec_start(unit: &str) -> Vec<String> {
+    let joined = unit.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .expect("ExecStart");
+    line.trim_start_matches("ExecStart=")
+        .split_whitespace()
+        .filter(|w| !w.starts_with('$'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn systemd_unit_flags_parse_and_validate() {
+    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
+        .unwrap();
+    let words = exec_start(&unit);
+    assert_eq!(words[0], "/usr/local/bin/karmada-scheduler");
+    match parse(&words[1..]) {
+        Ok(Invocation::Run(opts)) => {
+            opts.validate().unwrap();
+            assert!(opts.leader_election.leader_elect);
+            assert!(opts.enable_scheduler_estimator);
+        }
+        other => panic!("unit flags: {other:?}"),
+    }
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    let Ok(out) = Command::new("systemd-analyze").arg("--version").output() else {
+        eprintln!("systemd-analyze not installed; skipping the unit verification");
+        return;
+    };
+    assert!(out.status.success());
+    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
+        .unwrap();
+    // verify checks that the binary exists: point it at the one cargo built.
+    let unit = unit.replace(
+        "/usr/local/bin/karmada-scheduler",
+        env!("CARGO_BIN_EXE_karmada-scheduler"),
+    );
+    let dir = std::env::temp_dir().join(format!("ksrs-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("karmada-scheduler.service");
+    std::fs::write(&path, unit).unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("karmada-scheduler.service"))
+        .collect();
+    assert!(
+        out.status.success() && ours.is_empty(),
+        "systemd-analyze verify:\n{stderr}"
+    );
+}
+
+#[test]
+fn example_estimator_services_are_resolvable_externalnames() {
+    let text = std::fs::read_to_string(
+        repo().join("manifests/examples/estimator-externalname-services.yaml"),
+    )
+    .unwrap();
+    let mut n = 0;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let svc: k8s_openapi::api::core::v1::Service =
+            serde::Deserialize::deserialize(doc).unwrap();
+        let name = svc.metadata.name.clone().unwrap();
+        assert!(name.starts_with("karmada-scheduler-estimator-"), "{name}");
+        assert_eq!(svc.metadata.namespace.as_deref(), Some("karmada-system"));
+        let spec = svc.spec.unwrap();
+        assert_eq!(spec.type_.as_deref(), Some("ExternalName"));
+        assert!(spec.external_name.is_some_and(|e| !e.is_empty()));
+        let port = spec
+            .ports
+            .unwrap()
+            .into_iter()
+            .find(|p| p.port == 10352)
+            .expect("port 10352");
+        assert!(
+            matches!(
+                port.target_port,
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(_))
+            ),
+            "{name}: the resolver needs an integer targetPort"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 3);
+}

@@ -1,0 +1,190 @@
+//! The Helm chart renders (with a real `helm`, built by hack/build-helm.sh) and the container
+//! arguments of its Deployment parse and validate with the binary's own flag parser, for the
+//! default values and for values that set every flag.
+//!
+//! Skipped unless `_output/bin/helm` exists; with KARMADA_E2E=1, helm is built first.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use karmada_scheduler::options::{Invocation, Options, parse};
+use serde_yaml::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn helm() -> Option<PathBuf> {
+    let bin = repo().join("_output/bin/helm");
+    if !bin.exists()
+        && std::env::var("KARMADA_E2E").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+    {
+        let status = Command::new(repo().join("hack/build-helm.sh"))
+            .status()
+            .expect("run hack/build-helm.sh");
+        assert!(status.success(), "hack/build-helm.sh failed");
+    }
+    if bin.exists() {
+        Some(bin)
+    } else {
+        eprintln!("helm_chart: _output/bin/helm not built (hack/build-helm.sh); skipping");
+        None
+    }
+}
+
+fn chart() -> PathBuf {
+    repo().join("manifests/helm/karmada-scheduler-rs")
+}
+
+fn render(helm: &Path, sets: &[&str]) -> Vec<Value> {
+    let mut cmd = Command::new(helm);
+    cmd.args(["template", "ksrs"])
+        .arg(chart())
+        .args(["--namespace", "karmada-system"]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().expect("helm template");
+    assert!(
+        out.status.success(),
+        "helm template failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn deployment_args(docs: &[Value]) -> Vec<String> {
+    let dep = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    c["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn options(args: &[String]) -> Options {
+    match parse(args) {
+        Ok(Invocation::Run(o)) => {
+            o.validate()
+                .unwrap_or_else(|e| panic!("rendered flags do not validate: {e}\n{args:?}"));
+            *o
+        }
+        other => panic!("rendered flags do not parse: {other:?}\n{args:?}"),
+    }
+}
+
+#[test]
+fn defaults_render_the_reference_defaults() {
+    let Some(helm) = helm() else { return };
+    let lint = Command::new(&helm)
+        .arg("lint")
+        .arg(chart())
+        .output()
+        .unwrap();
+    assert!(
+        lint.status.success(),
+        "helm lint:\n{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let docs = render(&helm, &[]);
+    let opts = options(&deployment_args(&docs));
+    let reference = Options {
+        kubeconfig: "/etc/karmada/kubeconfig".into(),
+        changed: opts.changed.clone(),
+        ..Default::default()
+    };
+    assert_eq!(
+        opts, reference,
+        "chart defaults equal the reference defaults"
+    );
+    // Probes on the health port, RBAC present, no ServiceMonitor by default.
+    let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["port"], 10351);
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    for k in [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+        "Service",
+    ] {
+        assert!(kinds.contains(&k), "{k} in {kinds:?}");
+    }
+    assert!(!kinds.contains(&"ServiceMonitor"));
+}
+
+#[test]
+fn every_flag_value_reaches_the_binary() {
+    let Some(helm) = helm() else { return };
+    let docs = render(
+        &helm,
+        &[
+            "scheduler.leaderElect=false",
+            "scheduler.leaderElectLeaseDuration=20s",
+            "scheduler.master=https://10.0.0.1:5443",
+            "scheduler.kubeApiQps=12.5",
+            "scheduler.kubeApiBurst=30",
+            "scheduler.metricsBindAddress=:9090",
+            "scheduler.healthProbeBindAddress=:9091",
+            "scheduler.enableSchedulerEstimator=true",
+            "scheduler.disableSchedulerEstimatorInPullMode=true",
+            "scheduler.schedulerEstimatorTimeout=1m30s",
+            "scheduler.schedulerEstimatorPort=20352",
+            "scheduler.schedulerEstimatorCaFile=/tls/ca.crt",
+            "scheduler.plugins={*,-ClusterLocality}",
+            "scheduler.schedulerName=rs-scheduler",
+            "scheduler.featureGates.PriorityBasedScheduling=true",
+            "scheduler.rateLimiterQps=20",
+            "logging.format=json",
+            "logging.v=4",
+            "logging.logDir=/var/log/ks",
+            "serviceMonitor.enabled=true",
+            "extraArgs={--log-file-max-size=10}",
+        ],
+    );
+    let opts = options(&deployment_args(&docs));
+    assert!(!opts.leader_election.leader_elect);
+    assert_eq!(opts.leader_election.lease_duration.to_string(), "20s");
+    assert_eq!(opts.master, "https://10.0.0.1:5443");
+    assert_eq!(opts.kube_api_qps, 12.5);
+    assert_eq!(opts.kube_api_burst, 30);
+    assert_eq!(opts.metrics_bind_address, ":9090");
+    assert!(opts.enable_scheduler_estimator && opts.disable_scheduler_estimator_in_pull_mode);
+    assert_eq!(opts.scheduler_estimator_timeout.to_string(), "1m30s");
+    assert_eq!(opts.scheduler_estimator_port, 20352);
+    assert_eq!(opts.scheduler_estimator_ca_file, "/tls/ca.crt");
+    assert_eq!(opts.plugins, vec!["*", "-ClusterLocality"]);
+    assert_eq!(opts.scheduler_name, "rs-scheduler");
+    assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));
+    assert_eq!(opts.rate_limiter.qps, 20);
+    assert_eq!(opts.logging.format, "json");
+    assert_eq!(opts.logging.verbosity, 4);
+    assert_eq!(opts.logging.log_dir, "/var/log/ks");
+    assert_eq!(opts.logging.log_file_max_size, 10);
+    let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["livenessProbe"]["httpGet"]["port"], 9091);
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert!(kinds.contains(&"ServiceMonitor"));
+    // With the estimator on, its Services are readable.
+    let estimator_role = docs.iter().any(|d| {
+        d["kind"] == "Role"
+            && d["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("estimator-services"))
+    });
+    assert!(estimator_role);
+}
