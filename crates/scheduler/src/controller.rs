@@ -931,6 +931,79 @@ mod tests {
         serde_json::from_value(base).unwrap()
     }
 
+    /// Records patches; answers with the object it was given.
+    #[derive(Default)]
+    struct Recording(std::sync::Mutex<Vec<(BindingKey, Target, Value)>>);
+
+    impl Writer for Recording {
+        fn patch<'a>(
+            &'a self,
+            key: &'a BindingKey,
+            target: Target,
+            patch: Value,
+        ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            self.0.lock().unwrap().push((key.clone(), target, patch));
+            Box::pin(async {
+                Err(ApiFailure {
+                    code: 404,
+                    reason: "NotFound".into(),
+                    message: "gone".into(),
+                })
+            })
+        }
+        fn get<'a>(&'a self, _key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            Box::pin(async {
+                Err(ApiFailure {
+                    code: 404,
+                    reason: "NotFound".into(),
+                    message: "gone".into(),
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_malformed_binding_is_told_and_the_others_go_on() {
+        let writer = Arc::new(Recording::default());
+        let events = crate::events::MemoryRecorder::default();
+        let ctx = Context {
+            scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
+            scheduler_name: "default-scheduler".into(),
+            stores: Arc::new(Stores::default()),
+            queue: Arc::new(SchedulingQueue::new(false, Default::default())),
+            writer: writer.clone(),
+            events: Arc::new(events.clone()),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let mut bad = raw(
+            lbl(),
+            1,
+            json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
+        );
+        bad["metadata"]["name"] = json!("bad");
+        ctx.upsert_binding(BindingKind::ResourceBinding, bad);
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+        let first = ctx.queue.pop().await.unwrap();
+        assert_eq!(first.key, BindingKey::rb("ns", "bad"));
+        ctx.process(&first.key).await;
+        let log = writer.0.lock().unwrap().clone();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].1, Target::Status);
+        let cond = &log[0].2["status"]["conditions"][0];
+        assert_eq!(cond["reason"], "SchedulerError");
+        assert_eq!(cond["status"], "False");
+        let msg = cond["message"].as_str().unwrap();
+        assert!(msg.starts_with("failed to decode ResourceBinding(ns/bad): spec.placement.spreadConstraints[0].spreadByField"), "{msg}");
+        let ev = events.0.lock().unwrap().clone();
+        assert_eq!(ev.len(), 2, "on the binding and on its template");
+        assert!(ev[0].warning && ev[0].message == msg);
+        // The good binding is still queued and schedulable.
+        assert_eq!(
+            ctx.queue.pop().await.unwrap().key,
+            BindingKey::rb("ns", "b")
+        );
+    }
+
     #[tokio::test]
     async fn relists_are_diffed_against_what_is_known() {
         use std::sync::Mutex;
