@@ -11,7 +11,7 @@
 #
 # Needs Go >= 1.25.10 on PATH (Debian bookworm's golang-go, 1.19, is too old,
 # and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
-# Cold run on 2 cores: see docs/local-control-plane.md (~25 min); warm: seconds.
+# Cold run on 2 cores: ~20 min (docs/local-control-plane.md); warm: under a second.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

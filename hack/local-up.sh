@@ -69,7 +69,7 @@ done
 # --------------------------------------------------------------------------
 if [[ "${NO_BUILD}" == 1 ]]; then
   "${ROOT}/hack/build-tools.sh" --check >/dev/null 2>&1 ||
-    die "Go tools in ${BIN_DIR} are missing or stale; run hack/build-tools.sh (first build takes ~15-25 min)"
+    die "Go tools in ${BIN_DIR} are missing or stale; run hack/build-tools.sh (first build takes ~15-20 min)"
 else
   log "checking Go tools (hack/build-tools.sh; builds only when pinned versions changed)"
   "${ROOT}/hack/build-tools.sh"

@@ -153,7 +153,7 @@ impl Tools {
             .all(|b| tools.bin_dir.join(b).is_file());
         if !all_present && !e2e_required() {
             return Err(ToolsError::Missing(format!(
-                "{MISSING_PREFIX} in {} (build them with `hack/build-tools.sh`, ~15-25 min the first time; \
+                "{MISSING_PREFIX} in {} (build them with `hack/build-tools.sh`, ~15-20 min the first time; \
                  set {E2E_ENV}=1 to build them automatically and fail instead of skipping)",
                 tools.bin_dir.display()
             )));

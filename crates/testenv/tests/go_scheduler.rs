@@ -170,6 +170,18 @@ async fn go_scheduler_fills_spec_clusters() -> anyhow::Result<()> {
         .any(|c| c["type"] == "Scheduled" && c["status"] == "True");
     assert!(scheduled, "Scheduled condition: {}", rb.data["status"]);
 
+    // The accurate estimator was really asked: the Go scheduler resolved each
+    // member's ExternalName Service and called its Go estimator.
+    for m in env.members() {
+        let log = env.log_tail(&format!("{}-estimator", m.name), 500);
+        assert!(
+            log.contains("Finish calculating cluster available replicas"),
+            "{} estimator was not called; its log:\n{log}\nscheduler log:\n{}",
+            m.name,
+            scheduler.log_tail(60)
+        );
+    }
+
     assert!(scheduler.try_wait()?.is_none(), "scheduler still running");
     drop(scheduler);
     env.stop();
