@@ -1,12 +1,15 @@
 //! Fan-out cost: one binding asked of 1, 100 and 1,000 estimators on loopback.
 //!
 //! One tonic server plays every cluster (the cluster name is in the request), but each
-//! cluster has its own Service and its own connection, as in production. If the fan-out is
-//! concurrent, the 100- and 1,000-cluster cycles cost about one round trip plus the per-call
-//! CPU work, not one round trip per cluster; compare with the 1-cluster line and with
-//! `sequential/100`, which asks the same 100 clusters one after the other.
+//! cluster has its own Service and its own connection, as in production. Two servers:
 //!
-//! Run: `cargo bench -p estimator-client --bench fanout` (about half a minute).
+//! * `instant/*`: answers at once, so the numbers are the CPU cost of the client *and* the
+//!   server per call (on a 2-core machine that is what limits 1,000 calls);
+//! * `rtt10ms/*`: answers after 10 ms, like an estimator that computes or sits across a
+//!   network. `rtt10ms/concurrent/{100,1000}` stay near one 10 ms round trip (plus the CPU
+//!   cost above), while `rtt10ms/sequential/10` pays one round trip per cluster.
+//!
+//! Run: `cargo bench -p estimator-client --bench fanout` (under a minute).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +31,9 @@ use scheduler_core::estimator::{EstimateRequest, Estimator};
 use tonic::{Request, Response, Status};
 
 #[derive(Clone)]
-struct Answer;
+struct Answer {
+    delay: Duration,
+}
 
 #[tonic::async_trait]
 impl EstimatorService for Answer {
@@ -36,6 +41,9 @@ impl EstimatorService for Answer {
         &self,
         _: Request<pb::MaxAvailableReplicasRequest>,
     ) -> Result<Response<pb::MaxAvailableReplicasResponse>, Status> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
         Ok(Response::new(pb::MaxAvailableReplicasResponse {
             max_replicas: 10,
         }))
@@ -115,18 +123,19 @@ async fn world(n: usize, port: u16) -> World {
     }
 }
 
+async fn start_server(delay: Duration) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .serve_with_incoming(EstimatorServer::new(Answer { delay }), incoming),
+    );
+    port
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let port = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        tokio::spawn(
-            tonic::transport::Server::builder()
-                .serve_with_incoming(EstimatorServer::new(Answer), incoming),
-        );
-        port
-    });
     let resource = ObjectReference {
         api_version: "apps/v1".into(),
         kind: "Deployment".into(),
@@ -146,35 +155,52 @@ fn bench(c: &mut Criterion) {
         namespace: "default",
     };
 
-    let mut group = c.benchmark_group("fanout");
-    for n in [1usize, 100, 1000] {
-        let w = rt.block_on(world(n, port));
-        let refs: Vec<&Cluster> = w.clusters.iter().collect();
-        group.bench_with_input(BenchmarkId::new("concurrent", n), &n, |b, _| {
-            b.to_async(&rt).iter(|| async {
-                let got = w
-                    .estimator
-                    .max_available_replicas(&refs, request)
-                    .await
-                    .unwrap();
-                assert_eq!(got.len(), n);
-            })
-        });
-        if n == 100 {
-            group.bench_with_input(BenchmarkId::new("sequential", n), &n, |b, _| {
+    for (group_name, delay, sizes, sequential) in [
+        (
+            "instant",
+            Duration::ZERO,
+            &[1usize, 100, 1000][..],
+            100usize,
+        ),
+        (
+            "rtt10ms",
+            Duration::from_millis(10),
+            &[1usize, 100, 1000][..],
+            10usize,
+        ),
+    ] {
+        let port = rt.block_on(start_server(delay));
+        let mut group = c.benchmark_group(group_name);
+        for &n in sizes {
+            let w = rt.block_on(world(n, port));
+            let refs: Vec<&Cluster> = w.clusters.iter().collect();
+            group.bench_with_input(BenchmarkId::new("concurrent", n), &n, |b, _| {
                 b.to_async(&rt).iter(|| async {
-                    for cluster in &refs {
-                        let one = std::slice::from_ref(cluster);
-                        w.estimator
-                            .max_available_replicas(one, request)
-                            .await
-                            .unwrap();
-                    }
+                    let got = w
+                        .estimator
+                        .max_available_replicas(&refs, request)
+                        .await
+                        .unwrap();
+                    assert_eq!(got.len(), n);
                 })
             });
+            if n == 100 {
+                let few = &refs[..sequential];
+                group.bench_with_input(BenchmarkId::new("sequential", sequential), &n, |b, _| {
+                    b.to_async(&rt).iter(|| async {
+                        for cluster in few {
+                            let one = std::slice::from_ref(cluster);
+                            w.estimator
+                                .max_available_replicas(one, request)
+                                .await
+                                .unwrap();
+                        }
+                    })
+                });
+            }
         }
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group! {
