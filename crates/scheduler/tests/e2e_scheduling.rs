@@ -17,6 +17,9 @@ use testenv::{TestEnv, tools_or_skip};
 
 use common::*;
 
+/// How long twins may take to agree after both were scheduled.
+const SETTLE: Duration = Duration::from_secs(20);
+
 /// (twin name, replicas, placement): one per strategy and outcome.
 fn cases() -> Vec<(&'static str, i32, Value)> {
     vec![
@@ -174,15 +177,46 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
     .await
     .ok(); // the CRD may reject it at admission; then there is nothing to check
 
+    // Cluster-scoped twins.
+    let crbs = crb_api(&env).await?;
+    let crb_cases = [
+        (
+            "crb-dup",
+            json!({"clusterAffinity": {"clusterNames": ["edge-1", "edge-2"]}}),
+        ),
+        (
+            "crb-nofit",
+            json!({"clusterAffinity": {"clusterNames": ["no-such-cluster"]}}),
+        ),
+    ];
+    for (name, placement) in &crb_cases {
+        for (sched, suffix) in [("default-scheduler", "rs"), ("go-scheduler", "go")] {
+            env.apply_json(&cluster_binding(
+                &format!("{name}-{suffix}"),
+                placement.clone(),
+                sched,
+            ))
+            .await?;
+        }
+    }
     let mut diffs: Vec<String> = Vec::new();
-    for name in accepted {
-        let ours_rb = wait_scheduled(&rbs, &format!("{name}-rs"))
+    for (name, _) in &crb_cases {
+        wait_scheduled(&crbs, &format!("{name}-rs"))
             .await
             .map_err(|e| ours.explain(e))?;
-        let go_rb = wait_scheduled(&rbs, &format!("{name}-go"))
+        wait_scheduled(&crbs, &format!("{name}-go")).await?;
+        let (o, g) = (format!("{name}-rs"), format!("{name}-go"));
+        diffs.extend(settled_differences(&crbs, name, &o, &g, SETTLE).await?);
+    }
+    for name in accepted {
+        wait_scheduled(&rbs, &format!("{name}-rs"))
+            .await
+            .map_err(|e| ours.explain(e))?;
+        wait_scheduled(&rbs, &format!("{name}-go"))
             .await
             .map_err(|e| anyhow::anyhow!("{e:#}\n{}", go.log_tail(40)))?;
-        diffs.extend(differences(name, &ours_rb, &go_rb));
+        let (o, g) = (format!("{name}-rs"), format!("{name}-go"));
+        diffs.extend(settled_differences(&rbs, name, &o, &g, SETTLE).await?);
     }
     if let Ok(bad) = rbs.get("bad-spread-rs").await {
         let cond = wait_condition(&rbs, "bad-spread-rs").await?;
@@ -196,6 +230,51 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
         );
     }
 
+    // The Events on the bindings and on their templates read the same.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let norm = |events: Vec<(String, String, String)>,
+                twin: &str,
+                name: &str|
+     -> Vec<(String, String, String)> {
+        events
+            .into_iter()
+            .map(|(t, r, m)| (t, r, m.replace(twin, name)))
+            .collect()
+    };
+    for name in ["dup", "nofit", "failover", "toomany"] {
+        for kind in ["ResourceBinding", "Deployment"] {
+            let (rs, go_name) = (format!("{name}-rs"), format!("{name}-go"));
+            let o = norm(events_about(&env, "default", kind, &rs).await?, &rs, name);
+            let g = norm(
+                events_about(&env, "default", kind, &go_name).await?,
+                &go_name,
+                name,
+            );
+            if o != g || o.is_empty() {
+                diffs.push(format!(
+                    "{name}: events on the {kind}\n  ours: {o:?}\n  go:   {g:?}"
+                ));
+            }
+        }
+    }
+    for kind in ["ClusterResourceBinding", "ClusterRole"] {
+        let o = norm(
+            events_about(&env, "default", kind, "crb-dup-rs").await?,
+            "crb-dup-rs",
+            "crb-dup",
+        );
+        let g = norm(
+            events_about(&env, "default", kind, "crb-dup-go").await?,
+            "crb-dup-go",
+            "crb-dup",
+        );
+        if o != g || o.is_empty() {
+            diffs.push(format!(
+                "crb-dup: events on the {kind}\n  ours: {o:?}\n  go:   {g:?}"
+            ));
+        }
+    }
+
     // Scale and placement changes.
     for suffix in ["rs", "go"] {
         patch_spec(&rbs, &format!("static-{suffix}"), json!({"replicas": 9})).await?;
@@ -204,11 +283,13 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
             "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}})).await?;
     }
     for name in ["static", "aggregated"] {
-        let o = wait_generation_observed(&rbs, &format!("{name}-rs"))
+        wait_generation_observed(&rbs, &format!("{name}-rs"))
             .await
             .map_err(|e| ours.explain(e))?;
-        let g = wait_generation_observed(&rbs, &format!("{name}-go")).await?;
-        diffs.extend(differences(&format!("{name} (changed)"), &o, &g));
+        wait_generation_observed(&rbs, &format!("{name}-go")).await?;
+        let (o, g) = (format!("{name}-rs"), format!("{name}-go"));
+        let case = format!("{name} (changed)");
+        diffs.extend(settled_differences(&rbs, &case, &o, &g, SETTLE).await?);
     }
 
     // Taint edge-2 (a spec change): Duplicated bindings there are rescheduled and drop it.

@@ -64,6 +64,61 @@ pub async fn rb_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
     Ok(Api::namespaced_with(env.client().await?, "default", &ar))
 }
 
+pub async fn crb_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "work.karmada.io",
+        "v1alpha2",
+        "ClusterResourceBinding",
+    ));
+    Ok(Api::all_with(env.client().await?, &ar))
+}
+
+/// A labelled ClusterResourceBinding for a Namespace-like cluster-scoped template.
+pub fn cluster_binding(name: &str, placement: Value, scheduler: &str) -> Value {
+    json!({
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ClusterResourceBinding",
+        "metadata": {"name": name,
+                     "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
+        "spec": {
+            "resource": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": name},
+            "schedulerName": scheduler,
+            "placement": placement
+        }
+    })
+}
+
+/// `(type, reason, message)` of the Events about one object, sorted.
+pub async fn events_about(
+    env: &TestEnv,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> anyhow::Result<Vec<(String, String, String)>> {
+    let api: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(env.client().await?, namespace);
+    let mut out: Vec<(String, String, String)> = api
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some(kind)
+                && e.involved_object.name.as_deref() == Some(name)
+        })
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 pub async fn cluster_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
     let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "cluster.karmada.io",
@@ -238,4 +293,23 @@ pub fn differences(case: &str, ours: &DynamicObject, go: &DynamicObject) -> Vec<
         );
     }
     out
+}
+
+/// Compare twins until they agree or `timeout` passes (both sides settle at their own pace:
+/// a result patch bumps the generation and triggers one more cycle on each side).
+pub async fn settled_differences(
+    api: &Api<DynamicObject>,
+    case: &str,
+    ours: &str,
+    go: &str,
+    timeout: Duration,
+) -> anyhow::Result<Vec<String>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let d = differences(case, &api.get(ours).await?, &api.get(go).await?);
+        if d.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(d);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
