@@ -65,13 +65,16 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 pub async fn run_until(opts: Options, stop: CancellationToken) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let ready = Readiness::default();
-    let servers = Servers::bind(
+    let mut servers = Servers::bind(
         &opts.health_probe_bind_address,
         &opts.metrics_bind_address,
         metrics.clone(),
         ready.clone(),
     )
     .await?;
+    if opts.enable_pprof {
+        servers = servers.with_pprof(&opts.profiling_bind_address).await?;
+    }
     let server_stop = CancellationToken::new();
     let server_task = tokio::spawn(servers.serve(server_stop.clone()));
 

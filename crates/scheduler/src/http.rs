@@ -141,6 +141,28 @@ impl Servers {
                 ));
             }
         }
+        Self::listen(plan).await
+    }
+
+    /// Add the `--enable-pprof` server on `addr`. Go's pprof has no Rust equivalent here, so
+    /// its paths answer 501 with a pointer to `perf`; the flag and address keep their meaning
+    /// (a port is taken, a bind failure is fatal) so that manifests behave the same.
+    pub async fn with_pprof(mut self, addr: &str) -> anyhow::Result<Self> {
+        let stub = || async {
+            (
+                StatusCode::NOT_IMPLEMENTED,
+                "pprof is a Go profiler; profile this Rust binary with perf or a sampling profiler instead\n",
+            )
+        };
+        let r = Router::new()
+            .route("/debug/pprof", any(stub))
+            .route("/debug/pprof/{*rest}", any(stub));
+        let more = Self::listen(vec![("profiling".into(), addr.into(), r)]).await?;
+        self.servers.extend(more.servers);
+        Ok(self)
+    }
+
+    async fn listen(plan: Vec<(String, String, Router)>) -> anyhow::Result<Self> {
         let mut servers = Vec::new();
         for (name, addr, r) in plan {
             let sock = parse_bind_address(&addr)?;
@@ -296,6 +318,22 @@ mod tests {
         assert_eq!(get(addrs[0], "/healthz/x").await.0, 404);
         stop.cancel();
         task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn pprof_paths_answer_not_implemented() {
+        let servers = Servers::bind("0", "0", Arc::new(Metrics::new()), Readiness::default())
+            .await
+            .unwrap()
+            .with_pprof("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addrs = servers.local_addrs();
+        let stop = CancellationToken::new();
+        tokio::spawn(servers.serve(stop.clone()));
+        assert_eq!(get(addrs[0], "/debug/pprof/profile").await.0, 501);
+        assert_eq!(get(addrs[0], "/metrics").await.0, 404);
+        stop.cancel();
     }
 
     #[tokio::test]
