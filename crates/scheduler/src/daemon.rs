@@ -139,12 +139,18 @@ async fn run_scheduler(
     // Renew until lost; a stop request is watched alongside, so that scheduling ends before the
     // Lease is released.
     let never = CancellationToken::new();
-    let outcome = tokio::select! {
-        ended = elector.renew(&never) => ended,
-        _ = stop.cancelled() => LeadingEnded::Stopped,
+    let mut sched = sched;
+    let (outcome, finished) = tokio::select! {
+        ended = elector.renew(&never) => (ended, None),
+        _ = stop.cancelled() => (LeadingEnded::Stopped, None),
+        // The scheduler ended on its own (a start-up error): give the Lease up and report it.
+        r = &mut sched => (LeadingEnded::Stopped, Some(r)),
     };
     sched_stop.cancel();
-    let sched_result = sched.await.context("scheduler task")?;
+    let sched_result = match finished {
+        Some(r) => r.context("scheduler task")?,
+        None => sched.await.context("scheduler task")?,
+    };
     metrics.set_leader(false);
     match outcome {
         LeadingEnded::Lost => {
