@@ -9,7 +9,13 @@
 //! karmada-scheduler simulate -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...]
 //!     [--plugins LIST] [--enable-empty-workload-propagation] [--feature-gates LIST]
 //!     [-o json|yaml|explain]
+//!     [--enable-scheduler-estimator [--scheduler-estimator-* ...]]
 //! ```
+//!
+//! With `--enable-scheduler-estimator`, the real estimators are dialled: their addresses come
+//! from the Services (and EndpointSlices) in the input files, resolved by `estimator-client`
+//! exactly as the daemon resolves them from the API server, so a placement can be tried
+//! offline against live estimators.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,7 +25,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
+use estimator_client::{
+    ConnectionCache, EstimatorOptions, InMemoryServiceSource, SchedulerEstimator,
+};
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_api::cluster::Cluster;
 use karmada_api::work::{
     ClusterResourceBinding, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus,
@@ -35,6 +45,7 @@ use scheduler_core::{EstimatorError, ScheduleError};
 use serde::Serialize;
 
 use karmada_scheduler::condition::SUCCESS_MESSAGE;
+use karmada_scheduler::options::{self as daemon_options, Invocation};
 
 const USAGE: &str = "\
 Run one scheduling pass over objects read from files and print where each binding lands.
@@ -56,9 +67,26 @@ Flags:
   -o, --output FORMAT                       json (default), yaml or explain
   -h, --help                                this text
 
-Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service, kept for the
-estimator resolver); other kinds are skipped with a warning. Bindings are scheduled in input
-order, each against the same clusters; logs and warnings go to stderr.
+Scheduler-estimator flags (those of the daemon, same names, defaults and value syntax):
+      --enable-scheduler-estimator          dial the real estimators of the clusters, found
+                                            through the Services (and EndpointSlices) of the
+                                            input files; their answers join the general
+                                            estimator's (and --estimator-replicas')
+      --scheduler-estimator-timeout DURATION            (default 3s)
+      --scheduler-estimator-service-namespace STRING    (default \"karmada-system\")
+      --scheduler-estimator-service-prefix STRING       (default \"karmada-scheduler-estimator\")
+      --scheduler-estimator-port INT                    (default 10352)
+      --scheduler-estimator-cert-file, --scheduler-estimator-key-file,
+      --scheduler-estimator-ca-file FILE
+      --insecure-skip-estimator-verify
+      --disable-scheduler-estimator-in-pull-mode
+  Estimators that cannot be resolved or dialled are reported on stderr (Service, port,
+  problem); as upstream, a binding asking such a cluster ignores all of that estimator's
+  answers.
+
+Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service and EndpointSlice,
+for the estimator resolver); other kinds are skipped with a warning. Bindings are scheduled in
+input order, each against the same clusters; logs and warnings go to stderr.
 ";
 
 /// The simulate subcommand's flags.
@@ -70,6 +98,11 @@ struct Options {
     enable_empty_workload_propagation: bool,
     gates: FeatureGates,
     output: OutputFormat,
+    /// The daemon's estimator flags as given, handed to its own parser (see
+    /// [`estimator_flag`]).
+    estimator_flags: Vec<String>,
+    /// `Some` with `--enable-scheduler-estimator`: the estimator client's options.
+    estimator: Option<EstimatorOptions>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -130,6 +163,21 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
             };
             continue;
         }
+        if let Some((flag, boolean)) = estimator_flag(name) {
+            let v = match inline {
+                Some(v) => v,
+                None if boolean => "true".to_string(),
+                None => {
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| anyhow!("flag needs an argument: {name}"))?;
+                    i += 1;
+                    v.clone()
+                }
+            };
+            o.estimator_flags.push(format!("--{flag}={v}"));
+            continue;
+        }
         let mut value = || -> anyhow::Result<String> {
             if let Some(v) = &inline {
                 return Ok(v.clone());
@@ -180,7 +228,36 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
     if o.files.is_empty() {
         bail!("at least one -f PATH is required");
     }
+    o.estimator = estimator_options(&o.estimator_flags)?;
     Ok(Some(o))
+}
+
+/// Whether `name` (as typed, `--x`) is one of the daemon's estimator flags, with its
+/// normalised name and whether it is a boolean. The daemon's flag table decides, so flags it
+/// gains later (our extensions) are accepted here too.
+fn estimator_flag(name: &str) -> Option<(String, bool)> {
+    let flag = name.strip_prefix("--")?.replace('_', "-");
+    if !flag.contains("estimator") || !daemon_options::flag_names().contains(flag.as_str()) {
+        return None;
+    }
+    // pflag lets only booleans stand alone; ask the daemon's parser which kind this is.
+    let boolean = daemon_options::parse(&[format!("--{flag}")]).is_ok();
+    Some((flag, boolean))
+}
+
+/// Parses and validates the estimator flags with the daemon's own parser (Go durations and
+/// integers, pflag booleans, the reference's validation messages) and maps them as the daemon
+/// does. `None` unless `--enable-scheduler-estimator` is set.
+fn estimator_options(flags: &[String]) -> anyhow::Result<Option<EstimatorOptions>> {
+    let parsed = match daemon_options::parse(flags) {
+        Ok(Invocation::Run(o)) => o,
+        Ok(_) => bail!("unexpected estimator flags {flags:?}"),
+        Err(e) => bail!("{}", e.message),
+    };
+    parsed.validate().map_err(|e| anyhow!("{e}"))?;
+    Ok(parsed
+        .enable_scheduler_estimator
+        .then(|| karmada_scheduler::controller::estimator_options(&parsed)))
 }
 
 /// Everything read from the input files.
@@ -190,6 +267,8 @@ struct Input {
     bindings: Vec<Binding>,
     /// For the accurate estimator's in-memory Service source (see [`accurate_estimator`]).
     services: Vec<Service>,
+    /// Likewise, for headless estimator Services.
+    endpoint_slices: Vec<EndpointSlice>,
 }
 
 /// One binding of either kind, with what the output needs.
@@ -216,19 +295,26 @@ fn run(opts: &Options) -> anyhow::Result<String> {
             customized_cluster_resource_modeling: opts.gates.customized_cluster_resource_modeling(),
         },
     ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     if !opts.estimator_replicas.is_empty() {
         scheduler = scheduler.with_estimator(Arc::new(StubEstimator {
+            // Both stand for the scheduler-estimator; keep them apart in `-o explain`.
+            name: if opts.estimator.is_some() {
+                STUB_NAME_BESIDE_REAL
+            } else {
+                STUB_NAME
+            },
             replicas: opts.estimator_replicas.clone(),
         }));
     }
-    if let Some(accurate) = accurate_estimator(opts, &input.services)? {
+    if let Some(estimator) = &opts.estimator {
+        let accurate = runtime.block_on(accurate_estimator(estimator, &input));
         scheduler = scheduler.with_estimator(accurate);
     }
     let snapshot = Snapshot::from_clusters(input.clusters);
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let want_trace = opts.output == OutputFormat::Explain;
     let mut results = Vec::with_capacity(input.bindings.len());
     let mut explained = String::new();
@@ -257,13 +343,34 @@ fn run(opts: &Options) -> anyhow::Result<String> {
     })
 }
 
-/// The hook for `--enable-scheduler-estimator`: the estimator client, resolving estimator
-/// addresses from `services` instead of an API server. Not wired yet; returns `None`.
-fn accurate_estimator(
-    _opts: &Options,
-    _services: &[Service],
-) -> anyhow::Result<Option<Arc<dyn Estimator>>> {
-    Ok(None)
+/// `--enable-scheduler-estimator`: the daemon's estimator client, resolving estimator Services
+/// from the input files instead of an API server. Every cluster is connected up front, as the
+/// daemon does on start; failures are reported on stderr and not fatal: a binding that asks
+/// such a cluster gets an error from this estimator and scheduler-core ignores all of its
+/// answers for that binding (the reference's all-or-nothing merge).
+async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dyn Estimator> {
+    let source = InMemoryServiceSource::with_objects(
+        input.services.iter().cloned(),
+        input.endpoint_slices.iter().cloned(),
+    );
+    let cache = Arc::new(ConnectionCache::new(options.clone(), Arc::new(source)));
+    let connects = input.clusters.iter().map(|c| cache.ensure(c));
+    let outcomes = futures::future::join_all(connects).await;
+    for (cluster, outcome) in input.clusters.iter().zip(outcomes) {
+        let name = cluster.name();
+        let service = options.service_name(name);
+        match outcome {
+            Err(e) => eprintln!(
+                "warning: scheduler-estimator of cluster {name}: Service {}/{service} port {}: {e}",
+                options.service_namespace, options.port
+            ),
+            Ok(()) if cache.connection(name).is_none() => eprintln!(
+                "warning: scheduler-estimator of cluster {name}: not connected (Pull cluster with --disable-scheduler-estimator-in-pull-mode)"
+            ),
+            Ok(()) => {}
+        }
+    }
+    Arc::new(SchedulerEstimator::new(cache))
 }
 
 /// One element of the output array.
@@ -334,9 +441,15 @@ fn to_output(b: &Binding, outcome: Option<&Outcome>) -> Output {
     }
 }
 
+/// The stub's name: it stands in for the scheduler-estimator.
+const STUB_NAME: &str = "scheduler-estimator";
+/// The stub's name when the real scheduler-estimator is also asked.
+const STUB_NAME_BESIDE_REAL: &str = "estimator-replicas";
+
 /// `--estimator-replicas`: a connected accurate estimator answering N for each named cluster.
 /// Like upstream's gRPC estimator, it fails as a whole when it cannot answer for one cluster.
 struct StubEstimator {
+    name: &'static str,
     replicas: BTreeMap<String, i32>,
 }
 
@@ -357,7 +470,7 @@ impl StubEstimator {
 
 impl Estimator for StubEstimator {
     fn name(&self) -> &str {
-        "scheduler-estimator"
+        self.name
     }
 
     fn max_available_replicas<'a>(
@@ -441,8 +554,9 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
             .unwrap_or("")
             .to_string();
         let kind = kind.as_str();
-        // Go decodes a Cluster without `spec` as an empty spec; so does simulate.
-        if kind == "Cluster" && !map.contains_key("spec") {
+        // Go decodes a Cluster without `spec` (or `spec: null`) as an empty spec; so does
+        // simulate.
+        if kind == "Cluster" && map.get("spec").is_none_or(serde_yaml::Value::is_null) {
             map.insert(
                 "spec".into(),
                 serde_yaml::Value::Mapping(Default::default()),
@@ -497,6 +611,11 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                 let s: Service = karmada_api::from_yaml_str(&yaml)
                     .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
                 input.services.push(s);
+            }
+            "EndpointSlice" => {
+                let s: EndpointSlice = karmada_api::from_yaml_str(&yaml)
+                    .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
+                input.endpoint_slices.push(s);
             }
             "" => eprintln!("warning: {file}: document {n}: no kind, skipped"),
             other => eprintln!(
@@ -873,6 +992,69 @@ mod tests {
     }
 
     #[test]
+    fn estimator_flags_use_the_daemon_parser_and_defaults() {
+        let o = parse_args(&args(&["-f", "x"])).unwrap().unwrap();
+        assert!(o.estimator.is_none());
+        let o = parse_args(&args(&["-f", "x", "--enable-scheduler-estimator"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.estimator, Some(EstimatorOptions::default()));
+        let o = parse_args(&args(&[
+            "-f",
+            "x",
+            "--enable-scheduler-estimator=T",
+            "--scheduler-estimator-timeout",
+            "1m",
+            "--scheduler_estimator_port=0x10",
+            "--scheduler-estimator-service-namespace=est",
+            "--scheduler-estimator-service-prefix",
+            "p",
+            "--scheduler-estimator-ca-file=/ca",
+            "--scheduler-estimator-cert-file=/c",
+            "--scheduler-estimator-key-file=/k",
+            "--insecure-skip-estimator-verify",
+            "--disable-scheduler-estimator-in-pull-mode=true",
+        ]))
+        .unwrap()
+        .unwrap();
+        let e = o.estimator.unwrap();
+        assert_eq!(e.timeout, std::time::Duration::from_secs(60));
+        assert_eq!(e.port, 16);
+        assert_eq!(e.service_namespace, "est");
+        assert_eq!(e.service_name("m1"), "p-m1");
+        assert_eq!(e.ca_file.as_deref(), Some(Path::new("/ca")));
+        assert_eq!(e.cert_file.as_deref(), Some(Path::new("/c")));
+        assert_eq!(e.key_file.as_deref(), Some(Path::new("/k")));
+        assert!(e.insecure_skip_verify && e.disable_in_pull_mode);
+
+        let err = parse_args(&args(&["-f", "x", "--enable-scheduler-estimator=maybe"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(r#"invalid argument "maybe" for "--enable-scheduler-estimator" flag"#),
+            "{err}"
+        );
+        assert!(parse_args(&args(&["-f", "x", "--scheduler-estimator-port"])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "--scheduler-estimator-timeout=-1s"])).is_err());
+        // Daemon flags unrelated to the estimator are not simulate flags.
+        assert!(parse_args(&args(&["-f", "x", "--kubeconfig=/k"])).is_err());
+    }
+
+    #[test]
+    fn cluster_without_spec_and_endpoint_slices_are_read() {
+        let mut input = Input::default();
+        let text = "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\n---\n\
+                    apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m2}\nspec: null\n---\n\
+                    apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\n\
+                    metadata: {name: s1, namespace: karmada-system, labels: {kubernetes.io/service-name: e}}\n\
+                    endpoints: [{addresses: [127.0.0.1]}]\nports: [{port: 8080}]\n";
+        read_documents(&mut input, "in.yaml", text).unwrap();
+        assert_eq!(input.clusters.len(), 2);
+        assert_eq!(input.clusters[1].spec.sync_mode, "");
+        assert_eq!(input.endpoint_slices.len(), 1);
+    }
+
+    #[test]
     fn decode_errors_name_file_document_and_field() {
         let mut input = Input::default();
         let text = "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: m1}\n---\n\
@@ -931,6 +1113,7 @@ mod tests {
     #[test]
     fn stub_estimator_is_all_or_nothing() {
         let stub = StubEstimator {
+            name: STUB_NAME,
             replicas: [("m1".to_string(), 3)].into_iter().collect(),
         };
         let m1 = Cluster::new("m1", Default::default());
