@@ -129,8 +129,8 @@ for arg in "$@"; do
 done
 [[ ${#MODS[@]} -gt 0 ]] || MODS=(kube karmada)
 
-mkdir -p "${BIN_DIR}" "${WORK_DIR}"
 if [[ ${CHECK} == 0 ]]; then
+  mkdir -p "${BIN_DIR}" "${WORK_DIR}"
   exec {lockfd}>"${BIN_DIR}/.build.lock"
   flock "${lockfd}"
 fi
