@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_api::Cluster;
-use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
+use karmada_api::work::{ResourceBinding, ResourceBindingSpec, ResourceBindingStatus};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
@@ -188,6 +188,120 @@ impl Stores {
     }
 }
 
+/// ResourceBindings whose new result was written but may not be in the cache yet (gate
+/// `WorkloadAffinity`, spec §5.8), so that the workload-affinity filters honour a result just
+/// written before the watch delivers it.
+#[derive(Default)]
+pub struct AssigningCache(RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>);
+
+fn rv_number(meta: &ObjectMeta) -> u64 {
+    meta.resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn to_rb(b: &Binding) -> ResourceBinding {
+    ResourceBinding {
+        api_version: karmada_api::work::API_VERSION.into(),
+        kind: "ResourceBinding".into(),
+        metadata: b.metadata.clone(),
+        spec: b.spec.clone(),
+        status: b.status.clone(),
+    }
+}
+
+impl AssigningCache {
+    /// A result patch of this RB succeeded; the server returned `stored`.
+    pub fn written(&self, stored: &Binding) {
+        if stored.kind == BindingKind::ResourceBinding {
+            self.0
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(stored.key(), Arc::new(to_rb(stored)));
+        }
+    }
+
+    /// The watch delivered `b`: keep a newer written copy; drop it once the binding is fully
+    /// applied; otherwise follow the watch.
+    fn observed(&self, b: &Binding) {
+        let mut m = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let key = b.key();
+        let Some(current) = m.get(&key) else { return };
+        if rv_number(&current.metadata) > rv_number(&b.metadata) {
+            return;
+        }
+        let fully_applied = b
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "FullyApplied" && c.status == "True");
+        if fully_applied {
+            m.remove(&key);
+        } else {
+            m.insert(key, Arc::new(to_rb(b)));
+        }
+    }
+
+    fn removed(&self, key: &BindingKey) {
+        self.0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+}
+
+/// The workload (anti-)affinity index over the caches.
+pub struct WorkloadIndex {
+    pub stores: Arc<Stores>,
+    pub assigning: Arc<AssigningCache>,
+}
+
+impl WorkloadIndex {
+    fn by(
+        &self,
+        pick: impl Fn(&karmada_api::work::WorkloadAffinityGroups) -> &str,
+        group: &str,
+    ) -> Vec<Arc<ResourceBinding>> {
+        self.stores
+            .bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter_map(|(c, _)| match c {
+                Cached::Ok(b) if b.kind == BindingKind::ResourceBinding => Some(b),
+                _ => None,
+            })
+            .filter(|b| {
+                b.spec
+                    .workload_affinity_groups
+                    .as_ref()
+                    .is_some_and(|g| pick(g) == group)
+            })
+            .map(|b| Arc::new(to_rb(b)))
+            .collect()
+    }
+}
+
+impl scheduler_core::framework::WorkloadGroupIndex for WorkloadIndex {
+    fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+        Ok(self.by(|g| &g.affinity_group, group))
+    }
+
+    fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+        Ok(self.by(|g| &g.anti_affinity_group, group))
+    }
+
+    fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>> {
+        self.assigning
+            .0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&BindingKey::rb(namespace, name))
+            .cloned()
+    }
+}
+
 /// Decode one raw binding into the cache form.
 pub fn decode_cached(kind: BindingKind, mut raw: Value) -> Cached {
     if let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -232,6 +346,8 @@ pub struct Context {
     pub writer: Arc<dyn Writer>,
     pub events: Arc<dyn EventSink>,
     pub metrics: Arc<Metrics>,
+    /// Present with the `WorkloadAffinity` gate.
+    pub workload: Option<Arc<WorkloadIndex>>,
 }
 
 impl Context {
@@ -253,6 +369,9 @@ impl Context {
     pub fn upsert_binding(&self, kind: BindingKind, raw: Value) {
         let summary = summarize(&raw, &self.scheduler_name);
         let cached = decode_cached(kind, raw);
+        if let (Some(w), Cached::Ok(b)) = (&self.workload, &cached) {
+            w.assigning.observed(b);
+        }
         let key = match &cached {
             Cached::Ok(b) => b.key(),
             Cached::Malformed(m) => m.binding.key(),
@@ -317,6 +436,10 @@ impl Context {
             scheduler: &self.scheduler,
             writer: self.writer.as_ref(),
             events: self.events.as_ref(),
+            workload_index: self
+                .workload
+                .as_deref()
+                .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
         };
         let start = Instant::now();
         let mut report = None;
@@ -399,14 +522,17 @@ pub struct KubeWriter {
     rb: ApiResource,
     crb: ApiResource,
     client: kube::Client,
+    /// Told about every successful result patch (gate `WorkloadAffinity`).
+    assigning: Option<Arc<AssigningCache>>,
 }
 
 impl KubeWriter {
-    pub fn new(client: kube::Client) -> Self {
+    pub fn new(client: kube::Client, assigning: Option<Arc<AssigningCache>>) -> Self {
         Self {
             rb: resource(BindingKind::ResourceBinding),
             crb: resource(BindingKind::ClusterResourceBinding),
             client,
+            assigning,
         }
     }
 
@@ -450,7 +576,11 @@ impl Writer for KubeWriter {
                         .await
                 }
             };
-            to_binding(key.kind, res.map_err(api_failure)?)
+            let stored = to_binding(key.kind, res.map_err(api_failure)?)?;
+            if let (Target::Main, Some(a)) = (target, &self.assigning) {
+                a.written(&stored);
+            }
+            Ok(stored)
         })
     }
 
@@ -702,17 +832,30 @@ pub async fn run(
         .feature_gates
         .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING);
     let stores = Arc::new(Stores::default());
+    let workload = opts
+        .feature_gates
+        .enabled(scheduler_core::features::WORKLOAD_AFFINITY)
+        .then(|| {
+            Arc::new(WorkloadIndex {
+                stores: stores.clone(),
+                assigning: Arc::new(AssigningCache::default()),
+            })
+        });
     let ctx = Arc::new(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
         stores: stores.clone(),
         queue: Arc::new(SchedulingQueue::new(priority_mode, opts.rate_limiter)),
-        writer: Arc::new(KubeWriter::new(client.clone())),
+        writer: Arc::new(KubeWriter::new(
+            client.clone(),
+            workload.as_ref().map(|w| w.assigning.clone()),
+        )),
         events: Arc::new(crate::events::start(
             client.clone(),
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
         metrics,
+        workload,
     });
 
     let mut watches = Vec::new();
@@ -974,6 +1117,7 @@ mod tests {
             writer: writer.clone(),
             events: Arc::new(events.clone()),
             metrics: Arc::new(Metrics::new()),
+            workload: None,
         };
         let mut bad = raw(
             lbl(),
@@ -1002,6 +1146,81 @@ mod tests {
             ctx.queue.pop().await.unwrap().key,
             BindingKey::rb("ns", "b")
         );
+    }
+
+    #[test]
+    fn workload_index_finds_groups_and_prefers_newer_written_copies() {
+        use scheduler_core::framework::WorkloadGroupIndex as _;
+        let stores = Arc::new(Stores::default());
+        let index = WorkloadIndex {
+            stores: stores.clone(),
+            assigning: Arc::new(AssigningCache::default()),
+        };
+        let rb = |name: &str, group: &str, rv: &str| {
+            Binding::decode(
+                BindingKind::ResourceBinding,
+                json!({
+                    "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+                    "spec": {"resource": {"apiVersion": "v1", "kind": "Pod", "name": name},
+                             "workloadAffinityGroups": {"affinityGroup": group}}
+                }),
+            )
+            .unwrap()
+        };
+        for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
+            let s = Summary {
+                passes: true,
+                generation: 1,
+                priority: 0,
+            };
+            stores
+                .bindings
+                .write()
+                .unwrap()
+                .insert(b.key(), (Cached::Ok(Arc::new(b)), s));
+        }
+        let mut names: Vec<String> = index
+            .by_affinity_group("g1")
+            .unwrap()
+            .iter()
+            .map(|b| b.metadata.name.clone().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "b"]);
+        assert!(index.by_anti_affinity_group("g1").unwrap().is_empty());
+        // A written copy is served until the watch catches up, then follows the watch.
+        index.assigning.written(&rb("a", "g1", "9"));
+        assert_eq!(
+            index
+                .assigning("ns", "a")
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("9")
+        );
+        index.assigning.observed(&rb("a", "g1", "8"));
+        assert_eq!(
+            index
+                .assigning("ns", "a")
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("9")
+        );
+        index.assigning.observed(&rb("a", "g1", "10"));
+        assert_eq!(
+            index
+                .assigning("ns", "a")
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("10")
+        );
+        index.assigning.removed(&BindingKey::rb("ns", "a"));
+        assert!(index.assigning("ns", "a").is_none());
     }
 
     #[tokio::test]

@@ -58,6 +58,8 @@ pub struct Cycle<'a> {
     pub scheduler: &'a Scheduler,
     pub writer: &'a dyn Writer,
     pub events: &'a dyn EventSink,
+    /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
+    pub workload_index: Option<&'a dyn scheduler_core::framework::WorkloadGroupIndex>,
 }
 
 fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
@@ -163,7 +165,7 @@ impl Cycle<'_> {
             snapshot,
             spec: &binding.spec,
             status: &binding.status,
-            workload_index: None,
+            workload_index: self.workload_index,
         };
         let outcome = self.scheduler.schedule_binding(input, false).await;
         for term in &outcome.failed_terms {
@@ -444,6 +446,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
@@ -509,6 +512,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
@@ -545,6 +549,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         let report = cycle.run(&stale, &snapshot, now()).await;
         assert_eq!(report.result, Err(CycleError::Conflict));
@@ -571,6 +576,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         // Another controller adds FullyApplied between our two writes.
         let b = api.binding();
@@ -620,6 +626,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert!(matches!(report.result, Err(CycleError::Failed(_))));
@@ -649,6 +656,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
@@ -682,6 +690,7 @@ mod tests {
             scheduler: &s,
             writer: &api,
             events: &events,
+            workload_index: None,
         };
         assert_eq!(
             cycle.run(&api.binding(), &snapshot, now()).await.result,
