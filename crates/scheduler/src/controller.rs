@@ -390,6 +390,9 @@ impl Context {
 
     /// A binding object disappeared.
     pub fn remove_binding(&self, key: &BindingKey) {
+        if let Some(w) = &self.workload {
+            w.assigning.removed(key);
+        }
         self.stores
             .bindings
             .write()
