@@ -7,11 +7,12 @@
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
 #     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
 #     versions change;
-#   * the upstream test oracle (hack/build-oracle.sh), when present.
+#   * other issues' Go-built peers when present: the upstream test oracle
+#     (hack/build-oracle.sh) and helm (hack/build-helm.sh).
 #
 # Needs Go >= 1.25.10 on PATH (Debian bookworm's golang-go, 1.19, is too old,
 # and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
-# Cold run on 2 cores: ~20 min (docs/local-control-plane.md); warm: under a second.
+# Cold run on 2 cores: ~26 min (docs/local-control-plane.md); warm: under a second.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,9 +57,13 @@ log "using Go ${gov}"
 
 # --- Go binaries ----------------------------------------------------------------
 "${ROOT}/hack/build-tools.sh"
+# Other issues' Go-built test peers, when present (each rebuilds only on change).
 if [[ -x "${ROOT}/hack/build-oracle.sh" ]]; then
   log "building the test oracle (hack/build-oracle.sh)"
   "${ROOT}/hack/build-oracle.sh" >/dev/null
+fi
+if [[ -x "${ROOT}/hack/build-helm.sh" ]]; then
+  "${ROOT}/hack/build-helm.sh"
 fi
 
 log "done in $(($(date +%s) - START))s"
