@@ -238,7 +238,7 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
      -> Vec<(String, String, String)> {
         events
             .into_iter()
-            .map(|(t, r, m)| (t, r, m.replace(twin, name)))
+            .map(|(t, r, m)| (t, r, fit_insensitive(&m.replace(twin, name))))
             .collect()
     };
     for name in ["dup", "nofit", "failover", "toomany"] {
@@ -257,7 +257,7 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
             }
         }
     }
-    for kind in ["ClusterResourceBinding", "ClusterRole"] {
+    for kind in ["ClusterResourceBinding", "Namespace"] {
         let o = norm(
             events_about(&env, "default", kind, "crb-dup-rs").await?,
             "crb-dup-rs",
