@@ -52,10 +52,7 @@ fn spawn_signal_handler(stop: CancellationToken) {
 
 /// Run until a signal or a fatal error.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
-    tracing::info!(
-        "karmada-scheduler version: {}",
-        crate::options::version_text()
-    );
+    tracing::info!("{}", crate::options::version_text());
     let stop = CancellationToken::new();
     spawn_signal_handler(stop.clone());
     run_until(opts, stop).await
