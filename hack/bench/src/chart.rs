@@ -26,8 +26,8 @@ impl Point {
         Point {
             rust_rate: r.rust.load.steady_rate_per_s.unwrap_or(0.0),
             go_rate: r.go.load.steady_rate_per_s.unwrap_or(0.0),
-            rust_p99_ms: r.rust.load.latency_p99_ms.unwrap_or(0.0),
-            go_p99_ms: r.go.load.latency_p99_ms.unwrap_or(0.0),
+            rust_p99_ms: r.rust.stream.latency_p99_ms.unwrap_or(0.0),
+            go_p99_ms: r.go.stream.latency_p99_ms.unwrap_or(0.0),
         }
     }
 }

@@ -60,6 +60,13 @@ struct Cli {
     /// Requests in flight tried for the ceiling (comma separated).
     #[arg(long, default_value = "16,64", value_delimiter = ',')]
     ceiling_concurrency: Vec<usize>,
+    /// Bindings created at a steady pace after the load, to measure latency without a backlog.
+    #[arg(long, default_value_t = 200)]
+    stream_count: usize,
+    /// Their total creations/s (0: the slower scheduler's steady load rate, so each gets half
+    /// of what the slower one sustains).
+    #[arg(long, default_value_t = 0.0)]
+    stream_rate: f64,
     /// Fraction of workload pairs whose replicas change in the churn phase.
     #[arg(long, default_value_t = 0.2)]
     scale_fraction: f64,
@@ -173,6 +180,8 @@ async fn main() -> anyhow::Result<()> {
             .unwrap_or_else(|| root.join("target/release/karmada-scheduler")),
         go_bin: cli.go_bin.clone(),
         perf: cli.perf,
+        stream_count: cli.stream_count,
+        stream_rate: cli.stream_rate,
     };
     let mut result = run::run(&cfg).await?;
     result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);

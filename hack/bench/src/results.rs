@@ -24,6 +24,9 @@ pub struct Run {
     pub patch_ceiling_by_concurrency: BTreeMap<String, f64>,
     /// Binding creations/s of the bench's creator during the load phase.
     pub create_rate_per_s: f64,
+    /// Creations/s (both halves) of the paced stream phase.
+    #[serde(default)]
+    pub stream_rate_per_s: f64,
     pub rust: Side,
     pub go: Side,
     /// Agreement right after the load + mirror phases (fresh placements).
@@ -58,6 +61,9 @@ pub struct Side {
     pub scheduler_name: String,
     pub load: Phase,
     pub mirror: Phase,
+    /// Copies created at a pace both can follow (`Run::stream_rate_per_s`).
+    #[serde(default)]
+    pub stream: Phase,
     pub scale: Phase,
     /// Scheduling attempts (from its metrics) and time until its bindings were quiet.
     pub taint: Quiet,

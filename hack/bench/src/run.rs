@@ -30,6 +30,7 @@ const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
 const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
 const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
 const MIRROR: &str = "-m";
+const STREAM: &str = "-s";
 const HOLD: &str = "bench.karmada.io/hold";
 
 /// Everything the command line decides.
@@ -51,6 +52,10 @@ pub struct Config {
     pub rust_bin: PathBuf,
     pub go_bin: Option<PathBuf>,
     pub perf: bool,
+    /// Bindings created at a pace after the load (per run, both halves).
+    pub stream_count: usize,
+    /// Their creations/s in total (0: the slower scheduler's steady load rate).
+    pub stream_rate: f64,
 }
 
 fn log(start: Instant, msg: impl AsRef<str>) {
@@ -184,7 +189,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let ev0 = event_writes(&client, &sides).await?;
     let cpu0 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
     let perf = if cfg.perf {
-        start_perf(&env, &[("rust", rust.pid()), ("apiserver", apiserver_pid)])
+        start_perf(&env, &[("rust", rust.pid())])
     } else {
         vec![]
     };
@@ -272,6 +277,64 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             fresh.agree,
             fresh.pairs,
             fresh.ratio() * 100.0
+        ),
+    );
+
+    // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
+    // so that latency measures reaction time rather than the backlog of a burst.
+    let slowest = [&load_r, &load_g]
+        .iter()
+        .filter_map(|p| p.steady_rate_per_s)
+        .fold(f64::INFINITY, f64::min);
+    let pace = if cfg.stream_rate > 0.0 {
+        cfg.stream_rate
+    } else if slowest.is_finite() {
+        // Half of the slower scheduler's rate for each of them.
+        (slowest).max(1.0)
+    } else {
+        10.0
+    };
+    let stream_n = cfg.stream_count.min(wl.bindings.len());
+    let stream_items: Vec<(String, String, Value)> = wl.bindings[..stream_n]
+        .iter()
+        .enumerate()
+        .map(|(j, b)| {
+            (
+                b.key(STREAM),
+                owner(j).to_string(),
+                b.object(STREAM, owner(j)),
+            )
+        })
+        .collect();
+    let stream_start = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / pace));
+    for item in &stream_items {
+        tick.tick().await;
+        let client = client.clone();
+        let observer = observer.clone();
+        let item = item.clone();
+        tokio::spawn(async move {
+            if let Err(e) = create_one(&client, &observer, &item.0, &item.1, &item.2).await {
+                eprintln!("bench: {e:#}");
+            }
+        });
+    }
+    let st_rust = keys_of(&stream_items, &sides[0]);
+    let st_go = keys_of(&stream_items, &sides[1]);
+    let (ok_r, ok_g) = tokio::join!(
+        observer.settle(&st_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&st_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+    );
+    let stream_r = creation_phase(&observer, &st_rust, stream_start, ok_r);
+    let stream_g = creation_phase(&observer, &st_go, stream_start, ok_g);
+    log(
+        t0,
+        format!(
+            "stream at {pace:.1}/s: rust p50 {:.0} ms p99 {:.0} ms, go p50 {:.0} ms p99 {:.0} ms",
+            stream_r.latency_p50_ms.unwrap_or(0.0),
+            stream_r.latency_p99_ms.unwrap_or(0.0),
+            stream_g.latency_p50_ms.unwrap_or(0.0),
+            stream_g.latency_p99_ms.unwrap_or(0.0)
         ),
     );
 
@@ -451,6 +514,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 s: &Sched,
                 load: Phase,
                 mirror: Phase,
+                stream: Phase,
                 scale: Phase,
                 taint: Quiet,
                 delete: Quiet,
@@ -474,6 +538,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             scheduler_name: s.name.clone(),
             load,
             mirror,
+            stream,
             scale,
             taint,
             delete,
@@ -492,10 +557,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let [taint_r, taint_g] = taint_q;
     let [delete_r, delete_g] = delete_q;
     let rust_side = side(
-        0, &rust, load_r, mirror_r, scale_r, taint_r, delete_r, bw_r, evw_r,
+        0, &rust, load_r, mirror_r, stream_r, scale_r, taint_r, delete_r, bw_r, evw_r,
     );
     let go_side = side(
-        1, &go, load_g, mirror_g, scale_g, taint_g, delete_g, bw_g, evw_g,
+        1, &go, load_g, mirror_g, stream_g, scale_g, taint_g, delete_g, bw_g, evw_g,
     );
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
@@ -512,6 +577,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         patch_ceiling_per_s: ceiling,
         patch_ceiling_by_concurrency: ceiling_by,
         create_rate_per_s: create_rate,
+        stream_rate_per_s: pace,
         rust: rust_side,
         go: go_side,
         agreement_fresh: fresh,
@@ -619,6 +685,24 @@ async fn create_clusters(
     results.into_iter().collect()
 }
 
+/// Creates one binding, recording its creation instant just before the POST.
+async fn create_one(
+    client: &Client,
+    observer: &Observer,
+    key: &str,
+    sched: &str,
+    obj: &Value,
+) -> anyhow::Result<()> {
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    let api = binding_api(client, ns);
+    let dobj: DynamicObject = serde_json::from_value(obj.clone())?;
+    observer.created(key, sched);
+    api.create(&PostParams::default(), &dobj)
+        .await
+        .with_context(|| format!("creating binding {key}"))?;
+    Ok(())
+}
+
 /// Creates `(key, scheduler, object)` bindings with `concurrency` POSTs in flight, recording
 /// each creation instant just before its POST.
 async fn create_bindings(
@@ -631,16 +715,7 @@ async fn create_bindings(
         .map(|(key, sched, obj)| {
             let client = client.clone();
             let observer = observer.clone();
-            async move {
-                let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-                let api = binding_api(&client, ns);
-                let dobj: DynamicObject = serde_json::from_value(obj.clone())?;
-                observer.created(key, sched);
-                api.create(&PostParams::default(), &dobj)
-                    .await
-                    .with_context(|| format!("creating binding {key}"))?;
-                Ok(())
-            }
+            async move { create_one(&client, &observer, key, sched, obj).await }
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
@@ -1019,6 +1094,12 @@ async fn stop_perf(
             String::from_utf8_lossy(&o.stdout)
                 .lines()
                 .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+                .map(|l| {
+                    l.split_whitespace()
+                        .filter(|w| *w != "-")
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
                 .take(30)
                 .collect::<Vec<_>>()
                 .join("\n")
