@@ -1,6 +1,6 @@
 //! `ClusterAffinity`: the cluster must match the placement's affinity (filter; score 0).
 
-use karmada_api::policy::{ClusterAffinity as Affinity, Placement};
+use karmada_api::policy::{ClusterAffinity as Affinity, OverflowClusterAffinity, Placement};
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 
 use crate::framework::{
@@ -30,14 +30,40 @@ impl Plugin for ClusterAffinity {
     }
 }
 
-/// The affinities a cluster may match (spec-algorithm §6.2.3); empty means "no constraint".
+/// The affinities a cluster may match (spec-algorithm §6.2.3): the inline affinity of the
+/// placement or of the observed term, plus the term's overflow affinities for workloads.
+/// Borrowed, so that filtering thousands of clusters allocates nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Affinities<'a> {
+    primary: Option<&'a Affinity>,
+    overflow: &'a [OverflowClusterAffinity],
+}
+
+impl<'a> Affinities<'a> {
+    /// No constraint at all.
+    pub fn is_empty(&self) -> bool {
+        self.primary.is_none()
+    }
+
+    /// In order: the inline affinity, then the overflow tiers.
+    pub fn iter(&self) -> impl Iterator<Item = &'a Affinity> + 'a {
+        self.primary
+            .into_iter()
+            .chain(self.overflow.iter().map(|o| &o.affinity))
+    }
+}
+
+/// The affinities for this binding and status.
 pub fn effective_affinities<'a>(
     placement: &'a Placement,
     spec: &ResourceBindingSpec,
     status: &ResourceBindingStatus,
-) -> Vec<&'a Affinity> {
+) -> Affinities<'a> {
     if let Some(a) = &placement.cluster_affinity {
-        return vec![a];
+        return Affinities {
+            primary: Some(a),
+            overflow: &[],
+        };
     }
     let observed = &status.scheduler_observed_affinity_name;
     let Some(term) = placement
@@ -46,18 +72,16 @@ pub fn effective_affinities<'a>(
         .flatten()
         .find(|t| &t.affinity_name == observed)
     else {
-        return Vec::new();
+        return Affinities::default();
     };
-    let mut out = vec![&term.affinity];
-    if spec.is_workload() {
-        out.extend(
-            term.overflow_affinities
-                .iter()
-                .flatten()
-                .map(|o| &o.affinity),
-        );
+    let overflow = match &term.overflow_affinities {
+        Some(o) if spec.is_workload() => o.as_slice(),
+        _ => &[],
+    };
+    Affinities {
+        primary: Some(&term.affinity),
+        overflow,
     }
-    out
 }
 
 impl FilterPlugin for ClusterAffinity {
@@ -82,7 +106,7 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testutil::*;
-    use karmada_api::policy::{ClusterAffinityTerm, OverflowClusterAffinity};
+    use karmada_api::policy::ClusterAffinityTerm;
 
     fn names(n: &[&str]) -> Affinity {
         Affinity {
