@@ -39,7 +39,15 @@ pub fn extra_cluster(name: &str, cpu: &str, labels: Value, taints: Value) -> Val
 }
 
 /// A labelled ResourceBinding for a Deployment needing 500m CPU per replica.
+///
+/// Twins (`x-rs` for our scheduler, `x-go` for the Go one) share `spec.resource.uid`: the uid's
+/// hash parity decides how Webster ties break, so twins with different uids could legitimately
+/// get different placements.
 pub fn binding(name: &str, replicas: i32, placement: Value, scheduler: &str) -> Value {
+    let twin = name
+        .strip_suffix("-rs")
+        .or_else(|| name.strip_suffix("-go"))
+        .unwrap_or(name);
     json!({
         "apiVersion": "work.karmada.io/v1alpha2",
         "kind": "ResourceBinding",
@@ -47,7 +55,7 @@ pub fn binding(name: &str, replicas: i32, placement: Value, scheduler: &str) -> 
                      "labels": {"propagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
         "spec": {
             "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default",
-                         "name": name, "uid": format!("{name}-uid")},
+                         "name": name, "uid": format!("{twin}-uid")},
             "replicas": replicas,
             "replicaRequirements": {"resourceRequest": {"cpu": "500m", "memory": "256Mi"}},
             "schedulerName": scheduler,
