@@ -63,8 +63,8 @@ struct Cli {
     /// Bindings created at a steady pace after the load, to measure latency without a backlog.
     #[arg(long, default_value_t = 200)]
     stream_count: usize,
-    /// Their total creations/s (0: the slower scheduler's steady load rate, so each gets half
-    /// of what the slower one sustains).
+    /// Their total creations/s (0: half the slower scheduler's steady load rate, so each gets a
+    /// quarter of what the slower one sustains).
     #[arg(long, default_value_t = 0.0)]
     stream_rate: f64,
     /// Fraction of workload pairs whose replicas change in the churn phase.

@@ -289,8 +289,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let pace = if cfg.stream_rate > 0.0 {
         cfg.stream_rate
     } else if slowest.is_finite() {
-        // Half of the slower scheduler's rate for each of them.
-        (slowest).max(1.0)
+        // A quarter of the slower scheduler's sustained rate for each of them.
+        (slowest / 2.0).max(1.0)
     } else {
         10.0
     };
