@@ -237,9 +237,9 @@ fn cycle(c: &mut Criterion) {
         },
     )
     .expect("in-tree plugins")
-    .with_estimator(Arc::new(GeneralEstimator {
-        customized_cluster_resource_modeling: gates.customized_cluster_resource_modeling(),
-    }));
+    .with_estimator(Arc::new(GeneralEstimator::new(
+        gates.customized_cluster_resource_modeling(),
+    )));
     let status = ResourceBindingStatus::default();
     for strategy in [
         "duplicated",

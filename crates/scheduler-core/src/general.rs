@@ -8,10 +8,17 @@
 //! (memory as `16G` is counted in milli-bytes by the component-set path, `1Gi` in bytes)
 //! come out the same.
 //!
+//! Parsing quantities dominates the cost of a scheduling cycle, while a cluster's summary
+//! changes far less often than bindings are scheduled. The estimator therefore keeps each
+//! cluster's parsed summary ([`SummaryCapacity`]) in a memo keyed by cluster name and checked
+//! against the summary's exact text before every use, so a hit can never differ from parsing
+//! afresh; the request is parsed once per call rather than once per cluster.
+//!
 //! Not implemented: the assumed-workload deductions of `SchedulingOvercommitProtection`
 //! (§12.6, alpha, off by default); the [`Estimator`] trait carries no assumptions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use karmada_api::ResourceList;
 use karmada_api::cluster::{Cluster, ResourceSummary};
@@ -27,17 +34,85 @@ pub const GENERAL_ESTIMATOR: &str = "general-estimator";
 /// Pod capacity of a model node (the Kubernetes default per node).
 pub const MAX_PODS_PER_MODEL_NODE: i64 = 110;
 
+/// Memo entries kept beyond the largest call seen before the memo is emptied (deleted
+/// clusters would otherwise stay forever).
+const MEMO_SLACK: usize = 64;
+
 /// The general estimator; the field is the `CustomizedClusterResourceModeling` gate.
-#[derive(Clone, Copy, Debug)]
 pub struct GeneralEstimator {
     /// Use `spec.resourceModels` when the cluster reports `allocatableModelings`.
     pub customized_cluster_resource_modeling: bool,
+    memo: Mutex<SummaryMemo>,
+}
+
+impl GeneralEstimator {
+    /// A general estimator with the `CustomizedClusterResourceModeling` gate as given.
+    pub fn new(customized_cluster_resource_modeling: bool) -> Self {
+        Self {
+            customized_cluster_resource_modeling,
+            memo: Mutex::default(),
+        }
+    }
+
+    /// Run `f` on the memo; a poisoned lock only means another call panicked mid-update,
+    /// and every entry is re-checked against the summary before use, so it stays usable.
+    fn with_memo<R>(&self, f: impl FnOnce(&mut SummaryMemo) -> R) -> R {
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut memo)
+    }
 }
 
 impl Default for GeneralEstimator {
     fn default() -> Self {
-        Self {
-            customized_cluster_resource_modeling: true,
+        Self::new(true)
+    }
+}
+
+impl Clone for GeneralEstimator {
+    /// A copy with the same gate and an empty memo.
+    fn clone(&self) -> Self {
+        Self::new(self.customized_cluster_resource_modeling)
+    }
+}
+
+impl std::fmt::Debug for GeneralEstimator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneralEstimator")
+            .field(
+                "customized_cluster_resource_modeling",
+                &self.customized_cluster_resource_modeling,
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parsed summaries by cluster name, each with the text it was parsed from.
+#[derive(Default)]
+struct SummaryMemo {
+    entries: HashMap<String, (ResourceSummary, Arc<SummaryCapacity>)>,
+    /// The most clusters asked about in one call, which bounds the memo.
+    widest_call: usize,
+}
+
+impl SummaryMemo {
+    /// The parsed form of this cluster's summary, from the memo when its text is unchanged.
+    fn capacity(&mut self, name: &str, rs: &ResourceSummary) -> Arc<SummaryCapacity> {
+        if let Some((raw, parsed)) = self.entries.get(name)
+            && raw == rs
+        {
+            return parsed.clone();
+        }
+        let parsed = Arc::new(SummaryCapacity::parse(rs));
+        self.entries
+            .insert(name.to_string(), (rs.clone(), parsed.clone()));
+        parsed
+    }
+
+    /// Note a call about `n` clusters; empty the memo when it outgrew what calls need.
+    fn note_call(&mut self, n: usize) {
+        self.widest_call = self.widest_call.max(n);
+        if self.entries.len() > self.widest_call.saturating_mul(2) + MEMO_SLACK {
+            self.entries.clear();
         }
     }
 }
@@ -57,15 +132,24 @@ impl Estimator for GeneralEstimator {
             "spec.replicaRequirements.resourceRequest",
         )
         .map(|_| {
-            clusters
-                .iter()
-                .map(|c| {
-                    (
-                        c.name().to_string(),
-                        self.max_replicas(c, request.replica_requirements),
-                    )
-                })
-                .collect()
+            let req = request.replica_requirements;
+            let parsed = req.map(ParsedRequest::new);
+            self.with_memo(|memo| {
+                memo.note_call(clusters.len());
+                clusters
+                    .iter()
+                    .map(|c| {
+                        let n = match summary_of(c) {
+                            Some(rs) => {
+                                let cap = memo.capacity(c.name(), rs);
+                                self.max_replicas_parsed(c, &cap, req.zip(parsed.as_ref()))
+                            }
+                            None => 0,
+                        };
+                        (c.name().to_string(), n)
+                    })
+                    .collect()
+            })
         });
         Box::pin(std::future::ready(res))
     }
@@ -87,15 +171,23 @@ impl Estimator for GeneralEstimator {
                 )
             });
         let res = checked.map(|_| {
-            clusters
-                .iter()
-                .map(|c| {
-                    (
-                        c.name().to_string(),
-                        self.max_component_sets(c, request.components),
-                    )
-                })
-                .collect()
+            let need = SetDemand::new(request.components);
+            self.with_memo(|memo| {
+                memo.note_call(clusters.len());
+                clusters
+                    .iter()
+                    .map(|c| {
+                        let n = match summary_of(c) {
+                            Some(rs) => {
+                                let cap = memo.capacity(c.name(), rs);
+                                self.max_component_sets_parsed(c, &cap, request.components, &need)
+                            }
+                            None => 0,
+                        };
+                        (c.name().to_string(), n)
+                    })
+                    .collect()
+            })
         });
         Box::pin(std::future::ready(res))
     }
@@ -135,6 +227,13 @@ pub fn quantity_as_int(q: &Quantity) -> i64 {
     }
 }
 
+fn summary_of(cluster: &Cluster) -> Option<&ResourceSummary> {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_summary.as_ref())
+}
+
 /// `allocatable - allocated - allocating` of one resource (absent terms skipped), or `None`
 /// when the exact value is out of reach (see [`crate::quantity::QuantityError::TooLarge`]).
 fn remaining(rs: &ResourceSummary, name: &str) -> Option<Option<Quantity>> {
@@ -151,6 +250,94 @@ fn remaining(rs: &ResourceSummary, name: &str) -> Option<Option<Quantity>> {
     Some(Some(a))
 }
 
+/// What is left of one allocatable resource, in the units each path reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Left {
+    value: i64,
+    milli: i64,
+    /// [`quantity_as_int`] of what is left.
+    as_int: i64,
+}
+
+/// One cluster's `resourceSummary` reduced to the numbers the estimator reads; a pure
+/// function of the summary, so it can be reused for as long as the summary is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryCapacity {
+    /// [`allowed_pods`].
+    pods: i64,
+    /// Per allocatable resource, what is left; `None` when out of exact reach.
+    left: BTreeMap<String, Option<Left>>,
+}
+
+impl SummaryCapacity {
+    /// Parse every quantity of the summary once.
+    pub fn parse(rs: &ResourceSummary) -> Self {
+        let left = rs
+            .allocatable
+            .keys()
+            .map(|name| {
+                let l = match remaining(rs, name) {
+                    Some(Some(q)) => Some(Left {
+                        value: q.value(),
+                        milli: q.milli_value(),
+                        as_int: quantity_as_int(&q),
+                    }),
+                    _ => None,
+                };
+                (name.clone(), l)
+            })
+            .collect();
+        Self {
+            pods: allowed_pods(rs),
+            left,
+        }
+    }
+}
+
+/// A replica request with its quantities parsed: `(name, value, milli value)`.
+struct ParsedRequest<'a>(Vec<(&'a str, i64, i64)>);
+
+impl<'a> ParsedRequest<'a> {
+    fn new(req: &'a ReplicaRequirements) -> Self {
+        Self(
+            req.resource_request
+                .iter()
+                .map(|(name, q)| {
+                    let q = qty(q);
+                    (name.as_str(), q.value(), q.milli_value())
+                })
+                .collect(),
+        )
+    }
+}
+
+/// What one component set needs in total, per resource ([`quantity_as_int`] units), and
+/// the pods it takes.
+struct SetDemand<'a> {
+    pods: i64,
+    need: BTreeMap<&'a str, i64>,
+}
+
+impl<'a> SetDemand<'a> {
+    fn new(components: &'a [Component]) -> Self {
+        let pods = components
+            .iter()
+            .fold(0i64, |s, c| s.wrapping_add(i64::from(c.replicas)));
+        let mut need: BTreeMap<&str, i64> = BTreeMap::new();
+        for c in components {
+            let Some(r) = &c.replica_requirements else {
+                continue;
+            };
+            for (name, q) in &r.resource_request {
+                let add = quantity_as_int(&qty(q)).wrapping_mul(i64::from(c.replicas));
+                let e = need.entry(name).or_default();
+                *e = e.wrapping_add(add);
+            }
+        }
+        Self { pods, need }
+    }
+}
+
 /// `getAllowedPodNumber`: free pods, never negative.
 pub fn allowed_pods(rs: &ResourceSummary) -> i64 {
     let pods = |l: &ResourceList| l.get("pods").map_or(0, |q| qty(q).value());
@@ -162,23 +349,26 @@ pub fn allowed_pods(rs: &ResourceSummary) -> i64 {
 
 /// `getMaximumReplicasBasedOnClusterSummary`: the scarcest requested resource decides.
 pub fn max_replicas_by_summary(rs: &ResourceSummary, req: &ReplicaRequirements) -> i64 {
+    by_summary(&SummaryCapacity::parse(rs), &ParsedRequest::new(req))
+}
+
+fn by_summary(cap: &SummaryCapacity, req: &ParsedRequest<'_>) -> i64 {
     let mut max = i64::MAX;
-    for (name, q) in &req.resource_request {
-        let q = qty(q);
-        let mut requested = q.value();
+    for &(name, value, milli) in &req.0 {
+        let mut requested = value;
         if requested <= 0 {
             continue;
         }
-        let Some(Some(avail)) = remaining(rs, name) else {
+        let Some(Some(avail)) = cap.left.get(name) else {
             return 0;
         };
-        let mut available = avail.value();
+        let mut available = avail.value;
         if available <= 0 {
             return 0;
         }
         if name == "cpu" {
-            requested = q.milli_value();
-            available = avail.milli_value();
+            requested = milli;
+            available = avail.milli;
         }
         // Upstream divides unchecked; a zero divisor (only through i64 wrap-around) panics
         // there, here it counts as no room.
@@ -193,73 +383,78 @@ pub fn max_replicas_by_summary(rs: &ResourceSummary, req: &ReplicaRequirements) 
 impl GeneralEstimator {
     /// Maximum replicas of one template the cluster can take (§12.1).
     pub fn max_replicas(&self, cluster: &Cluster, req: Option<&ReplicaRequirements>) -> i32 {
-        let Some(rs) = cluster
-            .status
-            .as_ref()
-            .and_then(|s| s.resource_summary.as_ref())
-        else {
+        let Some(rs) = summary_of(cluster) else {
             return 0;
         };
-        let pods = allowed_pods(rs);
+        let parsed = req.map(ParsedRequest::new);
+        self.max_replicas_parsed(
+            cluster,
+            &SummaryCapacity::parse(rs),
+            req.zip(parsed.as_ref()),
+        )
+    }
+
+    fn max_replicas_parsed(
+        &self,
+        cluster: &Cluster,
+        cap: &SummaryCapacity,
+        req: Option<(&ReplicaRequirements, &ParsedRequest<'_>)>,
+    ) -> i32 {
+        let pods = cap.pods;
         if pods <= 0 {
             return 0;
         }
-        let Some(req) = req else { return pods as i32 };
+        let Some((req, parsed)) = req else {
+            return pods as i32;
+        };
         if self.customized_cluster_resource_modeling
-            && !rs.allocatable_modelings.is_empty()
+            && summary_of(cluster).is_some_and(|rs| !rs.allocatable_modelings.is_empty())
             && let Ok(n) = max_replicas_by_models(cluster, req)
         {
             return pods.min(n) as i32;
         }
-        pods.min(max_replicas_by_summary(rs, req)) as i32
+        pods.min(by_summary(cap, parsed)) as i32
     }
 
     /// Maximum complete sets of `components` the cluster can take (§12.3).
     pub fn max_component_sets(&self, cluster: &Cluster, components: &[Component]) -> i32 {
-        let Some(rs) = cluster
-            .status
-            .as_ref()
-            .and_then(|s| s.resource_summary.as_ref())
-        else {
+        let Some(rs) = summary_of(cluster) else {
             return 0;
         };
-        let mut available: BTreeMap<&str, i64> = BTreeMap::new();
-        for name in rs.allocatable.keys() {
-            let v = match remaining(rs, name) {
-                Some(Some(q)) => quantity_as_int(&q),
-                _ => 0,
-            };
-            available.insert(name, v);
-        }
-        let pods = allowed_pods(rs);
+        self.max_component_sets_parsed(
+            cluster,
+            &SummaryCapacity::parse(rs),
+            components,
+            &SetDemand::new(components),
+        )
+    }
+
+    fn max_component_sets_parsed(
+        &self,
+        cluster: &Cluster,
+        cap: &SummaryCapacity,
+        components: &[Component],
+        demand: &SetDemand<'_>,
+    ) -> i32 {
+        let pods = cap.pods;
         if pods <= 0 {
             return 0;
         }
-        let pods_per_set = components
-            .iter()
-            .fold(0i64, |s, c| s.wrapping_add(i64::from(c.replicas)));
+        let pods_per_set = demand.pods;
         if pods_per_set <= 0 {
             return pods as i32;
         }
         let bound = (pods / pods_per_set) as i32;
-        let mut need: BTreeMap<&str, i64> = BTreeMap::new();
-        for c in components {
-            let Some(r) = &c.replica_requirements else {
-                continue;
-            };
-            for (name, q) in &r.resource_request {
-                let add = quantity_as_int(&qty(q)).wrapping_mul(i64::from(c.replicas));
-                let e = need.entry(name).or_default();
-                *e = e.wrapping_add(add);
-            }
-        }
         let mut sets = bound;
-        if !need.values().all(|v| *v == 0) {
-            for (name, n) in &need {
+        if !demand.need.values().all(|v| *v == 0) {
+            for (name, n) in &demand.need {
                 if *n <= 0 {
                     continue;
                 }
-                let a = available.get(name).copied().unwrap_or(0);
+                let a = match cap.left.get(*name) {
+                    Some(Some(l)) => l.as_int,
+                    _ => 0,
+                };
                 if a <= 0 {
                     return 0;
                 }
@@ -267,7 +462,7 @@ impl GeneralEstimator {
             }
         }
         if self.customized_cluster_resource_modeling
-            && !rs.allocatable_modelings.is_empty()
+            && summary_of(cluster).is_some_and(|rs| !rs.allocatable_modelings.is_empty())
             && let Ok(n) = max_sets_by_models(cluster, components, sets)
         {
             sets = sets.min(n);
@@ -675,6 +870,49 @@ mod tests {
         );
     }
 
+    /// Through the trait, answers come from the memo while a summary is unchanged and from a
+    /// fresh parse as soon as its text changes, and always equal the direct computation.
+    #[test]
+    fn memo_follows_summary_changes() {
+        let ge = GeneralEstimator::default();
+        let r = req(&[("cpu", "500m"), ("memory", "1Gi")]);
+        let resource = Default::default();
+        let ask = |c: &Cluster| {
+            let request = EstimateRequest {
+                resource: &resource,
+                replica_requirements: Some(&r),
+                components: &[],
+                namespace: "",
+            };
+            let fut = ge.max_available_replicas(std::slice::from_ref(&c), request);
+            let mut fut = std::pin::pin!(fut);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match fut.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => v.unwrap(),
+                std::task::Poll::Pending => unreachable!("the general estimator is synchronous"),
+            }
+        };
+        let mut c = cluster(Some(summary(
+            &[("cpu", "8"), ("memory", "16Gi"), ("pods", "110")],
+            &[("cpu", "2"), ("memory", "4Gi"), ("pods", "20")],
+            &[],
+        )));
+        assert_eq!(ask(&c), vec![("m1".to_string(), 12)]);
+        assert_eq!(ask(&c), vec![("m1".to_string(), 12)]);
+        let rs = c
+            .status
+            .as_mut()
+            .unwrap()
+            .resource_summary
+            .as_mut()
+            .unwrap();
+        rs.allocating = rl(&[("cpu", "4")]);
+        assert_eq!(ge.max_replicas(&c, Some(&r)), 4);
+        assert_eq!(ask(&c), vec![("m1".to_string(), 4)]);
+        c.status.as_mut().unwrap().resource_summary = None;
+        assert_eq!(ask(&c), vec![("m1".to_string(), 0)]);
+    }
+
     #[test]
     fn no_summary_or_no_pods_gives_zero() {
         let ge = GeneralEstimator::default();
@@ -796,9 +1034,7 @@ mod tests {
         // Models: 5 nodes × 4 = 20; pods 12 → 12. The summary (1 cpu) is not applied.
         assert_eq!(GeneralEstimator::default().max_replicas(&c, Some(&r)), 12);
         // Gate off: the summary decides.
-        let off = GeneralEstimator {
-            customized_cluster_resource_modeling: false,
-        };
+        let off = GeneralEstimator::new(false);
         assert_eq!(off.max_replicas(&c, Some(&r)), 1);
         // Negative counts make the model path fail: summary again.
         c.status

@@ -207,9 +207,9 @@ fn scheduler() -> Scheduler {
         },
     )
     .unwrap()
-    .with_estimator(Arc::new(GeneralEstimator {
-        customized_cluster_resource_modeling: gates.customized_cluster_resource_modeling(),
-    }))
+    .with_estimator(Arc::new(GeneralEstimator::new(
+        gates.customized_cluster_resource_modeling(),
+    )))
 }
 
 fn schedule(s: &Scheduler, clusters: Vec<Cluster>, spec: &ResourceBindingSpec) -> Outcome {

@@ -772,11 +772,9 @@ pub fn build_scheduler(
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
         gates: opts.feature_gates.clone(),
     };
-    let general = scheduler_core::general::GeneralEstimator {
-        customized_cluster_resource_modeling: opts
-            .feature_gates
-            .customized_cluster_resource_modeling(),
-    };
+    let general = scheduler_core::general::GeneralEstimator::new(
+        opts.feature_gates.customized_cluster_resource_modeling(),
+    );
     let mut s = Scheduler::from_plugins_flag(&opts.plugins, config)
         .map_err(|e| anyhow::anyhow!("couldn't create scheduler: {e}"))?
         .with_estimator(Arc::new(general));

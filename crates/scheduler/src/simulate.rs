@@ -291,9 +291,7 @@ fn run(opts: &Options) -> anyhow::Result<String> {
         .clone()
         .unwrap_or_else(|| vec!["*".to_string()]);
     let mut scheduler = Scheduler::from_plugins_flag(&plugins, config)?.with_estimator(Arc::new(
-        GeneralEstimator {
-            customized_cluster_resource_modeling: opts.gates.customized_cluster_resource_modeling(),
-        },
+        GeneralEstimator::new(opts.gates.customized_cluster_resource_modeling()),
     ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
