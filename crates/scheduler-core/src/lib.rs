@@ -21,6 +21,7 @@ pub mod estimator;
 pub mod features;
 pub mod framework;
 pub mod general;
+pub mod observe;
 pub mod plugins;
 pub mod quantity;
 pub mod schedule;

@@ -20,6 +20,7 @@ use crate::features::FeatureGates;
 use crate::framework::{
     FilterContext, Framework, RegistryError, TargetIndex, WorkloadGroupIndex, placement_of,
 };
+use crate::observe::{Step, StepGuard, StepObserver};
 use crate::plugins::in_tree_registry;
 use crate::snapshot::Snapshot;
 use crate::spread::{self, GroupClustersInfo};
@@ -90,6 +91,7 @@ pub struct Scheduler {
     framework: Framework,
     estimators: Vec<Arc<dyn Estimator>>,
     config: ScheduleConfig,
+    observer: Option<Arc<dyn StepObserver>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -105,6 +107,7 @@ impl std::fmt::Debug for Scheduler {
                     .collect::<Vec<_>>(),
             )
             .field("config", &self.config)
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -118,6 +121,7 @@ impl Scheduler {
             framework,
             estimators: Vec::new(),
             config,
+            observer: None,
         }
     }
 
@@ -133,6 +137,13 @@ impl Scheduler {
     /// Add an estimator; answers are merged by minimum, so the order does not matter.
     pub fn with_estimator(mut self, estimator: Arc<dyn Estimator>) -> Self {
         self.estimators.push(estimator);
+        self
+    }
+
+    /// Report the start and end of every pipeline step to `observer` (the daemon times them
+    /// for `karmada_scheduler_scheduling_algorithm_duration_seconds`).
+    pub fn with_step_observer(mut self, observer: Arc<dyn StepObserver>) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -243,8 +254,10 @@ impl Scheduler {
     ) -> Result<Vec<TargetCluster>, ScheduleError> {
         let spec = input.spec;
         let targets = TargetIndex::new(&spec.clusters);
+        let observer = self.observer.as_deref();
 
         // Filter (§5).
+        let filter_step = StepGuard::start(observer, Step::Filter);
         let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
         let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
         if let Some(t) = trace.as_deref_mut() {
@@ -302,6 +315,7 @@ impl Scheduler {
                 }
             }
         }
+        drop(filter_step);
         if feasible.is_empty() {
             return Err(ScheduleError::Fit(FitError {
                 num_all_clusters: input.snapshot.num_of_clusters(),
@@ -310,12 +324,15 @@ impl Scheduler {
         }
 
         // Score (§7).
+        let score_step = StepGuard::start(observer, Step::Score);
         let scores = self
             .framework
             .run_score_plugins(spec, &targets, &feasible)
             .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
+        drop(score_step);
 
-        // Available replicas (§8).
+        // Available replicas (§8); the reference times them as part of the selection.
+        let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
             .cal_available_replicas(&feasible, spec, trace.as_deref_mut())
             .await;
@@ -367,9 +384,13 @@ impl Scheduler {
             t.chosen_regions.clone_from(&selection.regions);
         }
 
+        drop(select_step);
+
         // Assign (§11).
+        let assign_step = StepGuard::start(observer, Step::AssignReplicas);
         let mut assigned = assign::assign_replicas(&selection.clusters, spec, status)
             .map_err(|e| e.wrap("failed to assign replicas"))?;
+        drop(assign_step);
         if self.config.enable_empty_workload_propagation {
             assigned = assign::attach_zero_replica_clusters(&selection.clusters, assigned);
         }
@@ -812,6 +833,48 @@ mod tests {
                 ]
             }
         );
+    }
+
+    /// Records `(step, started?, token)` in call order.
+    #[derive(Default)]
+    struct Recorder(std::sync::Mutex<Vec<(Step, bool, u64)>>);
+
+    impl StepObserver for Recorder {
+        fn started(&self, step: Step) -> u64 {
+            let mut log = self.0.lock().unwrap();
+            let token = log.len() as u64;
+            log.push((step, true, token));
+            token
+        }
+        fn finished(&self, step: Step, token: u64) {
+            self.0.lock().unwrap().push((step, false, token));
+        }
+    }
+
+    #[test]
+    fn step_observer_sees_each_step_once_in_order() {
+        let rec = Arc::new(Recorder::default());
+        let s = scheduler(vec![]).with_step_observer(rec.clone());
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let o = run(&s, &snap, &spec(1, duplicated()), &Default::default());
+        assert!(o.result.is_ok(), "{:?}", o.result);
+        let log = std::mem::take(&mut *rec.0.lock().unwrap());
+        let want: Vec<(Step, bool, u64)> = Step::ALL
+            .iter()
+            .enumerate()
+            .flat_map(|(i, st)| [(*st, true, 2 * i as u64), (*st, false, 2 * i as u64)])
+            .collect();
+        assert_eq!(log, want);
+
+        // A fit error still ends the filter step, and nothing after it starts.
+        let p = Placement {
+            cluster_affinity: Some(names(&["nope"])),
+            ..duplicated()
+        };
+        let o = run(&s, &snap, &spec(1, p), &Default::default());
+        assert!(o.result.is_err());
+        let log = std::mem::take(&mut *rec.0.lock().unwrap());
+        assert_eq!(log, [(Step::Filter, true, 0), (Step::Filter, false, 0)]);
     }
 
     fn term(name: &str, clusters: &[&str]) -> ClusterAffinityTerm {
