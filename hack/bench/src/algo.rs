@@ -38,6 +38,8 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
         })
         .collect::<anyhow::Result<_>>()?;
     let gates = FeatureGates::new();
+    let mut general = GeneralEstimator::default();
+    general.customized_cluster_resource_modeling = gates.customized_cluster_resource_modeling();
     let scheduler = Scheduler::from_plugins_flag(
         &["*"],
         ScheduleConfig {
@@ -45,9 +47,7 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
             gates: gates.clone(),
         },
     )?
-    .with_estimator(Arc::new(GeneralEstimator {
-        customized_cluster_resource_modeling: gates.customized_cluster_resource_modeling(),
-    }));
+    .with_estimator(Arc::new(general));
     let snapshot = Snapshot::from_clusters(clusters);
     let status = ResourceBindingStatus::default();
     let rt = tokio::runtime::Builder::new_current_thread()
