@@ -828,7 +828,8 @@ pub async fn run(
     let accurate: Option<Arc<dyn Estimator>> = estimators.as_ref().map(|e| {
         Arc::new(estimator_client::SchedulerEstimator::new(e.cache.clone())) as Arc<dyn Estimator>
     });
-    let scheduler = build_scheduler(opts, accurate)?;
+    let scheduler = build_scheduler(opts, accurate)?
+        .with_step_observer(Arc::new(crate::metrics::StepTimer::new(metrics.clone())));
     let priority_mode = opts
         .feature_gates
         .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING);

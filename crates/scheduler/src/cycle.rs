@@ -433,6 +433,37 @@ mod tests {
         Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap()
     }
 
+    /// The daemon's step timer observes the algorithm histogram once per step per cycle,
+    /// with the reference's `schedule_step` labels.
+    #[tokio::test]
+    async fn one_cycle_observes_every_algorithm_step() {
+        let api = FakeApi::new(binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            0,
+        ));
+        let events = Events::default();
+        let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+        let s = scheduler().with_step_observer(std::sync::Arc::new(
+            crate::metrics::StepTimer::new(metrics.clone()),
+        ));
+        let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+            workload_index: None,
+        };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report.result, Ok(()));
+        let text = metrics.encode().unwrap();
+        for step in ["Filter", "Score", "Select", "AssignReplicas"] {
+            let sample = format!(
+                "karmada_scheduler_scheduling_algorithm_duration_seconds_count{{schedule_step=\"{step}\"}} 1\n"
+            );
+            assert!(text.contains(&sample), "{sample} missing in\n{text}");
+        }
+    }
+
     #[tokio::test]
     async fn first_schedule_writes_result_then_one_status_patch() {
         let api = FakeApi::new(binding_json(

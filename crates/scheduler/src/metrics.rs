@@ -9,6 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use scheduler_core::observe::{Step, StepObserver};
 
 type Labels = Vec<(String, String)>;
 type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
@@ -268,6 +269,39 @@ impl Metrics {
 
 /// Shared handle.
 pub type SharedMetrics = Arc<Metrics>;
+
+/// Times the pipeline steps of scheduler-core into
+/// `karmada_scheduler_scheduling_algorithm_duration_seconds{schedule_step}`: the core has
+/// no clock, so this observer's tokens are nanoseconds since it was created.
+pub struct StepTimer {
+    metrics: SharedMetrics,
+    base: std::time::Instant,
+}
+
+impl StepTimer {
+    /// A timer observing into `metrics`.
+    pub fn new(metrics: SharedMetrics) -> Self {
+        Self {
+            metrics,
+            base: std::time::Instant::now(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl StepObserver for StepTimer {
+    fn started(&self, _step: Step) -> u64 {
+        self.now()
+    }
+
+    fn finished(&self, step: Step, token: u64) {
+        let elapsed = Duration::from_nanos(self.now().saturating_sub(token));
+        self.metrics.algorithm_step(step.as_str(), elapsed);
+    }
+}
 
 #[cfg(test)]
 mod tests {
