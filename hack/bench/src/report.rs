@@ -382,24 +382,27 @@ fn agreement(title: &str, a: &Agreement) -> String {
         a.condition_differs
     );
     if !a.disagreements.is_empty() {
-        s += "| binding | strategy | Rust | Go | Rust condition | Go condition |\n|---|---|---|---|---|---|\n";
+        s += "| binding | strategy | only in Rust's | only in Go's | Rust | Go | Rust condition | Go condition |\n|---|---|---|---|---|---|---|---|\n";
         for d in a.disagreements.iter().take(50) {
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} | {} | {} | {} |",
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
                 d.binding,
                 d.strategy,
+                d.only_rust,
+                d.only_go,
                 d.rust,
                 d.go,
                 d.rust_condition.replace('|', "\\|"),
                 d.go_condition.replace('|', "\\|")
             );
         }
-        if a.disagreements.len() > 50 {
+        if a.disagree > 50 {
             let _ = writeln!(
                 s,
-                "\n… and {} more (see the JSON results).",
-                a.disagreements.len() - 50
+                "\n… and {} more (the first {} are in the JSON results).",
+                a.disagree - 50,
+                a.disagreements.len()
             );
         }
         s.push('\n');

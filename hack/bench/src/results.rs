@@ -131,7 +131,10 @@ pub struct Agreement {
     pub order_only: usize,
     /// Same placement, different `Scheduled` condition reason.
     pub condition_differs: usize,
+    /// The first disagreements (at most [`MAX_LISTED`]); `disagree` counts them all.
     pub disagreements: Vec<Disagreement>,
+    #[serde(default)]
+    pub disagree: usize,
 }
 
 impl Agreement {
@@ -144,13 +147,22 @@ impl Agreement {
     }
 }
 
+/// Disagreements kept in the results and the report.
+pub const MAX_LISTED: usize = 100;
+
 /// One pair whose placements differ.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Disagreement {
     pub binding: String,
     pub strategy: String,
+    /// Both placements (cut after 12 entries).
     pub rust: String,
     pub go: String,
+    /// `cluster:replicas` entries only one side has.
+    #[serde(default)]
+    pub only_rust: String,
+    #[serde(default)]
+    pub only_go: String,
     pub rust_condition: String,
     pub go_condition: String,
 }

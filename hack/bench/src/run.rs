@@ -306,6 +306,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             )
         })
         .collect();
+    // Start from idle queues (retries of unschedulable bindings back off exponentially).
+    wait_queues_idle(&[&rust, &go], cfg.quiet, Duration::from_secs(120)).await;
     let stream_start = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / pace));
     for item in &stream_items {
@@ -407,6 +409,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         scale_settle(scale_keys_r.clone(), sides[0].clone()),
         scale_settle(scale_keys_g.clone(), sides[1].clone()),
     );
+    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
     let scale_r = scale_phase(&observer, &scale_keys_r, &targets, scale_start, ok_r);
     let scale_g = scale_phase(&observer, &scale_keys_g, &targets, scale_start, ok_g);
     log(
@@ -445,6 +448,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         .with_context(|| format!("tainting cluster {name}"))?;
     }
     wait_quiet(&observer, &sides, t_start, cfg.quiet, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let taint_q = [
         quiet_phase(&observer, &sides[0], t_start, &m_before[0], &m_after[0]),
@@ -482,6 +486,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .with_context(|| format!("deleting cluster {name}"))?;
     }
     wait_quiet(&observer, &sides, d_start, cfg.quiet, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let delete_q = [
         quiet_phase(&observer, &sides[0], d_start, &m_before[0], &m_after[0]),
@@ -812,6 +817,36 @@ async fn settle_keys(
     }
 }
 
+/// Waits until neither scheduler has bindings queued and neither finished an attempt during a
+/// window of `quiet` (at least ten mean attempts, capped at 30 s): a scheduler that spends
+/// seconds per attempt can go without writing for a while and still be busy.
+async fn wait_queues_idle(scheds: &[&Sched], quiet: Duration, timeout: Duration) {
+    let start = Instant::now();
+    let mut last: Option<Vec<f64>> = None;
+    loop {
+        let mut depth = 0.0;
+        let mut attempts = Vec::new();
+        let mut window = quiet;
+        for s in scheds {
+            let Ok(text) = s.scrape().await else { continue };
+            let m = promtext::parse(&text);
+            depth += promtext::sum(&m, "workqueue_depth", &[("name", "scheduler-queue")]);
+            attempts.push(promtext::sum(&m, ATTEMPTS, &[]));
+            if let Some(mean) = Histogram::read(&m, E2E, &[]).mean() {
+                window = window.max(Duration::from_secs_f64((mean * 10.0).min(30.0)));
+            }
+        }
+        if depth == 0.0 && last.as_ref() == Some(&attempts) {
+            return;
+        }
+        if start.elapsed() > timeout {
+            return;
+        }
+        last = (depth == 0.0).then_some(attempts);
+        tokio::time::sleep(window).await;
+    }
+}
+
 async fn wait_quiet(
     observer: &Observer,
     scheds: &[String],
@@ -1023,14 +1058,22 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
                 a.condition_differs += 1;
             }
         } else {
-            a.disagreements.push(Disagreement {
-                binding: b.key(""),
-                strategy: b.strategy.to_string(),
-                rust: fmt_placement(&r.clusters),
-                go: fmt_placement(&g.clusters),
-                rust_condition: cond(&r),
-                go_condition: cond(&g),
-            });
+            a.disagree += 1;
+            if a.disagreements.len() < crate::results::MAX_LISTED {
+                let only = |x: &[(String, i64)], y: &[(String, i64)]| -> Vec<(String, i64)> {
+                    x.iter().filter(|e| !y.contains(e)).cloned().collect()
+                };
+                a.disagreements.push(Disagreement {
+                    binding: b.key(""),
+                    strategy: b.strategy.to_string(),
+                    rust: fmt_placement(&r.clusters),
+                    go: fmt_placement(&g.clusters),
+                    only_rust: fmt_placement(&only(&rs, &gs)),
+                    only_go: fmt_placement(&only(&gs, &rs)),
+                    rust_condition: cond(&r),
+                    go_condition: cond(&g),
+                });
+            }
         }
     }
     a
@@ -1040,8 +1083,13 @@ fn fmt_placement(p: &[(String, i64)]) -> String {
     if p.is_empty() {
         return "[]".into();
     }
-    let v: Vec<String> = p.iter().map(|(n, r)| format!("{n}:{r}")).collect();
-    format!("[{}]", v.join(", "))
+    let v: Vec<String> = p.iter().take(12).map(|(n, r)| format!("{n}:{r}")).collect();
+    let more = if p.len() > 12 {
+        format!(", … {} more", p.len() - 12)
+    } else {
+        String::new()
+    };
+    format!("[{}{more}]", v.join(", "))
 }
 
 /// Starts `perf record` on each pid (when perf is installed); stopped by [`stop_perf`].
