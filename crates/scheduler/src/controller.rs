@@ -37,6 +37,7 @@ use crate::http::tokio_util_shim::CancellationToken;
 use crate::leader::api_failure;
 use crate::metrics::{IncomingEvent, Metrics};
 use crate::options::Options;
+use crate::own_writes::OwnWrites;
 use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::queue::{Outcome, SchedulingQueue};
 use crate::sink::{EventSink, Target, Writer};
@@ -348,6 +349,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Present with the `WorkloadAffinity` gate.
     pub workload: Option<Arc<WorkloadIndex>>,
+    /// Generation bumps of our own result patches, whose watch events are not queued.
+    pub own_writes: OwnWrites,
 }
 
 impl Context {
@@ -383,13 +386,17 @@ impl Context {
             .unwrap_or_else(|p| p.into_inner())
             .insert(key.clone(), (cached, summary.clone()))
             .map(|(_, s)| s);
-        if let Some(why) = binding_change(old.as_ref(), Some(&summary)) {
-            self.enqueue(key, summary.priority, why);
+        match binding_change(old.as_ref(), Some(&summary)) {
+            Some(IncomingEvent::BindingUpdate)
+                if self.own_writes.is_echo(&key, summary.generation) => {}
+            Some(why) => self.enqueue(key, summary.priority, why),
+            None => {}
         }
     }
 
     /// A binding object disappeared.
     pub fn remove_binding(&self, key: &BindingKey) {
+        self.own_writes.forget(key);
         if let Some(w) = &self.workload {
             w.assigning.removed(key);
         }
@@ -443,6 +450,7 @@ impl Context {
                 .workload
                 .as_deref()
                 .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
+            own_writes: Some(&self.own_writes),
         };
         let start = Instant::now();
         let mut report = None;
@@ -858,6 +866,7 @@ pub async fn run(
         )) as Arc<dyn EventSink>,
         metrics,
         workload,
+        own_writes: OwnWrites::default(),
     });
 
     let mut watches = Vec::new();
@@ -1120,6 +1129,7 @@ mod tests {
             events: Arc::new(events.clone()),
             metrics: Arc::new(Metrics::new()),
             workload: None,
+            own_writes: OwnWrites::default(),
         };
         let mut bad = raw(
             lbl(),
@@ -1148,6 +1158,35 @@ mod tests {
             ctx.queue.pop().await.unwrap().key,
             BindingKey::rb("ns", "b")
         );
+    }
+
+    /// The watch event of our own result patch is not queued; anyone else's bump still is.
+    #[tokio::test]
+    async fn the_echo_of_our_own_write_is_not_queued() {
+        let ctx = Context {
+            scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
+            scheduler_name: "default-scheduler".into(),
+            stores: Arc::new(Stores::default()),
+            queue: Arc::new(SchedulingQueue::new(false, Default::default())),
+            writer: Arc::new(Recording::default()),
+            events: Arc::new(crate::events::MemoryRecorder::default()),
+            metrics: Arc::new(Metrics::new()),
+            workload: None,
+            own_writes: OwnWrites::default(),
+        };
+        let key = BindingKey::rb("ns", "b");
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+        let item = ctx.queue.pop().await.unwrap();
+        ctx.queue.done(item, Outcome::Success);
+        assert_eq!(ctx.queue.lengths().active, 0);
+
+        ctx.own_writes.expect(&key, 1);
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, json!({})));
+        assert_eq!(ctx.queue.lengths().active, 0, "our own write");
+        assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
+
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 3, json!({})));
+        assert_eq!(ctx.queue.lengths().active, 1, "someone else's spec change");
     }
 
     #[test]

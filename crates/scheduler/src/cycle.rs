@@ -26,6 +26,7 @@ use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
 use crate::condition::{AttemptError, condition_for};
 use crate::decision::{Decision, ScheduleType, decide};
+use crate::own_writes::OwnWrites;
 use crate::patch::{
     REASON_FAILED, REASON_SUCCEED, StatusUpdate, deleting_event_message, observed_generation_patch,
     result_patch, status_patch, success_event_message,
@@ -60,6 +61,9 @@ pub struct Cycle<'a> {
     pub events: &'a dyn EventSink,
     /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
     pub workload_index: Option<&'a dyn scheduler_core::framework::WorkloadGroupIndex>,
+    /// Where the generation bump of our own result patch is announced, so that its watch
+    /// event does not queue the binding again (see [`crate::own_writes`]).
+    pub own_writes: Option<&'a OwnWrites>,
 }
 
 fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
@@ -203,8 +207,17 @@ impl Cycle<'_> {
         if let Some(result) = &to_write {
             let mut patch_err = None;
             if let Some(patch) = result_patch(binding, &placement_json, result) {
+                let bumps_generation = patch.get("spec").is_some();
                 let patch = with_precondition(patch, binding.resource_version());
-                match self.writer.patch(&key, Target::Main, patch).await {
+                let own = self.own_writes.filter(|_| bumps_generation);
+                if let Some(own) = own {
+                    own.expect(&key, binding.generation());
+                }
+                let sent = self.writer.patch(&key, Target::Main, patch).await;
+                if let (Err(_), Some(own)) = (&sent, own) {
+                    own.withdraw(&key);
+                }
+                match sent {
                     Ok(stored) => fresh = Some(stored),
                     Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
                     Err(e) => patch_err = Some(AttemptError::Api(e)),
@@ -235,7 +248,12 @@ impl Cycle<'_> {
         let succeeded = algo_err.is_none();
         let update = StatusUpdate {
             condition,
-            scheduled_generation: final_err.is_none().then(|| binding.generation()),
+            // The generation our own result patch produced when there was one: it is the
+            // scheduled spec plus our `spec.clusters` (the patch was preconditioned), so the
+            // reference's later sync of the observed generation is not needed.
+            scheduled_generation: final_err
+                .is_none()
+                .then(|| fresh.as_ref().unwrap_or(binding).generation()),
             affinity_name: if succeeded {
                 outcome.affinity_name.clone()
             } else {
@@ -382,7 +400,13 @@ mod tests {
                         p = json!({"status": p.get("status").cloned().unwrap_or(Value::Null)});
                     }
                 }
+                let spec_before = o.get("spec").cloned();
                 merge(&mut o, &p);
+                // Like the apiserver: a spec change bumps the generation.
+                if o.get("spec").cloned() != spec_before {
+                    let g = o["metadata"]["generation"].as_i64().unwrap_or(0);
+                    o["metadata"]["generation"] = json!(g + 1);
+                }
                 *rv += 1;
                 o["metadata"]["resourceVersion"] = json!(rv.to_string());
                 Ok(Binding::decode(BindingKind::ResourceBinding, o.clone()).unwrap())
@@ -452,6 +476,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
@@ -473,11 +498,13 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let own = OwnWrites::default();
         let cycle = Cycle {
             scheduler: &s,
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: Some(&own),
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
@@ -508,10 +535,13 @@ mod tests {
                     "metadata": {"resourceVersion": "2"},
                     "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
                                "message": "Binding has been scheduled successfully.", "lastTransitionTime": "2026-07-01T10:00:00Z"}],
-                               "lastScheduledTime": "2026-07-01T10:00:00Z", "schedulerObservedGeneration": 2}
+                               "lastScheduledTime": "2026-07-01T10:00:00Z", "schedulerObservedGeneration": 3}
                 })
             )
         );
+        // Generation 3 is our own write: observed at once, and its watch event is an echo.
+        assert_eq!(api.binding().generation(), 3);
+        assert!(own.is_echo(&api.binding().key(), 3));
         assert_eq!(
             events.0.lock().unwrap().clone(),
             vec![(
@@ -544,6 +574,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
@@ -581,6 +612,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         let report = cycle.run(&stale, &snapshot, now()).await;
         assert_eq!(report.result, Err(CycleError::Conflict));
@@ -608,6 +640,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         // Another controller adds FullyApplied between our two writes.
         let b = api.binding();
@@ -658,6 +691,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert!(matches!(report.result, Err(CycleError::Failed(_))));
@@ -688,6 +722,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
@@ -722,6 +757,7 @@ mod tests {
             writer: &api,
             events: &events,
             workload_index: None,
+            own_writes: None,
         };
         assert_eq!(
             cycle.run(&api.binding(), &snapshot, now()).await.result,

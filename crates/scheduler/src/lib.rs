@@ -25,6 +25,7 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod options;
+pub mod own_writes;
 pub mod patch;
 pub mod queue;
 pub mod ratelimit;

@@ -1,0 +1,109 @@
+//! The generation bumps this scheduler causes itself, so that their watch events do not
+//! schedule the binding again.
+//!
+//! The reference writes `spec.clusters`, which bumps `metadata.generation`; the watch event of
+//! that write passes its update filter (generation changed) and queues the binding once more.
+//! That extra round costs a third write per binding: a Divided binding gets its
+//! `schedulerObservedGeneration` synced to the new generation, a Duplicated one is scheduled
+//! again and its `lastScheduledTime` rewritten. We write the new generation as observed in the
+//! status patch already (the result patch carries a resourceVersion precondition, so the new
+//! generation is exactly our write on top of what we scheduled) and drop the event of our own
+//! write here.
+//!
+//! An expectation is registered *before* the result patch is sent, because the watch event can
+//! arrive before the HTTP response. Dropping it is safe whatever happens next: a generation is
+//! never reused, and the only object that can carry generation `G+1` after a successful
+//! preconditioned patch from `G` is our write (status and metadata changes do not queue
+//! bindings anyway). When the patch fails the expectation is withdrawn.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::binding::BindingKey;
+
+/// Expected generations of our own result patches, by binding.
+#[derive(Debug, Default)]
+pub struct OwnWrites(Mutex<HashMap<BindingKey, i64>>);
+
+impl OwnWrites {
+    /// A result patch that changes the spec of `key` at `generation` is about to be sent.
+    pub fn expect(&self, key: &BindingKey, generation: i64) {
+        self.lock().insert(key.clone(), generation + 1);
+    }
+
+    /// The patch failed: events for `key` are someone else's again.
+    pub fn withdraw(&self, key: &BindingKey) {
+        self.lock().remove(key);
+    }
+
+    /// Whether an update of `key` to `generation` is the echo of our own write (consumed).
+    pub fn is_echo(&self, key: &BindingKey, generation: i64) -> bool {
+        let mut map = self.lock();
+        match map.get(key) {
+            Some(&g) if g == generation => {
+                map.remove(key);
+                true
+            }
+            // A newer generation than our write: ours has been overtaken, forget it.
+            Some(&g) if g < generation => {
+                map.remove(key);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// The binding is gone.
+    pub fn forget(&self, key: &BindingKey) {
+        self.lock().remove(key);
+    }
+
+    /// Outstanding expectations (for tests and debugging).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BindingKey, i64>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binding::BindingKind;
+
+    fn key(name: &str) -> BindingKey {
+        BindingKey {
+            kind: BindingKind::ResourceBinding,
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn only_the_expected_generation_is_an_echo_and_only_once() {
+        let w = OwnWrites::default();
+        w.expect(&key("a"), 4);
+        assert!(!w.is_echo(&key("b"), 5), "another binding");
+        assert!(!w.is_echo(&key("a"), 4), "an older generation");
+        assert!(w.is_echo(&key("a"), 5));
+        assert!(!w.is_echo(&key("a"), 5), "consumed");
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn a_newer_generation_clears_the_expectation() {
+        let w = OwnWrites::default();
+        w.expect(&key("a"), 4);
+        assert!(!w.is_echo(&key("a"), 7));
+        assert!(w.is_empty());
+        w.expect(&key("a"), 7);
+        w.withdraw(&key("a"));
+        assert!(!w.is_echo(&key("a"), 8));
+    }
+}
