@@ -10,6 +10,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
 
+use crate::observe::{ExtensionPoint, FrameworkObserver};
+
 use karmada_api::cluster::Cluster;
 use karmada_api::policy::Placement;
 use karmada_api::work::{
@@ -212,6 +214,13 @@ pub trait ScorePlugin: Send + Sync {
     fn normalize_score(&self, _scores: &mut [i64]) -> PluginResult {
         PluginResult::success()
     }
+
+    /// Whether the plugin has a normalisation step at all: only then is it timed as
+    /// `ScoreExtensionNormalize`, as the reference does for plugins whose `ScoreExtensions()`
+    /// is not nil.
+    fn has_score_extensions(&self) -> bool {
+        false
+    }
 }
 
 /// A scheduling plugin: a name and the extension points it implements.
@@ -403,16 +412,36 @@ impl Framework {
 
     /// Run the filters on one cluster; the first non-success wins and later plugins do not run.
     pub fn run_filter_plugins(&self, ctx: &FilterContext<'_>) -> Result<(), Rejection> {
+        self.run_filter_plugins_observed(ctx, FrameworkObserver::none())
+    }
+
+    /// [`Framework::run_filter_plugins`], reporting the extension point and the plugin calls
+    /// to `obs`.
+    pub fn run_filter_plugins_observed(
+        &self,
+        ctx: &FilterContext<'_>,
+        obs: FrameworkObserver<'_>,
+    ) -> Result<(), Rejection> {
+        let start = obs.point_start();
         for p in &self.filters {
             let Some(f) = p.as_filter() else { continue };
+            let plugin_start = obs.plugin_start();
             let result = f.filter(ctx);
+            obs.plugin_end(
+                ExtensionPoint::Filter,
+                p.name(),
+                result.code(),
+                plugin_start,
+            );
             if !result.is_success() {
+                obs.point_end(ExtensionPoint::Filter, result.code(), start);
                 return Err(Rejection {
                     plugin: p.name(),
                     result,
                 });
             }
         }
+        obs.point_end(ExtensionPoint::Filter, Code::Success, start);
         Ok(())
     }
 
@@ -424,6 +453,36 @@ impl Framework {
         targets: &TargetIndex<'_>,
         clusters: &[&Cluster],
     ) -> Result<ScoreTable, String> {
+        self.run_score_plugins_observed(spec, targets, clusters, FrameworkObserver::none())
+    }
+
+    /// [`Framework::run_score_plugins`], reporting the extension point and the plugin calls
+    /// to `obs`.
+    pub fn run_score_plugins_observed(
+        &self,
+        spec: &ResourceBindingSpec,
+        targets: &TargetIndex<'_>,
+        clusters: &[&Cluster],
+        obs: FrameworkObserver<'_>,
+    ) -> Result<ScoreTable, String> {
+        let start = obs.point_start();
+        let result = self.score_all(spec, targets, clusters, obs);
+        let code = if result.is_ok() {
+            Code::Success
+        } else {
+            Code::Error
+        };
+        obs.point_end(ExtensionPoint::Score, code, start);
+        result
+    }
+
+    fn score_all(
+        &self,
+        spec: &ResourceBindingSpec,
+        targets: &TargetIndex<'_>,
+        clusters: &[&Cluster],
+        obs: FrameworkObserver<'_>,
+    ) -> Result<ScoreTable, String> {
         let mut table = ScoreTable {
             per_plugin: Vec::new(),
             totals: vec![0; clusters.len()],
@@ -432,11 +491,15 @@ impl Framework {
             let Some(s) = p.as_score() else { continue };
             let mut list = Vec::with_capacity(clusters.len());
             for c in clusters {
-                match s.score(&ScoreContext {
+                let plugin_start = obs.plugin_start();
+                let scored = s.score(&ScoreContext {
                     spec,
                     targets,
                     cluster: c,
-                }) {
+                });
+                let code = scored.as_ref().map_or_else(|r| r.code(), |_| Code::Success);
+                obs.plugin_end(ExtensionPoint::Score, p.name(), code, plugin_start);
+                match scored {
                     Ok(v) => list.push(v),
                     Err(r) => {
                         let text = r.as_error().unwrap_or_default();
@@ -444,7 +507,16 @@ impl Framework {
                     }
                 }
             }
+            let plugin_start = obs.plugin_start();
             let r = s.normalize_score(&mut list);
+            if s.has_score_extensions() {
+                obs.plugin_end(
+                    ExtensionPoint::ScoreExtensionNormalize,
+                    p.name(),
+                    r.code(),
+                    plugin_start,
+                );
+            }
             if let Some(text) = r.as_error() {
                 return Err(format!(
                     "plugin {:?} normalizeScore failed with: {text}",

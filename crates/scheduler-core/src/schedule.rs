@@ -20,7 +20,7 @@ use crate::features::FeatureGates;
 use crate::framework::{
     FilterContext, Framework, RegistryError, TargetIndex, WorkloadGroupIndex, placement_of,
 };
-use crate::observe::{Step, StepGuard, StepObserver};
+use crate::observe::{FrameworkObserver, Step, StepGuard, StepObserver};
 use crate::plugins::in_tree_registry;
 use crate::snapshot::Snapshot;
 use crate::spread::{self, GroupClustersInfo};
@@ -258,6 +258,7 @@ impl Scheduler {
 
         // Filter (§5).
         let filter_step = StepGuard::start(observer, Step::Filter);
+        let framework_obs = FrameworkObserver::new(observer);
         let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
         let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
         if let Some(t) = trace.as_deref_mut() {
@@ -287,7 +288,10 @@ impl Scheduler {
                 cluster,
                 workload_index: input.workload_index,
             };
-            match self.framework.run_filter_plugins(&ctx) {
+            match self
+                .framework
+                .run_filter_plugins_observed(&ctx, framework_obs)
+            {
                 Ok(()) => {
                     feasible.push(cluster);
                     if let Some(t) = trace.as_deref_mut() {
@@ -327,7 +331,7 @@ impl Scheduler {
         let score_step = StepGuard::start(observer, Step::Score);
         let scores = self
             .framework
-            .run_score_plugins(spec, &targets, &feasible)
+            .run_score_plugins_observed(spec, &targets, &feasible, framework_obs)
             .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
         drop(score_step);
 
@@ -567,6 +571,8 @@ mod tests {
     use super::*;
     use crate::estimator::{BoxFuture, Estimates, EstimatorError};
     use crate::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
+    use crate::framework::Code;
+    use crate::observe::ExtensionPoint;
     use karmada_api::cluster::{ClusterSpec, ClusterStatus, ResourceSummary};
     use karmada_api::policy::{
         ClusterAffinity, ClusterAffinityTerm, Placement, ReplicaSchedulingStrategy,
@@ -875,6 +881,92 @@ mod tests {
         assert!(o.result.is_err());
         let log = std::mem::take(&mut *rec.0.lock().unwrap());
         assert_eq!(log, [(Step::Filter, true, 0), (Step::Filter, false, 0)]);
+    }
+
+    /// Records the framework hooks: `(point, plugin or "", code)`.
+    struct FrameworkRecorder {
+        plugins: bool,
+        log: std::sync::Mutex<Vec<(ExtensionPoint, &'static str, Code)>>,
+    }
+
+    impl StepObserver for FrameworkRecorder {
+        fn started(&self, _step: Step) -> u64 {
+            0
+        }
+        fn finished(&self, _step: Step, _token: u64) {}
+        fn extension_point(&self, point: ExtensionPoint, code: Code, _token: u64) {
+            self.log.lock().unwrap().push((point, "", code));
+        }
+        fn time_plugins(&self) -> bool {
+            self.plugins
+        }
+        fn plugin(&self, point: ExtensionPoint, plugin: &'static str, code: Code, _token: u64) {
+            self.log.lock().unwrap().push((point, plugin, code));
+        }
+    }
+
+    #[test]
+    fn framework_hooks_report_extension_points_and_plugins_on_demand() {
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let p = Placement {
+            cluster_affinity: Some(names(&["m2"])),
+            ..duplicated()
+        };
+        for plugins in [false, true] {
+            let rec = Arc::new(FrameworkRecorder {
+                plugins,
+                log: Default::default(),
+            });
+            let s = scheduler(vec![]).with_step_observer(rec.clone());
+            let o = run(&s, &snap, &spec(1, p.clone()), &Default::default());
+            assert!(o.result.is_ok(), "{:?}", o.result);
+            let log = std::mem::take(&mut *rec.log.lock().unwrap());
+            let points: Vec<_> = log.iter().filter(|e| e.1.is_empty()).collect();
+            assert_eq!(
+                points,
+                [
+                    &(ExtensionPoint::Filter, "", Code::Unschedulable),
+                    &(ExtensionPoint::Filter, "", Code::Success),
+                    &(ExtensionPoint::Score, "", Code::Success),
+                ],
+                "one Filter run per cluster, one Score run per binding"
+            );
+            let calls: Vec<_> = log.iter().filter(|e| !e.1.is_empty()).collect();
+            if !plugins {
+                assert!(calls.is_empty(), "{calls:?}");
+                continue;
+            }
+            // m1 is rejected by ClusterAffinity and no later filter runs on it.
+            let filter_names = s.framework().filter_plugin_names();
+            let affinity_at = filter_names
+                .iter()
+                .position(|n| *n == "ClusterAffinity")
+                .unwrap();
+            let filter_calls = calls
+                .iter()
+                .filter(|e| e.0 == ExtensionPoint::Filter)
+                .count();
+            assert_eq!(filter_calls, affinity_at + 1 + filter_names.len());
+            assert!(calls.contains(&&(
+                ExtensionPoint::Filter,
+                "ClusterAffinity",
+                Code::Unschedulable
+            )));
+            // Each score plugin on the one feasible cluster; only ClusterAffinity normalises.
+            let score_names = s.framework().score_plugin_names();
+            let scores: Vec<_> = calls
+                .iter()
+                .filter(|e| e.0 == ExtensionPoint::Score)
+                .map(|e| e.1)
+                .collect();
+            assert_eq!(scores, score_names);
+            let normalize: Vec<_> = calls
+                .iter()
+                .filter(|e| e.0 == ExtensionPoint::ScoreExtensionNormalize)
+                .map(|e| e.1)
+                .collect();
+            assert_eq!(normalize, ["ClusterAffinity"]);
+        }
     }
 
     fn term(name: &str, clusters: &[&str]) -> ClusterAffinityTerm {

@@ -487,6 +487,17 @@ mod tests {
             );
             assert!(text.contains(&sample), "{sample} missing in\n{text}");
         }
+        // m2 fails the affinity, m1 passes; the score plugins run once; the plugin calls of
+        // this first binding are within the sampling budget.
+        for sample in [
+            r#"karmada_scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",result="Success"} 1"#,
+            r#"karmada_scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",result="Unschedulable"} 1"#,
+            r#"karmada_scheduler_framework_extension_point_duration_seconds_count{extension_point="Score",result="Success"} 1"#,
+            r#"karmada_scheduler_plugin_execution_duration_seconds_count{plugin="ClusterAffinity",extension_point="Filter",result="Unschedulable"} 1"#,
+            r#"karmada_scheduler_plugin_execution_duration_seconds_count{plugin="ClusterAffinity",extension_point="ScoreExtensionNormalize",result="Success"} 1"#,
+        ] {
+            assert!(text.contains(sample), "{sample} missing in\n{text}");
+        }
     }
 
     #[tokio::test]

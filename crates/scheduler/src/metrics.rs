@@ -9,7 +9,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use scheduler_core::observe::{Step, StepObserver};
+use scheduler_core::framework::Code;
+use scheduler_core::observe::{ExtensionPoint, Step, StepObserver};
 
 type Labels = Vec<(String, String)>;
 type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
@@ -270,25 +271,66 @@ impl Metrics {
 /// Shared handle.
 pub type SharedMetrics = Arc<Metrics>;
 
-/// Times the pipeline steps of scheduler-core into
-/// `karmada_scheduler_scheduling_algorithm_duration_seconds{schedule_step}`: the core has
-/// no clock, so this observer's tokens are nanoseconds since it was created.
+/// Plugin calls timed per second at most, like the reference's metrics buffer (1,000
+/// samples flushed every second, the overflow dropped): timing every plugin on every cluster
+/// would cost more than the plugins themselves at a thousand clusters.
+pub const PLUGIN_SAMPLES_PER_SECOND: u64 = 1000;
+
+/// Times scheduler-core into the reference's histograms: the pipeline steps
+/// (`scheduling_algorithm_duration_seconds{schedule_step}`), every extension-point run
+/// (`framework_extension_point_duration_seconds{extension_point,result}`) and, within a budget
+/// of [`PLUGIN_SAMPLES_PER_SECOND`], whole passes of plugin calls
+/// (`plugin_execution_duration_seconds{plugin,extension_point,result}`). The core has no
+/// clock, so this observer's tokens are nanoseconds since it was created.
 pub struct StepTimer {
     metrics: SharedMetrics,
     base: std::time::Instant,
+    /// `[Filter, Score]` × `[Success, Unschedulable, Error]`, resolved once: an extension
+    /// point runs once per cluster, so no label lookup on that path.
+    points: [[Histogram; 3]; 2],
+    /// The second (since `base`) the budget counts in, and the samples taken in it.
+    window: std::sync::atomic::AtomicU64,
+    taken: std::sync::atomic::AtomicU64,
+}
+
+fn code_index(code: Code) -> usize {
+    match code {
+        Code::Success => 0,
+        Code::Unschedulable => 1,
+        Code::Error => 2,
+    }
 }
 
 impl StepTimer {
     /// A timer observing into `metrics`.
     pub fn new(metrics: SharedMetrics) -> Self {
+        let point = |p: ExtensionPoint| {
+            [Code::Success, Code::Unschedulable, Code::Error].map(|c| {
+                metrics
+                    .extension_point_duration
+                    .get_or_create(&labels(&[
+                        ("extension_point", p.as_str()),
+                        ("result", c.as_str()),
+                    ]))
+                    .clone()
+            })
+        };
+        let points = [point(ExtensionPoint::Filter), point(ExtensionPoint::Score)];
         Self {
+            points,
             metrics,
             base: std::time::Instant::now(),
+            window: Default::default(),
+            taken: Default::default(),
         }
     }
 
     fn now(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn since(&self, token: u64) -> f64 {
+        Duration::from_nanos(self.now().saturating_sub(token)).as_secs_f64()
     }
 }
 
@@ -300,6 +342,41 @@ impl StepObserver for StepTimer {
     fn finished(&self, step: Step, token: u64) {
         let elapsed = Duration::from_nanos(self.now().saturating_sub(token));
         self.metrics.algorithm_step(step.as_str(), elapsed);
+    }
+
+    fn clock(&self) -> u64 {
+        self.now()
+    }
+
+    fn extension_point(&self, point: ExtensionPoint, code: Code, token: u64) {
+        let row = match point {
+            ExtensionPoint::Filter => &self.points[0],
+            ExtensionPoint::Score => &self.points[1],
+            ExtensionPoint::ScoreExtensionNormalize => return,
+        };
+        row[code_index(code)].observe(self.since(token));
+    }
+
+    /// Whole passes are timed while the second's budget lasts, so that the samples of one
+    /// binding are never a partial picture of its plugins.
+    fn time_plugins(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let second = self.now() / 1_000_000_000;
+        if self.window.swap(second, Relaxed) != second {
+            self.taken.store(0, Relaxed);
+        }
+        self.taken.load(Relaxed) < PLUGIN_SAMPLES_PER_SECOND
+    }
+
+    fn plugin(&self, point: ExtensionPoint, plugin: &'static str, code: Code, token: u64) {
+        self.taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.plugin(
+            plugin,
+            point.as_str(),
+            code.as_str(),
+            Duration::from_secs_f64(self.since(token)),
+        );
     }
 }
 
@@ -328,5 +405,28 @@ mod tests {
         );
         assert!(text.contains(r#"leader_election_master_status{name=""} 1"#));
         assert!(text.contains("karmada_build_info{git_version="));
+    }
+
+    #[test]
+    fn plugin_timing_stops_when_the_budget_of_the_second_is_spent() {
+        let t = StepTimer::new(Arc::new(Metrics::new()));
+        let second = || t.now() / 1_000_000_000;
+        let before = second();
+        assert!(t.time_plugins());
+        for _ in 0..PLUGIN_SAMPLES_PER_SECOND {
+            t.plugin(
+                ExtensionPoint::Filter,
+                "APIEnablement",
+                Code::Success,
+                t.clock(),
+            );
+        }
+        let spent = !t.time_plugins();
+        // A new second gives a new budget; only then may timing go on.
+        assert!(spent || second() != before, "budget not enforced");
+        let text = t.metrics.encode().unwrap();
+        assert!(text.contains(&format!(
+            r#"karmada_scheduler_plugin_execution_duration_seconds_count{{plugin="APIEnablement",extension_point="Filter",result="Success"}} {PLUGIN_SAMPLES_PER_SECOND}"#
+        )), "{text}");
     }
 }

@@ -99,6 +99,11 @@ impl ScorePlugin for ClusterAffinity {
     fn score(&self, _ctx: &ScoreContext<'_>) -> Result<i64, PluginResult> {
         Ok(MIN_CLUSTER_SCORE)
     }
+
+    /// The reference's plugin has a (no-op) normalisation, timed in its metrics.
+    fn has_score_extensions(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
