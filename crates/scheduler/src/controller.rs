@@ -776,6 +776,14 @@ pub fn build_scheduler(
     opts: &Options,
     accurate: Option<Arc<dyn Estimator>>,
 ) -> anyhow::Result<Scheduler> {
+    if opts.feature_gates.scheduling_overcommit_protection() {
+        // Accepted for flag compatibility, but the in-flight assumption cache is not built:
+        // say so instead of silently scheduling without the protection.
+        tracing::warn!(
+            "feature gate SchedulingOvercommitProtection is enabled but not implemented by this \
+             scheduler: no assumed workloads are deducted or sent to the estimators"
+        );
+    }
     let config = ScheduleConfig {
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
         gates: opts.feature_gates.clone(),
