@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_api::Cluster;
@@ -671,6 +672,31 @@ async fn drive<K, FU, FR>(
     }
 }
 
+/// The label that ties an EndpointSlice to its Service.
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// `<service>/<slice>`: the watch hands only keys to removals, and a removal must still
+/// know which Service to re-resolve.
+fn slice_key(s: &EndpointSlice) -> String {
+    let service = s
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(SERVICE_NAME_LABEL))
+        .map(String::as_str)
+        .unwrap_or_default();
+    format!(
+        "{service}/{}",
+        s.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The Service of a slice key, when it is an estimator Service (`<prefix>-<cluster>`).
+fn slice_service<'k>(key: &'k str, prefix: &str) -> Option<&'k str> {
+    let (service, _) = key.split_once('/')?;
+    service.starts_with(prefix).then_some(service)
+}
+
 fn dyn_key(o: &DynamicObject) -> String {
     format!(
         "{}/{}",
@@ -949,9 +975,9 @@ pub async fn run(
         let ns = opts.scheduler_estimator_service_namespace.clone();
         let api: Api<Service> = Api::namespaced(client.clone(), &ns);
         let (tx, _rx) = tokio_watch::channel(false);
+        let (e1, e2) = (est.clone(), est.clone());
         watches.push(tokio::spawn(async move {
             let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
-            let (e1, e2) = (est.clone(), est.clone());
             let ns1 = ns.clone();
             let ns2 = ns.clone();
             drive(
@@ -962,6 +988,39 @@ pub async fn run(
                     e1.service_changed(ns1.clone(), s.metadata.name.clone().unwrap_or_default())
                 },
                 move |name: &str| e2.service_changed(ns2.clone(), name.to_string()),
+                tx,
+            )
+            .await;
+        }));
+        // Headless estimator Services resolve through their EndpointSlices: follow those too,
+        // so hand-made endpoints that move are followed like an ExternalName that changes.
+        // Not part of the sync gate: without `watch` on endpointslices (an older RBAC) the
+        // watch only logs and retries, and scheduling goes on.
+        let ns = opts.scheduler_estimator_service_namespace.clone();
+        let prefix = format!("{}-", opts.scheduler_estimator_service_prefix);
+        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &ns);
+        let (tx, _rx) = tokio_watch::channel(false);
+        watches.push(tokio::spawn(async move {
+            let cfg = watcher::Config::default().labels(SERVICE_NAME_LABEL);
+            let stream = watcher::watcher(api, cfg).default_backoff();
+            let (e1, e2) = (est.clone(), est.clone());
+            let (ns1, ns2) = (ns.clone(), ns.clone());
+            let (p1, p2) = (prefix.clone(), prefix);
+            drive(
+                stream,
+                "endpointslices",
+                slice_key,
+                move |s: EndpointSlice| {
+                    let key = slice_key(&s);
+                    if let Some(svc) = slice_service(&key, &p1) {
+                        e1.service_changed(ns1.clone(), svc.to_string());
+                    }
+                },
+                move |key: &str| {
+                    if let Some(svc) = slice_service(key, &p2) {
+                        e2.service_changed(ns2.clone(), svc.to_string());
+                    }
+                },
                 tx,
             )
             .await;
@@ -1166,6 +1225,24 @@ mod tests {
             ctx.queue.pop().await.unwrap().key,
             BindingKey::rb("ns", "b")
         );
+    }
+
+    #[test]
+    fn endpoint_slices_map_to_their_estimator_service() {
+        let slice: EndpointSlice = serde_json::from_value(json!({
+            "metadata": {"name": "karmada-scheduler-estimator-m1-x2k9", "namespace": "karmada-system",
+                         "labels": {"kubernetes.io/service-name": "karmada-scheduler-estimator-m1"}},
+            "addressType": "IPv4", "endpoints": []
+        }))
+        .unwrap();
+        let key = slice_key(&slice);
+        let prefix = "karmada-scheduler-estimator-";
+        assert_eq!(
+            slice_service(&key, prefix),
+            Some("karmada-scheduler-estimator-m1")
+        );
+        assert_eq!(slice_service("kubernetes/kubernetes-abcde", prefix), None);
+        assert_eq!(slice_service("no-slash", prefix), None);
     }
 
     /// The watch event of our own result patch is not queued; anyone else's bump still is.
