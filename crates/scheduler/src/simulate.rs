@@ -85,7 +85,8 @@ Scheduler-estimator flags (those of the daemon, same names, defaults and value s
   answers.
 
 Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service and EndpointSlice,
-for the estimator resolver); other kinds are skipped with a warning. Bindings are scheduled in
+for the estimator resolver; without metadata.namespace they are taken to be in
+--scheduler-estimator-service-namespace); other kinds are skipped with a warning. Bindings are scheduled in
 input order, each against the same clusters; logs and warnings go to stderr.
 ";
 
@@ -113,27 +114,41 @@ enum OutputFormat {
     Explain,
 }
 
+/// Write to stdout; a closed pipe (`simulate ... | head`) ends the output quietly instead of
+/// panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+/// A line on stderr, never a panic when stderr is closed.
+fn err(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// Run `simulate` with the arguments after the subcommand name.
 pub fn main(args: &[String]) -> ExitCode {
     let opts = match parse_args(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
-            print!("{USAGE}");
+            out(USAGE);
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("Error: {e:#}");
-            eprintln!("Run 'karmada-scheduler simulate --help' for usage.");
+            err(&format!("Error: {e:#}"));
+            err("Run 'karmada-scheduler simulate --help' for usage.");
             return ExitCode::from(2);
         }
     };
     match run(&opts) {
-        Ok(out) => {
-            print!("{out}");
+        Ok(text) => {
+            out(&text);
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            err(&format!("Error: {e:#}"));
             ExitCode::FAILURE
         }
     }
@@ -347,9 +362,18 @@ fn run(opts: &Options) -> anyhow::Result<String> {
 /// such a cluster gets an error from this estimator and scheduler-core ignores all of its
 /// answers for that binding (the reference's all-or-nothing merge).
 async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dyn Estimator> {
+    // Objects written by hand often leave out the namespace: like `kubectl apply -n`, put them
+    // in the estimator Service namespace rather than never matching.
+    let ns = &options.service_namespace;
     let source = InMemoryServiceSource::with_objects(
-        input.services.iter().cloned(),
-        input.endpoint_slices.iter().cloned(),
+        input.services.iter().cloned().map(|mut s| {
+            s.metadata.namespace.get_or_insert_with(|| ns.clone());
+            s
+        }),
+        input.endpoint_slices.iter().cloned().map(|mut s| {
+            s.metadata.namespace.get_or_insert_with(|| ns.clone());
+            s
+        }),
     );
     let cache = Arc::new(ConnectionCache::new(options.clone(), Arc::new(source)));
     let connects = input.clusters.iter().map(|c| cache.ensure(c));
@@ -358,13 +382,13 @@ async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dy
         let name = cluster.name();
         let service = options.service_name(name);
         match outcome {
-            Err(e) => eprintln!(
+            Err(e) => err(&format!(
                 "warning: scheduler-estimator of cluster {name}: Service {}/{service} port {}: {e}",
                 options.service_namespace, options.port
-            ),
-            Ok(()) if cache.connection(name).is_none() => eprintln!(
+            )),
+            Ok(()) if cache.connection(name).is_none() => err(&format!(
                 "warning: scheduler-estimator of cluster {name}: not connected (Pull cluster with --disable-scheduler-estimator-in-pull-mode)"
-            ),
+            )),
             Ok(()) => {}
         }
     }
@@ -615,10 +639,10 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                     .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
                 input.endpoint_slices.push(s);
             }
-            "" => eprintln!("warning: {file}: document {n}: no kind, skipped"),
-            other => eprintln!(
+            "" => err(&format!("warning: {file}: document {n}: no kind, skipped")),
+            other => err(&format!(
                 "warning: {file}: document {n}: kind {other} is not used by simulate, skipped"
-            ),
+            )),
         }
     }
     Ok(())

@@ -317,3 +317,32 @@ fn malformed_input_names_file_document_and_field() {
     let out = simulate(&["--bogus"], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `simulate ... | head` closes the pipe early: the output ends quietly, no panic (exit 101).
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let s = Scratch::new("closed-stdout");
+    let input = s.write(
+        "in.yaml",
+        &format!(
+            "{CLUSTERS}{}",
+            binding(
+                "w",
+                3,
+                "  placement: {clusterAffinity: {clusterNames: [member2]}}\n"
+            )
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karmada-scheduler"))
+        .args(["simulate", "-f", input.to_str().unwrap(), "-o", "explain"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn karmada-scheduler");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
