@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use karmada_api::cluster::Cluster;
 use karmada_api::work::{Component, ObjectReference, ReplicaRequirements};
@@ -56,4 +57,30 @@ pub trait Estimator: Send + Sync {
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>>;
+
+    /// [`Estimator::max_available_replicas`] for clusters the caller holds in `Arc`s (the
+    /// snapshot's): `shared[i]` is `clusters[i]`. The answers must be the same; an estimator
+    /// may use the identity of the `Arc`s to reuse work across calls (a cluster behind an
+    /// `Arc` someone else also holds is never mutated). By default, the plain method.
+    fn max_available_replicas_shared<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        shared: &'a [&'a Arc<Cluster>],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        let _ = shared;
+        self.max_available_replicas(clusters, request)
+    }
+
+    /// [`Estimator::max_available_component_sets`] for clusters held in `Arc`s, as
+    /// [`Estimator::max_available_replicas_shared`]. By default, the plain method.
+    fn max_available_component_sets_shared<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        shared: &'a [&'a Arc<Cluster>],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        let _ = shared;
+        self.max_available_component_sets(clusters, request)
+    }
 }

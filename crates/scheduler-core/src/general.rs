@@ -12,12 +12,18 @@
 //! changes far less often than bindings are scheduled. The estimator therefore keeps each
 //! cluster's parsed summary ([`SummaryCapacity`]) in a memo keyed by cluster name and checked
 //! against the summary's exact text before every use, so a hit can never differ from parsing
-//! afresh; the request is parsed once per call rather than once per cluster.
+//! afresh; the request is parsed once per call rather than once per cluster. When the
+//! pipeline passes the `Arc`s the clusters live in (the snapshot's), a second memo keyed by
+//! the `Arc`'s address answers without reading the summary at all: the memo holds a clone of
+//! the `Arc`, so the address cannot be reused by another cluster while the entry exists, and
+//! a cluster shared through an `Arc` is never mutated. Entries whose `Arc` nobody else holds
+//! any more are dropped when that memo grows.
 //!
 //! Not implemented: the assumed-workload deductions of `SchedulingOvercommitProtection`
 //! (§12.6, alpha, off by default); the [`Estimator`] trait carries no assumptions.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use karmada_api::ResourceList;
@@ -86,26 +92,91 @@ impl std::fmt::Debug for GeneralEstimator {
     }
 }
 
-/// Parsed summaries by cluster name, each with the text it was parsed from.
+/// The parsed summary of the cluster of this name, from `entries` when its text is unchanged.
+fn capacity_by_name(
+    entries: &mut HashMap<String, (ResourceSummary, Arc<SummaryCapacity>)>,
+    name: &str,
+    rs: &ResourceSummary,
+) -> Arc<SummaryCapacity> {
+    if let Some((raw, parsed)) = entries.get(name)
+        && raw == rs
+    {
+        return parsed.clone();
+    }
+    let parsed = Arc::new(SummaryCapacity::parse(rs));
+    entries.insert(name.to_string(), (rs.clone(), parsed.clone()));
+    parsed
+}
+
+/// Hashes the address of a cluster shared through an `Arc` (a multiply-shift; the low bits of
+/// an address are always zero, so they are mixed with the high ones).
+#[derive(Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        let x = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 29);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// What the memo keeps per shared cluster: the `Arc` (which pins its address) and the parsed
+/// summary, `None` when the cluster reports none.
+type SharedEntry = (Arc<Cluster>, Option<SummaryCapacity>);
+
+/// Parsed summaries by cluster name, each with the text it was parsed from, and by the
+/// address of the `Arc` a cluster is shared through.
 #[derive(Default)]
 struct SummaryMemo {
     entries: HashMap<String, (ResourceSummary, Arc<SummaryCapacity>)>,
+    shared: HashMap<usize, SharedEntry, BuildHasherDefault<AddressHasher>>,
+    /// Size of `shared` beyond which unreferenced entries are swept.
+    shared_limit: usize,
     /// The most clusters asked about in one call, which bounds the memo.
     widest_call: usize,
 }
 
 impl SummaryMemo {
+    /// The parsed summary of a shared cluster, `None` when it reports none; from the address
+    /// memo when this very `Arc` was seen before, else through [`SummaryMemo::capacity`].
+    fn capacity_shared(&mut self, cluster: &Arc<Cluster>) -> Option<&SummaryCapacity> {
+        let key = Arc::as_ptr(cluster) as usize;
+        let Self {
+            entries, shared, ..
+        } = self;
+        let entry = shared.entry(key).or_insert_with(|| {
+            let cap = summary_of(cluster)
+                .map(|rs| (*capacity_by_name(entries, cluster.name(), rs)).clone());
+            (cluster.clone(), cap)
+        });
+        entry.1.as_ref()
+    }
+
+    /// After a call through the shared path: when the address memo outgrew its limit, drop
+    /// the entries whose cluster only the memo still holds (no caller can present that `Arc`
+    /// again), and set the next limit.
+    fn sweep_shared(&mut self) {
+        let floor = self.widest_call.saturating_mul(2) + MEMO_SLACK;
+        if self.shared.len() > self.shared_limit.max(floor) {
+            self.shared.retain(|_, (c, _)| Arc::strong_count(c) > 1);
+            self.shared_limit = self.shared.len().saturating_mul(2).max(floor);
+        }
+    }
+
     /// The parsed form of this cluster's summary, from the memo when its text is unchanged.
     fn capacity(&mut self, name: &str, rs: &ResourceSummary) -> Arc<SummaryCapacity> {
-        if let Some((raw, parsed)) = self.entries.get(name)
-            && raw == rs
-        {
-            return parsed.clone();
-        }
-        let parsed = Arc::new(SummaryCapacity::parse(rs));
-        self.entries
-            .insert(name.to_string(), (rs.clone(), parsed.clone()));
-        parsed
+        capacity_by_name(&mut self.entries, name, rs)
     }
 
     /// Note a call about `n` clusters; empty the memo when it outgrew what calls need.
@@ -127,31 +198,7 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        let res = parse_request(
-            request.replica_requirements.map(|r| &r.resource_request),
-            "spec.replicaRequirements.resourceRequest",
-        )
-        .map(|_| {
-            let req = request.replica_requirements;
-            let parsed = req.map(ParsedRequest::new);
-            self.with_memo(|memo| {
-                memo.note_call(clusters.len());
-                clusters
-                    .iter()
-                    .map(|c| {
-                        let n = match summary_of(c) {
-                            Some(rs) => {
-                                let cap = memo.capacity(c.name(), rs);
-                                self.max_replicas_parsed(c, &cap, req.zip(parsed.as_ref()))
-                            }
-                            None => 0,
-                        };
-                        (c.name().to_string(), n)
-                    })
-                    .collect()
-            })
-        });
-        Box::pin(std::future::ready(res))
+        Box::pin(std::future::ready(self.replicas(clusters, None, request)))
     }
 
     fn max_available_component_sets<'a>(
@@ -159,37 +206,115 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        let checked = request
-            .components
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, c)| {
-                let field = format!("spec.components[{i}].replicaRequirements.resourceRequest");
-                parse_request(
-                    c.replica_requirements.as_ref().map(|r| &r.resource_request),
-                    &field,
-                )
-            });
-        let res = checked.map(|_| {
-            let need = SetDemand::new(request.components);
-            self.with_memo(|memo| {
-                memo.note_call(clusters.len());
-                clusters
+        Box::pin(std::future::ready(self.sets(clusters, None, request)))
+    }
+
+    fn max_available_replicas_shared<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        shared: &'a [&'a Arc<Cluster>],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        Box::pin(std::future::ready(self.replicas(
+            clusters,
+            Some(shared),
+            request,
+        )))
+    }
+
+    fn max_available_component_sets_shared<'a>(
+        &'a self,
+        clusters: &'a [&'a Cluster],
+        shared: &'a [&'a Arc<Cluster>],
+        request: EstimateRequest<'a>,
+    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+        Box::pin(std::future::ready(self.sets(
+            clusters,
+            Some(shared),
+            request,
+        )))
+    }
+}
+
+impl GeneralEstimator {
+    /// Both replica paths: the request checked and parsed once, then every cluster.
+    fn replicas(
+        &self,
+        clusters: &[&Cluster],
+        shared: Option<&[&Arc<Cluster>]>,
+        request: EstimateRequest<'_>,
+    ) -> Result<Estimates, EstimatorError> {
+        parse_request(
+            request.replica_requirements.map(|r| &r.resource_request),
+            "spec.replicaRequirements.resourceRequest",
+        )?;
+        let req = request.replica_requirements;
+        let parsed = req.map(ParsedRequest::new);
+        Ok(self.each_cluster(clusters, shared, |c, cap| {
+            self.max_replicas_parsed(c, cap, req.zip(parsed.as_ref()))
+        }))
+    }
+
+    /// Both component-set paths.
+    fn sets(
+        &self,
+        clusters: &[&Cluster],
+        shared: Option<&[&Arc<Cluster>]>,
+        request: EstimateRequest<'_>,
+    ) -> Result<Estimates, EstimatorError> {
+        for (i, c) in request.components.iter().enumerate() {
+            let field = format!("spec.components[{i}].replicaRequirements.resourceRequest");
+            parse_request(
+                c.replica_requirements.as_ref().map(|r| &r.resource_request),
+                &field,
+            )?;
+        }
+        let need = SetDemand::new(request.components);
+        Ok(self.each_cluster(clusters, shared, |c, cap| {
+            self.max_component_sets_parsed(c, cap, request.components, &need)
+        }))
+    }
+
+    /// `f` of every cluster with its parsed summary (0 without a summary), in order, through
+    /// the address memo when the `Arc`s are given.
+    fn each_cluster(
+        &self,
+        clusters: &[&Cluster],
+        shared: Option<&[&Arc<Cluster>]>,
+        f: impl Fn(&Cluster, &SummaryCapacity) -> i32,
+    ) -> Estimates {
+        self.with_memo(|memo| {
+            memo.note_call(clusters.len());
+            match shared {
+                Some(shared) if shared.len() == clusters.len() => {
+                    debug_assert!(
+                        shared
+                            .iter()
+                            .zip(clusters)
+                            .all(|(a, b)| std::ptr::eq(Arc::as_ptr(a), *b))
+                    );
+                    let out = shared
+                        .iter()
+                        .map(|c| {
+                            let n = memo.capacity_shared(c).map_or(0, |cap| f(c, cap));
+                            (c.name().to_string(), n)
+                        })
+                        .collect();
+                    memo.sweep_shared();
+                    out
+                }
+                _ => clusters
                     .iter()
                     .map(|c| {
                         let n = match summary_of(c) {
-                            Some(rs) => {
-                                let cap = memo.capacity(c.name(), rs);
-                                self.max_component_sets_parsed(c, &cap, request.components, &need)
-                            }
+                            Some(rs) => f(c, &memo.capacity(c.name(), rs)),
                             None => 0,
                         };
                         (c.name().to_string(), n)
                     })
-                    .collect()
-            })
-        });
-        Box::pin(std::future::ready(res))
+                    .collect(),
+            }
+        })
     }
 }
 
@@ -265,14 +390,30 @@ struct Left {
 pub struct SummaryCapacity {
     /// [`allowed_pods`].
     pods: i64,
-    /// Per allocatable resource, what is left; `None` when out of exact reach.
-    left: BTreeMap<String, Option<Left>>,
+    /// Whether the summary reports `allocatableModelings`.
+    has_models: bool,
+    /// What is left of `cpu` and `memory`, which nearly every request names, kept out of the
+    /// map so that reading them touches nothing else; `None` when not allocatable.
+    cpu: Option<Option<Left>>,
+    memory: Option<Option<Left>>,
+    /// Per other allocatable resource, what is left; `None` when out of exact reach.
+    others: BTreeMap<String, Option<Left>>,
 }
 
 impl SummaryCapacity {
+    /// What is left of an allocatable resource (`None` inside when out of exact reach);
+    /// `None` when the resource is not allocatable.
+    fn left(&self, name: &str) -> Option<&Option<Left>> {
+        match name {
+            "cpu" => self.cpu.as_ref(),
+            "memory" => self.memory.as_ref(),
+            _ => self.others.get(name),
+        }
+    }
+
     /// Parse every quantity of the summary once.
     pub fn parse(rs: &ResourceSummary) -> Self {
-        let left = rs
+        let mut left: BTreeMap<String, Option<Left>> = rs
             .allocatable
             .keys()
             .map(|name| {
@@ -289,7 +430,10 @@ impl SummaryCapacity {
             .collect();
         Self {
             pods: allowed_pods(rs),
-            left,
+            has_models: !rs.allocatable_modelings.is_empty(),
+            cpu: left.remove("cpu"),
+            memory: left.remove("memory"),
+            others: left,
         }
     }
 }
@@ -359,7 +503,7 @@ fn by_summary(cap: &SummaryCapacity, req: &ParsedRequest<'_>) -> i64 {
         if requested <= 0 {
             continue;
         }
-        let Some(Some(avail)) = cap.left.get(name) else {
+        let Some(Some(avail)) = cap.left(name) else {
             return 0;
         };
         let mut available = avail.value;
@@ -408,7 +552,7 @@ impl GeneralEstimator {
             return pods as i32;
         };
         if self.customized_cluster_resource_modeling
-            && summary_of(cluster).is_some_and(|rs| !rs.allocatable_modelings.is_empty())
+            && cap.has_models
             && let Ok(n) = max_replicas_by_models(cluster, req)
         {
             return pods.min(n) as i32;
@@ -451,7 +595,7 @@ impl GeneralEstimator {
                 if *n <= 0 {
                     continue;
                 }
-                let a = match cap.left.get(*name) {
+                let a = match cap.left(name) {
                     Some(Some(l)) => l.as_int,
                     _ => 0,
                 };
@@ -462,7 +606,7 @@ impl GeneralEstimator {
             }
         }
         if self.customized_cluster_resource_modeling
-            && summary_of(cluster).is_some_and(|rs| !rs.allocatable_modelings.is_empty())
+            && cap.has_models
             && let Ok(n) = max_sets_by_models(cluster, components, sets)
         {
             sets = sets.min(n);
@@ -911,6 +1055,75 @@ mod tests {
         assert_eq!(ask(&c), vec![("m1".to_string(), 4)]);
         c.status.as_mut().unwrap().resource_summary = None;
         assert_eq!(ask(&c), vec![("m1".to_string(), 0)]);
+    }
+
+    /// The shared path answers from the address memo while the same `Arc` is presented,
+    /// parses (or reuses by text) for a new `Arc`, and sweeps entries nobody else holds.
+    #[test]
+    fn shared_memo_follows_arcs() {
+        let ge = GeneralEstimator::default();
+        let r = req(&[("cpu", "500m"), ("memory", "1Gi")]);
+        let resource = Default::default();
+        let ask = |shared: &[&Arc<Cluster>], sets: bool| {
+            let plain: Vec<&Cluster> = shared.iter().map(|c| c.as_ref()).collect();
+            let comps = [comp("c", 2, &[("cpu", "1")])];
+            let request = EstimateRequest {
+                resource: &resource,
+                replica_requirements: Some(&r),
+                components: if sets { &comps } else { &[] },
+                namespace: "",
+            };
+            let fut = if sets {
+                ge.max_available_component_sets_shared(&plain, shared, request)
+            } else {
+                ge.max_available_replicas_shared(&plain, shared, request)
+            };
+            let mut fut = std::pin::pin!(fut);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match fut.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => v.unwrap(),
+                std::task::Poll::Pending => unreachable!("the general estimator is synchronous"),
+            }
+        };
+        let base = cluster(Some(summary(
+            &[
+                ("cpu", "8"),
+                ("memory", "16Gi"),
+                ("pods", "110"),
+                ("nvidia.com/gpu", "2"),
+            ],
+            &[("cpu", "2"), ("memory", "4Gi"), ("pods", "20")],
+            &[],
+        )));
+        let a = Arc::new(base.clone());
+        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
+        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
+        assert_eq!(ask(&[&a], true), vec![("m1".to_string(), 3)]);
+        // A new object with another summary is parsed afresh.
+        let mut changed = base.clone();
+        let rs = changed
+            .status
+            .as_mut()
+            .unwrap()
+            .resource_summary
+            .as_mut()
+            .unwrap();
+        rs.allocating = rl(&[("cpu", "4")]);
+        let b = Arc::new(changed);
+        assert_eq!(ask(&[&b], false), vec![("m1".to_string(), 4)]);
+        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
+        let none = Arc::new(cluster(None));
+        assert_eq!(ask(&[&none], false), vec![("m1".to_string(), 0)]);
+        // Dropped clusters leave the memo once it outgrows its limit.
+        drop((a, b, none));
+        let many: Vec<Arc<Cluster>> = (0..200).map(|_| Arc::new(base.clone())).collect();
+        let refs: Vec<&Arc<Cluster>> = many.iter().collect();
+        for chunk in refs.chunks(10) {
+            assert!(ask(chunk, false).iter().all(|(_, n)| *n == 12));
+        }
+        let memo = ge.memo.lock().unwrap();
+        assert!(memo.shared.len() <= 200 && !memo.shared.is_empty());
+        assert!(memo.shared.values().all(|(c, _)| Arc::strong_count(c) == 2));
     }
 
     #[test]

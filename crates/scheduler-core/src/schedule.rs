@@ -260,6 +260,8 @@ impl Scheduler {
         let filter_step = StepGuard::start(observer, Step::Filter);
         let framework_obs = FrameworkObserver::new(observer);
         let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
+        // The same clusters as the `Arc`s of the snapshot, for estimators that memoise.
+        let mut feasible_shared: Vec<&Arc<Cluster>> = Vec::with_capacity(feasible.capacity());
         let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
         if let Some(t) = trace.as_deref_mut() {
             t.filter_plugins = self
@@ -294,6 +296,7 @@ impl Scheduler {
             {
                 Ok(()) => {
                     feasible.push(cluster);
+                    feasible_shared.push(c);
                     if let Some(t) = trace.as_deref_mut() {
                         t.clusters.push(ClusterTrace {
                             name: cluster.name().to_string(),
@@ -338,7 +341,7 @@ impl Scheduler {
         // Available replicas (§8); the reference times them as part of the selection.
         let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
-            .cal_available_replicas(&feasible, spec, trace.as_deref_mut())
+            .cal_available_replicas(&feasible, &feasible_shared, spec, trace.as_deref_mut())
             .await;
 
         // Details, canonical order and groups (§9).
@@ -405,6 +408,7 @@ impl Scheduler {
     async fn cal_available_replicas(
         &self,
         clusters: &[&Cluster],
+        shared: &[&Arc<Cluster>],
         spec: &ResourceBindingSpec,
         mut trace: Option<&mut AttemptTrace>,
     ) -> Vec<i32> {
@@ -428,10 +432,12 @@ impl Scheduler {
         for estimator in &self.estimators {
             let answer = if component_sets {
                 estimator
-                    .max_available_component_sets(clusters, request)
+                    .max_available_component_sets_shared(clusters, shared, request)
                     .await
             } else {
-                estimator.max_available_replicas(clusters, request).await
+                estimator
+                    .max_available_replicas_shared(clusters, shared, request)
+                    .await
             };
             let answers = match answer {
                 Ok(a) => a,
