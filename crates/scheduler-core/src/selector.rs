@@ -5,7 +5,7 @@
 //! reference uses (`metav1.LabelSelectorAsSelector`, the node-selector conversion), including
 //! its validation: a selector with an invalid key, value or operator matches nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -21,35 +21,142 @@ pub const REGION_FIELD: &str = "region";
 
 /// `ClusterMatches`: exclusions first, then label selector, field selector and names.
 pub fn cluster_matches(cluster: &Cluster, affinity: &ClusterAffinity) -> bool {
-    let name = cluster.name();
-    if affinity.exclude_clusters.iter().any(|n| n == name) {
-        return false;
-    }
-    if let Some(selector) = &affinity.label_selector {
-        let empty = BTreeMap::new();
-        let labels = cluster.metadata.labels.as_ref().unwrap_or(&empty);
-        if label_selector_matches(selector, labels) != Some(true) {
-            return false;
+    AffinityMatcher::new(affinity).matches(cluster)
+}
+
+/// A [`ClusterAffinity`] made ready to test clusters against: whether its selectors are
+/// valid depends on the affinity alone, so it is decided once here instead of per cluster.
+/// [`AffinityMatcher::matches`] gives exactly [`cluster_matches`]'s answer.
+#[derive(Clone, Debug)]
+pub struct AffinityMatcher<'a> {
+    affinity: &'a ClusterAffinity,
+    /// `None` without a label selector; `Some(false)` when it is invalid (matches nothing).
+    labels_valid: Option<bool>,
+    /// Whether the field selector has requirements other than `zone`, and whether those are
+    /// all valid.
+    other_fields: bool,
+    other_fields_valid: bool,
+    exclude: NameSet<'a>,
+    names: NameSet<'a>,
+}
+
+/// A list of cluster names, hashed when long and the matcher is reused.
+#[derive(Clone, Debug)]
+enum NameSet<'a> {
+    List(&'a [String]),
+    Hashed(HashSet<&'a str>),
+}
+
+impl NameSet<'_> {
+    fn contains(&self, name: &str) -> bool {
+        match self {
+            Self::List(l) => l.iter().any(|n| n == name),
+            Self::Hashed(h) => h.contains(name),
         }
     }
-    if let Some(fields) = &affinity.field_selector {
-        let mut others = Vec::new();
-        for e in &fields.match_expressions {
-            if e.key == ZONE_FIELD {
-                if !match_zones(e, &cluster.spec.zones) {
-                    return false;
-                }
-            } else {
-                others.push(e);
+}
+
+/// Lists longer than this are hashed by [`AffinityMatcher::indexed`].
+const SCAN_LIMIT: usize = 16;
+
+impl<'a> AffinityMatcher<'a> {
+    /// Validate the selectors of `affinity` (allocation free).
+    pub fn new(affinity: &'a ClusterAffinity) -> Self {
+        let labels_valid = affinity.label_selector.as_ref().map(label_selector_valid);
+        let others = || {
+            affinity
+                .field_selector
+                .iter()
+                .flat_map(|f| f.match_expressions.iter())
+                .filter(|e| e.key != ZONE_FIELD)
+        };
+        Self {
+            affinity,
+            labels_valid,
+            other_fields: others().next().is_some(),
+            other_fields_valid: others().all(|e| {
+                field_requirement(e)
+                    .and_then(Requirement::validated)
+                    .is_some()
+            }),
+            exclude: NameSet::List(&affinity.exclude_clusters),
+            names: NameSet::List(&affinity.cluster_names),
+        }
+    }
+
+    /// Also hash long name lists, for a matcher that tests many clusters.
+    pub fn indexed(mut self) -> Self {
+        for (set, list) in [
+            (&mut self.exclude, &self.affinity.exclude_clusters),
+            (&mut self.names, &self.affinity.cluster_names),
+        ] {
+            if list.len() > SCAN_LIMIT {
+                *set = NameSet::Hashed(list.iter().map(String::as_str).collect());
             }
         }
-        if !others.is_empty()
-            && node_selector_matches(&others, &cluster_fields(cluster)) != Some(true)
-        {
+        self
+    }
+
+    /// The affinity this matcher tests.
+    pub fn affinity(&self) -> &'a ClusterAffinity {
+        self.affinity
+    }
+
+    /// Whether the only constraint is a list of names (no exclusions, no selectors): such an
+    /// affinity selects exactly the clusters it names.
+    pub fn names_only(&self) -> bool {
+        let a = self.affinity;
+        a.label_selector.is_none()
+            && a.field_selector.is_none()
+            && a.exclude_clusters.is_empty()
+            && !a.cluster_names.is_empty()
+    }
+
+    /// `ClusterMatches` for this cluster.
+    pub fn matches(&self, cluster: &Cluster) -> bool {
+        let name = cluster.name();
+        if !self.affinity.exclude_clusters.is_empty() && self.exclude.contains(name) {
             return false;
         }
+        match (self.labels_valid, &self.affinity.label_selector) {
+            (Some(false), _) => return false,
+            (Some(true), Some(selector)) => {
+                let labels = cluster.metadata.labels.as_ref();
+                let all = label_requirements(selector)
+                    .flatten()
+                    .all(|r| r.matches(labels.and_then(|l| l.get(r.key)).map(String::as_str)));
+                if !all {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        if let Some(fields) = &self.affinity.field_selector {
+            let zones_ok = fields
+                .match_expressions
+                .iter()
+                .filter(|e| e.key == ZONE_FIELD)
+                .all(|e| match_zones(e, &cluster.spec.zones));
+            if !zones_ok {
+                return false;
+            }
+            if self.other_fields {
+                if !self.other_fields_valid {
+                    return false;
+                }
+                let all = fields
+                    .match_expressions
+                    .iter()
+                    .filter(|e| e.key != ZONE_FIELD)
+                    .filter_map(field_requirement)
+                    .all(|r| r.matches(cluster_field(cluster, r.key)));
+                if !all {
+                    return false;
+                }
+            }
+        }
+        self.affinity.cluster_names.is_empty() || self.names.contains(name)
     }
-    affinity.cluster_names.is_empty() || affinity.cluster_names.iter().any(|n| n == name)
 }
 
 /// The cluster fields a field selector sees: `provider` and `region` when set.
@@ -62,6 +169,16 @@ pub fn cluster_fields(cluster: &Cluster) -> BTreeMap<String, String> {
         m.insert(REGION_FIELD.to_string(), cluster.spec.region.clone());
     }
     m
+}
+
+/// One entry of [`cluster_fields`], without building the map.
+fn cluster_field<'c>(cluster: &'c Cluster, key: &str) -> Option<&'c str> {
+    let v = match key {
+        PROVIDER_FIELD => &cluster.spec.provider,
+        REGION_FIELD => &cluster.spec.region,
+        _ => return None,
+    };
+    (!v.is_empty()).then_some(v.as_str())
 }
 
 /// `matchZones`: set semantics over `spec.zones`; unknown operators never match.
@@ -87,6 +204,7 @@ enum Op {
     Lt,
 }
 
+#[derive(Clone, Copy)]
 struct Requirement<'a> {
     key: &'a str,
     op: Op,
@@ -109,11 +227,11 @@ impl Requirement<'_> {
         (ok && self.values.iter().all(|v| is_label_value(v))).then_some(self)
     }
 
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let val = labels.get(self.key);
+    /// Whether a label (or field) whose value is `val` (`None`: absent) satisfies this.
+    fn matches(&self, val: Option<&str>) -> bool {
         match self.op {
-            Op::In => val.is_some_and(|v| self.values.contains(v)),
-            Op::NotIn => val.is_none_or(|v| !self.values.contains(v)),
+            Op::In => val.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            Op::NotIn => val.is_none_or(|v| !self.values.iter().any(|x| x == v)),
             Op::Exists => val.is_some(),
             Op::DoesNotExist => val.is_none(),
             Op::Gt | Op::Lt => {
@@ -133,86 +251,83 @@ impl Requirement<'_> {
     }
 }
 
+/// The requirements of a label selector in order (`matchLabels`, then `matchExpressions`);
+/// `None` for an expression whose operator a label selector does not have.
+fn label_requirements(
+    selector: &LabelSelector,
+) -> impl Iterator<Item = Option<Requirement<'_>>> + '_ {
+    let labels = selector.match_labels.iter().flatten().map(|(k, v)| {
+        Some(Requirement {
+            key: k,
+            op: Op::In,
+            values: std::slice::from_ref(v),
+        })
+    });
+    let exprs = selector.match_expressions.iter().flatten().map(|e| {
+        let op = match e.operator.as_str() {
+            "In" => Op::In,
+            "NotIn" => Op::NotIn,
+            "Exists" => Op::Exists,
+            "DoesNotExist" => Op::DoesNotExist,
+            _ => return None,
+        };
+        Some(Requirement {
+            key: &e.key,
+            op,
+            values: e.values.as_deref().unwrap_or_default(),
+        })
+    });
+    labels.chain(exprs)
+}
+
+/// Whether `LabelSelectorAsSelector` accepts the selector.
+fn label_selector_valid(selector: &LabelSelector) -> bool {
+    label_requirements(selector).all(|r| r.and_then(Requirement::validated).is_some())
+}
+
 /// `LabelSelectorAsSelector(s).Matches(labels)`; `None` when the selector is invalid.
 pub fn label_selector_matches(
     selector: &LabelSelector,
     labels: &BTreeMap<String, String>,
 ) -> Option<bool> {
-    let match_labels = selector.match_labels.as_ref();
-    let exprs = selector.match_expressions.as_deref().unwrap_or_default();
-    let mut reqs = Vec::new();
-    for (k, v) in match_labels.into_iter().flatten() {
-        reqs.push(
-            Requirement {
-                key: k,
-                op: Op::In,
-                values: std::slice::from_ref(v),
-            }
-            .validated()?,
-        );
+    if !label_selector_valid(selector) {
+        return None;
     }
-    for e in exprs {
-        let op = match e.operator.as_str() {
-            "In" => Op::In,
-            "NotIn" => Op::NotIn,
-            "Exists" => Op::Exists,
-            "DoesNotExist" => Op::DoesNotExist,
-            _ => return None,
-        };
-        let values = e.values.as_deref().unwrap_or_default();
-        reqs.push(
-            Requirement {
-                key: &e.key,
-                op,
-                values,
-            }
-            .validated()?,
-        );
-    }
-    Some(reqs.iter().all(|r| r.matches(labels)))
+    Some(
+        label_requirements(selector)
+            .flatten()
+            .all(|r| r.matches(labels.get(r.key).map(String::as_str))),
+    )
 }
 
-/// Node-selector semantics over a field map; `None` when any requirement is invalid.
-fn node_selector_matches(
-    exprs: &[&NodeSelectorRequirement],
-    fields: &BTreeMap<String, String>,
-) -> Option<bool> {
-    let mut reqs = Vec::new();
-    for e in exprs {
-        let op = match e.operator.as_str() {
-            "In" => Op::In,
-            "NotIn" => Op::NotIn,
-            "Exists" => Op::Exists,
-            "DoesNotExist" => Op::DoesNotExist,
-            "Gt" => Op::Gt,
-            "Lt" => Op::Lt,
-            _ => return None,
-        };
-        let values = e.values.as_deref().unwrap_or_default();
-        reqs.push(
-            Requirement {
-                key: &e.key,
-                op,
-                values,
-            }
-            .validated()?,
-        );
-    }
-    Some(reqs.iter().all(|r| r.matches(fields)))
+/// A field-selector requirement with node-selector operators; `None` for an unknown one.
+fn field_requirement(e: &NodeSelectorRequirement) -> Option<Requirement<'_>> {
+    let op = match e.operator.as_str() {
+        "In" => Op::In,
+        "NotIn" => Op::NotIn,
+        "Exists" => Op::Exists,
+        "DoesNotExist" => Op::DoesNotExist,
+        "Gt" => Op::Gt,
+        "Lt" => Op::Lt,
+        _ => return None,
+    };
+    Some(Requirement {
+        key: &e.key,
+        op,
+        values: e.values.as_deref().unwrap_or_default(),
+    })
 }
 
 /// A label key: optional DNS-subdomain prefix and `/`, then a name of at most 63 characters.
 pub fn is_label_key(key: &str) -> bool {
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => name,
-        [prefix, name] => {
-            if !is_dns1123_subdomain(prefix) {
+    let name = match key.split_once('/') {
+        None => key,
+        Some((prefix, name)) => {
+            if name.contains('/') || !is_dns1123_subdomain(prefix) {
                 return false;
             }
             name
         }
-        _ => return false,
     };
     !name.is_empty() && name.len() <= 63 && is_qualified_name_part(name)
 }
@@ -504,6 +619,8 @@ mod tests {
         assert_eq!(cases.len(), 38);
         for (name, a, want) in cases {
             assert_eq!(cluster_matches(&c, &a), want, "{name}");
+            let m = AffinityMatcher::new(&a).indexed();
+            assert_eq!(m.matches(&c), want, "{name} (matcher)");
         }
     }
 
@@ -537,6 +654,31 @@ mod tests {
         );
         c.spec.region = "bar".into();
         assert_eq!(cluster_fields(&c).len(), 2);
+    }
+
+    #[test]
+    fn indexed_matcher_agrees_on_long_name_lists() {
+        let many: Vec<String> = (0..40).map(|i| format!("cluster{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut c = cluster();
+        for (i, name) in ["cluster1", "cluster39", "cluster40", "x"]
+            .iter()
+            .enumerate()
+        {
+            c.metadata.name = Some(name.to_string());
+            for a in [
+                aff(&[], &refs, None, vec![]),
+                aff(&refs, &[], None, vec![]),
+                aff(&refs[..3], &refs, Some(("foo", "bar")), vec![]),
+            ] {
+                let m = AffinityMatcher::new(&a);
+                assert_eq!(m.clone().indexed().matches(&c), m.matches(&c), "case {i}");
+                assert_eq!(m.matches(&c), cluster_matches(&c, &a), "case {i}");
+            }
+        }
+        assert!(AffinityMatcher::new(&aff(&[], &refs, None, vec![])).names_only());
+        assert!(!AffinityMatcher::new(&aff(&refs, &refs, None, vec![])).names_only());
+        assert!(!AffinityMatcher::new(&aff(&[], &[], None, vec![])).names_only());
     }
 
     #[test]

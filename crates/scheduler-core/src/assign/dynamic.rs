@@ -103,9 +103,9 @@ pub(crate) fn divide(
             avail.truncate(i + 1);
         }
     }
-    let weights: Vec<(String, i64)> = avail
+    let weights: Vec<(&str, i64)> = avail
         .iter()
-        .map(|t| (t.name.clone(), i64::from(t.replicas)))
+        .map(|t| (t.name.as_str(), i64::from(t.replicas)))
         .collect();
     let fresh = dispense_by_weight(target, &[], &weights, uid);
     Ok(merge(prior, fresh))

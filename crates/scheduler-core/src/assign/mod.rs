@@ -204,7 +204,7 @@ fn assign_to(
             .iter()
             .map(|c| TargetCluster::new(c.name, spec.replicas))
             .collect(),
-        Strategy::StaticWeight => static_weight::assign_by_static_weight(cands, spec),
+        Strategy::StaticWeight => static_weight::assign_by_static_weight_nonzero(cands, spec),
         Strategy::Aggregated => dynamic::assign_dynamic(
             cands,
             spec,

@@ -3,9 +3,11 @@
 use karmada_api::policy::{ClusterAffinity, ClusterPreferences, StaticClusterWeight};
 use karmada_api::work::{ResourceBindingSpec, TargetCluster};
 
-use super::webster::dispense_by_weight;
+use std::collections::HashMap;
+
+use super::webster::dispense;
 use crate::detail::ClusterDetail;
-use crate::selector::cluster_matches;
+use crate::selector::AffinityMatcher;
 
 /// The weight list upstream substitutes when `weightPreference` is absent: weight 1 for
 /// every candidate, by name.
@@ -28,22 +30,43 @@ pub fn default_weight_preference(cands: &[ClusterDetail<'_>]) -> ClusterPreferen
 /// Each candidate's weight: the largest weight among the rules that select it. Candidates
 /// without a positive weight are left out (no entry, not "0 replicas"); when no candidate
 /// has one, every candidate gets weight 1.
-pub fn static_weights(
-    cands: &[ClusterDetail<'_>],
+///
+/// Each rule is prepared once ([`AffinityMatcher`]); rules that only list names are looked
+/// up by name instead of being tested against every candidate.
+pub fn static_weights<'a>(
+    cands: &[ClusterDetail<'a>],
     rules: &[StaticClusterWeight],
-) -> Vec<(String, i64)> {
-    let mut list: Vec<(String, i64)> = Vec::new();
+) -> Vec<(&'a str, i64)> {
+    let mut by_name: HashMap<&str, i64> = HashMap::new();
+    let mut tested: Vec<(AffinityMatcher<'_>, i64)> = Vec::new();
+    for r in rules {
+        let m = AffinityMatcher::new(&r.target_cluster);
+        if m.names_only() {
+            for n in &r.target_cluster.cluster_names {
+                let w = by_name.entry(n.as_str()).or_insert(0);
+                *w = (*w).max(r.weight);
+            }
+        } else {
+            tested.push((m.indexed(), r.weight));
+        }
+    }
+    let mut list: Vec<(&'a str, i64)> = Vec::new();
     for c in cands {
-        let weight = rules
+        let named = if by_name.is_empty() {
+            0
+        } else {
+            by_name.get(c.name).copied().unwrap_or(0)
+        };
+        let weight = tested
             .iter()
-            .filter(|r| cluster_matches(c.cluster, &r.target_cluster))
-            .fold(0i64, |w, r| w.max(r.weight));
+            .filter(|(m, _)| m.matches(c.cluster))
+            .fold(named, |w, (_, rw)| w.max(*rw));
         if weight > 0 {
-            list.push((c.name.to_string(), weight));
+            list.push((c.name, weight));
         }
     }
     if list.iter().fold(0i64, |s, (_, w)| s.wrapping_add(*w)) == 0 {
-        list.extend(cands.iter().map(|c| (c.name.to_string(), 1)));
+        list.extend(cands.iter().map(|c| (c.name, 1)));
     }
     list
 }
@@ -54,19 +77,39 @@ pub fn assign_by_static_weight(
     cands: &[ClusterDetail<'_>],
     spec: &ResourceBindingSpec,
 ) -> Vec<TargetCluster> {
+    static_weight_parties(cands, spec)
+        .into_iter()
+        .map(|(name, seats)| TargetCluster::new(name, seats))
+        .collect()
+}
+
+/// [`assign_by_static_weight`] without the entries of ≤ 0 replicas, which the pipeline
+/// drops anyway (no name is copied for them).
+pub(crate) fn assign_by_static_weight_nonzero(
+    cands: &[ClusterDetail<'_>],
+    spec: &ResourceBindingSpec,
+) -> Vec<TargetCluster> {
+    static_weight_parties(cands, spec)
+        .into_iter()
+        .filter(|(_, seats)| *seats > 0)
+        .map(|(name, seats)| TargetCluster::new(name, seats))
+        .collect()
+}
+
+fn static_weight_parties<'a>(
+    cands: &[ClusterDetail<'a>],
+    spec: &ResourceBindingSpec,
+) -> Vec<(&'a str, i32)> {
     let configured = spec
         .placement
         .as_ref()
         .and_then(|p| p.replica_scheduling.as_ref())
         .and_then(|s| s.weight_preference.as_ref());
-    let default;
-    let prefs = match configured {
-        Some(p) => p,
-        None => {
-            default = default_weight_preference(cands);
-            &default
-        }
+    let weights = match configured {
+        Some(p) => static_weights(cands, &p.static_weight_list),
+        // Upstream substitutes `default_weight_preference`: one rule per candidate naming it,
+        // weight 1, so every candidate weighs 1 (there is a positive weight: no fallback).
+        None => cands.iter().map(|c| (c.name, 1)).collect(),
     };
-    let weights = static_weights(cands, &prefs.static_weight_list);
-    dispense_by_weight(spec.replicas, &[], &weights, &spec.resource.uid)
+    dispense(spec.replicas, &weights, &spec.resource.uid)
 }

@@ -787,6 +787,58 @@ proptest! {
         }
     }
 
+    /// The heap agrees with the rule applied literally: one seat at a time to the highest
+    /// `votes / (2·seats + 1)`, ties to fewer seats, then to the name the order prefers;
+    /// duplicate names and initial seats with map semantics.
+    #[test]
+    fn webster_heap_agrees_with_a_linear_scan(
+        votes in proptest::collection::vec((0usize..12, 0i64..40), 0..14),
+        initial in proptest::collection::vec((0usize..12, 0i32..6), 0..5),
+        seats in 0i32..150,
+        descending in any::<bool>(),
+    ) {
+        let ns = names(12);
+        let votes: Vec<(String, i64)> = votes.iter().map(|(i, v)| (ns[*i].clone(), *v)).collect();
+        let initial: Vec<(String, i32)> =
+            initial.iter().map(|(i, s)| (ns[*i].clone(), *s)).collect();
+        let order = if descending { webster::NameOrder::Descending } else { webster::NameOrder::Ascending };
+        let mut parties: std::collections::BTreeMap<String, (i64, i32)> = Default::default();
+        for (n, s) in &initial {
+            parties.insert(n.clone(), (0, *s));
+        }
+        for (n, v) in &votes {
+            parties.entry(n.clone()).or_insert((0, 0)).0 = *v;
+        }
+        let mut list: Vec<(String, i64, i32)> =
+            parties.into_iter().map(|(n, (v, s))| (n, v, s)).collect();
+        let prio = |v: i64, s: i32| v as f64 / f64::from(2 * s + 1);
+        for _ in 0..if list.is_empty() { 0 } else { seats } {
+            let mut best = 0;
+            for i in 1..list.len() {
+                let (a, b) = (&list[i], &list[best]);
+                let (pa, pb) = (prio(a.1, a.2), prio(b.1, b.2));
+                let better = if pa != pb {
+                    pa > pb
+                } else if a.2 != b.2 {
+                    a.2 < b.2
+                } else if descending {
+                    a.0 > b.0
+                } else {
+                    a.0 < b.0
+                };
+                if better {
+                    best = i;
+                }
+            }
+            list[best].2 += 1;
+        }
+        let got: Vec<(String, i64, i32)> = webster::allocate_webster_seats(seats, &votes, &initial, order)
+            .into_iter()
+            .map(|p| (p.name, p.votes, p.seats))
+            .collect();
+        prop_assert_eq!(got, list);
+    }
+
     #[test]
     fn webster_is_independent_of_party_order(
         weights in proptest::collection::vec(0i64..30, 1..12),

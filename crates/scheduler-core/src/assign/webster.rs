@@ -6,7 +6,7 @@
 //! party with fewer seats, then by name in the order chosen by the binding's UID.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use karmada_api::work::TargetCluster;
 
@@ -44,29 +44,23 @@ pub fn name_order_for_uid(uid: &str) -> NameOrder {
     }
 }
 
-fn priority(p: &Party) -> f64 {
-    // The denominator is computed in i32 (wrapping) and then converted, like upstream.
-    p.votes as f64 / f64::from(p.seats.wrapping_mul(2).wrapping_add(1))
+/// `votes / (2·seats + 1)`; the denominator is computed in i32 (wrapping) and then
+/// converted, like upstream.
+fn priority(votes: i64, seats: i32) -> f64 {
+    votes as f64 / f64::from(seats.wrapping_mul(2).wrapping_add(1))
 }
 
-/// A party in the heap; `Ord` puts the party that should win the next seat on top.
-struct Ranked(Party, NameOrder);
-
-impl Ranked {
-    fn better(&self, other: &Self) -> bool {
-        let (a, b) = (&self.0, &other.0);
-        let (pa, pb) = (priority(a), priority(b));
-        if pa != pb {
-            return pa > pb;
-        }
-        if a.seats != b.seats {
-            return a.seats < b.seats;
-        }
-        match self.1 {
-            NameOrder::Ascending => a.name < b.name,
-            NameOrder::Descending => a.name > b.name,
-        }
-    }
+/// A party in the heap: its position in name order stands for its name (names are unique
+/// among parties, so comparing positions orders them exactly as comparing names), and its
+/// priority is kept up to date with its seats. `Ord` puts the party that should win the next
+/// seat on top.
+#[derive(Clone, Copy)]
+struct Ranked {
+    priority: f64,
+    seats: i32,
+    votes: i64,
+    rank: u32,
+    order: NameOrder,
 }
 
 impl PartialEq for Ranked {
@@ -84,15 +78,78 @@ impl PartialOrd for Ranked {
 }
 
 impl Ord for Ranked {
+    /// Greater is better: higher priority, then fewer seats, then the name the order
+    /// prefers. Priorities are never NaN (finite votes over an odd denominator); were they,
+    /// neither side would be better, as upstream's `!=`/`>` comparisons give.
     fn cmp(&self, other: &Self) -> Ordering {
-        if self.better(other) {
-            Ordering::Greater
-        } else if other.better(self) {
-            Ordering::Less
-        } else {
-            Ordering::Equal
+        let (pa, pb) = (self.priority, other.priority);
+        if pa != pb {
+            return if pa > pb {
+                Ordering::Greater
+            } else if pb > pa {
+                Ordering::Less
+            } else {
+                Ordering::Equal
+            };
+        }
+        other.seats.cmp(&self.seats).then_with(|| match self.order {
+            NameOrder::Ascending => other.rank.cmp(&self.rank),
+            NameOrder::Descending => self.rank.cmp(&other.rank),
+        })
+    }
+}
+
+/// The Webster apportionment on borrowed names: `(name, votes, seats)` of every party,
+/// sorted by name. Same rules as [`allocate_webster_seats`].
+pub(crate) fn webster<'n>(
+    new_seats: i32,
+    votes: &[(&'n str, i64)],
+    initial: &[(&'n str, i32)],
+    order: NameOrder,
+) -> Vec<(&'n str, i64, i32)> {
+    // Map semantics by a stable sort: per name, the initial entries in order (each one
+    // replacing the party), then the votes in order (each one replacing its votes).
+    let mut entries: Vec<(&str, Option<i64>, i32)> = initial
+        .iter()
+        .map(|&(n, seats)| (n, None, seats))
+        .chain(votes.iter().map(|&(n, v)| (n, Some(v), 0)))
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut parties: Vec<(&'n str, i64, i32)> = Vec::with_capacity(entries.len());
+    for (name, v, seats) in entries {
+        match (parties.last_mut(), v) {
+            (Some(last), Some(v)) if last.0 == name => last.1 = v,
+            (Some(last), None) if last.0 == name => *last = (name, 0, seats),
+            (_, Some(v)) => parties.push((name, v, 0)),
+            (_, None) => parties.push((name, 0, seats)),
         }
     }
+    if parties.is_empty() {
+        return parties;
+    }
+    let ranked: Vec<Ranked> = parties
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, votes, seats))| Ranked {
+            priority: priority(votes, seats),
+            seats,
+            votes,
+            rank: i as u32,
+            order,
+        })
+        .collect();
+    let mut heap = BinaryHeap::from(ranked);
+    for _ in 0..new_seats.max(0) {
+        let Some(mut top) = heap.peek_mut() else {
+            break;
+        };
+        top.seats = top.seats.wrapping_add(1);
+        top.priority = priority(top.votes, top.seats);
+    }
+    for r in heap.into_vec() {
+        parties[r.rank as usize].2 = r.seats;
+    }
+    parties
 }
 
 /// `AllocateWebsterSeats`: hand out `new_seats` seats on top of `initial`.
@@ -107,40 +164,16 @@ pub fn allocate_webster_seats(
     initial: &[(String, i32)],
     order: NameOrder,
 ) -> Vec<Party> {
-    let mut parties: BTreeMap<&str, Party> = BTreeMap::new();
-    for (name, seats) in initial {
-        parties.insert(
-            name,
-            Party {
-                name: name.clone(),
-                votes: 0,
-                seats: *seats,
-            },
-        );
-    }
-    for (name, v) in votes {
-        parties
-            .entry(name)
-            .and_modify(|p| p.votes = *v)
-            .or_insert_with(|| Party {
-                name: name.clone(),
-                votes: *v,
-                seats: 0,
-            });
-    }
-    if parties.is_empty() {
-        return Vec::new();
-    }
-    let mut heap: BinaryHeap<Ranked> = parties.into_values().map(|p| Ranked(p, order)).collect();
-    for _ in 0..new_seats.max(0) {
-        let Some(mut top) = heap.peek_mut() else {
-            break;
-        };
-        top.0.seats = top.0.seats.wrapping_add(1);
-    }
-    let mut out: Vec<Party> = heap.into_iter().map(|r| r.0).collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    let votes: Vec<(&str, i64)> = votes.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    let initial: Vec<(&str, i32)> = initial.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    webster(new_seats, &votes, &initial, order)
+        .into_iter()
+        .map(|(name, votes, seats)| Party {
+            name: name.to_string(),
+            votes,
+            seats,
+        })
+        .collect()
 }
 
 /// The upstream `Dispenser`: divide `replicas` by `weights` on top of `init`, with the tie
@@ -148,10 +181,10 @@ pub fn allocate_webster_seats(
 ///
 /// Returns `init` unchanged when there is nothing to do (`replicas == 0` with a non-empty
 /// `init`, or weights summing to 0); otherwise every party, sorted by name.
-pub fn dispense_by_weight(
+pub fn dispense_by_weight<N: AsRef<str>>(
     replicas: i32,
     init: &[TargetCluster],
-    weights: &[(String, i64)],
+    weights: &[(N, i64)],
     uid: &str,
 ) -> Vec<TargetCluster> {
     if replicas == 0 && !init.is_empty() {
@@ -161,10 +194,28 @@ pub fn dispense_by_weight(
     if sum == 0 {
         return init.to_vec();
     }
-    let initial: Vec<(String, i32)> = init.iter().map(|t| (t.name.clone(), t.replicas)).collect();
-    allocate_webster_seats(replicas, weights, &initial, name_order_for_uid(uid))
+    let weights: Vec<(&str, i64)> = weights.iter().map(|(n, w)| (n.as_ref(), *w)).collect();
+    let initial: Vec<(&str, i32)> = init.iter().map(|t| (t.name.as_str(), t.replicas)).collect();
+    webster(replicas, &weights, &initial, name_order_for_uid(uid))
         .into_iter()
-        .map(|p| TargetCluster::new(p.name, p.seats))
+        .map(|(name, _, seats)| TargetCluster::new(name, seats))
+        .collect()
+}
+
+/// [`dispense_by_weight`] without an initial distribution, on borrowed names: every party
+/// with its seats, sorted by name; empty when the weights sum to 0.
+pub(crate) fn dispense<'n>(
+    replicas: i32,
+    weights: &[(&'n str, i64)],
+    uid: &str,
+) -> Vec<(&'n str, i32)> {
+    let sum = weights.iter().fold(0i64, |s, (_, w)| s.wrapping_add(*w));
+    if sum == 0 {
+        return Vec::new();
+    }
+    webster(replicas, weights, &[], name_order_for_uid(uid))
+        .into_iter()
+        .map(|(name, _, seats)| (name, seats))
         .collect()
 }
 
