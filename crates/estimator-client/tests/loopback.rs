@@ -497,6 +497,52 @@ async fn service_change_to_a_new_port_reaches_the_new_server() {
     );
 }
 
+/// A headless Service with hand-made endpoints: editing only the EndpointSlice moves the
+/// calls (what the daemon does on an EndpointSlice watch event).
+#[tokio::test]
+async fn endpoint_slice_change_of_a_headless_service_reaches_the_new_server() {
+    let old = serve(FakeEstimator::answering(1), "127.0.0.1", None).await;
+    let new = serve(FakeEstimator::answering(2), "127.0.0.1", None).await;
+    let name = "karmada-scheduler-estimator-m1";
+    let headless: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "karmada-system"},
+        "spec": {"clusterIP": "None", "ports": [{"name": "grpc", "port": 10352}]}
+    }))
+    .unwrap();
+    let slice = |port: u16| -> k8s_openapi::api::discovery::v1::EndpointSlice {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{name}-manual"), "namespace": "karmada-system",
+                         "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+            "ports": [{"name": "grpc", "port": port}]
+        }))
+        .unwrap()
+    };
+    let s = setup(EstimatorOptions::default(), vec![headless]);
+    s.source.upsert_endpoint_slice(slice(old.addr.port()));
+    let m1 = cluster("m1");
+    s.estimator.cache().ensure(&m1).await.unwrap();
+    assert_eq!(
+        ask(&s.estimator, std::slice::from_ref(&m1)).await.unwrap(),
+        [("m1".to_string(), 1)]
+    );
+
+    let moved = slice(new.addr.port());
+    s.source.upsert_endpoint_slice(moved.clone());
+    assert!(
+        s.estimator
+            .cache()
+            .on_endpoint_slice_changed(&moved)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        ask(&s.estimator, &[m1]).await.unwrap(),
+        [("m1".to_string(), 2)]
+    );
+}
+
 #[tokio::test]
 async fn cluster_delete_drops_the_connection() {
     let server = serve(FakeEstimator::answering(4), "127.0.0.1", None).await;
