@@ -43,8 +43,6 @@ use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::queue::{Outcome, SchedulingQueue};
 use crate::sink::{EventSink, Target, Writer};
 
-/// Concurrent scheduling workers (the reference runs one). Keys are exclusive per worker.
-pub const WORKERS: usize = 4;
 /// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
 const CONFLICT_RETRIES: usize = 3;
 
@@ -1043,11 +1041,15 @@ pub async fn run(
             return Ok(());
         }
     }
-    tracing::info!("caches synced; starting {WORKERS} scheduling workers");
+    // `--concurrent-binding-syncs` (the reference runs one); keys are exclusive per worker.
+    let worker_count = usize::try_from(opts.concurrent_binding_syncs)
+        .unwrap_or(1)
+        .max(1);
+    tracing::info!("caches synced; starting {worker_count} scheduling workers");
     ready.set(true);
 
     let mut workers = Vec::new();
-    for _ in 0..WORKERS {
+    for _ in 0..worker_count {
         let ctx = ctx.clone();
         workers.push(tokio::spawn(async move {
             while let Some(item) = ctx.queue.pop().await {

@@ -24,6 +24,10 @@ pub const COMPONENT: &str = "karmada-scheduler";
 /// `spec.schedulerName` of bindings handled by default.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
+/// Default of `--concurrent-binding-syncs`: enough requests in flight to keep an apiserver
+/// busy while each binding waits for its two writes.
+pub const DEFAULT_CONCURRENT_BINDING_SYNCS: i64 = 16;
+
 /// In-tree plugin names, as `--help` lists them (the workload-affinity pair only exists with
 /// the `WorkloadAffinity` gate and is not listed, as upstream).
 pub const IN_TREE_PLUGINS: &[&str] = &[
@@ -165,6 +169,9 @@ pub struct Options {
     pub enable_empty_workload_propagation: bool,
     pub plugins: Vec<String>,
     pub scheduler_name: String,
+    /// Not a flag of the reference (which schedules one binding at a time): how many
+    /// bindings are scheduled at once; `1` behaves as the reference.
+    pub concurrent_binding_syncs: i64,
     pub feature_gates: FeatureGates,
     pub enable_pprof: bool,
     pub profiling_bind_address: String,
@@ -204,6 +211,7 @@ impl Default for Options {
             enable_empty_workload_propagation: false,
             plugins: vec!["*".into()],
             scheduler_name: DEFAULT_SCHEDULER_NAME.into(),
+            concurrent_binding_syncs: DEFAULT_CONCURRENT_BINDING_SYNCS,
             feature_gates: FeatureGates::default(),
             enable_pprof: false,
             profiling_bind_address: ":6060".into(),
@@ -639,6 +647,13 @@ static FLAGS: &[FlagDef] = &[
     ),
     flag(
         G,
+        "concurrent-binding-syncs",
+        K::Int,
+        "16",
+        "The number of bindings scheduled at the same time (not a flag of the Go karmada-scheduler, which schedules one at a time: 1 behaves as it does). A binding is never scheduled by two workers at once, so its own writes stay ordered.",
+    ),
+    flag(
+        G,
         "feature-gates",
         K::MapStringBool,
         "",
@@ -896,6 +911,7 @@ impl Options {
                 }
             }
             "scheduler-name" => self.scheduler_name = s(),
+            "concurrent-binding-syncs" => self.concurrent_binding_syncs = i()?,
             "feature-gates" => self.feature_gates.set(value).map_err(|e| e.to_string())?,
             "enable-pprof" => self.enable_pprof = b()?,
             "profiling-bind-address" => self.profiling_bind_address = s(),
@@ -926,6 +942,12 @@ impl Options {
             errs.push(format!(
                 "Options.SchedulerEstimatorPort: Invalid value: {}: must be a valid port between 0 and 65535 inclusive",
                 self.scheduler_estimator_port
+            ));
+        }
+        if !(1..=1024).contains(&self.concurrent_binding_syncs) {
+            errs.push(format!(
+                "Options.ConcurrentBindingSyncs: Invalid value: {}: must be between 1 and 1024 inclusive",
+                self.concurrent_binding_syncs
             ));
         }
         if self.scheduler_estimator_timeout.is_negative() {
@@ -1516,6 +1538,16 @@ mod tests {
             ])
             .validate()
             .is_ok()
+        );
+        // Our own flag: 1 (the reference's one-at-a-time) is the smallest value.
+        assert!(run(&["--concurrent-binding-syncs=1"]).validate().is_ok());
+        assert_eq!(run(&[]).concurrent_binding_syncs, 16);
+        assert_eq!(
+            run(&["--concurrent-binding-syncs=0"])
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            "Options.ConcurrentBindingSyncs: Invalid value: 0: must be between 1 and 1024 inclusive"
         );
         let e = run(&["--logging-format=xml"]).validate().unwrap_err();
         assert_eq!(

@@ -77,6 +77,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - "--enable-empty-workload-propagation={{ $s.enableEmptyWorkloadPropagation }}"
 - "--plugins={{ join "," $s.plugins }}"
 - "--scheduler-name={{ $s.schedulerName }}"
+- "--concurrent-binding-syncs={{ $s.concurrentBindingSyncs }}"
 {{- if $s.featureGates }}
 - "--feature-gates={{ range $i, $k := keys $s.featureGates | sortAlpha }}{{ if $i }},{{ end }}{{ $k }}={{ index $s.featureGates $k }}{{ end }}"
 {{- end }}
