@@ -361,7 +361,8 @@ impl Scheduler {
         if let Some(t) = trace.as_deref_mut() {
             record_details(t, &details, &scores.per_plugin);
         }
-        let info = spread::group_clusters(details, spec);
+        // Feasible clusters are in the snapshot's (name) order.
+        let info = spread::group_clusters_name_sorted(details, spec);
 
         // Select (§10).
         let placement = placement_of(spec);

@@ -114,6 +114,32 @@ pub fn group_clusters<'a>(
     spec: &ResourceBindingSpec,
 ) -> GroupClustersInfo<'a> {
     sort_clusters(&mut details);
+    build_topology(details, spec)
+}
+
+/// [`group_clusters`] for details in strictly ascending name order (the pipeline's: the
+/// feasible clusters keep the snapshot's order). A stable sort on overflow order, score and
+/// available replicas then leaves ties in name order, which is the canonical order, without
+/// comparing a single name.
+pub fn group_clusters_name_sorted<'a>(
+    mut details: Vec<ClusterDetail<'a>>,
+    spec: &ResourceBindingSpec,
+) -> GroupClustersInfo<'a> {
+    debug_assert!(details.windows(2).all(|w| w[0].name < w[1].name));
+    details.sort_by(|a, b| {
+        a.overflow_order
+            .cmp(&b.overflow_order)
+            .then_with(|| b.score.cmp(&a.score))
+            .then_with(|| b.available_replicas.cmp(&a.available_replicas))
+    });
+    build_topology(details, spec)
+}
+
+/// The topology groups of canonically ordered details.
+fn build_topology<'a>(
+    details: Vec<ClusterDetail<'a>>,
+    spec: &ResourceBindingSpec,
+) -> GroupClustersInfo<'a> {
     let placement = placement_of(spec);
     let mut info = GroupClustersInfo {
         clusters: details,

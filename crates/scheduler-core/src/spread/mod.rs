@@ -19,7 +19,10 @@ use karmada_api::policy::{
 
 use crate::detail::ClusterDetail;
 
-pub use group::{GroupClustersInfo, GroupInfo, group_clusters, overflow_order, sort_clusters};
+pub use group::{
+    GroupClustersInfo, GroupInfo, group_clusters, group_clusters_name_sorted, overflow_order,
+    sort_clusters,
+};
 
 /// `needReplicas` meaning "do not check capacity" (Duplicated placements).
 pub const INVALID_REPLICAS: i32 = -1;
