@@ -39,6 +39,16 @@ pub struct EstimatorError(pub String);
 /// Answers per cluster, in the order of the clusters asked; `-1` means "no opinion".
 pub type Estimates = Vec<(String, i32)>;
 
+/// Answers of the `*_shared` methods: named as [`Estimates`], or exactly one per cluster
+/// asked, in that order (no name to copy per cluster).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SharedEstimates {
+    /// As from the plain methods.
+    Named(Estimates),
+    /// `answers[i]` is about `clusters[i]`; `-1` means "no opinion".
+    InOrder(Vec<i32>),
+}
+
 /// A source of replica estimates.
 pub trait Estimator: Send + Sync {
     /// Registry name (`general-estimator`, `scheduler-estimator`), for logs and traces.
@@ -61,15 +71,17 @@ pub trait Estimator: Send + Sync {
     /// [`Estimator::max_available_replicas`] for clusters the caller holds in `Arc`s (the
     /// snapshot's): `shared[i]` is `clusters[i]`. The answers must be the same; an estimator
     /// may use the identity of the `Arc`s to reuse work across calls (a cluster behind an
-    /// `Arc` someone else also holds is never mutated). By default, the plain method.
+    /// `Arc` someone else also holds is never mutated) and answer in order. By default, the
+    /// plain method's named answers.
     fn max_available_replicas_shared<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
         let _ = shared;
-        self.max_available_replicas(clusters, request)
+        let answer = self.max_available_replicas(clusters, request);
+        Box::pin(async move { answer.await.map(SharedEstimates::Named) })
     }
 
     /// [`Estimator::max_available_component_sets`] for clusters held in `Arc`s, as
@@ -79,8 +91,9 @@ pub trait Estimator: Send + Sync {
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
         let _ = shared;
-        self.max_available_component_sets(clusters, request)
+        let answer = self.max_available_component_sets(clusters, request);
+        Box::pin(async move { answer.await.map(SharedEstimates::Named) })
     }
 }

@@ -30,7 +30,9 @@ use karmada_api::ResourceList;
 use karmada_api::cluster::{Cluster, ResourceSummary};
 use karmada_api::work::{Component, ReplicaRequirements};
 
-use crate::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError};
+use crate::estimator::{
+    BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError, SharedEstimates,
+};
 use crate::quantity::{Format, Quantity};
 use crate::selector::is_label_key;
 
@@ -140,8 +142,12 @@ type SharedEntry = (Arc<Cluster>, Option<SummaryCapacity>);
 #[derive(Default)]
 struct SummaryMemo {
     entries: HashMap<String, (ResourceSummary, Arc<SummaryCapacity>)>,
-    shared: HashMap<usize, SharedEntry, BuildHasherDefault<AddressHasher>>,
-    /// Size of `shared` beyond which unreferenced entries are swept.
+    /// Position in `slab` by the address of the `Arc`; the table stays small (it fits a
+    /// core's cache with thousands of clusters) and the entries stay in the order they were
+    /// first asked about, which is the order calls read them in.
+    shared: HashMap<usize, u32, BuildHasherDefault<AddressHasher>>,
+    slab: Vec<SharedEntry>,
+    /// Size of `slab` beyond which unreferenced entries are swept.
     shared_limit: usize,
     /// The most clusters asked about in one call, which bounds the memo.
     widest_call: usize,
@@ -153,14 +159,18 @@ impl SummaryMemo {
     fn capacity_shared(&mut self, cluster: &Arc<Cluster>) -> Option<&SummaryCapacity> {
         let key = Arc::as_ptr(cluster) as usize;
         let Self {
-            entries, shared, ..
+            entries,
+            shared,
+            slab,
+            ..
         } = self;
-        let entry = shared.entry(key).or_insert_with(|| {
+        let i = *shared.entry(key).or_insert_with(|| {
             let cap = summary_of(cluster)
                 .map(|rs| (*capacity_by_name(entries, cluster.name(), rs)).clone());
-            (cluster.clone(), cap)
+            slab.push((cluster.clone(), cap));
+            u32::try_from(slab.len() - 1).expect("fewer than 2^32 clusters")
         });
-        entry.1.as_ref()
+        slab[i as usize].1.as_ref()
     }
 
     /// After a call through the shared path: when the address memo outgrew its limit, drop
@@ -168,9 +178,15 @@ impl SummaryMemo {
     /// again), and set the next limit.
     fn sweep_shared(&mut self) {
         let floor = self.widest_call.saturating_mul(2) + MEMO_SLACK;
-        if self.shared.len() > self.shared_limit.max(floor) {
-            self.shared.retain(|_, (c, _)| Arc::strong_count(c) > 1);
-            self.shared_limit = self.shared.len().saturating_mul(2).max(floor);
+        if self.slab.len() > self.shared_limit.max(floor) {
+            self.slab.retain(|(c, _)| Arc::strong_count(c) > 1);
+            self.shared = self
+                .slab
+                .iter()
+                .enumerate()
+                .map(|(i, (c, _))| (Arc::as_ptr(c) as usize, i as u32))
+                .collect();
+            self.shared_limit = self.slab.len().saturating_mul(2).max(floor);
         }
     }
 
@@ -198,7 +214,8 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(std::future::ready(self.replicas(clusters, None, request)))
+        let res = self.replicas(Clusters::Plain(clusters), request);
+        Box::pin(std::future::ready(res.map(named(clusters))))
     }
 
     fn max_available_component_sets<'a>(
@@ -206,7 +223,8 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(std::future::ready(self.sets(clusters, None, request)))
+        let res = self.sets(Clusters::Plain(clusters), request);
+        Box::pin(std::future::ready(res.map(named(clusters))))
     }
 
     fn max_available_replicas_shared<'a>(
@@ -214,12 +232,9 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(std::future::ready(self.replicas(
-            clusters,
-            Some(shared),
-            request,
-        )))
+    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
+        let res = self.replicas(Clusters::new(clusters, shared), request);
+        Box::pin(std::future::ready(res.map(SharedEstimates::InOrder)))
     }
 
     fn max_available_component_sets_shared<'a>(
@@ -227,12 +242,51 @@ impl Estimator for GeneralEstimator {
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(std::future::ready(self.sets(
-            clusters,
-            Some(shared),
-            request,
-        )))
+    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
+        let res = self.sets(Clusters::new(clusters, shared), request);
+        Box::pin(std::future::ready(res.map(SharedEstimates::InOrder)))
+    }
+}
+
+/// The clusters of one call: plain references, or the `Arc`s they are shared through.
+#[derive(Clone, Copy)]
+enum Clusters<'a> {
+    Plain(&'a [&'a Cluster]),
+    Shared(&'a [&'a Arc<Cluster>]),
+}
+
+impl<'a> Clusters<'a> {
+    /// The shared form when it describes the same clusters.
+    fn new(clusters: &'a [&'a Cluster], shared: &'a [&'a Arc<Cluster>]) -> Self {
+        if shared.len() == clusters.len() {
+            debug_assert!(
+                shared
+                    .iter()
+                    .zip(clusters)
+                    .all(|(a, b)| std::ptr::eq(Arc::as_ptr(a), *b))
+            );
+            Self::Shared(shared)
+        } else {
+            Self::Plain(clusters)
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Plain(c) => c.len(),
+            Self::Shared(c) => c.len(),
+        }
+    }
+}
+
+/// Pair answers in order with the names of the clusters asked.
+fn named<'a>(clusters: &'a [&'a Cluster]) -> impl FnOnce(Vec<i32>) -> Estimates + 'a {
+    move |answers| {
+        clusters
+            .iter()
+            .zip(answers)
+            .map(|(c, n)| (c.name().to_string(), n))
+            .collect()
     }
 }
 
@@ -240,17 +294,16 @@ impl GeneralEstimator {
     /// Both replica paths: the request checked and parsed once, then every cluster.
     fn replicas(
         &self,
-        clusters: &[&Cluster],
-        shared: Option<&[&Arc<Cluster>]>,
+        clusters: Clusters<'_>,
         request: EstimateRequest<'_>,
-    ) -> Result<Estimates, EstimatorError> {
+    ) -> Result<Vec<i32>, EstimatorError> {
         parse_request(
             request.replica_requirements.map(|r| &r.resource_request),
             "spec.replicaRequirements.resourceRequest",
         )?;
         let req = request.replica_requirements;
         let parsed = req.map(ParsedRequest::new);
-        Ok(self.each_cluster(clusters, shared, |c, cap| {
+        Ok(self.each_cluster(clusters, |c, cap| {
             self.max_replicas_parsed(c, cap, req.zip(parsed.as_ref()))
         }))
     }
@@ -258,10 +311,9 @@ impl GeneralEstimator {
     /// Both component-set paths.
     fn sets(
         &self,
-        clusters: &[&Cluster],
-        shared: Option<&[&Arc<Cluster>]>,
+        clusters: Clusters<'_>,
         request: EstimateRequest<'_>,
-    ) -> Result<Estimates, EstimatorError> {
+    ) -> Result<Vec<i32>, EstimatorError> {
         for (i, c) in request.components.iter().enumerate() {
             let field = format!("spec.components[{i}].replicaRequirements.resourceRequest");
             parse_request(
@@ -270,47 +322,34 @@ impl GeneralEstimator {
             )?;
         }
         let need = SetDemand::new(request.components);
-        Ok(self.each_cluster(clusters, shared, |c, cap| {
+        Ok(self.each_cluster(clusters, |c, cap| {
             self.max_component_sets_parsed(c, cap, request.components, &need)
         }))
     }
 
     /// `f` of every cluster with its parsed summary (0 without a summary), in order, through
-    /// the address memo when the `Arc`s are given.
+    /// the address memo for shared clusters.
     fn each_cluster(
         &self,
-        clusters: &[&Cluster],
-        shared: Option<&[&Arc<Cluster>]>,
+        clusters: Clusters<'_>,
         f: impl Fn(&Cluster, &SummaryCapacity) -> i32,
-    ) -> Estimates {
+    ) -> Vec<i32> {
         self.with_memo(|memo| {
             memo.note_call(clusters.len());
-            match shared {
-                Some(shared) if shared.len() == clusters.len() => {
-                    debug_assert!(
-                        shared
-                            .iter()
-                            .zip(clusters)
-                            .all(|(a, b)| std::ptr::eq(Arc::as_ptr(a), *b))
-                    );
+            match clusters {
+                Clusters::Shared(shared) => {
                     let out = shared
                         .iter()
-                        .map(|c| {
-                            let n = memo.capacity_shared(c).map_or(0, |cap| f(c, cap));
-                            (c.name().to_string(), n)
-                        })
+                        .map(|c| memo.capacity_shared(c).map_or(0, |cap| f(c, cap)))
                         .collect();
                     memo.sweep_shared();
                     out
                 }
-                _ => clusters
+                Clusters::Plain(plain) => plain
                     .iter()
-                    .map(|c| {
-                        let n = match summary_of(c) {
-                            Some(rs) => f(c, &memo.capacity(c.name(), rs)),
-                            None => 0,
-                        };
-                        (c.name().to_string(), n)
+                    .map(|c| match summary_of(c) {
+                        Some(rs) => f(c, &memo.capacity(c.name(), rs)),
+                        None => 0,
                     })
                     .collect(),
             }
@@ -1081,8 +1120,8 @@ mod tests {
             let mut fut = std::pin::pin!(fut);
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             match fut.as_mut().poll(&mut cx) {
-                std::task::Poll::Ready(v) => v.unwrap(),
-                std::task::Poll::Pending => unreachable!("the general estimator is synchronous"),
+                std::task::Poll::Ready(Ok(SharedEstimates::InOrder(v))) => v,
+                other => panic!("{other:?}"),
             }
         };
         let base = cluster(Some(summary(
@@ -1096,9 +1135,9 @@ mod tests {
             &[],
         )));
         let a = Arc::new(base.clone());
-        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
-        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
-        assert_eq!(ask(&[&a], true), vec![("m1".to_string(), 3)]);
+        assert_eq!(ask(&[&a], false), vec![12]);
+        assert_eq!(ask(&[&a], false), vec![12]);
+        assert_eq!(ask(&[&a], true), vec![3]);
         // A new object with another summary is parsed afresh.
         let mut changed = base.clone();
         let rs = changed
@@ -1110,20 +1149,21 @@ mod tests {
             .unwrap();
         rs.allocating = rl(&[("cpu", "4")]);
         let b = Arc::new(changed);
-        assert_eq!(ask(&[&b], false), vec![("m1".to_string(), 4)]);
-        assert_eq!(ask(&[&a], false), vec![("m1".to_string(), 12)]);
+        assert_eq!(ask(&[&b], false), vec![4]);
+        assert_eq!(ask(&[&a], false), vec![12]);
         let none = Arc::new(cluster(None));
-        assert_eq!(ask(&[&none], false), vec![("m1".to_string(), 0)]);
+        assert_eq!(ask(&[&none], false), vec![0]);
         // Dropped clusters leave the memo once it outgrows its limit.
         drop((a, b, none));
         let many: Vec<Arc<Cluster>> = (0..200).map(|_| Arc::new(base.clone())).collect();
         let refs: Vec<&Arc<Cluster>> = many.iter().collect();
         for chunk in refs.chunks(10) {
-            assert!(ask(chunk, false).iter().all(|(_, n)| *n == 12));
+            assert!(ask(chunk, false).iter().all(|n| *n == 12));
         }
         let memo = ge.memo.lock().unwrap();
-        assert!(memo.shared.len() <= 200 && !memo.shared.is_empty());
-        assert!(memo.shared.values().all(|(c, _)| Arc::strong_count(c) == 2));
+        assert!(memo.slab.len() <= 200 && !memo.slab.is_empty());
+        assert_eq!(memo.slab.len(), memo.shared.len());
+        assert!(memo.slab.iter().all(|(c, _)| Arc::strong_count(c) == 2));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus, TargetCluste
 use crate::assign;
 use crate::detail::ClusterDetail;
 use crate::error::{FitError, ScheduleError};
-use crate::estimator::{EstimateRequest, Estimator};
+use crate::estimator::{EstimateRequest, Estimator, SharedEstimates};
 use crate::features::FeatureGates;
 use crate::framework::{
     FilterContext, Framework, RegistryError, TargetIndex, WorkloadGroupIndex, placement_of,
@@ -453,6 +453,20 @@ impl Scheduler {
                 }
             };
             let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
+            let answers = match answers {
+                SharedEstimates::Named(named) => named,
+                SharedEstimates::InOrder(values) => {
+                    for (i, v) in values.into_iter().enumerate().take(clusters.len()) {
+                        if let Some(s) = seen.as_mut() {
+                            s[i] = Some(v);
+                        }
+                        if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
+                            out[i] = v;
+                        }
+                    }
+                    Vec::new()
+                }
+            };
             for (k, (name, v)) in answers.iter().enumerate() {
                 // Answers normally come in the order asked; fall back to a lookup otherwise.
                 let i = if clusters.get(k).is_some_and(|c| c.name() == name) {
@@ -787,6 +801,91 @@ mod tests {
                 TargetCluster::new("m1", 4),
             ]))
         );
+    }
+
+    /// Forwards the plain methods of the general estimator only, so that the pipeline gets
+    /// named answers from the default `*_shared` methods.
+    struct PlainOnly(crate::general::GeneralEstimator);
+
+    impl Estimator for PlainOnly {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn max_available_replicas<'a>(
+            &'a self,
+            clusters: &'a [&'a Cluster],
+            request: EstimateRequest<'a>,
+        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+            self.0.max_available_replicas(clusters, request)
+        }
+        fn max_available_component_sets<'a>(
+            &'a self,
+            clusters: &'a [&'a Cluster],
+            request: EstimateRequest<'a>,
+        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
+            self.0.max_available_component_sets(clusters, request)
+        }
+    }
+
+    // Answers in order (the general estimator's shared path) and named answers merge alike.
+    #[test]
+    fn in_order_and_named_answers_agree() {
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let with_pods = |name: &str, pods: &str, cpu: &str| {
+            let mut c = cluster(name);
+            let rs = c
+                .status
+                .as_mut()
+                .unwrap()
+                .resource_summary
+                .as_mut()
+                .unwrap();
+            rs.allocatable = [("pods", pods), ("cpu", cpu)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                .collect();
+            c
+        };
+        let mut no_summary = cluster("m4");
+        no_summary.status.as_mut().unwrap().resource_summary = None;
+        let snap = Snapshot::from_clusters([
+            with_pods("m1", "10", "4"),
+            with_pods("m2", "3", "100"),
+            with_pods("m3", "0", "1"),
+            no_summary,
+            with_pods("m5", "7", "2"),
+        ]);
+        let mut sp = spec(
+            9,
+            Placement {
+                replica_scheduling: Some(ReplicaSchedulingStrategy {
+                    replica_scheduling_type: Some(ReplicaSchedulingType::Divided),
+                    replica_division_preference: Some(
+                        karmada_api::policy::ReplicaDivisionPreference::Aggregated,
+                    ),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        );
+        sp.replica_requirements = Some(ReplicaRequirements {
+            resource_request: [("cpu".to_string(), Quantity("500m".into()))].into(),
+            ..Default::default()
+        });
+        let in_order = scheduler(vec![Arc::new(crate::general::GeneralEstimator::default())]);
+        let named = scheduler(vec![Arc::new(PlainOnly(Default::default()))]);
+        let status = ResourceBindingStatus::default();
+        let a = run(&in_order, &snap, &sp, &status);
+        let b = run(&named, &snap, &sp, &status);
+        assert_eq!(a.result, b.result);
+        assert!(a.result.is_ok(), "{:?}", a.result);
+        assert_eq!(
+            format!("{:?}", a.trace.unwrap()),
+            format!("{:?}", b.trace.unwrap())
+        );
+        // Twice more through the memo.
+        assert_eq!(run(&in_order, &snap, &sp, &status).result, b.result);
+        assert_eq!(run(&in_order, &snap, &sp, &status).result, b.result);
     }
 
     // spec-algorithm §8: replicas 0 and no components skip every estimator.
