@@ -5,13 +5,17 @@
 //! kept and only the difference is divided (scale up) or the placement shrunk in proportion
 //! (scale down); Fresh mode recomputes from scratch, counting current replicas as capacity.
 //! All replica arithmetic is i32 with Go's wrapping.
+//!
+//! The work is done on [`Slot`]s, which borrow the cluster names, so that dividing over
+//! thousands of clusters copies no name; only the entries of the result are turned into
+//! [`TargetCluster`]s.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use karmada_api::work::{ResourceBindingSpec, TargetCluster};
 
 use super::gosort::go_sort;
-use super::webster::dispense_by_weight;
+use super::webster::dispense;
 use crate::detail::ClusterDetail;
 use crate::error::ScheduleError;
 
@@ -35,14 +39,80 @@ pub fn sort_by_replicas_desc(list: &mut [TargetCluster]) {
     go_sort(list, |a, b| a.replicas > b.replicas);
 }
 
-fn sum(list: &[TargetCluster]) -> i32 {
+/// A cluster name (borrowed) and a replica count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot<'a> {
+    pub name: &'a str,
+    pub replicas: i32,
+}
+
+impl<'a> Slot<'a> {
+    fn of(t: &'a TargetCluster) -> Self {
+        Self {
+            name: &t.name,
+            replicas: t.replicas,
+        }
+    }
+
+    fn target(self) -> TargetCluster {
+        TargetCluster::new(self.name, self.replicas)
+    }
+}
+
+/// What [`merge`] needs of an entry.
+trait Entry: Sized {
+    fn name(&self) -> &str;
+    fn replicas(&self) -> i32;
+    fn replicas_mut(&mut self) -> &mut i32;
+    /// A new entry of this name with `replicas` (and nothing else).
+    fn with_replicas(&self, replicas: i32) -> Self;
+}
+
+impl Entry for TargetCluster {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn replicas(&self) -> i32 {
+        self.replicas
+    }
+    fn replicas_mut(&mut self) -> &mut i32 {
+        &mut self.replicas
+    }
+    fn with_replicas(&self, replicas: i32) -> Self {
+        TargetCluster::new(self.name.clone(), replicas)
+    }
+}
+
+impl Entry for Slot<'_> {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn replicas(&self) -> i32 {
+        self.replicas
+    }
+    fn replicas_mut(&mut self) -> &mut i32 {
+        &mut self.replicas
+    }
+    fn with_replicas(&self, replicas: i32) -> Self {
+        Self {
+            name: self.name,
+            replicas,
+        }
+    }
+}
+
+fn sum(list: &[Slot<'_>]) -> i32 {
     list.iter().fold(0i32, |s, t| s.wrapping_add(t.replicas))
 }
 
 /// `MergeTargetClusters`: add `old` replicas onto matching `new` entries and append the
 /// remaining `old` entries. Upstream appends them in Go map order (random when there are
 /// several); we use their order in `old`, i.e. the previous `spec.clusters` order.
-pub fn merge(old: Vec<TargetCluster>, mut new: Vec<TargetCluster>) -> Vec<TargetCluster> {
+pub fn merge(old: Vec<TargetCluster>, new: Vec<TargetCluster>) -> Vec<TargetCluster> {
+    merge_entries(old, new)
+}
+
+fn merge_entries<E: Entry>(old: Vec<E>, mut new: Vec<E>) -> Vec<E> {
     if old.is_empty() {
         return new;
     }
@@ -51,30 +121,51 @@ pub fn merge(old: Vec<TargetCluster>, mut new: Vec<TargetCluster>) -> Vec<Target
     }
     let mut remaining: BTreeMap<&str, i32> = BTreeMap::new();
     for t in &old {
-        remaining.insert(&t.name, t.replicas);
+        remaining.insert(t.name(), t.replicas());
     }
     for e in &mut new {
-        if let Some(v) = remaining.remove(e.name.as_str()) {
-            e.replicas = e.replicas.wrapping_add(v);
+        if let Some(v) = remaining.remove(e.name()) {
+            let r = e.replicas_mut();
+            *r = r.wrapping_add(v);
         }
     }
+    let mut tail = Vec::new();
     for t in &old {
-        if let Some(v) = remaining.remove(t.name.as_str()) {
-            new.push(TargetCluster::new(t.name.clone(), v));
+        if let Some(v) = remaining.remove(t.name()) {
+            tail.push(t.with_replicas(v));
         }
     }
+    new.extend(tail);
     new
 }
 
 /// Divide `target` replicas over `avail` (weights = available replicas), then merge with
-/// `prior`.
+/// `prior` (the owned form, for tests).
+#[cfg(test)]
 pub(crate) fn divide(
     strategy: DynamicStrategy,
     target: i32,
-    mut avail: Vec<TargetCluster>,
+    avail: Vec<TargetCluster>,
     prior: Vec<TargetCluster>,
     uid: &str,
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
+    let avail_slots = avail.iter().map(Slot::of).collect();
+    let prior_slots = prior.iter().map(Slot::of).collect();
+    Ok(
+        divide_slots(strategy, target, avail_slots, prior_slots, uid)?
+            .into_iter()
+            .map(Slot::target)
+            .collect(),
+    )
+}
+
+fn divide_slots<'a>(
+    strategy: DynamicStrategy,
+    target: i32,
+    mut avail: Vec<Slot<'a>>,
+    prior: Vec<Slot<'a>>,
+    uid: &str,
+) -> Result<Vec<Slot<'a>>, ScheduleError> {
     let total = sum(&avail);
     if total < target {
         return Err(ScheduleError::Unschedulable(format!(
@@ -82,16 +173,15 @@ pub(crate) fn divide(
         )));
     }
     if strategy == DynamicStrategy::Aggregated {
-        let held: BTreeSet<&str> = prior
+        let held: HashSet<&str> = prior
             .iter()
             .filter(|t| t.replicas > 0)
-            .map(|t| t.name.as_str())
+            .map(|t| t.name)
             .collect();
         if !held.is_empty() {
             // Clusters that already hold replicas first (stable partition).
-            let (mut first, rest): (Vec<_>, Vec<_>) = avail
-                .into_iter()
-                .partition(|t| held.contains(t.name.as_str()));
+            let (mut first, rest): (Vec<_>, Vec<_>) =
+                avail.into_iter().partition(|t| held.contains(t.name));
             first.extend(rest);
             avail = first;
         }
@@ -105,10 +195,13 @@ pub(crate) fn divide(
     }
     let weights: Vec<(&str, i64)> = avail
         .iter()
-        .map(|t| (t.name.as_str(), i64::from(t.replicas)))
+        .map(|t| (t.name, i64::from(t.replicas)))
         .collect();
-    let fresh = dispense_by_weight(target, &[], &weights, uid);
-    Ok(merge(prior, fresh))
+    let fresh = dispense(target, &weights, uid)
+        .into_iter()
+        .map(|(name, replicas)| Slot { name, replicas })
+        .collect();
+    Ok(merge_entries(prior, fresh))
 }
 
 /// Run a dynamic strategy. Errors carry the stage prefix (`failed to scale up: ...`) and
@@ -119,43 +212,84 @@ pub fn assign_dynamic(
     strategy: DynamicStrategy,
     mode: Mode,
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
-    let names: BTreeSet<&str> = cands.iter().map(|c| c.name).collect();
-    let scheduled: Vec<TargetCluster> = spec
-        .clusters
-        .iter()
-        .filter(|t| names.contains(t.name.as_str()))
-        .cloned()
-        .collect();
-    let assigned = sum(&scheduled);
-    let uid = spec.resource.uid.as_str();
-    let allocatable = || -> Vec<TargetCluster> {
-        cands
+    Ok(dynamic_slots(cands, spec, strategy, mode)?
+        .into_iter()
+        .map(Slot::target)
+        .collect())
+}
+
+/// [`assign_dynamic`] without the entries of ≤ 0 replicas, which the pipeline drops anyway.
+pub(crate) fn assign_dynamic_nonzero(
+    cands: &[ClusterDetail<'_>],
+    spec: &ResourceBindingSpec,
+    strategy: DynamicStrategy,
+    mode: Mode,
+) -> Result<Vec<TargetCluster>, ScheduleError> {
+    Ok(dynamic_slots(cands, spec, strategy, mode)?
+        .into_iter()
+        .filter(|s| s.replicas > 0)
+        .map(Slot::target)
+        .collect())
+}
+
+fn dynamic_slots<'a>(
+    cands: &[ClusterDetail<'a>],
+    spec: &'a ResourceBindingSpec,
+    strategy: DynamicStrategy,
+    mode: Mode,
+) -> Result<Vec<Slot<'a>>, ScheduleError> {
+    // The previous result restricted to the candidates, in its own order.
+    let scheduled: Vec<Slot<'a>> = if spec.clusters.is_empty() {
+        Vec::new()
+    } else {
+        let names: HashSet<&str> = cands.iter().map(|c| c.name).collect();
+        spec.clusters
             .iter()
-            .map(|c| TargetCluster::new(c.name, c.allocatable_replicas))
+            .filter(|t| names.contains(t.name.as_str()))
+            .map(Slot::of)
             .collect()
     };
+    let assigned = sum(&scheduled);
+    let uid = spec.resource.uid.as_str();
+    let allocatable = || -> Vec<Slot<'a>> {
+        cands
+            .iter()
+            .map(|c| Slot {
+                name: c.name,
+                replicas: c.allocatable_replicas,
+            })
+            .collect()
+    };
+    let by_replicas_desc = |list: &mut [Slot<'a>]| go_sort(list, |a, b| a.replicas > b.replicas);
 
     if mode == Mode::Fresh {
         let mut avail = allocatable();
-        for s in &scheduled {
-            if let Some(a) = avail.iter_mut().find(|a| a.name == s.name) {
-                a.replicas = a.replicas.wrapping_add(s.replicas);
+        if !scheduled.is_empty() {
+            // The first candidate of each name, as a linear search would find it.
+            let mut first: HashMap<&str, usize> = HashMap::with_capacity(avail.len());
+            for (i, a) in avail.iter().enumerate() {
+                first.entry(a.name).or_insert(i);
+            }
+            for s in &scheduled {
+                if let Some(&i) = first.get(s.name) {
+                    avail[i].replicas = avail[i].replicas.wrapping_add(s.replicas);
+                }
             }
         }
-        sort_by_replicas_desc(&mut avail);
-        return divide(strategy, spec.replicas, avail, Vec::new(), uid)
+        by_replicas_desc(&mut avail);
+        return divide_slots(strategy, spec.replicas, avail, Vec::new(), uid)
             .map_err(|e| e.wrap("failed to do fresh scale"));
     }
     if assigned > spec.replicas {
         let mut avail = scheduled;
-        sort_by_replicas_desc(&mut avail);
-        return divide(strategy, spec.replicas, avail, Vec::new(), uid)
+        by_replicas_desc(&mut avail);
+        return divide_slots(strategy, spec.replicas, avail, Vec::new(), uid)
             .map_err(|e| e.wrap("failed to scale down"));
     }
     if assigned < spec.replicas {
         let mut avail = allocatable();
-        sort_by_replicas_desc(&mut avail);
-        return divide(
+        by_replicas_desc(&mut avail);
+        return divide_slots(
             strategy,
             spec.replicas.wrapping_sub(assigned),
             avail,

@@ -191,7 +191,8 @@ fn assign_workload(
     Ok(out)
 }
 
-/// One strategy run on one set of candidates, then entries of ≤ 0 replicas dropped.
+/// One strategy run on one set of candidates, then entries of ≤ 0 replicas dropped (the
+/// strategies' `_nonzero` forms never build them).
 fn assign_to(
     cands: &[ClusterDetail<'_>],
     spec: &ResourceBindingSpec,
@@ -199,26 +200,26 @@ fn assign_to(
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
     let default_placement = Placement::default();
     let placement = spec.placement.as_ref().unwrap_or(&default_placement);
-    let result = match strategy_of(placement)? {
-        Strategy::Duplicated => cands
+    Ok(match strategy_of(placement)? {
+        Strategy::Duplicated if spec.replicas > 0 => cands
             .iter()
             .map(|c| TargetCluster::new(c.name, spec.replicas))
             .collect(),
+        Strategy::Duplicated => Vec::new(),
         Strategy::StaticWeight => static_weight::assign_by_static_weight_nonzero(cands, spec),
-        Strategy::Aggregated => dynamic::assign_dynamic(
+        Strategy::Aggregated => dynamic::assign_dynamic_nonzero(
             cands,
             spec,
             DynamicStrategy::Aggregated,
             assignment_mode(spec, status),
         )?,
-        Strategy::DynamicWeight => dynamic::assign_dynamic(
+        Strategy::DynamicWeight => dynamic::assign_dynamic_nonzero(
             cands,
             spec,
             DynamicStrategy::DynamicWeight,
             assignment_mode(spec, status),
         )?,
-    };
-    Ok(remove_zero_replicas(result))
+    })
 }
 
 /// Drop entries with ≤ 0 replicas, rebuilding each as a plain `{name, replicas}`.
