@@ -173,6 +173,9 @@ pub struct FilterContext<'a> {
     pub cluster: &'a Cluster,
     /// Other bindings, for the workload-affinity plugins; `None` when not provided.
     pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
+    /// Answers about this cluster prepared for the whole pass ([`crate::prepared`]); `None`
+    /// makes the plugins work them out from `cluster` (same verdicts).
+    pub prepared: Option<crate::prepared::PreparedRef<'a>>,
 }
 
 impl<'a> FilterContext<'a> {
@@ -692,6 +695,7 @@ mod tests {
             targets: &targets,
             cluster: &cluster,
             workload_index: None,
+            prepared: None,
         })
     }
 

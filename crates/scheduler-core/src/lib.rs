@@ -23,6 +23,7 @@ pub mod framework;
 pub mod general;
 pub mod observe;
 pub mod plugins;
+pub mod prepared;
 pub mod quantity;
 pub mod schedule;
 pub mod selector;

@@ -22,6 +22,7 @@ use crate::framework::{
 };
 use crate::observe::{FrameworkObserver, Step, StepGuard, StepObserver};
 use crate::plugins::in_tree_registry;
+use crate::prepared::Prepared;
 use crate::snapshot::Snapshot;
 use crate::spread::{self, GroupClustersInfo};
 use crate::trace::{AttemptTrace, ClusterTrace, EstimatorTrace, GroupTrace, Trace, Verdict};
@@ -92,6 +93,8 @@ pub struct Scheduler {
     estimators: Vec<Arc<dyn Estimator>>,
     config: ScheduleConfig,
     observer: Option<Arc<dyn StepObserver>>,
+    /// Give the filters [`Prepared`] answers (the default; off only to compare the paths).
+    prepare_filters: bool,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -122,7 +125,15 @@ impl Scheduler {
             estimators: Vec::new(),
             config,
             observer: None,
+            prepare_filters: true,
         }
+    }
+
+    /// Whether the filters get answers prepared once per attempt ([`crate::prepared`], the
+    /// default) or work everything out cluster by cluster; the placement is the same.
+    pub fn with_prepared_filters(mut self, on: bool) -> Self {
+        self.prepare_filters = on;
+        self
     }
 
     /// The in-tree plugins selected by a `--plugins` list (`["*"]` is the default).
@@ -271,9 +282,17 @@ impl Scheduler {
                 .map(|s| s.to_string())
                 .collect();
         }
-        for c in input.snapshot.clusters() {
+        // What the filters would work out per cluster, once for the snapshot.
+        let prepared = self
+            .prepare_filters
+            .then(|| Prepared::new(input.snapshot, spec, status));
+        for (index, c) in input.snapshot.clusters().iter().enumerate() {
             let cluster: &Cluster = c;
-            if cluster.is_terminating() {
+            let terminating = match &prepared {
+                Some(p) => p.terminating(index),
+                None => cluster.is_terminating(),
+            };
+            if terminating {
                 if let Some(t) = trace.as_deref_mut() {
                     t.clusters.push(ClusterTrace {
                         name: cluster.name().to_string(),
@@ -289,6 +308,7 @@ impl Scheduler {
                 targets: &targets,
                 cluster,
                 workload_index: input.workload_index,
+                prepared: prepared.as_ref().map(|p| p.at(index)),
             };
             match self
                 .framework

@@ -1,5 +1,7 @@
 //! `APIEnablement`: the member cluster must serve the resource's group-version and kind.
 
+use karmada_api::cluster::Cluster;
+
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
 
 /// Registry name.
@@ -26,13 +28,13 @@ impl FilterPlugin for ApiEnablement {
         if ctx.targets.contains(ctx.cluster.name()) {
             return PluginResult::success();
         }
-        let (group, version) = parse_group_version(&spec.resource.api_version);
-        let enabled = ctx.cluster.status.as_ref().is_some_and(|s| {
-            s.api_enablements.iter().any(|e| {
-                gv_equals(&e.group_version, group, version)
-                    && e.resources.iter().any(|r| r.kind == spec.resource.kind)
-            })
-        });
+        let enabled = match ctx.prepared {
+            Some(p) => p.api_enabled(),
+            None => {
+                let (group, version) = parse_group_version(&spec.resource.api_version);
+                serves(ctx.cluster, group, version, &spec.resource.kind)
+            }
+        };
         // Whether the list is complete (condition CompleteAPIEnablements) only decides between
         // "disabled" and "unknown" upstream; both are rejected with the same reason.
         if enabled {
@@ -43,9 +45,19 @@ impl FilterPlugin for ApiEnablement {
     }
 }
 
+/// Whether `status.apiEnablements` lists this kind under this group-version.
+pub(crate) fn serves(cluster: &Cluster, group: &str, version: &str, kind: &str) -> bool {
+    cluster.status.as_ref().is_some_and(|s| {
+        s.api_enablements.iter().any(|e| {
+            gv_equals(&e.group_version, group, version)
+                && e.resources.iter().any(|r| r.kind == kind)
+        })
+    })
+}
+
 /// Go's `schema.ParseGroupVersion`, with a malformed value (more than one `/`) giving the
 /// empty group-version as `schema.FromAPIVersionAndKind` does.
-fn parse_group_version(api_version: &str) -> (&str, &str) {
+pub(crate) fn parse_group_version(api_version: &str) -> (&str, &str) {
     if api_version.is_empty() || api_version == "/" {
         return ("", "");
     }

@@ -86,8 +86,14 @@ pub fn effective_affinities<'a>(
 
 impl FilterPlugin for ClusterAffinity {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
-        let affinities = effective_affinities(ctx.placement(), ctx.spec, ctx.status);
-        if affinities.is_empty() || affinities.iter().any(|a| cluster_matches(ctx.cluster, a)) {
+        let matches = match ctx.prepared {
+            Some(p) => p.matches_affinity(),
+            None => {
+                let affinities = effective_affinities(ctx.placement(), ctx.spec, ctx.status);
+                affinities.is_empty() || affinities.iter().any(|a| cluster_matches(ctx.cluster, a))
+            }
+        };
+        if matches {
             PluginResult::success()
         } else {
             PluginResult::unschedulable(REASON)

@@ -77,6 +77,8 @@ pub(crate) mod testutil {
     use crate::framework::{
         FilterContext, FilterPlugin, PluginResult, ScoreContext, ScorePlugin, TargetIndex,
     };
+    use crate::prepared::Prepared;
+    use crate::snapshot::Snapshot;
 
     pub fn cluster(name: &str) -> Cluster {
         Cluster::new(name, ClusterSpec::default())
@@ -125,13 +127,24 @@ pub(crate) mod testutil {
         cluster: &Cluster,
     ) -> PluginResult {
         let targets = TargetIndex::new(&spec.clusters);
-        p.filter(&FilterContext {
+        let ctx = FilterContext {
             spec,
             status,
             targets: &targets,
             cluster,
             workload_index: None,
-        })
+            prepared: None,
+        };
+        let direct = p.filter(&ctx);
+        // The prepared answers (over a snapshot of this one cluster) give the same verdict.
+        let snapshot = Snapshot::from_clusters([cluster.clone()]);
+        let prepared = Prepared::new(&snapshot, spec, status);
+        let via_prepared = p.filter(&FilterContext {
+            prepared: Some(prepared.at(0)),
+            ..ctx
+        });
+        assert_eq!(direct, via_prepared, "prepared path disagrees");
+        direct
     }
 
     pub fn score_of(

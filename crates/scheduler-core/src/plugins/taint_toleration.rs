@@ -1,6 +1,7 @@
 //! `TaintToleration`: `NoSchedule`/`NoExecute` taints must be tolerated by the placement.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
+use karmada_api::cluster::Cluster;
 
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
 
@@ -26,6 +27,10 @@ impl FilterPlugin for TaintToleration {
         if ctx.targets.contains(ctx.cluster.name()) {
             return PluginResult::success();
         }
+        if ctx.prepared.is_some_and(|p| !p.has_hard_taint()) {
+            // Only `NoSchedule` and `NoExecute` taints can be untolerated.
+            return PluginResult::success();
+        }
         let tolerations = &ctx.placement().cluster_tolerations;
         let untolerated = ctx.cluster.spec.taints.iter().find(|t| {
             matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
@@ -39,6 +44,15 @@ impl FilterPlugin for TaintToleration {
             )),
         }
     }
+}
+
+/// Whether the cluster has a taint the filter looks at (`NoSchedule` or `NoExecute`).
+pub(crate) fn has_hard_taint(cluster: &Cluster) -> bool {
+    cluster
+        .spec
+        .taints
+        .iter()
+        .any(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
 }
 
 /// `Toleration.ToleratesTaint` with comparison operators disabled (the reference passes

@@ -210,6 +210,7 @@ pub(crate) mod tests {
             targets: &targets,
             cluster: &c,
             workload_index: index,
+            prepared: None,
         })
     }
 

@@ -93,6 +93,7 @@ mod tests {
                 targets: &targets,
                 cluster: &c,
                 workload_index: index,
+                prepared: None,
             })
         };
         assert_eq!(
