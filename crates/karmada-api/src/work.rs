@@ -131,14 +131,18 @@ pub struct NodeClaim {
 }
 
 /// One entry of `spec.clusters`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Written by hand rather than derived: a binding of a Duplicated workload lists every cluster,
+/// thousands of entries per binding in a large fleet, all held in the scheduler's cache. The
+/// unknown fields are therefore boxed and absent when there are none (8 bytes instead of an
+/// empty 72-byte map per entry), and decoding does not buffer each entry as a flattened struct
+/// would.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TargetCluster {
     pub name: String,
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
     pub replicas: i32,
-    #[serde(flatten)]
-    pub extra: Extra,
+    /// Fields this code does not know, kept verbatim; `None` when there are none.
+    pub extra: Option<Box<Extra>>,
 }
 
 impl TargetCluster {
@@ -146,8 +150,68 @@ impl TargetCluster {
         Self {
             name: name.into(),
             replicas,
-            extra: Extra::new(),
+            extra: None,
         }
+    }
+}
+
+impl Serialize for TargetCluster {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let extra = self.extra.as_deref();
+        let len = 1 + usize::from(self.replicas != 0) + extra.map_or(0, |e| e.len());
+        let mut map = serializer.serialize_map(Some(len))?;
+        map.serialize_entry("name", &self.name)?;
+        if self.replicas != 0 {
+            map.serialize_entry("replicas", &self.replicas)?;
+        }
+        for (k, v) in extra.into_iter().flatten() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for TargetCluster {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TargetCluster;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("struct TargetCluster")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TargetCluster, A::Error> {
+                let mut name: Option<String> = None;
+                let mut replicas = 0;
+                let mut extra: Option<Box<Extra>> = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "name" => {
+                            if name.is_some() {
+                                return Err(serde::de::Error::duplicate_field("name"));
+                            }
+                            name = Some(map.next_value()?);
+                        }
+                        "replicas" => replicas = map.next_value()?,
+                        _ => {
+                            let value: serde_json::Value = map.next_value()?;
+                            extra
+                                .get_or_insert_with(Default::default)
+                                .insert(key.into_owned(), value);
+                        }
+                    }
+                }
+                Ok(TargetCluster {
+                    name: name.ok_or_else(|| serde::de::Error::missing_field("name"))?,
+                    replicas,
+                    extra,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 

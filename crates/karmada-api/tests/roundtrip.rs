@@ -288,3 +288,38 @@ fn crd_is_fresh() {
          `cargo run -q -p karmada-api --example gen-crd > manifests/crds/cluster.karmada.io_clusters.yaml`"
     );
 }
+
+/// `spec.clusters` entries are decoded by hand (compact in memory): known fields typed, the
+/// rest kept, errors with their path.
+#[test]
+fn target_cluster_entries() {
+    let mut doc = rb_with_placement(serde_json::json!({}));
+    doc["spec"]["clusters"] = serde_json::json!([
+        {"name": "m1", "replicas": 2},
+        {"name": "m2"},
+        {"replicas": 1, "name": "m3", "future": {"k": "v"}}
+    ]);
+    let rb = decode_rb(doc.clone()).unwrap();
+    let c = &rb.spec.clusters;
+    assert_eq!((c[0].name.as_str(), c[0].replicas), ("m1", 2));
+    assert!(c[0].extra.is_none() && c[1].extra.is_none());
+    assert_eq!(c[1].replicas, 0);
+    assert_eq!(c[2].extra.as_ref().unwrap()["future"]["k"], "v");
+    let back = serde_json::to_value(&rb).unwrap();
+    assert_eq!(
+        back["spec"]["clusters"],
+        serde_json::json!([
+            {"name": "m1", "replicas": 2},
+            {"name": "m2"},
+            {"name": "m3", "replicas": 1, "future": {"k": "v"}}
+        ])
+    );
+
+    doc["spec"]["clusters"] =
+        serde_json::json!([{"name": "m1"}, {"name": "m2", "replicas": "two"}]);
+    let err = decode_rb(doc.clone()).unwrap_err().to_string();
+    assert!(err.starts_with("spec.clusters[1].replicas: "), "{err}");
+    doc["spec"]["clusters"] = serde_json::json!([{"replicas": 1}]);
+    let err = decode_rb(doc).unwrap_err().to_string();
+    assert!(err.contains("missing field `name`"), "{err}");
+}
