@@ -18,4 +18,7 @@ pub struct ClusterDetail<'a> {
     pub allocatable_replicas: i32,
     /// `allocatable_replicas` plus the replicas already in `spec.clusters`, in i64.
     pub available_replicas: i64,
+    /// Position of `cluster` in the snapshot the pipeline runs on, so that assignment can
+    /// use the sets the snapshot memoises; `None` outside the pipeline.
+    pub position: Option<usize>,
 }

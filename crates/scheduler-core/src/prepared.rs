@@ -51,8 +51,7 @@ impl Prepared {
             let mut union: Option<Arc<ClusterSet>> = None;
             for a in affinities.iter() {
                 let matcher = AffinityMatcher::new(a).indexed();
-                let set = snapshot
-                    .cluster_set(SetKey::Affinity(format!("{a:?}")), |c| matcher.matches(c));
+                let set = snapshot.cluster_set(SetKey::affinity(a), |c| matcher.matches(c));
                 union = Some(match union {
                     None => set,
                     Some(u) => Arc::new(u.union(&set)),

@@ -273,6 +273,7 @@ impl Scheduler {
         let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
         // The same clusters as the `Arc`s of the snapshot, for estimators that memoise.
         let mut feasible_shared: Vec<&Arc<Cluster>> = Vec::with_capacity(feasible.capacity());
+        let mut feasible_positions: Vec<usize> = Vec::with_capacity(feasible.capacity());
         let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
         if let Some(t) = trace.as_deref_mut() {
             t.filter_plugins = self
@@ -317,6 +318,7 @@ impl Scheduler {
                 Ok(()) => {
                     feasible.push(cluster);
                     feasible_shared.push(c);
+                    feasible_positions.push(index);
                     if let Some(t) = trace.as_deref_mut() {
                         t.clusters.push(ClusterTrace {
                             name: cluster.name().to_string(),
@@ -376,6 +378,7 @@ impl Scheduler {
                 allocatable_replicas: allocatable[i],
                 available_replicas: i64::from(allocatable[i])
                     + i64::from(targets.replicas(c.name())),
+                position: Some(feasible_positions[i]),
             })
             .collect();
         if let Some(t) = trace.as_deref_mut() {
@@ -416,7 +419,8 @@ impl Scheduler {
 
         // Assign (§11).
         let assign_step = StepGuard::start(observer, Step::AssignReplicas);
-        let mut assigned = assign::assign_replicas(&selection.clusters, spec, status)
+        let memo = self.prepare_filters.then_some(input.snapshot);
+        let mut assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
             .map_err(|e| e.wrap("failed to assign replicas"))?;
         drop(assign_step);
         if self.config.enable_empty_workload_propagation {

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use karmada_api::cluster::Cluster;
+use karmada_api::policy::ClusterAffinity;
 
 /// An immutable, name-sorted list of clusters, terminating ones included.
 #[derive(Clone, Debug, Default)]
@@ -80,6 +81,13 @@ pub(crate) enum SetKey {
     Affinity(String),
 }
 
+impl SetKey {
+    /// The key of the clusters matching `affinity` ([`crate::selector::cluster_matches`]).
+    pub(crate) fn affinity(affinity: &ClusterAffinity) -> Self {
+        Self::Affinity(format!("{affinity:?}"))
+    }
+}
+
 /// Sets memoised for one snapshot (shared by its clones, which hold the same clusters).
 #[derive(Default)]
 struct SetMemo(Mutex<HashMap<SetKey, Arc<ClusterSet>>>);
@@ -135,6 +143,12 @@ impl Snapshot {
             .binary_search_by(|c| c.name().cmp(name))
             .ok()
             .map(|i| &self.clusters[i])
+    }
+
+    /// The set memoised under `key`, if some request computed it already.
+    pub(crate) fn cached_cluster_set(&self, key: &SetKey) -> Option<Arc<ClusterSet>> {
+        let memo = self.sets.0.lock().unwrap_or_else(|e| e.into_inner());
+        memo.get(key).cloned()
     }
 
     /// The positions of the clusters for which `member` holds, computed on the first request

@@ -286,6 +286,7 @@ proptest! {
             overflow_order: 0,
             allocatable_replicas: avail[i] as i32,
             available_replicas: avail[i],
+            position: None,
         }).collect();
         let spec = binding(
             ClusterAffinity::default(),
@@ -393,13 +394,50 @@ proptest! {
         previous in prop::collection::vec((0usize..8, 0i32..10), 0..4),
         tolerate in any::<bool>(),
         statefulset in prop::bool::weighted(0.2),
+        label_weights in prop::option::weighted(0.4, (0i64..4, 0i64..4)),
     ) {
-        use k8s_openapi::api::core::v1::Toleration;
+        use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Toleration};
         let clusters: Vec<Cluster> = gens
             .iter()
             .enumerate()
             .map(|(i, g)| with_extra(cluster(i, g), &extras[i]))
             .collect();
+        // Static weights by label and by field, answered from the snapshot's sets.
+        let strategy = match label_weights {
+            None => strategy,
+            Some((by_label, by_region)) => ReplicaSchedulingStrategy {
+                replica_scheduling_type: Some(ReplicaSchedulingType::Divided),
+                replica_division_preference: Some(ReplicaDivisionPreference::Weighted),
+                weight_preference: Some(ClusterPreferences {
+                    static_weight_list: vec![
+                        StaticClusterWeight {
+                            target_cluster: ClusterAffinity {
+                                label_selector: Some(LabelSelector {
+                                    match_labels: Some([("env".to_string(), "a".to_string())].into()),
+                                    match_expressions: None,
+                                }),
+                                ..Default::default()
+                            },
+                            weight: by_label,
+                        },
+                        StaticClusterWeight {
+                            target_cluster: ClusterAffinity {
+                                field_selector: Some(karmada_api::policy::FieldSelector {
+                                    match_expressions: vec![NodeSelectorRequirement {
+                                        key: "region".into(),
+                                        operator: "In".into(),
+                                        values: Some(vec!["r1".into()]),
+                                    }],
+                                }),
+                                ..Default::default()
+                            },
+                            weight: by_region,
+                        },
+                    ],
+                    dynamic_weight: None,
+                }),
+            },
+        };
         let mut spec = binding(affinity, strategy, spread_constraints, replicas, previous);
         if statefulset {
             spec.resource.kind = "StatefulSet".into();

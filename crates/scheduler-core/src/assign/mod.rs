@@ -21,6 +21,7 @@ use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus, TargetCluste
 
 use crate::detail::ClusterDetail;
 use crate::error::ScheduleError;
+use crate::snapshot::Snapshot;
 
 pub use dynamic::{DynamicStrategy, Mode, merge, sort_by_replicas_desc};
 
@@ -126,13 +127,24 @@ pub fn assign_replicas(
     spec: &ResourceBindingSpec,
     status: &ResourceBindingStatus,
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
+    assign_replicas_in(None, candidates, spec, status)
+}
+
+/// [`assign_replicas`] for candidates of `snapshot` ([`ClusterDetail::position`] set): the
+/// static weight rules are then answered from the sets the snapshot memoises. Same result.
+pub fn assign_replicas_in(
+    snapshot: Option<&Snapshot>,
+    candidates: &[ClusterDetail<'_>],
+    spec: &ResourceBindingSpec,
+    status: &ResourceBindingStatus,
+) -> Result<Vec<TargetCluster>, ScheduleError> {
     if candidates.is_empty() {
         return Err(ScheduleError::Other(
             "no clusters available to schedule".to_string(),
         ));
     }
     if (spec.replicas > 0 || spec.replica_requirements.is_some()) && spec.components.len() <= 1 {
-        return assign_workload(candidates, spec, status);
+        return assign_workload(snapshot, candidates, spec, status);
     }
     Ok(candidates
         .iter()
@@ -158,12 +170,13 @@ pub fn overflow_enabled(spec: &ResourceBindingSpec, status: &ResourceBindingStat
 }
 
 fn assign_workload(
+    snapshot: Option<&Snapshot>,
     cands: &[ClusterDetail<'_>],
     spec: &ResourceBindingSpec,
     status: &ResourceBindingStatus,
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
     if !overflow_enabled(spec, status) {
-        return assign_to(cands, spec, status);
+        return assign_to(snapshot, cands, spec, status);
     }
     let mut tiers: BTreeMap<i32, (Vec<ClusterDetail<'_>>, i64)> = BTreeMap::new();
     for c in cands {
@@ -177,7 +190,7 @@ fn assign_workload(
     // Upstream walks orders 0..=max; empty orders (and negative ones) are skipped.
     for (_, (tier, available)) in tiers.range(0..) {
         tier_spec.replicas = i64::from(remaining).min(*available) as i32;
-        out.extend(assign_to(tier, &tier_spec, status)?);
+        out.extend(assign_to(snapshot, tier, &tier_spec, status)?);
         remaining = remaining.wrapping_sub(tier_spec.replicas);
         if remaining <= 0 {
             break;
@@ -194,6 +207,7 @@ fn assign_workload(
 /// One strategy run on one set of candidates, then entries of ≤ 0 replicas dropped (the
 /// strategies' `_nonzero` forms never build them).
 fn assign_to(
+    snapshot: Option<&Snapshot>,
     cands: &[ClusterDetail<'_>],
     spec: &ResourceBindingSpec,
     status: &ResourceBindingStatus,
@@ -206,7 +220,9 @@ fn assign_to(
             .map(|c| TargetCluster::new(c.name, spec.replicas))
             .collect(),
         Strategy::Duplicated => Vec::new(),
-        Strategy::StaticWeight => static_weight::assign_by_static_weight_nonzero(cands, spec),
+        Strategy::StaticWeight => {
+            static_weight::assign_by_static_weight_nonzero(snapshot, cands, spec)
+        }
         Strategy::Aggregated => dynamic::assign_dynamic_nonzero(
             cands,
             spec,

@@ -42,6 +42,7 @@ fn details<'a>(
             allocatable_replicas: *a,
             available_replicas: i64::from(*a)
                 + i64::from(spec.assigned_replicas_for_cluster(c.name())),
+            position: None,
         })
         .collect()
 }
@@ -933,6 +934,7 @@ fn assign_replicas_upstream_table() {
                 overflow_order: i as i32,
                 allocatable_replicas: alloc[i],
                 available_replicas: avail[i],
+                position: None,
             })
             .collect()
     };

@@ -140,6 +140,7 @@ pub(crate) mod testutil {
             overflow_order: 0,
             allocatable_replicas: available as i32,
             available_replicas: available,
+            position: None,
         }
     }
 
