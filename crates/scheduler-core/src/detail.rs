@@ -18,7 +18,9 @@ pub struct ClusterDetail<'a> {
     pub allocatable_replicas: i32,
     /// `allocatable_replicas` plus the replicas already in `spec.clusters`, in i64.
     pub available_replicas: i64,
-    /// Position of `cluster` in the snapshot the pipeline runs on, so that assignment can
-    /// use the sets the snapshot memoises; `None` outside the pipeline.
+    /// Position of `cluster` in the snapshot the pipeline runs on (the snapshot is sorted by
+    /// name, so positions order details as names do), letting ties be broken and static
+    /// weights answered without reading names or clusters; `None` outside the pipeline.
+    /// Details handled together must all come from one snapshot, or all have `None`.
     pub position: Option<usize>,
 }

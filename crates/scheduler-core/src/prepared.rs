@@ -11,11 +11,13 @@
 
 use std::sync::Arc;
 
+use karmada_api::policy::SpreadFieldValue;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 
 use crate::framework::placement_of;
 use crate::plugins::api_enablement::{parse_group_version, serves};
 use crate::plugins::cluster_affinity::effective_affinities;
+use crate::plugins::spread_constraint;
 use crate::plugins::taint_toleration::has_hard_taint;
 use crate::selector::AffinityMatcher;
 use crate::snapshot::{ClusterSet, SetKey, Snapshot};
@@ -28,6 +30,18 @@ pub struct Prepared {
     hard_taints: Arc<ClusterSet>,
     /// Clusters matching some effective affinity; `None` without affinity constraint.
     affinity: Option<Arc<ClusterSet>>,
+    /// Clusters lacking the provider, region, zones, for the fields spread constraints use.
+    lacking: [Option<Arc<ClusterSet>>; 3],
+}
+
+/// Index in [`Prepared::lacking`] of the fields the SpreadConstraint filter checks.
+fn lacking_slot(field: SpreadFieldValue) -> Option<usize> {
+    match field {
+        SpreadFieldValue::Provider => Some(0),
+        SpreadFieldValue::Region => Some(1),
+        SpreadFieldValue::Zone => Some(2),
+        SpreadFieldValue::Cluster => None,
+    }
 }
 
 impl Prepared {
@@ -59,7 +73,23 @@ impl Prepared {
             }
             union
         };
+        let mut lacking: [Option<Arc<ClusterSet>>; 3] = Default::default();
+        for field in placement_of(spec)
+            .spread_constraints
+            .iter()
+            .filter_map(|sc| sc.spread_by_field)
+        {
+            if let Some(slot) = lacking_slot(field)
+                && lacking[slot].is_none()
+            {
+                lacking[slot] = Some(
+                    snapshot
+                        .cluster_set(SetKey::Lacks(field), |c| spread_constraint::lacks(c, field)),
+                );
+            }
+        }
         Self {
+            lacking,
             terminating: snapshot.cluster_set(SetKey::Terminating, |c| c.is_terminating()),
             api_enabled: snapshot.cluster_set(api_key, |c| serves(c, group, version, kind)),
             hard_taints: snapshot.cluster_set(SetKey::HardTaints, has_hard_taint),
@@ -97,6 +127,13 @@ impl PreparedRef<'_> {
     /// Whether the cluster has a `NoSchedule` or `NoExecute` taint.
     pub fn has_hard_taint(&self) -> bool {
         self.prepared.hard_taints.contains(self.index)
+    }
+
+    /// Whether the cluster lacks the property `field` groups by; `None` when not prepared
+    /// (no spread constraint uses the field).
+    pub fn lacks(&self, field: SpreadFieldValue) -> Option<bool> {
+        let set = self.prepared.lacking[lacking_slot(field)?].as_ref()?;
+        Some(set.contains(self.index))
     }
 
     /// Whether the cluster matches one of the effective affinities (true without any).

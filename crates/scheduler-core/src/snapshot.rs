@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use karmada_api::cluster::Cluster;
-use karmada_api::policy::ClusterAffinity;
+use karmada_api::policy::{ClusterAffinity, SpreadFieldValue};
 
 /// An immutable, name-sorted list of clusters, terminating ones included.
 #[derive(Clone, Debug, Default)]
@@ -76,6 +76,8 @@ pub(crate) enum SetKey {
         version: String,
         kind: String,
     },
+    /// Lacks the property a spread constraint on this field groups by.
+    Lacks(SpreadFieldValue),
     /// Matches the `ClusterAffinity` whose `Debug` form this is (every field, strings
     /// escaped: equal forms are equal affinities).
     Affinity(String),

@@ -300,16 +300,25 @@ proptest! {
         );
         let mut shuffled = details.clone();
         shuffle(&mut shuffled, seed);
-        // The details are in name order, as the pipeline hands them over.
+        // The details are in name order, as the pipeline hands them over, with or without
+        // their snapshot positions.
         let sorted = spread::group_clusters_name_sorted(details.clone(), &spec);
+        let mut positioned = details.clone();
+        for (i, d) in positioned.iter_mut().enumerate() {
+            d.position = Some(i);
+        }
+        shuffle(&mut positioned, seed);
+        let by_position = spread::group_clusters(positioned, &spec);
         let a = spread::group_clusters(details, &spec);
         let b = spread::group_clusters(shuffled, &spec);
         let names = |i: &spread::GroupClustersInfo<'_>| i.clusters.iter().map(|c| c.name.to_string()).collect::<Vec<_>>();
         prop_assert_eq!(names(&a), names(&b));
         prop_assert_eq!(names(&a), names(&sorted));
+        prop_assert_eq!(names(&a), names(&by_position));
         let groups = |i: &spread::GroupClustersInfo<'_>| i.regions.values().map(|g| (g.name.clone(), g.score, g.clusters.iter().map(|c| c.name.to_string()).collect::<Vec<_>>())).collect::<Vec<_>>();
         prop_assert_eq!(groups(&a), groups(&b));
         prop_assert_eq!(groups(&a), groups(&sorted));
+        prop_assert_eq!(groups(&a), groups(&by_position));
         let placement = spec.placement.as_ref().unwrap();
         let sa = spread::select_best_clusters(placement, &a, 7).map(|s| s.clusters.iter().map(|c| c.name.to_string()).collect::<Vec<_>>());
         let sb = spread::select_best_clusters(placement, &b, 7).map(|s| s.clusters.iter().map(|c| c.name.to_string()).collect::<Vec<_>>());

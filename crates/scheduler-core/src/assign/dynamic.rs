@@ -44,6 +44,8 @@ pub fn sort_by_replicas_desc(list: &mut [TargetCluster]) {
 pub(crate) struct Slot<'a> {
     pub name: &'a str,
     pub replicas: i32,
+    /// The candidate's snapshot position ([`ClusterDetail::position`]), if known.
+    pub position: Option<usize>,
 }
 
 impl<'a> Slot<'a> {
@@ -51,6 +53,7 @@ impl<'a> Slot<'a> {
         Self {
             name: &t.name,
             replicas: t.replicas,
+            position: None,
         }
     }
 
@@ -97,6 +100,7 @@ impl Entry for Slot<'_> {
         Self {
             name: self.name,
             replicas,
+            position: self.position,
         }
     }
 }
@@ -197,9 +201,14 @@ fn divide_slots<'a>(
         .iter()
         .map(|t| (t.name, i64::from(t.replicas)))
         .collect();
-    let fresh = dispense(target, &weights, uid)
+    let positions: Option<Vec<usize>> = avail.iter().map(|t| t.position).collect();
+    let fresh = dispense(target, &weights, positions.as_deref(), uid)
         .into_iter()
-        .map(|(name, replicas)| Slot { name, replicas })
+        .map(|(name, replicas)| Slot {
+            name,
+            replicas,
+            position: None,
+        })
         .collect();
     Ok(merge_entries(prior, fresh))
 }
@@ -257,6 +266,7 @@ fn dynamic_slots<'a>(
             .map(|c| Slot {
                 name: c.name,
                 replicas: c.allocatable_replicas,
+                position: c.position,
             })
             .collect()
     };

@@ -40,6 +40,9 @@ pub fn static_weights<'a>(
     rules: &[StaticClusterWeight],
 ) -> Vec<(&'a str, i64)> {
     static_weights_in(None, cands, rules)
+        .into_iter()
+        .map(|(name, w, _)| (name, w))
+        .collect()
 }
 
 /// A rule's verdicts: per candidate, or from the set of matching clusters of the snapshot.
@@ -56,7 +59,7 @@ pub(crate) fn static_weights_in<'a>(
     snapshot: Option<&Snapshot>,
     cands: &[ClusterDetail<'a>],
     rules: &[StaticClusterWeight],
-) -> Vec<(&'a str, i64)> {
+) -> Vec<(&'a str, i64, Option<usize>)> {
     let positioned = cands.iter().all(|c| c.position.is_some());
     let snapshot = snapshot.filter(|_| positioned);
     let mut by_name: HashMap<&str, i64> = HashMap::new();
@@ -86,7 +89,7 @@ pub(crate) fn static_weights_in<'a>(
         };
         tested.push((rule, r.weight));
     }
-    let mut list: Vec<(&'a str, i64)> = Vec::new();
+    let mut list: Vec<(&'a str, i64, Option<usize>)> = Vec::new();
     for c in cands {
         let named = if by_name.is_empty() {
             0
@@ -101,11 +104,11 @@ pub(crate) fn static_weights_in<'a>(
             })
             .fold(named, |w, (_, rw)| w.max(*rw));
         if weight > 0 {
-            list.push((c.name, weight));
+            list.push((c.name, weight, c.position));
         }
     }
-    if list.iter().fold(0i64, |s, (_, w)| s.wrapping_add(*w)) == 0 {
-        list.extend(cands.iter().map(|c| (c.name, 1)));
+    if list.iter().fold(0i64, |s, (_, w, _)| s.wrapping_add(*w)) == 0 {
+        list.extend(cands.iter().map(|c| (c.name, 1, c.position)));
     }
     list
 }
@@ -150,7 +153,14 @@ fn static_weight_parties<'a>(
         Some(p) => static_weights_in(snapshot, cands, &p.static_weight_list),
         // Upstream substitutes `default_weight_preference`: one rule per candidate naming it,
         // weight 1, so every candidate weighs 1 (there is a positive weight: no fallback).
-        None => cands.iter().map(|c| (c.name, 1)).collect(),
+        None => cands.iter().map(|c| (c.name, 1, c.position)).collect(),
     };
-    dispense(spec.replicas, &weights, &spec.resource.uid)
+    let positions: Option<Vec<usize>> = weights.iter().map(|w| w.2).collect();
+    let weights: Vec<(&str, i64)> = weights.iter().map(|&(n, w, _)| (n, w)).collect();
+    dispense(
+        spec.replicas,
+        &weights,
+        positions.as_deref(),
+        &spec.resource.uid,
+    )
 }

@@ -840,6 +840,24 @@ proptest! {
         prop_assert_eq!(got, list);
     }
 
+    /// Ordering parties by snapshot position gives what ordering them by name gives,
+    /// duplicate parties included (the last vote wins).
+    #[test]
+    fn webster_by_position_agrees_with_by_name(
+        votes in proptest::collection::vec((0usize..12, 0i64..40), 0..20),
+        seats in 0i32..150,
+        descending in any::<bool>(),
+    ) {
+        let ns = names(12);
+        let weights: Vec<(&str, i64)> = votes.iter().map(|(i, v)| (ns[*i].as_str(), *v)).collect();
+        let positions: Vec<usize> = votes.iter().map(|(i, _)| *i).collect();
+        let uid = if descending { "11111111-1111-1111-1111-111111111111" } else { "" };
+        prop_assert_eq!(
+            webster::dispense(seats, &weights, Some(&positions), uid),
+            webster::dispense(seats, &weights, None, uid)
+        );
+    }
+
     #[test]
     fn webster_is_independent_of_party_order(
         weights in proptest::collection::vec(0i64..30, 1..12),
@@ -1161,6 +1179,7 @@ proptest! {
         aggregated_pref in any::<bool>(),
         fresh in any::<bool>(),
         uid in prop_oneof![Just(""), Just("11111111-1111-1111-1111-111111111111"), Just("7c5f1a6e-2d3b-4c8e-9f10-1a2b3c4d5e6f")],
+        positioned in any::<bool>(),
     ) {
         let ns = names(45);
         let refs: Vec<&str> = ns[..alloc.len()].iter().map(|s| s.as_str()).collect();
@@ -1174,7 +1193,13 @@ proptest! {
         spec.resource.uid = uid.to_string();
         let mode = if fresh { dynamic::Mode::Fresh } else { dynamic::Mode::Steady };
         let cs = clusters(&refs);
-        let d = details(&cs, &alloc, &spec);
+        let mut d = details(&cs, &alloc, &spec);
+        if positioned {
+            // As in the pipeline: positions of a name-sorted snapshot.
+            for (i, c) in d.iter_mut().enumerate() {
+                c.position = Some(i);
+            }
+        }
         let want = reference::assign_dynamic(&d, &spec, strategy, mode);
         let got = dynamic::assign_dynamic(&d, &spec, strategy, mode);
         prop_assert_eq!(&got, &want);

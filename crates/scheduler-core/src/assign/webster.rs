@@ -124,6 +124,41 @@ pub(crate) fn webster<'n>(
             (_, None) => parties.push((name, 0, seats)),
         }
     }
+    apportion(new_seats, parties, order)
+}
+
+/// [`webster`] without initial seats, for parties whose names are ordered as `positions`
+/// order them (equal positions for equal names, as snapshot positions are): they are put in
+/// name order by comparing positions, not names.
+fn webster_positioned<'n>(
+    new_seats: i32,
+    votes: &[(&'n str, i64)],
+    positions: &[usize],
+    order: NameOrder,
+) -> Vec<(&'n str, i64, i32)> {
+    let mut by_position: Vec<(usize, usize)> =
+        positions.iter().copied().zip(0..votes.len()).collect();
+    // Equal positions keep their input order, so the last vote of a party wins.
+    by_position.sort_unstable();
+    let mut parties: Vec<(&'n str, i64, i32)> = Vec::with_capacity(votes.len());
+    let mut last = None;
+    for (p, i) in by_position {
+        let (name, v) = votes[i];
+        match parties.last_mut() {
+            Some(party) if last == Some(p) => party.1 = v,
+            _ => parties.push((name, v, 0)),
+        }
+        last = Some(p);
+    }
+    apportion(new_seats, parties, order)
+}
+
+/// Hand out `new_seats` seats to `parties` (name order, unique names).
+fn apportion(
+    new_seats: i32,
+    mut parties: Vec<(&str, i64, i32)>,
+    order: NameOrder,
+) -> Vec<(&str, i64, i32)> {
     if parties.is_empty() {
         return parties;
     }
@@ -204,16 +239,25 @@ pub fn dispense_by_weight<N: AsRef<str>>(
 
 /// [`dispense_by_weight`] without an initial distribution, on borrowed names: every party
 /// with its seats, sorted by name; empty when the weights sum to 0.
+///
+/// `positions`, when given, are the parties' snapshot positions (one per weight, ordered as
+/// the names are); they spare comparing names.
 pub(crate) fn dispense<'n>(
     replicas: i32,
     weights: &[(&'n str, i64)],
+    positions: Option<&[usize]>,
     uid: &str,
 ) -> Vec<(&'n str, i32)> {
     let sum = weights.iter().fold(0i64, |s, (_, w)| s.wrapping_add(*w));
     if sum == 0 {
         return Vec::new();
     }
-    webster(replicas, weights, &[], name_order_for_uid(uid))
+    let order = name_order_for_uid(uid);
+    let parties = match positions {
+        Some(p) if p.len() == weights.len() => webster_positioned(replicas, weights, p, order),
+        _ => webster(replicas, weights, &[], order),
+    };
+    parties
         .into_iter()
         .map(|(name, _, seats)| (name, seats))
         .collect()

@@ -1,5 +1,6 @@
 //! `SpreadConstraint`: a cluster must carry the property every spread constraint groups by.
 
+use karmada_api::cluster::Cluster;
 use karmada_api::policy::SpreadFieldValue;
 
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
@@ -22,23 +23,34 @@ impl Plugin for SpreadConstraint {
 
 impl FilterPlugin for SpreadConstraint {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
-        let spec = &ctx.cluster.spec;
         for sc in &ctx.placement().spread_constraints {
-            let reason = match sc.spread_by_field {
-                Some(SpreadFieldValue::Provider) if spec.provider.is_empty() => {
-                    "cluster(s) did not have provider property"
-                }
-                Some(SpreadFieldValue::Region) if spec.region.is_empty() => {
-                    "cluster(s) did not have region property"
-                }
-                Some(SpreadFieldValue::Zone) if spec.zones.is_empty() => {
-                    "cluster(s) did not have zones property"
-                }
+            let Some(field) = sc.spread_by_field else {
+                continue;
+            };
+            let lacks = match ctx.prepared.and_then(|p| p.lacks(field)) {
+                Some(lacks) => lacks,
+                None => lacks(ctx.cluster, field),
+            };
+            let reason = match field {
+                SpreadFieldValue::Provider if lacks => "cluster(s) did not have provider property",
+                SpreadFieldValue::Region if lacks => "cluster(s) did not have region property",
+                SpreadFieldValue::Zone if lacks => "cluster(s) did not have zones property",
                 _ => continue,
             };
             return PluginResult::unschedulable(reason);
         }
         PluginResult::success()
+    }
+}
+
+/// Whether the cluster lacks the property `field` groups by (never for `cluster`).
+pub(crate) fn lacks(cluster: &Cluster, field: SpreadFieldValue) -> bool {
+    let spec = &cluster.spec;
+    match field {
+        SpreadFieldValue::Provider => spec.provider.is_empty(),
+        SpreadFieldValue::Region => spec.region.is_empty(),
+        SpreadFieldValue::Zone => spec.zones.is_empty(),
+        SpreadFieldValue::Cluster => false,
     }
 }
 

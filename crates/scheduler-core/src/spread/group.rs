@@ -46,12 +46,17 @@ pub struct GroupClustersInfo<'a> {
 }
 
 /// The canonical comparator: overflow order asc, score desc, available replicas desc, name asc.
+/// Details of one snapshot compare their positions instead of their names (the snapshot is
+/// sorted by name, so both orders agree).
 pub fn canonical_cmp(a: &ClusterDetail<'_>, b: &ClusterDetail<'_>) -> Ordering {
     a.overflow_order
         .cmp(&b.overflow_order)
         .then_with(|| b.score.cmp(&a.score))
         .then_with(|| b.available_replicas.cmp(&a.available_replicas))
-        .then_with(|| a.name.cmp(b.name))
+        .then_with(|| match (a.position, b.position) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            _ => a.name.cmp(b.name),
+        })
 }
 
 /// Sort canonically. Total order (names are unique), so any sort gives upstream's result.
@@ -149,38 +154,31 @@ fn build_topology<'a>(
         return info;
     }
     let constraints = &placement.spread_constraints;
-    if is_spread_constraint_existed(constraints, SpreadFieldValue::Zone) {
-        info.zones = build_groups(
-            &info.clusters,
-            spec,
-            constraints,
-            SpreadFieldValue::Zone,
-            |c| c.spec.zones.iter().map(String::as_str).collect(),
-        );
-    }
-    if is_spread_constraint_existed(constraints, SpreadFieldValue::Region) {
-        info.regions = build_groups(
-            &info.clusters,
-            spec,
-            constraints,
-            SpreadFieldValue::Region,
-            |c| single(&c.spec.region),
-        );
-    }
-    if is_spread_constraint_existed(constraints, SpreadFieldValue::Provider) {
-        info.providers = build_groups(
-            &info.clusters,
-            spec,
-            constraints,
-            SpreadFieldValue::Provider,
-            |c| single(&c.spec.provider),
-        );
+    for (field, groups) in [
+        (SpreadFieldValue::Zone, &mut info.zones),
+        (SpreadFieldValue::Region, &mut info.regions),
+        (SpreadFieldValue::Provider, &mut info.providers),
+    ] {
+        if is_spread_constraint_existed(constraints, field) {
+            *groups = build_groups(&info.clusters, spec, constraints, field);
+        }
     }
     info
 }
 
-fn single(v: &str) -> Vec<&str> {
-    if v.is_empty() { Vec::new() } else { vec![v] }
+/// The groups a cluster joins for `field`: each entry of `spec.zones`, or `spec.region` /
+/// `spec.provider` when set.
+fn group_keys(c: &Cluster, field: SpreadFieldValue) -> impl Iterator<Item = &str> {
+    let (one, many): (&str, &[String]) = match field {
+        SpreadFieldValue::Zone => ("", &c.spec.zones),
+        SpreadFieldValue::Region => (&c.spec.region, &[]),
+        SpreadFieldValue::Provider => (&c.spec.provider, &[]),
+        SpreadFieldValue::Cluster => ("", &[]),
+    };
+    (!one.is_empty())
+        .then_some(one)
+        .into_iter()
+        .chain(many.iter().map(String::as_str))
 }
 
 fn build_groups<'a>(
@@ -188,15 +186,17 @@ fn build_groups<'a>(
     spec: &ResourceBindingSpec,
     constraints: &[SpreadConstraint],
     field: SpreadFieldValue,
-    keys: impl Fn(&Cluster) -> Vec<&str>,
 ) -> BTreeMap<String, GroupInfo<'a>> {
     let mut groups: BTreeMap<String, GroupInfo<'a>> = BTreeMap::new();
     for c in clusters {
-        for key in keys(c.cluster) {
-            let g = groups.entry(key.to_string()).or_insert_with(|| GroupInfo {
-                name: key.to_string(),
-                ..Default::default()
-            });
+        for key in group_keys(c.cluster, field) {
+            let g = match groups.get_mut(key) {
+                Some(g) => g,
+                None => groups.entry(key.to_string()).or_insert_with(|| GroupInfo {
+                    name: key.to_string(),
+                    ..Default::default()
+                }),
+            };
             g.clusters.push(c.clone());
             g.available_replicas += c.available_replicas;
         }
