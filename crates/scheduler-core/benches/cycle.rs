@@ -6,6 +6,11 @@
 //! (`CLOCK_THREAD_CPUTIME_ID`), so that numbers taken on a shared, busy host still say what one
 //! binding costs; set `CYCLE_BENCH_WALL=1` for wall-clock time.
 //!
+//! The `cycle/...` groups schedule every binding against one snapshot, which then remembers
+//! what bindings ask about its clusters (see `scheduler_core::prepared`). With
+//! `CYCLE_BENCH_FRESH=1`, the `cycle-fresh-snapshot/...` groups also build a new snapshot of
+//! the same clusters for every binding, as the daemon does today.
+//!
 //! `cargo bench -p scheduler-core --bench cycle`
 
 use std::collections::BTreeMap;
@@ -277,5 +282,57 @@ fn cycle(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, cycle);
+/// The daemon's pattern: a snapshot built from the shared clusters for every binding.
+fn cycle_fresh_snapshot(c: &mut Criterion) {
+    if std::env::var_os("CYCLE_BENCH_FRESH").is_none() {
+        return;
+    }
+    let gates = FeatureGates::new();
+    let scheduler = Scheduler::from_plugins_flag(
+        &["*"],
+        ScheduleConfig {
+            gates: gates.clone(),
+            ..Default::default()
+        },
+    )
+    .expect("in-tree plugins")
+    .with_estimator(Arc::new(GeneralEstimator::new(
+        gates.customized_cluster_resource_modeling(),
+    )));
+    let status = ResourceBindingStatus::default();
+    for strategy in [
+        "duplicated",
+        "static-weight",
+        "dynamic-weight",
+        "aggregated",
+        "dynamic-by-region",
+    ] {
+        let mut group = c.benchmark_group(format!("cycle-fresh-snapshot/{strategy}"));
+        let spec = binding(strategy);
+        for n in SIZES {
+            let clusters: Vec<Arc<Cluster>> = (0..n).map(|i| Arc::new(cluster(i))).collect();
+            let run = || {
+                let snapshot = Snapshot::new(clusters.iter().cloned());
+                let input = BindingInput {
+                    snapshot: &snapshot,
+                    spec: &spec,
+                    status: &status,
+                    workload_index: None,
+                };
+                block_on(scheduler.schedule_binding(input, false))
+            };
+            assert!(matches!(run().result, Ok(Decision::Scheduled(ref c)) if !c.is_empty()));
+            group.bench_function(BenchmarkId::from_parameter(n), |b| {
+                b.iter_custom(|iters| {
+                    measure(iters, || {
+                        black_box(run());
+                    })
+                });
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, cycle, cycle_fresh_snapshot);
 criterion_main!(benches);
