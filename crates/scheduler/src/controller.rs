@@ -8,7 +8,8 @@
 //! changed or deleted while disconnected produce the same handler calls as live events.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -154,6 +155,12 @@ pub fn requeue_on_cluster_change(
 pub struct Stores {
     bindings: RwLock<HashMap<BindingKey, (Cached, Summary)>>,
     clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
+    /// Bumped (under the `clusters` write lock) by every cluster change.
+    cluster_version: AtomicU64,
+    /// The snapshot of `clusters` at a `cluster_version`. Kept until a cluster changes, because
+    /// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries)
+    /// that then serve every binding scheduled meanwhile.
+    snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
 }
 
 impl Stores {
@@ -165,14 +172,33 @@ impl Stores {
             .map(|(c, _)| c.clone())
     }
 
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(
-            self.clusters
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .values()
-                .cloned(),
-        )
+    /// The clusters as a snapshot, shared until the next cluster change.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
+        // Read under the lock, so the version describes exactly these clusters.
+        let version = self.cluster_version.load(Ordering::Acquire);
+        let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, s)) = cached.as_ref()
+            && *v == version
+        {
+            return s.clone();
+        }
+        let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
+        *cached = Some((version, fresh.clone()));
+        fresh
+    }
+
+    /// Insert or replace a cluster; the previous object, if any.
+    fn put_cluster(&self, cluster: Arc<Cluster>) -> Option<Arc<Cluster>> {
+        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        self.cluster_version.fetch_add(1, Ordering::AcqRel);
+        clusters.insert(cluster.name().to_string(), cluster)
+    }
+
+    fn drop_cluster(&self, name: &str) {
+        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        self.cluster_version.fetch_add(1, Ordering::AcqRel);
+        clusters.remove(name);
     }
 
     fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
@@ -408,14 +434,8 @@ impl Context {
 
     /// A cluster was added or changed.
     pub fn upsert_cluster(&self, cluster: Cluster) {
-        let name = cluster.name().to_string();
         let new = Arc::new(cluster);
-        let old = self
-            .stores
-            .clusters
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name, new.clone());
+        let old = self.stores.put_cluster(new.clone());
         if let Some(old) = old {
             for c in cluster_update_fanout(&old, &new) {
                 self.fan_out(&c);
@@ -424,11 +444,7 @@ impl Context {
     }
 
     pub fn remove_cluster(&self, name: &str) {
-        self.stores
-            .clusters
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+        self.stores.drop_cluster(name);
     }
 
     /// Process one key; the queue outcome.
@@ -1227,6 +1243,22 @@ mod tests {
             ctx.queue.pop().await.unwrap().key,
             BindingKey::rb("ns", "b")
         );
+    }
+
+    #[test]
+    fn the_snapshot_is_shared_until_a_cluster_changes() {
+        let stores = Stores::default();
+        stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m1"}}))));
+        let a = stores.snapshot();
+        assert!(Arc::ptr_eq(&a, &stores.snapshot()));
+        stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m2"}}))));
+        let b = stores.snapshot();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(b.num_of_clusters(), 2);
+        stores.drop_cluster("m1");
+        let c = stores.snapshot();
+        assert_eq!(c.num_of_clusters(), 1);
+        assert_eq!(c.clusters()[0].name(), "m2");
     }
 
     #[test]
