@@ -1,7 +1,7 @@
 //! Estimators: how many replicas (or component sets) each cluster can still take.
 //!
 //! The core asks every registered estimator about the feasible clusters and keeps, per
-//! cluster, the minimum of the answers ([`merge`] semantics live in the pipeline). The
+//! cluster, the minimum of the answers (`merge` semantics live in the pipeline). The
 //! general estimator reads `status.resourceSummary`; the gRPC client of `estimator-client`
 //! asks the member cluster's `karmada-scheduler-estimator`; tests plug in stubs.
 

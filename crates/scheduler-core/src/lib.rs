@@ -5,14 +5,20 @@
 //! implementations (the general estimator in this crate, the gRPC client in
 //! `estimator-client`, test stubs) live at the edges.
 //!
-//! Planned surface (filled by the scheduler-core issue):
-//! - `quantity`: exact Kubernetes quantity arithmetic;
-//! - `snapshot::Snapshot`: the clusters of one scheduling cycle;
-//! - `framework` and `plugins::*`: filter and score plugins with `--plugins` semantics;
-//! - `spread`: spread-constraint grouping and selection;
-//! - `assign`: Duplicated, static/dynamic weight and Aggregated division (Webster);
-//! - `general`: the general estimator;
-//! - `schedule(...)`: the whole pass, returning the result and a trace for `explain`.
+//! Map of the crate:
+//! - [`quantity`]: exact Kubernetes quantity arithmetic; [`selector`]: label and field
+//!   selectors of cluster affinities;
+//! - [`snapshot::Snapshot`]: the clusters of a scheduling pass, name-sorted, with memos of
+//!   per-cluster answers that every binding scheduled against it shares ([`prepared`]);
+//! - [`framework`] and [`plugins`]: filter and score plugins with `--plugins` semantics;
+//! - [`spread`]: spread-constraint grouping and selection;
+//! - [`assign`]: Duplicated, static/dynamic weight and Aggregated division (Webster);
+//! - [`general`]: the general estimator; [`estimator`]: the trait every estimator implements
+//!   and the merge of their answers;
+//! - [`schedule::Scheduler`]: the whole pass (with the `clusterAffinities` failover), returning
+//!   the result and, on request, a [`trace`] for `simulate -o explain`;
+//! - [`observe`]: hooks through which the daemon times steps, extension points and plugins;
+//! - [`features`]: the feature gates the algorithm reads.
 
 pub mod assign;
 pub mod detail;

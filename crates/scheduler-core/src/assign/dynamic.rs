@@ -6,7 +6,7 @@
 //! (scale down); Fresh mode recomputes from scratch, counting current replicas as capacity.
 //! All replica arithmetic is i32 with Go's wrapping.
 //!
-//! The work is done on [`Slot`]s, which borrow the cluster names, so that dividing over
+//! The work is done on `Slot`s, which borrow the cluster names, so that dividing over
 //! thousands of clusters copies no name; only the entries of the result are turned into
 //! [`TargetCluster`]s.
 
