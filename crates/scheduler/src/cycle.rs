@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
 use crate::condition::{AttemptError, condition_for};
-use crate::decision::{Decision, ScheduleType, decide};
+use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
 use crate::own_writes::OwnWrites;
 use crate::patch::{
     REASON_FAILED, REASON_SUCCEED, StatusUpdate, deleting_event_message, observed_generation_patch,
@@ -50,6 +50,10 @@ pub struct CycleReport {
     pub schedule_type: Option<ScheduleType>,
     pub result: Result<(), CycleError>,
 }
+
+/// Passes run for the echo of our own write of a Duplicated binding (one reorders at most;
+/// the bound only guards against a result that would never settle).
+const ECHO_PASSES: usize = 2;
 
 /// Attempts at the status patch when it keeps conflicting with concurrent writers.
 const STATUS_PATCH_ATTEMPTS: usize = 5;
@@ -206,12 +210,17 @@ impl Cycle<'_> {
         let mut final_err: Option<AttemptError> = algo_err.clone().map(AttemptError::Schedule);
         if let Some(result) = &to_write {
             let mut patch_err = None;
-            if let Some(patch) = result_patch(binding, &placement_json, result) {
+            let mut result = result.clone();
+            let mut passes = 0;
+            while let Some(patch) =
+                result_patch(fresh.as_ref().unwrap_or(binding), &placement_json, &result)
+            {
+                let base = fresh.as_ref().unwrap_or(binding);
                 let bumps_generation = patch.get("spec").is_some();
-                let patch = with_precondition(patch, binding.resource_version());
+                let patch = with_precondition(patch, base.resource_version());
                 let own = self.own_writes.filter(|_| bumps_generation);
                 if let Some(own) = own {
-                    own.expect(&key, binding.generation());
+                    own.expect(&key, base.generation());
                 }
                 let sent = self.writer.patch(&key, Target::Main, patch).await;
                 if let (Err(_), Some(own)) = (&sent, own) {
@@ -220,9 +229,39 @@ impl Cycle<'_> {
                 match sent {
                     Ok(stored) => fresh = Some(stored),
                     Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
-                    Err(e) => patch_err = Some(AttemptError::Api(e)),
+                    Err(e) => {
+                        patch_err = Some(AttemptError::Api(e));
+                        break;
+                    }
+                }
+                // The reference schedules a Duplicated or non-workload binding again when the
+                // watch event of its own `spec.clusters` write comes back, and the clusters
+                // it already holds then score higher (ClusterLocality), which can reorder
+                // them. That echo is not queued here (see `own_writes`), so run the same pass
+                // now, against the same snapshot, and write the order it converges to.
+                passes += 1;
+                if !bumps_generation || passes > ECHO_PASSES || !always_rescheduled(&binding.spec) {
+                    break;
+                }
+                let Some(current) = fresh.as_ref() else { break };
+                let again = self
+                    .scheduler
+                    .schedule_binding(
+                        BindingInput {
+                            snapshot,
+                            spec: &current.spec,
+                            status: &current.status,
+                            workload_index: self.workload_index,
+                        },
+                        false,
+                    )
+                    .await;
+                match again.result {
+                    Ok(CoreDecision::Scheduled(r)) => result = r,
+                    _ => break,
                 }
             }
+            let result = &result;
             if let Some(pe) = patch_err {
                 let mut members: Vec<AttemptError> = Vec::new();
                 if let Some(e) = final_err.take() {
@@ -461,9 +500,12 @@ mod tests {
     /// with the reference's `schedule_step` labels.
     #[tokio::test]
     async fn one_cycle_observes_every_algorithm_step() {
+        // Divided, so that one pass runs (a Duplicated binding gets the echo pass too).
         let api = FakeApi::new(binding_json(
-            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
-            0,
+            json!({"clusterAffinity": {"clusterNames": ["m1"]},
+                   "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                         "replicaDivisionPreference": "Aggregated"}}),
+            2,
         ));
         let events = Events::default();
         let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
@@ -498,6 +540,71 @@ mod tests {
         ] {
             assert!(text.contains(sample), "{sample} missing in\n{text}");
         }
+    }
+
+    /// A Duplicated binding that already holds some clusters: the reference's echo pass
+    /// (the watch event of its own write) sees every chosen cluster as held and writes the
+    /// order that converges; one status patch follows.
+    #[tokio::test]
+    async fn duplicated_result_converges_like_the_echo_pass() {
+        let mut object = binding_json(
+            json!({"clusterAffinity": {"clusterNames": ["m1", "m2", "m3"]}}),
+            2,
+        );
+        object["spec"]["clusters"] = json!([{"name": "m3", "replicas": 2}]);
+        let api = FakeApi::new(object);
+        let events = Events::default();
+        let s = scheduler();
+        let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2"), cluster("m3")]);
+        let own = OwnWrites::default();
+        let cycle = Cycle {
+            scheduler: &s,
+            writer: &api,
+            events: &events,
+            workload_index: None,
+            own_writes: Some(&own),
+        };
+        let report = cycle.run(&api.binding(), &snapshot, now()).await;
+        assert_eq!(report.result, Ok(()));
+        let log = api.log.lock().unwrap().clone();
+        let mains: Vec<&Value> = log
+            .iter()
+            .filter(|(t, _)| *t == Target::Main)
+            .map(|(_, p)| &p["spec"]["clusters"])
+            .collect();
+        let statuses = log.iter().filter(|(t, _)| *t == Target::Status).count();
+        // ClusterLocality puts the held m3 first; once all three are held, the order is
+        // the snapshot's again.
+        assert_eq!(
+            mains,
+            [
+                &json!([{"name": "m3", "replicas": 2}, {"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 2}]),
+                &json!([{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 2}, {"name": "m3", "replicas": 2}]),
+            ]
+        );
+        assert_eq!(statuses, 1);
+        assert!(own.is_echo(&api.binding().key(), api.binding().generation()));
+        // What a second pass over the stored object gives is what is stored.
+        let stored = api.binding();
+        let again = s
+            .schedule_binding(
+                BindingInput {
+                    snapshot: &snapshot,
+                    spec: &stored.spec,
+                    status: &stored.status,
+                    workload_index: None,
+                },
+                false,
+            )
+            .await;
+        match again.result {
+            Ok(CoreDecision::Scheduled(r)) => assert_eq!(r, stored.spec.clusters),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            api.binding().status.scheduler_observed_generation,
+            api.binding().generation()
+        );
     }
 
     #[tokio::test]

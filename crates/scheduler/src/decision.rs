@@ -72,9 +72,7 @@ pub fn decide(binding: &Binding, clusters: &[&Cluster], multiple_pod_templates: 
     if reschedule_required(spec, status) {
         return Decision::Schedule(ReconcileSchedule, Trigger::RescheduleTriggered);
     }
-    if !spec.is_workload()
-        || placement.replica_scheduling_type() == Some(ReplicaSchedulingType::Duplicated)
-    {
+    if always_rescheduled(spec) {
         return Decision::Schedule(ReconcileSchedule, Trigger::Duplicated);
     }
     if has_terminating_target(spec, clusters) {
@@ -84,6 +82,16 @@ pub fn decide(binding: &Binding, clusters: &[&Cluster], multiple_pod_templates: 
     Decision::UpToDate {
         sync_generation: (generation != status.scheduler_observed_generation).then_some(generation),
     }
+}
+
+/// Row 4 of the ladder: non-workloads and Duplicated workloads are scheduled again on every
+/// enqueue, whatever changed.
+pub fn always_rescheduled(spec: &ResourceBindingSpec) -> bool {
+    !spec.is_workload()
+        || spec
+            .placement
+            .as_ref()
+            .is_some_and(|p| p.replica_scheduling_type() == Some(ReplicaSchedulingType::Duplicated))
 }
 
 /// §5.3. Both sides are compared after decoding, so absent and empty collections are equal

@@ -21,14 +21,23 @@ use std::sync::Mutex;
 
 use crate::binding::BindingKey;
 
-/// Expected generations of our own result patches, by binding.
+/// Expected generations of our own result patches, by binding: a range, because one cycle
+/// may write `spec.clusters` more than once (see `cycle.rs`, the echo passes).
 #[derive(Debug, Default)]
-pub struct OwnWrites(Mutex<HashMap<BindingKey, i64>>);
+pub struct OwnWrites(Mutex<HashMap<BindingKey, (i64, i64)>>);
 
 impl OwnWrites {
     /// A result patch that changes the spec of `key` at `generation` is about to be sent.
     pub fn expect(&self, key: &BindingKey, generation: i64) {
-        self.lock().insert(key.clone(), generation + 1);
+        let mut map = self.lock();
+        let next = generation + 1;
+        match map.get_mut(key) {
+            // The next write of the same cycle: its echo and the earlier ones are ours.
+            Some(range) if range.1 == generation => range.1 = next,
+            _ => {
+                map.insert(key.clone(), (next, next));
+            }
+        }
     }
 
     /// The patch failed: events for `key` are someone else's again.
@@ -39,18 +48,19 @@ impl OwnWrites {
     /// Whether an update of `key` to `generation` is the echo of our own write (consumed).
     pub fn is_echo(&self, key: &BindingKey, generation: i64) -> bool {
         let mut map = self.lock();
-        match map.get(key) {
-            Some(&g) if g == generation => {
-                map.remove(key);
-                true
-            }
-            // A newer generation than our write: ours has been overtaken, forget it.
-            Some(&g) if g < generation => {
-                map.remove(key);
-                false
-            }
-            _ => false,
+        let Some(&(low, high)) = map.get(key) else {
+            return false;
+        };
+        if generation < low {
+            return false;
         }
+        if generation >= high {
+            // The last of ours, or newer than ours (overtaken): nothing more to expect.
+            map.remove(key);
+            return generation == high;
+        }
+        map.insert(key.clone(), (generation + 1, high));
+        true
     }
 
     /// The binding is gone.
@@ -67,7 +77,7 @@ impl OwnWrites {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BindingKey, i64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BindingKey, (i64, i64)>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -93,6 +103,21 @@ mod tests {
         assert!(!w.is_echo(&key("a"), 4), "an older generation");
         assert!(w.is_echo(&key("a"), 5));
         assert!(!w.is_echo(&key("a"), 5), "consumed");
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn consecutive_writes_of_one_cycle_are_all_echoes() {
+        let w = OwnWrites::default();
+        w.expect(&key("a"), 4);
+        w.expect(&key("a"), 5);
+        assert!(w.is_echo(&key("a"), 5));
+        assert!(w.is_echo(&key("a"), 6));
+        assert!(w.is_empty());
+        // Events may also be coalesced by a relist: the newest alone is enough.
+        w.expect(&key("a"), 6);
+        w.expect(&key("a"), 7);
+        assert!(w.is_echo(&key("a"), 8));
         assert!(w.is_empty());
     }
 
