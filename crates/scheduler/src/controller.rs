@@ -1201,21 +1201,26 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_malformed_binding_is_told_and_the_others_go_on() {
-        let writer = Arc::new(Recording::default());
-        let events = crate::events::MemoryRecorder::default();
-        let ctx = Context {
+    /// A worker context over in-memory parts, default flags.
+    fn test_context(writer: Arc<Recording>, events: crate::events::MemoryRecorder) -> Context {
+        Context {
             scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
             scheduler_name: "default-scheduler".into(),
             stores: Arc::new(Stores::default()),
             queue: Arc::new(SchedulingQueue::new(false, Default::default())),
-            writer: writer.clone(),
-            events: Arc::new(events.clone()),
+            writer,
+            events: Arc::new(events),
             metrics: Arc::new(Metrics::new()),
             workload: None,
             own_writes: OwnWrites::default(),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn a_malformed_binding_is_told_and_the_others_go_on() {
+        let writer = Arc::new(Recording::default());
+        let events = crate::events::MemoryRecorder::default();
+        let ctx = test_context(writer.clone(), events.clone());
         let mut bad = raw(
             lbl(),
             1,
@@ -1282,17 +1287,10 @@ mod tests {
     /// The watch event of our own result patch is not queued; anyone else's bump still is.
     #[tokio::test]
     async fn the_echo_of_our_own_write_is_not_queued() {
-        let ctx = Context {
-            scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
-            scheduler_name: "default-scheduler".into(),
-            stores: Arc::new(Stores::default()),
-            queue: Arc::new(SchedulingQueue::new(false, Default::default())),
-            writer: Arc::new(Recording::default()),
-            events: Arc::new(crate::events::MemoryRecorder::default()),
-            metrics: Arc::new(Metrics::new()),
-            workload: None,
-            own_writes: OwnWrites::default(),
-        };
+        let ctx = test_context(
+            Arc::new(Recording::default()),
+            crate::events::MemoryRecorder::default(),
+        );
         let key = BindingKey::rb("ns", "b");
         ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
         let item = ctx.queue.pop().await.unwrap();
