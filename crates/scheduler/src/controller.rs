@@ -1017,24 +1017,19 @@ pub async fn run(
         watches.push(tokio::spawn(async move {
             let cfg = watcher::Config::default().labels(SERVICE_NAME_LABEL);
             let stream = watcher::watcher(api, cfg).default_backoff();
-            let (e1, e2) = (est.clone(), est.clone());
-            let (ns1, ns2) = (ns.clone(), ns.clone());
-            let (p1, p2) = (prefix.clone(), prefix);
+            // Added, changed or gone: the same re-resolution of the slice's Service.
+            let changed = move |key: &str| {
+                if let Some(svc) = slice_service(key, &prefix) {
+                    est.service_changed(ns.clone(), svc.to_string());
+                }
+            };
+            let removed = changed.clone();
             drive(
                 stream,
                 "endpointslices",
                 slice_key,
-                move |s: EndpointSlice| {
-                    let key = slice_key(&s);
-                    if let Some(svc) = slice_service(&key, &p1) {
-                        e1.service_changed(ns1.clone(), svc.to_string());
-                    }
-                },
-                move |key: &str| {
-                    if let Some(svc) = slice_service(key, &p2) {
-                        e2.service_changed(ns2.clone(), svc.to_string());
-                    }
-                },
+                move |s: EndpointSlice| changed(&slice_key(&s)),
+                removed,
                 tx,
             )
             .await;

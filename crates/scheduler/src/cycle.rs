@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
-use crate::condition::{AttemptError, condition_for};
+use crate::condition::{ApiFailure, AttemptError, condition_for};
 use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
 use crate::own_writes::OwnWrites;
 use crate::patch::{
@@ -212,53 +212,37 @@ impl Cycle<'_> {
             let mut patch_err = None;
             let mut result = result.clone();
             let mut passes = 0;
-            while let Some(patch) =
-                result_patch(fresh.as_ref().unwrap_or(binding), &placement_json, &result)
-            {
+            loop {
                 let base = fresh.as_ref().unwrap_or(binding);
+                let Some(patch) = result_patch(base, &placement_json, &result) else {
+                    break;
+                };
                 let bumps_generation = patch.get("spec").is_some();
-                let patch = with_precondition(patch, base.resource_version());
-                let own = self.own_writes.filter(|_| bumps_generation);
-                if let Some(own) = own {
-                    own.expect(&key, base.generation());
-                }
-                let sent = self.writer.patch(&key, Target::Main, patch).await;
-                if let (Err(_), Some(own)) = (&sent, own) {
-                    own.withdraw(&key);
-                }
-                match sent {
-                    Ok(stored) => fresh = Some(stored),
+                let stored = match self.send_result(&key, base, patch, bumps_generation).await {
+                    Ok(stored) => stored,
                     Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
                     Err(e) => {
                         patch_err = Some(AttemptError::Api(e));
                         break;
                     }
-                }
+                };
                 // The reference schedules a Duplicated or non-workload binding again when the
                 // watch event of its own `spec.clusters` write comes back, and the clusters
                 // it already holds then score higher (ClusterLocality), which can reorder
                 // them. That echo is not queued here (see `own_writes`), so run the same pass
                 // now, against the same snapshot, and write the order it converges to.
                 passes += 1;
-                if !bumps_generation || passes > ECHO_PASSES || !always_rescheduled(&binding.spec) {
-                    break;
-                }
-                let Some(current) = fresh.as_ref() else { break };
-                let again = self
-                    .scheduler
-                    .schedule_binding(
-                        BindingInput {
-                            snapshot,
-                            spec: &current.spec,
-                            status: &current.status,
-                            workload_index: self.workload_index,
-                        },
-                        false,
-                    )
-                    .await;
-                match again.result {
-                    Ok(CoreDecision::Scheduled(r)) => result = r,
-                    _ => break,
+                let echo =
+                    bumps_generation && passes <= ECHO_PASSES && always_rescheduled(&binding.spec);
+                let again = if echo {
+                    self.echo_pass(snapshot, &stored).await
+                } else {
+                    None
+                };
+                fresh = Some(stored);
+                match again {
+                    Some(r) => result = r,
+                    None => break,
                 }
             }
             let result = &result;
@@ -308,6 +292,43 @@ impl Cycle<'_> {
         }
     }
 
+    /// Send a result patch computed against `base`, preconditioned on its resourceVersion;
+    /// a patch that bumps the generation is announced to `own_writes` first (and withdrawn if
+    /// it fails), so that its watch echo is not queued.
+    async fn send_result(
+        &self,
+        key: &BindingKey,
+        base: &Binding,
+        patch: Value,
+        bumps_generation: bool,
+    ) -> Result<Binding, ApiFailure> {
+        let patch = with_precondition(patch, base.resource_version());
+        let own = self.own_writes.filter(|_| bumps_generation);
+        if let Some(own) = own {
+            own.expect(key, base.generation());
+        }
+        let sent = self.writer.patch(key, Target::Main, patch).await;
+        if let (Err(_), Some(own)) = (&sent, own) {
+            own.withdraw(key);
+        }
+        sent
+    }
+
+    /// The pass the reference runs on the echo of our write: the clusters it would write for
+    /// `stored` now, or `None` when it would not schedule.
+    async fn echo_pass(&self, snapshot: &Snapshot, stored: &Binding) -> Option<Vec<TargetCluster>> {
+        let input = BindingInput {
+            snapshot,
+            spec: &stored.spec,
+            status: &stored.status,
+            workload_index: self.workload_index,
+        };
+        match self.scheduler.schedule_binding(input, false).await.result {
+            Ok(CoreDecision::Scheduled(r)) => Some(r),
+            _ => None,
+        }
+    }
+
     /// Send the status patch against `base`, re-reading and recomputing on conflicts.
     async fn write_status(
         &self,
@@ -341,7 +362,6 @@ impl Cycle<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::condition::ApiFailure;
     use pretty_assertions::assert_eq;
     use scheduler_core::estimator::BoxFuture;
     use scheduler_core::schedule::ScheduleConfig;

@@ -329,8 +329,8 @@ impl StepTimer {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn since(&self, token: u64) -> f64 {
-        Duration::from_nanos(self.now().saturating_sub(token)).as_secs_f64()
+    fn since(&self, token: u64) -> Duration {
+        Duration::from_nanos(self.now().saturating_sub(token))
     }
 }
 
@@ -340,8 +340,8 @@ impl StepObserver for StepTimer {
     }
 
     fn finished(&self, step: Step, token: u64) {
-        let elapsed = Duration::from_nanos(self.now().saturating_sub(token));
-        self.metrics.algorithm_step(step.as_str(), elapsed);
+        self.metrics
+            .algorithm_step(step.as_str(), self.since(token));
     }
 
     fn clock(&self) -> u64 {
@@ -354,7 +354,7 @@ impl StepObserver for StepTimer {
             ExtensionPoint::Score => &self.points[1],
             ExtensionPoint::ScoreExtensionNormalize => return,
         };
-        row[code_index(code)].observe(self.since(token));
+        row[code_index(code)].observe(self.since(token).as_secs_f64());
     }
 
     /// Whole passes are timed while the second's budget lasts, so that the samples of one
@@ -371,12 +371,8 @@ impl StepObserver for StepTimer {
     fn plugin(&self, point: ExtensionPoint, plugin: &'static str, code: Code, token: u64) {
         self.taken
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.metrics.plugin(
-            plugin,
-            point.as_str(),
-            code.as_str(),
-            Duration::from_secs_f64(self.since(token)),
-        );
+        self.metrics
+            .plugin(plugin, point.as_str(), code.as_str(), self.since(token));
     }
 }
 

@@ -68,13 +68,9 @@ impl OwnWrites {
         self.lock().remove(key);
     }
 
-    /// Outstanding expectations (for tests and debugging).
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BindingKey, (i64, i64)>> {
