@@ -508,6 +508,21 @@ mod tests {
         })
     }
 
+    fn cycle<'a>(
+        scheduler: &'a Scheduler,
+        api: &'a FakeApi,
+        events: &'a Events,
+        own_writes: Option<&'a OwnWrites>,
+    ) -> Cycle<'a> {
+        Cycle {
+            scheduler,
+            writer: api,
+            events,
+            workload_index: None,
+            own_writes,
+        }
+    }
+
     fn now() -> Time {
         Time("2026-07-01T10:00:00Z".parse().unwrap())
     }
@@ -533,13 +548,7 @@ mod tests {
             crate::metrics::StepTimer::new(metrics.clone()),
         ));
         let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
         let text = metrics.encode().unwrap();
@@ -577,13 +586,7 @@ mod tests {
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2"), cluster("m3")]);
         let own = OwnWrites::default();
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: Some(&own),
-        };
+        let cycle = cycle(&s, &api, &events, Some(&own));
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
         let log = api.log.lock().unwrap().clone();
@@ -637,13 +640,7 @@ mod tests {
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
         let own = OwnWrites::default();
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: Some(&own),
-        };
+        let cycle = cycle(&s, &api, &events, Some(&own));
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
             report,
@@ -707,13 +704,7 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(report.result, Ok(()));
         let b = api.binding();
@@ -745,13 +736,7 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&stale, &snapshot, now()).await;
         assert_eq!(report.result, Err(CycleError::Conflict));
         assert_eq!(
@@ -773,13 +758,7 @@ mod tests {
         ));
         let events = Events::default();
         let s = scheduler();
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         // Another controller adds FullyApplied between our two writes.
         let b = api.binding();
         // Simulate: result patch goes through, then FullyApplied lands, then our status patch.
@@ -824,13 +803,7 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert!(matches!(report.result, Err(CycleError::Failed(_))));
         let b = api.binding();
@@ -855,13 +828,7 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
             report,
@@ -890,13 +857,7 @@ mod tests {
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
-        let cycle = Cycle {
-            scheduler: &s,
-            writer: &api,
-            events: &events,
-            workload_index: None,
-            own_writes: None,
-        };
+        let cycle = cycle(&s, &api, &events, None);
         assert_eq!(
             cycle.run(&api.binding(), &snapshot, now()).await.result,
             Ok(())
