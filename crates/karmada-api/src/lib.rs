@@ -17,11 +17,13 @@
 
 pub mod cluster;
 pub mod decode;
+pub mod name;
 pub mod policy;
 pub mod work;
 
 pub use cluster::Cluster;
 pub use decode::{DecodeError, from_json_value, from_yaml_str};
+pub use name::ClusterName;
 pub use policy::Placement;
 pub use work::{ClusterResourceBinding, ResourceBinding};
 

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Placement;
-use crate::{Extra, ResourceList};
+use crate::{ClusterName, Extra, ResourceList};
 
 /// API group of the binding kinds.
 pub const GROUP: &str = "work.karmada.io";
@@ -139,14 +139,15 @@ pub struct NodeClaim {
 /// would.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TargetCluster {
-    pub name: String,
+    /// Shared with every other entry naming this cluster (see [`ClusterName`]).
+    pub name: ClusterName,
     pub replicas: i32,
     /// Fields this code does not know, kept verbatim; `None` when there are none.
     pub extra: Option<Box<Extra>>,
 }
 
 impl TargetCluster {
-    pub fn new(name: impl Into<String>, replicas: i32) -> Self {
+    pub fn new(name: impl Into<ClusterName>, replicas: i32) -> Self {
         Self {
             name: name.into(),
             replicas,
@@ -184,7 +185,7 @@ impl<'de> Deserialize<'de> for TargetCluster {
                 self,
                 mut map: A,
             ) -> Result<TargetCluster, A::Error> {
-                let mut name: Option<String> = None;
+                let mut name: Option<ClusterName> = None;
                 let mut replicas = 0;
                 let mut extra: Option<Box<Extra>> = None;
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {

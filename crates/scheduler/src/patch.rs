@@ -17,7 +17,7 @@ use crate::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition};
 /// `{name, replicas}` as v1.18.2 encodes a `TargetCluster` (`replicas` omitted when 0).
 fn target_json(t: &TargetCluster) -> Value {
     let mut m = Map::new();
-    m.insert("name".into(), Value::String(t.name.clone()));
+    m.insert("name".into(), Value::String(t.name.to_string()));
     if t.replicas != 0 {
         m.insert("replicas".into(), Value::from(t.replicas));
     }

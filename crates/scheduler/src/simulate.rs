@@ -416,7 +416,7 @@ fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
     let mut out: Vec<OutCluster> = clusters
         .iter()
         .map(|t| OutCluster {
-            name: t.name.clone(),
+            name: t.name.to_string(),
             replicas: t.replicas,
         })
         .collect();
@@ -890,7 +890,7 @@ fn division_rule(b: &Binding, a: &AttemptTrace) -> String {
             let previous: i64 = spec
                 .clusters
                 .iter()
-                .filter(|t| a.selected.contains(&t.name))
+                .filter(|t| a.selected.iter().any(|s| *s == t.name))
                 .map(|t| i64::from(t.replicas))
                 .sum();
             let want = i64::from(spec.replicas);

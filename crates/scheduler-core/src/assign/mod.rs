@@ -14,6 +14,7 @@ pub mod webster;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karmada_api::ClusterName;
 use karmada_api::policy::{
     Placement, ReplicaDivisionPreference, ReplicaSchedulingStrategy, ReplicaSchedulingType,
 };
@@ -252,7 +253,7 @@ pub fn attach_zero_replica_clusters(
     selected: &[ClusterDetail<'_>],
     mut result: Vec<TargetCluster>,
 ) -> Vec<TargetCluster> {
-    let present: BTreeSet<String> = result.iter().map(|t| t.name.clone()).collect();
+    let present: BTreeSet<ClusterName> = result.iter().map(|t| t.name.clone()).collect();
     for c in selected {
         if !present.contains(c.name) {
             result.push(TargetCluster::new(c.name, 0));

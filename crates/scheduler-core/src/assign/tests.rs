@@ -1108,7 +1108,7 @@ mod reference {
         }
         let weights: Vec<(String, i64)> = avail
             .iter()
-            .map(|t| (t.name.clone(), i64::from(t.replicas)))
+            .map(|t| (t.name.to_string(), i64::from(t.replicas)))
             .collect();
         let fresh = dispense_by_weight(target, &[], &weights, uid);
         Ok(merge(prior, fresh))
