@@ -69,6 +69,8 @@ pub struct Malformed {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
     pub passes: bool,
+    /// `spec.schedulerName` names this scheduler (whatever the other filter rules say).
+    pub owned: bool,
     pub generation: i64,
     pub priority: i32,
 }
@@ -92,6 +94,7 @@ pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
         .unwrap_or(false);
     Summary {
         passes: passes_filter(&meta, binding_scheduler, suspended, scheduler_name),
+        owned: binding_scheduler == scheduler_name,
         generation: meta.generation.unwrap_or_default(),
         priority: spec
             .and_then(|s| s.pointer("/schedulePriority/priority"))
@@ -153,7 +156,11 @@ pub fn requeue_on_cluster_change(
 /// The caches the workers read.
 #[derive(Default)]
 pub struct Stores {
-    bindings: RwLock<HashMap<BindingKey, (Cached, Summary)>>,
+    /// Every binding's filter summary; the decoded object only where this scheduler may need
+    /// it (see [`Context::upsert_binding`]). At 1,000 clusters a placed Duplicated binding holds
+    /// hundreds of `spec.clusters` entries, and the other schedulers' bindings are most of the
+    /// cache on a shared control plane.
+    bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
     clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
     /// Bumped (under the `clusters` write lock) by every cluster change.
     cluster_version: AtomicU64,
@@ -169,7 +176,7 @@ impl Stores {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
-            .map(|(c, _)| c.clone())
+            .and_then(|(c, _)| c.clone())
     }
 
     /// The clusters as a snapshot, shared until the next cluster change.
@@ -207,8 +214,8 @@ impl Stores {
             .unwrap_or_else(|p| p.into_inner())
             .iter()
             .filter_map(|(k, (c, s))| match c {
-                Cached::Ok(b) => Some((k.clone(), b.clone(), s.priority)),
-                Cached::Malformed(_) => None,
+                Some(Cached::Ok(b)) => Some((k.clone(), b.clone(), s.priority)),
+                _ => None,
             })
             .collect()
     }
@@ -295,7 +302,7 @@ impl WorkloadIndex {
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .filter_map(|(c, _)| match c {
-                Cached::Ok(b) if b.kind == BindingKind::ResourceBinding => Some(b),
+                Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding => Some(b),
                 _ => None,
             })
             .filter(|b| {
@@ -325,6 +332,19 @@ impl scheduler_core::framework::WorkloadGroupIndex for WorkloadIndex {
             .unwrap_or_else(|p| p.into_inner())
             .get(&BindingKey::rb(namespace, name))
             .cloned()
+    }
+}
+
+/// The key of a raw binding (name and namespace read leniently, as the decoder does).
+fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
+    let field = |f: &str| {
+        raw.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match kind {
+        BindingKind::ResourceBinding => BindingKey::rb(field("namespace"), field("name")),
+        BindingKind::ClusterResourceBinding => BindingKey::crb(field("name")),
     }
 }
 
@@ -394,16 +414,24 @@ impl Context {
     }
 
     /// A binding object was added or changed (live or from a relist).
+    ///
+    /// Another scheduler's binding is kept as its summary only (enough to notice when it
+    /// becomes ours, whose watch event then brings the whole object), except a
+    /// ResourceBinding in a workload (anti-)affinity group while that gate is on: the group
+    /// filters read every scheduler's placements, as upstream's indexer does.
     pub fn upsert_binding(&self, kind: BindingKind, raw: Value) {
         let summary = summarize(&raw, &self.scheduler_name);
-        let cached = decode_cached(kind, raw);
-        if let (Some(w), Cached::Ok(b)) = (&self.workload, &cached) {
-            w.assigning.observed(b);
+        let keep = summary.owned
+            || (self.workload.is_some()
+                && kind == BindingKind::ResourceBinding
+                && raw.pointer("/spec/workloadAffinityGroups").is_some());
+        let key = raw_key(kind, &raw);
+        let cached = keep.then(|| decode_cached(kind, raw));
+        match (&self.workload, &cached) {
+            (Some(w), Some(Cached::Ok(b))) => w.assigning.observed(b),
+            (Some(w), None) => w.assigning.removed(&key),
+            _ => {}
         }
-        let key = match &cached {
-            Cached::Ok(b) => b.key(),
-            Cached::Malformed(m) => m.binding.key(),
-        };
         let old = self
             .stores
             .bindings
@@ -1279,6 +1307,40 @@ mod tests {
         assert_eq!(slice_service("no-slash", prefix), None);
     }
 
+    /// Another scheduler's binding is not decoded into the cache (only its summary is kept);
+    /// when it is handed to this scheduler, the update brings the whole object and queues it.
+    #[tokio::test]
+    async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours() {
+        let writer = Arc::new(Recording::default());
+        let ctx = test_context(writer.clone(), crate::events::MemoryRecorder::default());
+        let key = BindingKey::rb("ns", "b");
+        let other = json!({"schedulerName": "other", "clusters": [{"name": "m1", "replicas": 1}]});
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, other.clone()));
+        assert!(ctx.stores.binding(&key).is_none(), "not decoded");
+        assert_eq!(ctx.queue.lengths().active, 0);
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, other));
+        assert_eq!(ctx.queue.lengths().active, 0, "not ours: not queued");
+
+        let ours = json!({"schedulerName": "default-scheduler"});
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, ours));
+        assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
+        assert_eq!(
+            ctx.queue.lengths().active,
+            1,
+            "handed over: queued as an add"
+        );
+
+        // Handed away again while queued: the worker finds nothing of ours and writes nothing.
+        ctx.upsert_binding(
+            BindingKind::ResourceBinding,
+            raw(lbl(), 3, json!({"schedulerName": "other"})),
+        );
+        let item = ctx.queue.pop().await.unwrap();
+        assert_eq!(ctx.process(&item.key).await, Outcome::Success);
+        assert!(ctx.stores.binding(&key).is_none());
+        assert!(writer.0.lock().unwrap().is_empty(), "no write");
+    }
+
     /// The watch event of our own result patch is not queued; anyone else's bump still is.
     #[tokio::test]
     async fn the_echo_of_our_own_write_is_not_queued() {
@@ -1323,6 +1385,7 @@ mod tests {
         for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
             let s = Summary {
                 passes: true,
+                owned: true,
                 generation: 1,
                 priority: 0,
             };
@@ -1330,7 +1393,7 @@ mod tests {
                 .bindings
                 .write()
                 .unwrap()
-                .insert(b.key(), (Cached::Ok(Arc::new(b)), s));
+                .insert(b.key(), (Some(Cached::Ok(Arc::new(b))), s));
         }
         let mut names: Vec<String> = index
             .by_affinity_group("g1")
