@@ -5,6 +5,7 @@
 mod algo;
 mod ceiling;
 mod chart;
+mod memory;
 mod observe;
 mod procs;
 mod promtext;
@@ -94,6 +95,15 @@ struct Cli {
     /// Where the report, JSON results and chart go.
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// Measure memory only: create the originals (no mirrors, stream or churn) and sample both
+    /// schedulers' RSS until both halves are placed or `--memory-cap` expires. Writes
+    /// `memory-<C>c-<B>b.md` and `.json`.
+    #[arg(long)]
+    memory_only: bool,
+    /// Seconds after which a `--memory-only` run stops even if the Go half is not placed (its
+    /// peak so far is then a lower bound).
+    #[arg(long, default_value_t = 1800)]
+    memory_cap: u64,
     /// Print only; write nothing under the output directory.
     #[arg(long)]
     no_write: bool,
@@ -130,6 +140,19 @@ fn machine() -> String {
         "{} CPUs ({cpu}), {}",
         sh("nproc", &[]),
         sh("uname", &["-sr"])
+    )
+}
+
+fn git_commit(root: &Path) -> String {
+    sh(
+        "git",
+        &[
+            "-C",
+            &root.to_string_lossy(),
+            "rev-parse",
+            "--short",
+            "HEAD",
+        ],
     )
 }
 
@@ -183,19 +206,34 @@ async fn main() -> anyhow::Result<()> {
         stream_count: cli.stream_count,
         stream_rate: cli.stream_rate,
     };
+    if cli.memory_only {
+        let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;
+        m.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        m.machine = machine();
+        m.git_commit = git_commit(&root);
+        let md = memory::markdown(&m);
+        println!("\n{md}");
+        if !cli.no_write {
+            let out = cli
+                .out_dir
+                .clone()
+                .unwrap_or_else(|| root.join("docs/bench"));
+            std::fs::create_dir_all(&out)?;
+            let tag = format!("{}c-{}b", m.clusters, m.bindings);
+            let json_path = out.join(format!("memory-{tag}.json"));
+            std::fs::write(&json_path, serde_json::to_string_pretty(&m)? + "\n")
+                .with_context(|| format!("writing {}", json_path.display()))?;
+            let md_path = out.join(format!("memory-{tag}.md"));
+            std::fs::write(&md_path, md)
+                .with_context(|| format!("writing {}", md_path.display()))?;
+            println!("wrote {} and {}", md_path.display(), json_path.display());
+        }
+        return Ok(());
+    }
     let mut result = run::run(&cfg).await?;
     result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
     result.machine = machine();
-    result.git_commit = sh(
-        "git",
-        &[
-            "-C",
-            &root.to_string_lossy(),
-            "rev-parse",
-            "--short",
-            "HEAD",
-        ],
-    );
+    result.git_commit = git_commit(&root);
 
     println!("\n{}", report::targets(&result));
     println!("{}", report::figures(&result));

@@ -58,7 +58,7 @@ pub struct Config {
     pub stream_rate: f64,
 }
 
-fn log(start: Instant, msg: impl AsRef<str>) {
+pub fn log(start: Instant, msg: impl AsRef<str>) {
     eprintln!(
         "[bench +{:>6.1}s] {}",
         start.elapsed().as_secs_f64(),
@@ -81,9 +81,28 @@ fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
     }
 }
 
-/// Runs every phase and returns the figures.
-pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
-    let t0 = Instant::now();
+/// A control plane with the workload's clusters, watched by the bench.
+pub struct Plane {
+    pub env: TestEnv,
+    pub client: Client,
+    pub apiserver_pid: u32,
+    pub etcd_pid: u32,
+    pub wl: Workload,
+    pub observer: Observer,
+    pub go_bin: PathBuf,
+}
+
+impl Plane {
+    /// Stops watching, then the control plane (and removes its state unless kept).
+    pub fn stop(self) {
+        self.observer.stop();
+        self.env.stop();
+    }
+}
+
+/// Starts etcd and kube-apiserver, creates the namespaces and the clusters with their status,
+/// and starts watching bindings.
+pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
     let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
     let go_bin = cfg
         .go_bin
@@ -119,7 +138,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let apiserver_pid = pid_of("karmada-apiserver")?;
     let etcd_pid = pid_of("etcd")?;
 
-    // Objects.
     let nss: Api<Namespace> = Api::all(client.clone());
     for ns in NAMESPACES {
         let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
@@ -131,37 +149,38 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         t0,
         format!("{} clusters created with status", wl.clusters.len()),
     );
-
     let observer = Observer::start(&client).await?;
+    Ok(Plane {
+        env,
+        client,
+        apiserver_pid,
+        etcd_pid,
+        wl,
+        observer,
+        go_bin,
+    })
+}
 
-    // The ceiling, before any scheduler runs.
-    let mut ceiling_by = BTreeMap::new();
-    let mut ceiling: f64 = 0.0;
-    for &c in &cfg.ceiling_concurrency {
-        let r = crate::ceiling::measure(
-            &client,
-            NAMESPACES[0],
-            c,
-            Duration::from_secs(cfg.ceiling_seconds),
-        )
-        .await?;
-        log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
-        ceiling_by.insert(c.to_string(), r);
-        ceiling = ceiling.max(r);
-    }
-
-    // Both schedulers, same flags.
-    let mut rust = Sched::spawn(&env, "rust", &cfg.rust_bin, &cfg.flags)?;
-    let mut go = Sched::spawn(&env, "go", &go_bin, &cfg.flags)?;
+/// Starts both schedulers with the same flags and waits until each has scheduled a canary
+/// binding (caches synced, writes going through).
+pub async fn start_schedulers(
+    cfg: &Config,
+    plane: &Plane,
+    t0: Instant,
+) -> anyhow::Result<(Sched, Sched)> {
+    let mut rust = Sched::spawn(&plane.env, "rust", &cfg.rust_bin, &cfg.flags)?;
+    let mut go = Sched::spawn(&plane.env, "go", &plane.go_bin, &cfg.flags)?;
     rust.wait_healthy(Duration::from_secs(60)).await?;
     go.wait_healthy(Duration::from_secs(60)).await?;
-    let (sampler, sampler_task) = RssSampler::start(
-        vec![rust.pid(), go.pid(), apiserver_pid, etcd_pid],
-        Duration::from_millis(250),
-    );
-    // Canaries prove both have synced their caches and write.
-    let canary_keys = canaries(&client, &observer, &wl, &[&rust.name, &go.name]).await?;
-    if !observer
+    let canary_keys = canaries(
+        &plane.client,
+        &plane.observer,
+        &plane.wl,
+        &[&rust.name, &go.name],
+    )
+    .await?;
+    if !plane
+        .observer
         .settle(
             &canary_keys,
             &[],
@@ -178,6 +197,49 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         anyhow::bail!("the canary bindings were not scheduled within 120s{why}");
     }
     log(t0, "both schedulers are up and scheduling");
+    Ok((rust, go))
+}
+
+/// The originals of the workload, `(key, scheduler, object)`, alternately owned by `sides`.
+pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<(String, String, Value)> {
+    wl.bindings
+        .iter()
+        .enumerate()
+        .map(|(j, b)| {
+            let owner = &sides[j % 2];
+            (b.key(""), owner.clone(), b.object("", owner))
+        })
+        .collect()
+}
+
+/// Runs every phase and returns the figures.
+pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
+    let t0 = Instant::now();
+    let plane = start_plane(cfg, t0).await?;
+    let (client, wl, observer) = (&plane.client, &plane.wl, &plane.observer);
+    let (apiserver_pid, etcd_pid) = (plane.apiserver_pid, plane.etcd_pid);
+
+    // The ceiling, before any scheduler runs.
+    let mut ceiling_by = BTreeMap::new();
+    let mut ceiling: f64 = 0.0;
+    for &c in &cfg.ceiling_concurrency {
+        let r = crate::ceiling::measure(
+            client,
+            NAMESPACES[0],
+            c,
+            Duration::from_secs(cfg.ceiling_seconds),
+        )
+        .await?;
+        log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
+        ceiling_by.insert(c.to_string(), r);
+        ceiling = ceiling.max(r);
+    }
+
+    let (mut rust, mut go) = start_schedulers(cfg, &plane, t0).await?;
+    let (sampler, sampler_task) = RssSampler::start(
+        vec![rust.pid(), go.pid(), apiserver_pid, etcd_pid],
+        Duration::from_millis(250),
+    );
 
     let sides = [rust.name.clone(), go.name.clone()];
     let rs_only = [sides[0].as_str()];
@@ -186,21 +248,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let other = |j: usize| -> &str { &sides[(j + 1) % 2] };
 
     // ---- Load: all originals, as fast as the creator goes.
-    let ev0 = event_writes(&client, &sides).await?;
+    let ev0 = event_writes(client, &sides).await?;
     let cpu0 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
     let perf = if cfg.perf {
-        start_perf(&env, &[("rust", rust.pid())])
+        start_perf(&plane.env, &[("rust", rust.pid())])
     } else {
         vec![]
     };
     let load_start = Instant::now();
-    let originals: Vec<(String, String, Value)> = wl
-        .bindings
-        .iter()
-        .enumerate()
-        .map(|(j, b)| (b.key(""), owner(j).to_string(), b.object("", owner(j))))
-        .collect();
-    create_bindings(&client, &observer, &originals, cfg.create_concurrency).await?;
+    let originals = originals(wl, &sides);
+    create_bindings(client, observer, &originals, cfg.create_concurrency).await?;
     let create_rate = originals.len() as f64 / load_start.elapsed().as_secs_f64();
     log(
         t0,
@@ -219,11 +276,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let profiles = stop_perf(perf).await;
     let load_wall = load_start.elapsed().as_secs_f64();
     let cpu1 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
-    let ev1 = event_writes(&client, &sides).await?;
+    let ev1 = event_writes(client, &sides).await?;
     rust.check_alive()?;
     go.check_alive()?;
-    let load_r = creation_phase(&observer, &load_rust, load_start, ok_r);
-    let load_g = creation_phase(&observer, &load_go, load_start, ok_g);
+    let load_r = creation_phase(observer, &load_rust, load_start, ok_r);
+    let load_g = creation_phase(observer, &load_go, load_start, ok_g);
     log(
         t0,
         format!(
@@ -260,16 +317,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         })
         .collect();
     let mirror_start = Instant::now();
-    create_bindings(&client, &observer, &mirrors, cfg.create_concurrency).await?;
+    create_bindings(client, observer, &mirrors, cfg.create_concurrency).await?;
     let mir_rust = keys_of(&mirrors, &sides[0]);
     let mir_go = keys_of(&mirrors, &sides[1]);
     let (ok_r, ok_g) = tokio::join!(
         observer.settle(&mir_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
         observer.settle(&mir_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
     );
-    let mirror_r = creation_phase(&observer, &mir_rust, mirror_start, ok_r);
-    let mirror_g = creation_phase(&observer, &mir_go, mirror_start, ok_g);
-    let fresh = agreement(&observer, &wl, &sides[0]);
+    let mirror_r = creation_phase(observer, &mir_rust, mirror_start, ok_r);
+    let mirror_g = creation_phase(observer, &mir_go, mirror_start, ok_g);
+    let fresh = agreement(observer, wl, &sides[0]);
     log(
         t0,
         format!(
@@ -327,8 +384,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         observer.settle(&st_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
         observer.settle(&st_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
     );
-    let stream_r = creation_phase(&observer, &st_rust, stream_start, ok_r);
-    let stream_g = creation_phase(&observer, &st_go, stream_start, ok_g);
+    let stream_r = creation_phase(observer, &st_rust, stream_start, ok_r);
+    let stream_g = creation_phase(observer, &st_go, stream_start, ok_g);
     log(
         t0,
         format!(
@@ -378,8 +435,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         }
     }
     let scale_start = Instant::now();
-    let targets =
-        patch_replicas(&client, &observer, &scale_targets, cfg.create_concurrency).await?;
+    let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
     let scale_keys_r: Vec<String> = targets
         .keys()
         .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[0]))
@@ -410,8 +466,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         scale_settle(scale_keys_g.clone(), sides[1].clone()),
     );
     wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
-    let scale_r = scale_phase(&observer, &scale_keys_r, &targets, scale_start, ok_r);
-    let scale_g = scale_phase(&observer, &scale_keys_g, &targets, scale_start, ok_g);
+    let scale_r = scale_phase(observer, &scale_keys_r, &targets, scale_start, ok_r);
+    let scale_g = scale_phase(observer, &scale_keys_g, &targets, scale_start, ok_g);
     log(
         t0,
         format!(
@@ -447,12 +503,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         .await
         .with_context(|| format!("tainting cluster {name}"))?;
     }
-    wait_quiet(&observer, &sides, t_start, cfg.quiet, cfg.settle_timeout).await;
+    wait_quiet(observer, &sides, t_start, cfg.quiet, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let taint_q = [
-        quiet_phase(&observer, &sides[0], t_start, &m_before[0], &m_after[0]),
-        quiet_phase(&observer, &sides[1], t_start, &m_before[1], &m_after[1]),
+        quiet_phase(observer, &sides[0], t_start, &m_before[0], &m_after[0]),
+        quiet_phase(observer, &sides[1], t_start, &m_before[1], &m_after[1]),
     ];
     log(
         t0,
@@ -485,18 +541,18 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .await
             .with_context(|| format!("deleting cluster {name}"))?;
     }
-    wait_quiet(&observer, &sides, d_start, cfg.quiet, cfg.settle_timeout).await;
+    wait_quiet(observer, &sides, d_start, cfg.quiet, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let delete_q = [
-        quiet_phase(&observer, &sides[0], d_start, &m_before[0], &m_after[0]),
-        quiet_phase(&observer, &sides[1], d_start, &m_before[1], &m_after[1]),
+        quiet_phase(observer, &sides[0], d_start, &m_before[0], &m_after[0]),
+        quiet_phase(observer, &sides[1], d_start, &m_before[1], &m_after[1]),
     ];
     log(
         t0,
         format!("deletion churn on {} clusters settled", del_idx.len()),
     );
-    let after = agreement(&observer, &wl, &sides[0]);
+    let after = agreement(observer, wl, &sides[0]);
     log(
         t0,
         format!(
@@ -614,14 +670,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     }
     drop(rust);
     drop(go);
-    observer.stop();
-    env.stop();
+    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
+    plane.stop();
     log(
         t0,
         "control plane stopped; timing the Rust algorithm in-process on the same workload",
     );
     let mut run = run;
-    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
     let times =
         tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))
             .await??;
@@ -643,7 +698,7 @@ fn hist(h: &Histogram) -> Hist {
     }
 }
 
-fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
+pub fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
     items
         .iter()
         .filter(|(_, s, _)| s == sched)
@@ -710,7 +765,7 @@ async fn create_one(
 
 /// Creates `(key, scheduler, object)` bindings with `concurrency` POSTs in flight, recording
 /// each creation instant just before its POST.
-async fn create_bindings(
+pub async fn create_bindings(
     client: &Client,
     observer: &Observer,
     items: &[(String, String, Value)],
