@@ -171,7 +171,7 @@ pub fn markdown(r: &MemoryRun) -> String {
     md += &format!(
         "Run {} on {} (commit `{}`), seed {}. Both schedulers ran at the same time against one \
          kube-apiserver with `--kube-api-qps={} --kube-api-burst={}`, each owning half of the \
-         bindings. Reproduce: `hack/bench.sh --memory-only --clusters {} --bindings {}`.\n\n",
+         bindings. Reproduce: `hack/bench.sh --memory-only --clusters {} --bindings {} --memory-cap {}`.\n\n",
         r.date,
         r.machine,
         r.git_commit,
@@ -179,7 +179,8 @@ pub fn markdown(r: &MemoryRun) -> String {
         r.kube_api_qps,
         r.kube_api_burst,
         r.clusters,
-        r.bindings
+        r.bindings,
+        r.cap_s
     );
     let verdict = if r.ratio() <= 1.0 / 3.0 {
         "met"

@@ -407,6 +407,17 @@ fn agreement(title: &str, a: &Agreement) -> String {
         }
         s.push('\n');
     }
+    if !a.order_differences.is_empty() {
+        s += "Pairs with the same clusters in a different order (binding, strategy, then Rust's and Go's `spec.clusters` in full):\n\n";
+        for d in a.order_differences.iter().take(20) {
+            let _ = writeln!(
+                s,
+                "* `{}` ({}): Rust {}; Go {}",
+                d.binding, d.strategy, d.rust, d.go
+            );
+        }
+        s.push('\n');
+    }
     s
 }
 

@@ -135,6 +135,9 @@ pub struct Agreement {
     pub disagreements: Vec<Disagreement>,
     #[serde(default)]
     pub disagree: usize,
+    /// The first pairs counted in `order_only` (at most [`MAX_LISTED`]), both orders in full.
+    #[serde(default)]
+    pub order_differences: Vec<Disagreement>,
 }
 
 impl Agreement {

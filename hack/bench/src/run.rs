@@ -1108,6 +1108,22 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
             a.agree += 1;
             if !same_order {
                 a.order_only += 1;
+                if a.order_differences.len() < crate::results::MAX_LISTED {
+                    let full = |p: &[(String, i64)]| {
+                        let v: Vec<String> = p.iter().map(|(n, r)| format!("{n}:{r}")).collect();
+                        format!("[{}]", v.join(", "))
+                    };
+                    a.order_differences.push(Disagreement {
+                        binding: b.key(""),
+                        strategy: b.strategy.to_string(),
+                        rust: full(&r.clusters),
+                        go: full(&g.clusters),
+                        only_rust: String::new(),
+                        only_go: String::new(),
+                        rust_condition: cond(&r),
+                        go_condition: cond(&g),
+                    });
+                }
             }
             if r.condition.as_ref().map(|c| &c.1) != g.condition.as_ref().map(|c| &c.1) {
                 a.condition_differs += 1;
