@@ -68,6 +68,10 @@ struct Cli {
     /// quarter of what the slower one sustains).
     #[arg(long, default_value_t = 0.0)]
     stream_rate: f64,
+    /// Bindings each scheduler schedules alone, the other idle, after the mirrors (capped at
+    /// `--bindings`; 0 skips the phase). The PATCH-ceiling target uses this phase.
+    #[arg(long, default_value_t = 1000)]
+    solo_count: usize,
     /// Fraction of workload pairs whose replicas change in the churn phase.
     #[arg(long, default_value_t = 0.2)]
     scale_fraction: f64,
@@ -205,6 +209,7 @@ async fn main() -> anyhow::Result<()> {
         perf: cli.perf,
         stream_count: cli.stream_count,
         stream_rate: cli.stream_rate,
+        solo_count: cli.solo_count,
     };
     if cli.memory_only {
         let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;

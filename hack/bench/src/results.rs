@@ -83,6 +83,13 @@ pub struct Side {
     pub binding_writes_per_binding: f64,
     /// Event writes (creates + count increments) per binding in the load phase.
     pub event_writes_per_binding: f64,
+    /// Alone on the apiserver: its own batch of bindings while the other scheduler is idle.
+    #[serde(default)]
+    pub solo: Phase,
+    #[serde(default)]
+    pub solo_binding_writes_per_binding: f64,
+    #[serde(default)]
+    pub solo_event_writes_per_binding: f64,
 }
 
 /// Throughput and latency of one phase for one scheduler.
@@ -102,6 +109,9 @@ pub struct Phase {
     pub latency_mean_ms: Option<f64>,
     pub makespan_s: Option<f64>,
     pub settled: bool,
+    /// Completions/s after the last creation (the creator no longer shares the apiserver).
+    #[serde(default)]
+    pub rate_after_creation_per_s: Option<f64>,
 }
 
 /// A histogram summary.

@@ -31,6 +31,7 @@ const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
 const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
 const MIRROR: &str = "-m";
 const STREAM: &str = "-s";
+const SOLO: [&str; 2] = ["-rs", "-gs"];
 const HOLD: &str = "bench.karmada.io/hold";
 
 /// Everything the command line decides.
@@ -56,6 +57,8 @@ pub struct Config {
     pub stream_count: usize,
     /// Their creations/s in total (0: the slower scheduler's steady load rate).
     pub stream_rate: f64,
+    /// Bindings each scheduler schedules alone in the solo phase (0: none).
+    pub solo_count: usize,
 }
 
 pub fn log(start: Instant, msg: impl AsRef<str>) {
@@ -337,6 +340,49 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         ),
     );
 
+    // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
+    // neither shares the apiserver (the figure the PATCH ceiling is compared with).
+    let solo_n = cfg.solo_count.min(wl.bindings.len());
+    let mut solo = Vec::new();
+    for (i, sched) in sides.iter().enumerate() {
+        let items: Vec<(String, String, Value)> = wl.bindings[..solo_n]
+            .iter()
+            .map(|b| (b.key(SOLO[i]), sched.clone(), b.object(SOLO[i], sched)))
+            .collect();
+        let keys = keys_of(&items, sched);
+        let ev0 = event_writes(client, &sides).await?;
+        let start = Instant::now();
+        create_bindings(client, observer, &items, cfg.create_concurrency).await?;
+        let created = Instant::now();
+        let ok = observer
+            .settle(
+                &keys,
+                &[sched.as_str()],
+                decided,
+                cfg.quiet,
+                cfg.settle_timeout,
+            )
+            .await;
+        let ev1 = event_writes(client, &sides).await?;
+        let mut phase = creation_phase(observer, &keys, start, ok);
+        phase.rate_after_creation_per_s = rate_after(observer, &keys, created);
+        log(
+            t0,
+            format!(
+                "solo {sched}: {:.0}/s steady, {:.0}/s after creation",
+                phase.steady_rate_per_s.unwrap_or(0.0),
+                phase.rate_after_creation_per_s.unwrap_or(0.0)
+            ),
+        );
+        solo.push((
+            phase,
+            writes(&keys),
+            (ev1[i] - ev0[i]) / keys.len().max(1) as f64,
+        ));
+        // Gone again, so that the churn phases meet the same bindings as without this phase.
+        delete_bindings(client, &items, cfg.create_concurrency).await?;
+    }
+
     // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
     // so that latency measures reaction time rather than the backlog of a burst.
     let slowest = [&load_r, &load_g]
@@ -613,6 +659,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             cpu_total_s: cpu_seconds(s.pid()).unwrap_or(0.0),
             binding_writes_per_binding: bw,
             event_writes_per_binding: evw,
+            ..Default::default()
         }
     };
     let [taint_r, taint_g] = taint_q;
@@ -623,6 +670,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let go_side = side(
         1, &go, load_g, mirror_g, stream_g, scale_g, taint_g, delete_g, bw_g, evw_g,
     );
+    let (mut rust_side, mut go_side) = (rust_side, go_side);
+    for (side, (phase, bw, evw)) in [&mut rust_side, &mut go_side].into_iter().zip(solo) {
+        side.solo = phase;
+        side.solo_binding_writes_per_binding = bw;
+        side.solo_event_writes_per_binding = evw;
+    }
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
         clusters: cfg.clusters,
@@ -783,6 +836,34 @@ pub async fn create_bindings(
     results.into_iter().collect()
 }
 
+/// Deletes `(key, scheduler, object)` bindings, `concurrency` at a time.
+async fn delete_bindings(
+    client: &Client,
+    items: &[(String, String, Value)],
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(items.iter())
+        .map(|(key, _, obj)| {
+            let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+            let api = binding_api(client, ns);
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            async move {
+                api.delete(&name, &DeleteParams::default())
+                    .await
+                    .with_context(|| format!("deleting binding {key}"))?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
 async fn canaries(
     client: &Client,
     observer: &Observer,
@@ -934,6 +1015,20 @@ fn secs(t: Instant, origin: Instant) -> f64 {
 }
 
 /// Throughput (decisions) and latency (creation to `Scheduled=True`) of a creation phase.
+/// Completions/s of `keys` after `from` (first to last completion after it), when at least
+/// ten completed after it.
+fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64> {
+    let times: Vec<f64> = observer
+        .snapshot(keys)
+        .iter()
+        .filter_map(|o| o.decided_at)
+        .filter(|t| *t > from)
+        .map(|t| secs(t, from))
+        .collect();
+    let last = times.iter().copied().reduce(f64::max)?;
+    (times.len() >= 10 && last > 0.0).then(|| times.len() as f64 / last)
+}
+
 fn creation_phase(observer: &Observer, keys: &[String], start: Instant, settled: bool) -> Phase {
     let snap = observer.snapshot(keys);
     let times: Vec<f64> = snap
@@ -976,6 +1071,7 @@ fn creation_phase(observer: &Observer, keys: &[String], start: Instant, settled:
         latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
         makespan_s: times.iter().copied().reduce(f64::max),
         settled,
+        rate_after_creation_per_s: None,
     }
 }
 
@@ -1020,6 +1116,7 @@ fn scale_phase(
         latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
         makespan_s: times.iter().copied().reduce(f64::max),
         settled,
+        rate_after_creation_per_s: None,
     }
 }
 
