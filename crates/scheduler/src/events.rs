@@ -1,9 +1,14 @@
 //! core/v1 Events on bindings and their resource templates (spec §3.5).
 //!
 //! A small version of client-go's recorder: events are queued (1000 at most, dropped when
-//! full) and written by one background task; identical events (same object, type, reason,
-//! message) within 10 minutes are aggregated into one object whose `count` grows; a per-object
-//! token bucket (burst 25, one token per 5 minutes) drops floods, as client-go's spam filter.
+//! full); identical events (same object, type, reason, message) within 10 minutes are
+//! aggregated into one object whose `count` grows; a token bucket per object and event type
+//! (burst 25, one token per 5 minutes) drops floods, as client-go's spam filter.
+//!
+//! client-go writes with one goroutine, which keeps up with the reference's one binding at a
+//! time; with concurrent cycles that single writer would fall behind and the queue would drop
+//! events. Events are therefore written by [`WRITERS`] tasks, each owning the objects that hash
+//! to it, so that one object's events (and its aggregation and spam state) stay in order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +25,8 @@ use crate::binding::{Binding, BindingKind};
 use crate::sink::EventSink;
 
 const QUEUE: usize = 1000;
+/// Writer tasks; each has `QUEUE / WRITERS` places.
+pub const WRITERS: usize = 8;
 const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 const SPAM_BURST: f64 = 25.0;
 const SPAM_REFILL_PER_SEC: f64 = 1.0 / 300.0;
@@ -77,13 +84,24 @@ pub fn events_for(
 /// Handle to the recorder; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Recorder {
-    tx: mpsc::Sender<PendingEvent>,
+    writers: Arc<[mpsc::Sender<PendingEvent>]>,
+}
+
+/// The writer of an event: by its involved object, so that one object's events are written
+/// in order by one task.
+fn writer_of(e: &PendingEvent, writers: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let o = &e.involved;
+    (&e.namespace, &o.kind, &o.name, &o.uid).hash(&mut h);
+    (h.finish() % writers.max(1) as u64) as usize
 }
 
 impl EventSink for Recorder {
     fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String) {
         for e in events_for(binding, warning, reason, &message) {
-            if self.tx.try_send(e).is_err() {
+            let w = writer_of(&e, self.writers.len());
+            if self.writers[w].try_send(e).is_err() {
                 tracing::warn!("event queue full, dropping event {reason}");
             }
         }
@@ -114,85 +132,102 @@ fn seen_key(e: &PendingEvent) -> SeenKey {
 
 /// Start the recorder writing with `client`; `component` is `--scheduler-name`.
 pub fn start(client: kube::Client, component: String) -> Recorder {
-    let (tx, mut rx) = mpsc::channel::<PendingEvent>(QUEUE);
-    tokio::spawn(async move {
-        let mut seen: HashMap<SeenKey, Seen> = HashMap::new();
-        let mut buckets: HashMap<(String, String, String, String), (f64, Instant)> = HashMap::new();
-        while let Some(e) = rx.recv().await {
-            let now = Instant::now();
-            let o = &e.involved;
-            let bucket_key = (
-                o.kind.clone().unwrap_or_default(),
-                e.namespace.clone(),
-                o.name.clone().unwrap_or_default(),
-                o.uid.clone().unwrap_or_default(),
-            );
-            let (tokens, last) = buckets.entry(bucket_key).or_insert((SPAM_BURST, now));
-            *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * SPAM_REFILL_PER_SEC)
-                .min(SPAM_BURST);
-            *last = now;
-            if *tokens < 1.0 {
+    let writers = (0..WRITERS)
+        .map(|_| {
+            let (tx, rx) = mpsc::channel::<PendingEvent>(QUEUE / WRITERS);
+            tokio::spawn(write_events(client.clone(), component.clone(), rx));
+            tx
+        })
+        .collect();
+    Recorder { writers }
+}
+
+/// Spam-filter key: client-go's (source, object, event type).
+type BucketKey = (String, String, String, String, String, bool);
+
+/// One writer task: its objects' events, in order.
+async fn write_events(
+    client: kube::Client,
+    component: String,
+    mut rx: mpsc::Receiver<PendingEvent>,
+) {
+    let mut seen: HashMap<SeenKey, Seen> = HashMap::new();
+    let mut buckets: HashMap<BucketKey, (f64, Instant)> = HashMap::new();
+    while let Some(e) = rx.recv().await {
+        let now = Instant::now();
+        let o = &e.involved;
+        let bucket_key = (
+            o.kind.clone().unwrap_or_default(),
+            e.namespace.clone(),
+            o.name.clone().unwrap_or_default(),
+            o.uid.clone().unwrap_or_default(),
+            o.api_version.clone().unwrap_or_default(),
+            e.warning,
+        );
+        let (tokens, last) = buckets.entry(bucket_key).or_insert((SPAM_BURST, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * SPAM_REFILL_PER_SEC)
+            .min(SPAM_BURST);
+        *last = now;
+        if *tokens < 1.0 {
+            continue;
+        }
+        *tokens -= 1.0;
+        seen.retain(|_, s| now.duration_since(s.at) < AGGREGATE_WINDOW);
+        let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
+        let ts = Time(Timestamp::now());
+        let key = seen_key(&e);
+        if let Some(s) = seen.get_mut(&key) {
+            let patch = serde_json::json!({"count": s.count + 1, "lastTimestamp": ts});
+            if api
+                .patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .is_ok()
+            {
+                s.count += 1;
+                s.at = now;
                 continue;
             }
-            *tokens -= 1.0;
-            seen.retain(|_, s| now.duration_since(s.at) < AGGREGATE_WINDOW);
-            let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
-            let ts = Time(Timestamp::now());
-            let key = seen_key(&e);
-            if let Some(s) = seen.get_mut(&key) {
-                let patch = serde_json::json!({"count": s.count + 1, "lastTimestamp": ts});
-                if api
-                    .patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .is_ok()
-                {
-                    s.count += 1;
-                    s.at = now;
-                    continue;
-                }
-            }
-            let name = format!(
-                "{}.{:x}",
-                o.name.clone().unwrap_or_default(),
-                Timestamp::now().as_nanosecond()
-            );
-            let event = Event {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(e.namespace.clone()),
-                    ..Default::default()
-                },
-                involved_object: e.involved.clone(),
-                reason: Some(e.reason.clone()),
-                message: Some(e.message.clone()),
-                first_timestamp: Some(ts.clone()),
-                last_timestamp: Some(ts.clone()),
-                count: Some(1),
-                type_: Some(if e.warning { "Warning" } else { "Normal" }.to_string()),
-                source: Some(EventSource {
-                    component: Some(component.clone()),
-                    host: None,
-                }),
-                reporting_component: Some(component.clone()),
-                reporting_instance: Some(String::new()),
-                ..Default::default()
-            };
-            match api.create(&PostParams::default(), &event).await {
-                Ok(_) => {
-                    seen.insert(
-                        key,
-                        Seen {
-                            name,
-                            count: 1,
-                            at: now,
-                        },
-                    );
-                }
-                Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
-            }
         }
-    });
-    Recorder { tx }
+        let name = format!(
+            "{}.{:x}",
+            o.name.clone().unwrap_or_default(),
+            Timestamp::now().as_nanosecond()
+        );
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(e.namespace.clone()),
+                ..Default::default()
+            },
+            involved_object: e.involved.clone(),
+            reason: Some(e.reason.clone()),
+            message: Some(e.message.clone()),
+            first_timestamp: Some(ts.clone()),
+            last_timestamp: Some(ts.clone()),
+            count: Some(1),
+            type_: Some(if e.warning { "Warning" } else { "Normal" }.to_string()),
+            source: Some(EventSource {
+                component: Some(component.clone()),
+                host: None,
+            }),
+            reporting_component: Some(component.clone()),
+            reporting_instance: Some(String::new()),
+            ..Default::default()
+        };
+        match api.create(&PostParams::default(), &event).await {
+            Ok(_) => {
+                seen.insert(
+                    key,
+                    Seen {
+                        name,
+                        count: 1,
+                        at: now,
+                    },
+                );
+            }
+            Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
+        }
+    }
 }
 
 /// A recorder that keeps events in memory (tests, `simulate`).
@@ -211,6 +246,32 @@ mod tests {
     use super::*;
     use crate::binding::BindingKind;
     use serde_json::json;
+
+    /// One object's events always go to the same writer (its aggregation and spam state live
+    /// there, and its events stay in order); different objects spread over the writers.
+    #[test]
+    fn an_objects_events_share_one_writer() {
+        let ev = |name: &str, reason: &str| PendingEvent {
+            namespace: "ns".into(),
+            involved: ObjectReference {
+                kind: Some("Deployment".into()),
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            warning: false,
+            reason: reason.into(),
+            message: "m".into(),
+        };
+        assert_eq!(
+            writer_of(&ev("d1", "A"), WRITERS),
+            writer_of(&ev("d1", "B"), WRITERS)
+        );
+        let used: std::collections::BTreeSet<usize> = (0..200)
+            .map(|i| writer_of(&ev(&format!("d{i}"), "A"), WRITERS))
+            .collect();
+        assert!(used.iter().all(|w| *w < WRITERS));
+        assert_eq!(used.len(), WRITERS, "200 objects use every writer");
+    }
 
     #[test]
     fn binding_and_template_references() {
