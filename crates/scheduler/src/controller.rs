@@ -405,6 +405,13 @@ impl Context {
         self.metrics.queue(self.queue.lengths().active, true, false);
     }
 
+    /// `workqueue_depth` follows pops and requeues too, not only adds (a gauge set on adds
+    /// alone would show the last burst's size forever once the workers have drained it).
+    pub fn note_queue_depth(&self) {
+        self.metrics
+            .queue(self.queue.lengths().active, false, false);
+    }
+
     fn fan_out(&self, cluster: &Cluster) {
         for (key, binding, priority) in self.stores.all_bindings() {
             if requeue_on_cluster_change(&binding, cluster, &self.scheduler_name) {
@@ -1092,8 +1099,10 @@ pub async fn run(
         let ctx = ctx.clone();
         workers.push(tokio::spawn(async move {
             while let Some(item) = ctx.queue.pop().await {
+                ctx.note_queue_depth();
                 let outcome = ctx.process(&item.key).await;
                 ctx.queue.done(item, outcome);
+                ctx.note_queue_depth();
             }
         }));
     }
@@ -1339,6 +1348,29 @@ mod tests {
         assert_eq!(ctx.process(&item.key).await, Outcome::Success);
         assert!(ctx.stores.binding(&key).is_none());
         assert!(writer.0.lock().unwrap().is_empty(), "no write");
+    }
+
+    /// The depth gauge goes back to zero once the queue is drained.
+    #[tokio::test]
+    async fn queue_depth_follows_pops() {
+        let ctx = test_context(
+            Arc::new(Recording::default()),
+            crate::events::MemoryRecorder::default(),
+        );
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+        let depth = |ctx: &Context| {
+            ctx.metrics
+                .encode()
+                .unwrap()
+                .lines()
+                .find(|l| l.starts_with("workqueue_depth{"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        };
+        assert_eq!(depth(&ctx).as_deref(), Some("1"));
+        let item = ctx.queue.pop().await.unwrap();
+        ctx.note_queue_depth();
+        ctx.queue.done(item, Outcome::Success);
+        assert_eq!(depth(&ctx).as_deref(), Some("0"));
     }
 
     /// The watch event of our own result patch is not queued; anyone else's bump still is.
