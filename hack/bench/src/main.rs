@@ -108,6 +108,10 @@ struct Cli {
     /// peak so far is then a lower bound).
     #[arg(long, default_value_t = 1800)]
     memory_cap: u64,
+    /// Do not run: read these results (a `results-*.json` written earlier) and write their
+    /// report and the chart again, e.g. after the report's wording changed.
+    #[arg(long)]
+    from_results: Option<PathBuf>,
     /// Print only; write nothing under the output directory.
     #[arg(long)]
     no_write: bool,
@@ -235,10 +239,19 @@ async fn main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let mut result = run::run(&cfg).await?;
-    result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-    result.machine = machine();
-    result.git_commit = git_commit(&root);
+    let result = match &cli.from_results {
+        Some(path) => serde_json::from_slice(
+            &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("decoding {}", path.display()))?,
+        None => {
+            let mut result = run::run(&cfg).await?;
+            result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+            result.machine = machine();
+            result.git_commit = git_commit(&root);
+            result
+        }
+    };
 
     println!("\n{}", report::targets(&result));
     println!("{}", report::figures(&result));
@@ -269,8 +282,10 @@ async fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
     let tag = format!("{}c-{}b", result.clusters, result.bindings);
     let json_path = out.join(format!("results-{tag}.json"));
-    std::fs::write(&json_path, serde_json::to_string_pretty(&result)? + "\n")
-        .with_context(|| format!("writing {}", json_path.display()))?;
+    if cli.from_results.is_none() {
+        std::fs::write(&json_path, serde_json::to_string_pretty(&result)? + "\n")
+            .with_context(|| format!("writing {}", json_path.display()))?;
+    }
     let runs = all_runs(&out, &result);
     let points: Vec<chart::Point> = runs.iter().map(chart::Point::of).collect();
     let scales: Vec<String> = runs

@@ -356,14 +356,14 @@ pub fn targets(run: &Run) -> String {
                     share * 100.0
                 )
             },
-            if apiserver_bound {
-                "not applicable (apiserver-bound)".to_string()
-            } else {
+            if xs >= 10.0 || !apiserver_bound {
                 format!(
                     "{} (by {:.1}×)",
                     verdict(xs >= 10.0),
                     if xs >= 10.0 { xs / 10.0 } else { 10.0 / xs }
                 )
+            } else {
+                "not applicable (apiserver-bound)".to_string()
             }
         );
         let patches_only = run.patch_ceiling_per_s / r.solo_binding_writes_per_binding.max(1e-9);
