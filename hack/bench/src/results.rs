@@ -90,6 +90,12 @@ pub struct Side {
     pub solo_binding_writes_per_binding: f64,
     #[serde(default)]
     pub solo_event_writes_per_binding: f64,
+    /// Wall seconds of its solo phase, and CPU seconds meanwhile of the Rust scheduler, the Go
+    /// scheduler, kube-apiserver and etcd (in that order).
+    #[serde(default)]
+    pub solo_wall_s: f64,
+    #[serde(default)]
+    pub solo_cpu_s: Vec<f64>,
 }
 
 /// Throughput and latency of one phase for one scheduler.

@@ -351,6 +351,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .collect();
         let keys = keys_of(&items, sched);
         let ev0 = event_writes(client, &sides).await?;
+        let pids = [rust.pid(), go.pid(), apiserver_pid, etcd_pid];
+        let cpu0 = cpu_snapshot(&pids);
         let start = Instant::now();
         create_bindings(client, observer, &items, cfg.create_concurrency).await?;
         let created = Instant::now();
@@ -363,6 +365,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 cfg.settle_timeout,
             )
             .await;
+        let wall = start.elapsed().as_secs_f64();
+        let cpu: Vec<f64> = cpu_snapshot(&pids)
+            .iter()
+            .zip(&cpu0)
+            .map(|(b, a)| b - a)
+            .collect();
         let ev1 = event_writes(client, &sides).await?;
         let mut phase = creation_phase(observer, &keys, start, ok);
         phase.rate_after_creation_per_s = rate_after(observer, &keys, created);
@@ -378,6 +386,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             phase,
             writes(&keys),
             (ev1[i] - ev0[i]) / keys.len().max(1) as f64,
+            wall,
+            cpu,
         ));
         // Gone again, so that the churn phases meet the same bindings as without this phase.
         delete_bindings(client, &items, cfg.create_concurrency).await?;
@@ -671,10 +681,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         1, &go, load_g, mirror_g, stream_g, scale_g, taint_g, delete_g, bw_g, evw_g,
     );
     let (mut rust_side, mut go_side) = (rust_side, go_side);
-    for (side, (phase, bw, evw)) in [&mut rust_side, &mut go_side].into_iter().zip(solo) {
+    for (side, (phase, bw, evw, wall, cpu)) in [&mut rust_side, &mut go_side].into_iter().zip(solo)
+    {
         side.solo = phase;
         side.solo_binding_writes_per_binding = bw;
         side.solo_event_writes_per_binding = evw;
+        side.solo_wall_s = wall;
+        side.solo_cpu_s = cpu;
     }
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
