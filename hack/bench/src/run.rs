@@ -345,6 +345,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let solo_n = cfg.solo_count.min(wl.bindings.len());
     let mut solo = Vec::new();
     for (i, sched) in sides.iter().enumerate() {
+        // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
+        // its own write (about half a second of CPU each at 1,000 clusters), work that outlasts
+        // the quiet spell which ends a phase and would otherwise take the cores from the
+        // apiserver while the other scheduler is measured alone.
+        wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
         let items: Vec<(String, String, Value)> = wl.bindings[..solo_n]
             .iter()
             .map(|b| (b.key(SOLO[i]), sched.clone(), b.object(SOLO[i], sched)))
