@@ -151,6 +151,11 @@ fn machine() -> String {
     )
 }
 
+fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 fn git_commit(root: &Path) -> String {
     sh(
         "git",
@@ -230,8 +235,7 @@ async fn main() -> anyhow::Result<()> {
             std::fs::create_dir_all(&out)?;
             let tag = format!("{}c-{}b", m.clusters, m.bindings);
             let json_path = out.join(format!("memory-{tag}.json"));
-            std::fs::write(&json_path, serde_json::to_string_pretty(&m)? + "\n")
-                .with_context(|| format!("writing {}", json_path.display()))?;
+            write_json(&json_path, &m)?;
             let md_path = out.join(format!("memory-{tag}.md"));
             std::fs::write(&md_path, md)
                 .with_context(|| format!("writing {}", md_path.display()))?;
@@ -283,8 +287,7 @@ async fn main() -> anyhow::Result<()> {
     let tag = format!("{}c-{}b", result.clusters, result.bindings);
     let json_path = out.join(format!("results-{tag}.json"));
     if cli.from_results.is_none() {
-        std::fs::write(&json_path, serde_json::to_string_pretty(&result)? + "\n")
-            .with_context(|| format!("writing {}", json_path.display()))?;
+        write_json(&json_path, &result)?;
     }
     let runs = all_runs(&out, &result);
     let points: Vec<chart::Point> = runs.iter().map(chart::Point::of).collect();

@@ -783,8 +783,8 @@ async fn create_clusters(
     concurrency: usize,
 ) -> anyhow::Result<()> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
-    let results: Vec<anyhow::Result<()>> = futures::stream::iter(clusters.iter().cloned())
-        .map(|c| {
+    in_flight(
+        clusters.iter().cloned().map(|c| {
             let api = api.clone();
             async move {
                 let name = c["metadata"]["name"]
@@ -809,7 +809,18 @@ async fn create_clusters(
                 .with_context(|| format!("setting the status of cluster {name}"))?;
                 Ok(())
             }
-        })
+        }),
+        concurrency,
+    )
+    .await
+}
+
+/// Runs `jobs` with `concurrency` of them in flight; the first error, once all have ended.
+async fn in_flight<F>(jobs: impl Iterator<Item = F>, concurrency: usize) -> anyhow::Result<()>
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(jobs)
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
@@ -842,16 +853,15 @@ pub async fn create_bindings(
     items: &[(String, String, Value)],
     concurrency: usize,
 ) -> anyhow::Result<()> {
-    let results: Vec<anyhow::Result<()>> = futures::stream::iter(items.iter())
-        .map(|(key, sched, obj)| {
+    in_flight(
+        items.iter().map(|(key, sched, obj)| {
             let client = client.clone();
             let observer = observer.clone();
             async move { create_one(&client, &observer, key, sched, obj).await }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    results.into_iter().collect()
+        }),
+        concurrency,
+    )
+    .await
 }
 
 /// Deletes `(key, scheduler, object)` bindings, `concurrency` at a time.
@@ -860,8 +870,8 @@ async fn delete_bindings(
     items: &[(String, String, Value)],
     concurrency: usize,
 ) -> anyhow::Result<()> {
-    let results: Vec<anyhow::Result<()>> = futures::stream::iter(items.iter())
-        .map(|(key, _, obj)| {
+    in_flight(
+        items.iter().map(|(key, _, obj)| {
             let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
             let api = binding_api(client, ns);
             let name = obj
@@ -875,11 +885,10 @@ async fn delete_bindings(
                     .with_context(|| format!("deleting binding {key}"))?;
                 Ok(())
             }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    results.into_iter().collect()
+        }),
+        concurrency,
+    )
+    .await
 }
 
 async fn canaries(
