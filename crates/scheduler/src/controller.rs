@@ -338,7 +338,8 @@ impl scheduler_core::framework::WorkloadGroupIndex for WorkloadIndex {
 /// The key of a raw binding (name and namespace read leniently, as the decoder does).
 fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
     let field = |f: &str| {
-        raw.pointer(&format!("/metadata/{f}"))
+        raw.get("metadata")
+            .and_then(|m| m.get(f))
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
