@@ -206,6 +206,8 @@ fn simulate_agrees_with_upstream_oracle() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("differential")
         .join(format!("{seed:#x}"));
+    // start empty: vectors left by an earlier run with this seed would read as this run's
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the differential work dir");
     // private copies: a long run must not see a concurrent `cargo build` replace the binaries
     let simulate = dir.join("karmada-scheduler");
@@ -256,6 +258,7 @@ fn simulate_agrees_with_upstream_oracle() {
             ));
             continue;
         }
+        let failures_before = failures.len();
         for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
             compared += 1;
             *results
@@ -277,7 +280,14 @@ fn simulate_agrees_with_upstream_oracle() {
             );
             failures.push(format!("{} ({what})", path.display()));
         }
+        if failures.len() == failures_before {
+            // an input that agreed is not worth its disk space (hundreds of MiB per run)
+            let _ = std::fs::remove_file(&input);
+        }
     }
+    // the private binary copies are the bulk of the directory; the vectors stand alone
+    let _ = std::fs::remove_file(&simulate);
+    let _ = std::fs::remove_file(&oracle);
     eprintln!(
         "differential: seed {seed:#x}: {compared} bindings in {files} files compared; oracle results {results:?}; {} disagreement(s)",
         failures.len()
