@@ -26,10 +26,13 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   # The Go side: kube-apiserver, etcd, kubectl and the Go karmada-scheduler (built once,
   # then only when the pinned versions change).
   "${ROOT}/hack/build-tools.sh"
+  # The upstream scheduler driven offline, to replay pairs that disagree after churn.
+  "${ROOT}/hack/build-oracle.sh" >/dev/null
   cargo build --release -p karmada-scheduler -p karmada-bench
 fi
 
 exec "${ROOT}/target/release/karmada-bench" \
   --rust-bin "${ROOT}/target/release/karmada-scheduler" \
   --go-bin "${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}/karmada-scheduler" \
+  --oracle-bin "${ROOT}/_output/bin/karmada-oracle" \
   "$@"

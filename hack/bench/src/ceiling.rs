@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::observe::rb_resource;
@@ -69,4 +71,188 @@ pub async fn measure(
     }
     let elapsed = start.elapsed().as_secs_f64();
     Ok(count.load(Ordering::Relaxed) as f64 / elapsed)
+}
+
+/// What a scheduler wrote for one binding, to be written again by [`replay_writes`].
+pub struct BindingWrites {
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The binding as created (spec without placement result), scheduler `NOBODY`.
+    pub create: Value,
+    /// Merge patch of metadata and spec: the applied-placement annotation and `spec.clusters`.
+    pub spec_patch: Value,
+    /// Merge patch of the status subresource: conditions, generation, affinity name.
+    pub status_patch: Value,
+    /// Involved objects of the events (the binding and its template).
+    pub events: Vec<ObjectReference>,
+}
+
+impl BindingWrites {
+    /// The writes a scheduler made for `done` (the binding as it stands once scheduled),
+    /// addressed to a fresh copy named `name`.
+    pub fn from_scheduled(done: &Value, name: &str) -> BindingWrites {
+        let namespace = done["metadata"]["namespace"].as_str().map(str::to_string);
+        let mut create = json!({
+            "apiVersion": done["apiVersion"], "kind": done["kind"],
+            "metadata": {"name": name, "labels": done["metadata"]["labels"]},
+            "spec": done["spec"].clone(),
+        });
+        if let Some(ns) = &namespace {
+            create["metadata"]["namespace"] = json!(ns);
+        }
+        if let Some(spec) = create["spec"].as_object_mut() {
+            spec.remove("clusters");
+            spec.insert("schedulerName".into(), json!(NOBODY));
+        }
+        let annotation = done["metadata"]["annotations"][APPLIED_PLACEMENT].clone();
+        let spec_patch = json!({
+            "metadata": {"annotations": {APPLIED_PLACEMENT: annotation}},
+            "spec": {"clusters": done["spec"]["clusters"]},
+        });
+        let mut status = done["status"].clone();
+        if let Some(s) = status.as_object_mut() {
+            s.retain(|k, _| {
+                matches!(
+                    k.as_str(),
+                    "conditions"
+                        | "schedulerObservedGeneration"
+                        | "lastScheduledTime"
+                        | "schedulerObservingAffinityName"
+                )
+            });
+        }
+        let binding_ref = ObjectReference {
+            api_version: done["apiVersion"].as_str().map(str::to_string),
+            kind: done["kind"].as_str().map(str::to_string),
+            name: Some(name.to_string()),
+            namespace: namespace.clone(),
+            ..Default::default()
+        };
+        let r = &done["spec"]["resource"];
+        let template_ref = ObjectReference {
+            api_version: r["apiVersion"].as_str().map(str::to_string),
+            kind: r["kind"].as_str().map(str::to_string),
+            name: r["name"].as_str().map(str::to_string),
+            namespace: r["namespace"].as_str().map(str::to_string),
+            uid: r["uid"].as_str().map(str::to_string),
+            ..Default::default()
+        };
+        BindingWrites {
+            namespace,
+            name: name.to_string(),
+            create,
+            spec_patch,
+            status_patch: json!({ "status": status }),
+            events: vec![binding_ref, template_ref],
+        }
+    }
+}
+
+const APPLIED_PLACEMENT: &str = "policy.karmada.io/applied-placement";
+
+/// The fastest any scheduler could go on this apiserver with these results: creates the
+/// copies (untimed), then writes every binding's PATCHes and Events as fast as `concurrency`
+/// requests in flight allow, binding after binding, each binding's writes in order (as a
+/// scheduler must). Returns bindings written per second. The copies are deleted afterwards.
+pub async fn replay_writes(
+    client: &Client,
+    writes: &[BindingWrites],
+    concurrency: usize,
+) -> anyhow::Result<f64> {
+    use futures::StreamExt as _;
+    let api_of = |ns: &Option<String>| -> Api<DynamicObject> {
+        match ns {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
+            None => Api::all_with(client.clone(), &crate::observe::crb_resource()),
+        }
+    };
+    futures::stream::iter(writes.iter().map(|w| {
+        let api = api_of(&w.namespace);
+        async move {
+            let obj: DynamicObject = serde_json::from_value(w.create.clone())?;
+            api.create(&PostParams::default(), &obj).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(32)
+    .collect::<Vec<_>>()
+    .await
+    .into_iter()
+    .collect::<anyhow::Result<Vec<()>>>()?;
+
+    let start = Instant::now();
+    let done = futures::stream::iter(writes.iter().enumerate().map(|(i, w)| {
+        let api = api_of(&w.namespace);
+        async move {
+            api.patch(
+                &w.name,
+                &PatchParams::default(),
+                &Patch::Merge(&w.spec_patch),
+            )
+            .await?;
+            api.patch_status(
+                &w.name,
+                &PatchParams::default(),
+                &Patch::Merge(&w.status_patch),
+            )
+            .await?;
+            for (j, involved) in w.events.iter().enumerate() {
+                let ns = involved
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".to_string());
+                let events: Api<KubeEvent> = Api::namespaced(client.clone(), &ns);
+                let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::now(),
+                );
+                let ev = KubeEvent {
+                    metadata: ObjectMeta {
+                        name: Some(format!("bench-ceiling-{i}-{j}.{:x}", rand_suffix(i, j))),
+                        namespace: Some(ns.clone()),
+                        ..Default::default()
+                    },
+                    involved_object: involved.clone(),
+                    reason: Some("ScheduleBindingSucceed".into()),
+                    message: Some("Binding has been scheduled successfully.".into()),
+                    type_: Some("Normal".into()),
+                    count: Some(1),
+                    first_timestamp: Some(now.clone()),
+                    last_timestamp: Some(now),
+                    source: Some(EventSource {
+                        component: Some(NOBODY.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                events.create(&PostParams::default(), &ev).await?;
+            }
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let ok = done.iter().filter(|r| r.is_ok()).count();
+    if let Some(Err(e)) = done.iter().find(|r| r.is_err()) {
+        eprintln!(
+            "bench: replay ceiling: {} write(s) failed, first: {e:#}",
+            done.len() - ok
+        );
+    }
+    for w in writes {
+        let _ = api_of(&w.namespace)
+            .delete(&w.name, &Default::default())
+            .await;
+    }
+    Ok(ok as f64 / elapsed)
+}
+
+/// A per-run suffix, so that two replays in one run do not collide on event names.
+fn rand_suffix(i: usize, j: usize) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ ((i as u64) << 8) ^ j as u64
 }

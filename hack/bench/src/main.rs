@@ -9,6 +9,7 @@ mod memory;
 mod observe;
 mod procs;
 mod promtext;
+mod replay;
 mod report;
 mod results;
 mod rng;
@@ -93,6 +94,13 @@ struct Cli {
     /// The Go scheduler binary (default: _output/bin/karmada-scheduler).
     #[arg(long)]
     go_bin: Option<PathBuf>,
+    /// The upstream scheduler driven offline (hack/build-oracle.sh), used to replay the
+    /// history of pairs that disagree after churn (default: _output/bin/karmada-oracle).
+    #[arg(long)]
+    oracle_bin: Option<PathBuf>,
+    /// Skip the replay ceiling (the Rust solo batch's writes written again by a bare client).
+    #[arg(long)]
+    no_replay_ceiling: bool,
     /// Record `perf` profiles of the Rust scheduler and the apiserver during the load phase.
     #[arg(long)]
     perf: bool,
@@ -215,6 +223,12 @@ async fn main() -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| root.join("target/release/karmada-scheduler")),
         go_bin: cli.go_bin.clone(),
+        oracle_bin: cli
+            .oracle_bin
+            .clone()
+            .unwrap_or_else(|| root.join("_output/bin/karmada-oracle")),
+        scratch_dir: root.join("target/tmp/bench"),
+        replay_ceiling: !cli.no_replay_ceiling,
         perf: cli.perf,
         stream_count: cli.stream_count,
         stream_rate: cli.stream_rate,

@@ -41,9 +41,43 @@ pub struct Obs {
     pub own_writes: u64,
     /// When `status.schedulerObservedGeneration` first reached each value.
     pub generation_reached: Vec<(i64, Instant)>,
+    /// `spec.replicas` as last seen.
+    pub replicas: i64,
+    /// `status.schedulerObservingAffinityName` as last seen.
+    pub observing_affinity: Option<String>,
+    /// Every distinct (replicas, affinity name, placement) seen since
+    /// [`Observer::start_history`]; empty before.
+    pub history: Vec<Step>,
+}
+
+/// One state of a binding in its history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// When the bench saw it.
+    pub at: Instant,
+    pub replicas: i64,
+    pub observing_affinity: Option<String>,
+    pub clusters: Placement,
 }
 
 impl Obs {
+    /// Appends the current state to the history when it differs from the last entry.
+    fn record(&mut self, at: Instant) {
+        let same = self.history.last().is_some_and(|l| {
+            l.replicas == self.replicas
+                && l.observing_affinity == self.observing_affinity
+                && l.clusters == self.clusters
+        });
+        if !same {
+            self.history.push(Step {
+                at,
+                replicas: self.replicas,
+                observing_affinity: self.observing_affinity.clone(),
+                clusters: self.clusters.clone(),
+            });
+        }
+    }
+
     /// When `schedulerObservedGeneration` first reached at least `generation`.
     pub fn reached(&self, generation: i64) -> Option<Instant> {
         self.generation_reached
@@ -65,6 +99,9 @@ struct Inner {
     bindings: HashMap<String, Obs>,
     /// Last time a binding owned by each scheduler was modified by someone.
     last_write: HashMap<String, Instant>,
+    /// Whether histories are being recorded (off for the bulk phases: they would hold a copy
+    /// of every placement).
+    history: bool,
 }
 
 pub fn rb_resource() -> ApiResource {
@@ -157,7 +194,16 @@ impl Observer {
                 )
             });
         let clusters = placement_of(d);
+        let replicas = d
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let affinity = d
+            .pointer("/status/schedulerObservingAffinityName")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut inner = self.inner.lock().expect("observer lock");
+        let history = inner.history;
         let e = inner.bindings.entry(key).or_default();
         if !e.resource_version.is_empty() && e.resource_version != rv {
             e.modifications += 1;
@@ -179,8 +225,23 @@ impl Observer {
             e.message = message;
         }
         e.clusters = clusters;
+        e.replicas = replicas;
+        e.observing_affinity = affinity;
+        if history {
+            e.record(now);
+        }
         if changed {
             inner.last_write.insert(scheduler, now);
+        }
+    }
+
+    /// From now on, keeps every binding's history (starting with its current state).
+    pub fn start_history(&self) {
+        let now = Instant::now();
+        let mut inner = self.inner.lock().expect("observer lock");
+        inner.history = true;
+        for o in inner.bindings.values_mut() {
+            o.record(now);
         }
     }
 

@@ -22,6 +22,12 @@ pub struct Run {
     pub patch_ceiling_per_s: f64,
     /// Per concurrency level tried.
     pub patch_ceiling_by_concurrency: BTreeMap<String, f64>,
+    /// Bindings/s a client reaches that only writes the Rust solo batch's results (its
+    /// PATCHes and Events, in order per binding): the ceiling for these very writes.
+    #[serde(default)]
+    pub replay_ceiling_per_s: Option<f64>,
+    #[serde(default)]
+    pub replay_ceiling_by_concurrency: BTreeMap<String, f64>,
     /// Binding creations/s of the bench's creator during the load phase.
     pub create_rate_per_s: f64,
     /// Creations/s (both halves) of the paced stream phase.
@@ -154,6 +160,9 @@ pub struct Agreement {
     /// The first pairs counted in `order_only` (at most [`MAX_LISTED`]), both orders in full.
     #[serde(default)]
     pub order_differences: Vec<Disagreement>,
+    /// The listed disagreements' histories replayed through the oracle (after churn only).
+    #[serde(default)]
+    pub replays: Vec<crate::replay::PairReplay>,
 }
 
 impl Agreement {

@@ -17,9 +17,11 @@ use serde_json::{Value, json};
 use testenv::TestEnv;
 use tokio::time::Instant;
 
+use crate::ceiling::BindingWrites;
 use crate::observe::{Obs, Observer, crb_resource, rb_resource};
 use crate::procs::{CommonFlags, RssSampler, Sched, cpu_seconds, memory_kib};
 use crate::promtext::{self, Histogram};
+use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools};
 use crate::results::{Agreement, ChurnPlan, Disagreement, Hist, Phase, Quiet, Run, Side};
 use crate::rng::Rng;
 use crate::stats;
@@ -32,6 +34,8 @@ const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
 const MIRROR: &str = "-m";
 const STREAM: &str = "-s";
 const SOLO: [&str; 2] = ["-rs", "-gs"];
+/// Copies of the Rust solo batch written by the replay ceiling.
+const REPLAY: &str = "-rc";
 const HOLD: &str = "bench.karmada.io/hold";
 
 /// Everything the command line decides.
@@ -52,6 +56,12 @@ pub struct Config {
     pub quiet: Duration,
     pub rust_bin: PathBuf,
     pub go_bin: Option<PathBuf>,
+    /// The offline upstream scheduler, for replaying disagreements after churn.
+    pub oracle_bin: PathBuf,
+    /// Measure the ceiling for the Rust solo batch's own writes (`ceiling::replay_writes`).
+    pub replay_ceiling: bool,
+    /// Scratch space (replay inputs).
+    pub scratch_dir: PathBuf,
     pub perf: bool,
     /// Bindings created at a pace after the load (per run, both halves).
     pub stream_count: usize,
@@ -344,6 +354,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // neither shares the apiserver (the figure the PATCH ceiling is compared with).
     let solo_n = cfg.solo_count.min(wl.bindings.len());
     let mut solo = Vec::new();
+    let mut replay_by: BTreeMap<String, f64> = BTreeMap::new();
     for (i, sched) in sides.iter().enumerate() {
         // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
         // its own write (about half a second of CPU each at 1,000 clusters), work that outlasts
@@ -356,7 +367,14 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .collect();
         let keys = keys_of(&items, sched);
         let ev0 = event_writes(client, &sides).await?;
-        let pids = [rust.pid(), go.pid(), apiserver_pid, etcd_pid];
+        // the bench itself last: its watch decodes every write, on the same cores
+        let pids = [
+            rust.pid(),
+            go.pid(),
+            apiserver_pid,
+            etcd_pid,
+            std::process::id(),
+        ];
         let cpu0 = cpu_snapshot(&pids);
         let start = Instant::now();
         create_bindings(client, observer, &items, cfg.create_concurrency).await?;
@@ -394,6 +412,36 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             wall,
             cpu,
         ));
+        if i == 0 && cfg.replay_ceiling {
+            // The ceiling for these very writes: a client that only writes what the Rust
+            // scheduler wrote, with no decision to make.
+            let mut writes = Vec::new();
+            for b in &wl.bindings[..solo_n] {
+                let api = binding_api(client, b.namespace.as_deref());
+                let done = serde_json::to_value(api.get(&format!("{}{}", b.name, SOLO[0])).await?)?;
+                writes.push(BindingWrites::from_scheduled(
+                    &done,
+                    &format!("{}{}", b.name, REPLAY),
+                ));
+            }
+            for &c in &cfg.ceiling_concurrency {
+                match crate::ceiling::replay_writes(client, &writes, c).await {
+                    Ok(r) => {
+                        log(
+                            t0,
+                            format!(
+                                "replay ceiling (the Rust solo batch's writes, {c} in flight): {r:.1} bindings/s"
+                            ),
+                        );
+                        replay_by.insert(c.to_string(), r);
+                    }
+                    Err(e) => log(
+                        t0,
+                        format!("replay ceiling with {c} in flight failed: {e:#}"),
+                    ),
+                }
+            }
+        }
         // Gone again, so that the churn phases meet the same bindings as without this phase.
         delete_bindings(client, &items, cfg.create_concurrency).await?;
     }
@@ -495,6 +543,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             ));
         }
     }
+    // From here on the bench keeps every binding's placement history, and the churn
+    // operations, for the replay of pairs that end up disagreeing.
+    observer.start_history();
+    let mut ops: Vec<ChurnOp> = Vec::new();
     let scale_start = Instant::now();
     let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
     let scale_keys_r: Vec<String> = targets
@@ -552,10 +604,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     for &i in &taint_idx {
         let c = &wl.clusters[i];
         let mut taints = c["spec"]["taints"].as_array().cloned().unwrap_or_default();
-        taints.push(
-            json!({"key": "bench.karmada.io/churn", "value": "taint", "effect": "NoSchedule"}),
-        );
+        taints.push(json!({"key": CHURN_TAINT_KEY, "value": "taint", "effect": "NoSchedule"}));
         let name = c["metadata"]["name"].as_str().unwrap_or_default();
+        ops.push(ChurnOp {
+            started: Instant::now(),
+            cluster: name.to_string(),
+            kind: OpKind::Taint,
+        });
         capi.patch(
             name,
             &PatchParams::default(),
@@ -598,6 +653,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         let name = wl.clusters[i]["metadata"]["name"]
             .as_str()
             .unwrap_or_default();
+        ops.push(ChurnOp {
+            started: Instant::now(),
+            cluster: name.to_string(),
+            kind: OpKind::Delete,
+        });
         capi.delete(name, &DeleteParams::default())
             .await
             .with_context(|| format!("deleting cluster {name}"))?;
@@ -613,7 +673,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         t0,
         format!("deletion churn on {} clusters settled", del_idx.len()),
     );
-    let after = agreement(observer, wl, &sides[0]);
+    let mut after = agreement(observer, wl, &sides[0]);
     log(
         t0,
         format!(
@@ -623,6 +683,31 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             after.ratio() * 100.0
         ),
     );
+    if !after.disagreements.is_empty() {
+        log(
+            t0,
+            format!(
+                "replaying the history of {} disagreeing pair(s) through the oracle",
+                after.disagreements.len()
+            ),
+        );
+        after.replays = replay_disagreements(cfg, &plane, &after, &ops, scale_start, &sides[0])
+            .await
+            .unwrap_or_else(|e| {
+                vec![PairReplay {
+                    error: Some(format!("{e:#}")),
+                    ..Default::default()
+                }]
+            });
+        log(
+            t0,
+            format!(
+                "replay: {}/{} pair(s) explained by their histories",
+                after.replays.iter().filter(|r| r.explained).count(),
+                after.replays.len()
+            ),
+        );
+    }
 
     // ---- Memory at rest and totals.
     let rest_from = Instant::now();
@@ -708,6 +793,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         git_commit: String::new(),
         patch_ceiling_per_s: ceiling,
         patch_ceiling_by_concurrency: ceiling_by,
+        replay_ceiling_per_s: replay_by.values().copied().reduce(f64::max),
+        replay_ceiling_by_concurrency: replay_by,
         create_rate_per_s: create_rate,
         stream_rate_per_s: pace,
         rust: rust_side,
@@ -1272,6 +1359,65 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
         }
     }
     a
+}
+
+/// Replays the placement histories of the listed disagreeing pairs (see `replay.rs`).
+async fn replay_disagreements(
+    cfg: &Config,
+    plane: &Plane,
+    after: &Agreement,
+    ops: &[ChurnOp],
+    origin: Instant,
+    rust_name: &str,
+) -> anyhow::Result<Vec<PairReplay>> {
+    let (client, observer, wl) = (&plane.client, &plane.observer, &plane.wl);
+    anyhow::ensure!(
+        cfg.oracle_bin.exists(),
+        "the oracle {} is missing (hack/build-oracle.sh builds it)",
+        cfg.oracle_bin.display()
+    );
+    let capi: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
+    let clusters: Vec<Value> = capi
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let mut pairs = Vec::new();
+    for d in &after.disagreements {
+        let Some(b) = wl.bindings.iter().find(|b| b.key("") == d.binding) else {
+            continue;
+        };
+        let mut members = Vec::new();
+        for suffix in ["", MIRROR] {
+            let api = binding_api(client, b.namespace.as_deref());
+            let obj = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
+            let o = observer.get(&b.key(suffix)).unwrap_or_default();
+            members.push(Member {
+                scheduler: o.scheduler.clone(),
+                object: obj,
+                history: o.history.clone(),
+            });
+        }
+        if members[0].scheduler != rust_name {
+            members.swap(0, 1);
+        }
+        let [a, b2]: [Member; 2] = members
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("two members"))?;
+        pairs.push((d.binding.clone(), [a, b2]));
+    }
+    let tools = Tools {
+        simulate: cfg.rust_bin.clone(),
+        oracle: cfg.oracle_bin.clone(),
+        dir: cfg.scratch_dir.join("replay"),
+    };
+    let ops = ops.to_vec();
+    Ok(tokio::task::spawn_blocking(move || {
+        crate::replay::replay(&tools, &clusters, &ops, origin, pairs)
+    })
+    .await?)
 }
 
 fn fmt_placement(p: &[(String, i64)]) -> String {
