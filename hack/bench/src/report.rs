@@ -559,13 +559,15 @@ fn agreement(title: &str, a: &Agreement) -> String {
 fn replays(rs: &[crate::replay::PairReplay]) -> String {
     let explained = rs.iter().filter(|r| r.explained).count();
     let mut s = format!(
-        "#### Replay of the disagreeing pairs
-
-        Each placement change of each member during churn was replayed offline: the binding with the         placement it had before the change, against the clusters as they were after the first *k*         churn operations (taints, then deletions), for the largest *k* the member could have seen,         then smaller ones. The upstream scheduler (the oracle, `hack/oracle`) and `karmada-scheduler         simulate` ran on the same inputs. A pair is explained when the oracle reproduces every change         of both members: given the cluster states that member saw, the reference lands where it landed.
-
-        **{explained} of {} pair(s) explained by their histories.**
-
-",
+        "#### Replay of the disagreeing pairs\n\n\
+        Each placement change of each member during churn was replayed offline: the binding with \
+        the placement it had before the change, against the clusters as they were after the \
+        first *k* churn operations (taints, then deletions), for the largest *k* the member could \
+        have seen, then smaller ones. The upstream scheduler (the oracle, `hack/oracle`) and \
+        `karmada-scheduler simulate` ran on the same inputs. A pair is explained when the oracle \
+        reproduces every change of both members: given the cluster states that member saw, the \
+        reference lands where it landed.\n\n\
+        **{explained} of {} pair(s) explained by their histories.**\n\n",
         rs.len()
     );
     for r in rs {
