@@ -739,6 +739,16 @@ both) while the other has nothing to do, so that it has the apiserver to itself;
 rate after the last creation (the creator no longer competing). The PATCH-ceiling target divides the ceiling by all \
 of the scheduler's writes per binding in that phase (binding PATCHes and Event writes). The batch is deleted \
 afterwards, so the churn phases meet the same bindings.
+* Replay ceiling: right after the Rust solo batch, a client without rate limit creates copies of those bindings \
+for no scheduler and writes, binding after binding, what the Rust scheduler wrote for them (the spec PATCH with \
+`spec.clusters` and the applied-placement annotation, the status PATCH, two Events), in order per binding, with 16 \
+and then 64 bindings in flight. Its best rate is the ceiling for these very writes; when measured, the PATCH-ceiling \
+target is judged against it (the raw ceiling divided by the writes per binding is shown too).
+* History replay: during churn the bench keeps every binding's placement history. For each pair that disagrees \
+after churn, every placement change of each member is replayed offline: the binding with its previous placement \
+and observing-affinity name, against the clusters as they were after the first *k* churn operations (the largest \
+*k* begun before the change was seen, then up to 40 smaller ones), through the oracle (`hack/oracle`, the upstream \
+scheduler in-process) and `karmada-scheduler simulate`.
 * Memory: VmHWM (peak) from `/proc/<pid>/status` and VmRSS sampled every 250 ms; steady is the mean over 3 s at rest \
 at the end of the run.
 ";
