@@ -12,8 +12,9 @@
 //! name) against the clusters as they were after the first `k` churn operations, for the
 //! largest `k` the member could have seen first, then smaller ones. The upstream scheduler
 //! (the oracle, `hack/oracle`) and `karmada-scheduler simulate` each run on the same inputs.
-//! A pair is *explained* when the oracle reproduces every change of both members: the
-//! reference, fed the history a member saw, lands exactly where that member landed.
+//! A pair is *explained* when the oracle reproduces every change of both members, each
+//! member's changes in states no older than its previous change's: the reference, fed the
+//! history a member saw, lands exactly where that member landed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -229,11 +230,13 @@ pub fn replay(
         }
     }
     for pr in &mut out {
+        // Every change reproduced, and in states a member could have seen in that order (a
+        // watch does not go back in time).
         pr.explained = pr.error.is_none()
-            && pr
-                .sides
-                .iter()
-                .all(|s| s.changes.iter().all(|c| c.oracle_ops.is_some()));
+            && pr.sides.iter().all(|s| {
+                let ks: Option<Vec<usize>> = s.changes.iter().map(|c| c.oracle_ops).collect();
+                ks.is_some_and(|ks| ks.windows(2).all(|w| w[0] <= w[1]))
+            });
     }
     out
 }

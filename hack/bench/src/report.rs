@@ -565,8 +565,9 @@ fn replays(rs: &[crate::replay::PairReplay]) -> String {
         first *k* churn operations (taints, then deletions), for the largest *k* the member could \
         have seen, then smaller ones. The upstream scheduler (the oracle, `hack/oracle`) and \
         `karmada-scheduler simulate` ran on the same inputs. A pair is explained when the oracle \
-        reproduces every change of both members: given the cluster states that member saw, the \
-        reference lands where it landed.\n\n\
+        reproduces every change of both members, each member's in states no older than its \
+        previous change's: given the cluster states that member saw, the reference lands where \
+        it landed.\n\n\
         **{explained} of {} pair(s) explained by their histories.**\n\n",
         rs.len()
     );
