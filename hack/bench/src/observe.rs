@@ -329,7 +329,14 @@ impl Observer {
 /// `spec.clusters` of a binding as `(name, replicas)` pairs.
 pub fn placement_of(d: &Value) -> Placement {
     d.pointer("/spec/clusters")
-        .and_then(Value::as_array)
+        .map(placement_in)
+        .unwrap_or_default()
+}
+
+/// A list of `{name, replicas}` target clusters (as in `spec.clusters` or a `simulate`
+/// result) as `(name, replicas)` pairs; empty when `v` is not a list.
+pub fn placement_in(v: &Value) -> Placement {
+    v.as_array()
         .map(|cs| {
             cs.iter()
                 .map(|c| {

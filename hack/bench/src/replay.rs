@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::observe::{Placement, Step};
+use crate::observe::{Placement, Step, placement_in};
 
 /// Taint key the churn adds (removed again for states before the taint).
 pub const CHURN_TAINT_KEY: &str = "bench.karmada.io/churn";
@@ -213,7 +213,9 @@ pub fn replay(
                         continue;
                     }
                     let Some(res) = results.get(n) else { continue };
-                    if res["result"] == "Scheduled" && same(&clusters_of(res), &pending[i].expect) {
+                    if res["result"] == "Scheduled"
+                        && same(&placement_in(&res["clusters"]), &pending[i].expect)
+                    {
                         open[i][t] = false;
                         let c = &mut out[pending[i].pair].sides[pending[i].side].changes
                             [pending[i].change];
@@ -338,22 +340,6 @@ fn run(bin: &Path, file: &Path) -> Result<Vec<Value>, String> {
                 .unwrap_or("")
         )),
     }
-}
-
-fn clusters_of(res: &Value) -> Placement {
-    res["clusters"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| {
-                    (
-                        c["name"].as_str().unwrap_or_default().to_string(),
-                        c["replicas"].as_i64().unwrap_or(0),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn same(a: &Placement, b: &Placement) -> bool {
