@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::Extra;
 
+/// Annotation on a binding holding the placement (JSON) of its last successful scheduling
+/// decision; written by the scheduler, read back to tell whether the placement changed.
+pub const APPLIED_PLACEMENT_ANNOTATION: &str = "policy.karmada.io/applied-placement";
+
 /// Where a workload may go and how its replicas are split.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,8 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use serde::Deserialize;
 
-/// The annotation holding the placement of the last successful scheduling decision.
-pub const APPLIED_PLACEMENT_ANNOTATION: &str = "policy.karmada.io/applied-placement";
+pub use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 
 /// Labels of which at least one must be non-empty for a binding to be scheduled.
 pub const FILTER_LABELS: [&str; 3] = [

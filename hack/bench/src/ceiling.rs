@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::observe::rb_resource;
+use crate::run::in_flight;
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";
@@ -104,9 +106,9 @@ impl BindingWrites {
             spec.remove("clusters");
             spec.insert("schedulerName".into(), json!(NOBODY));
         }
-        let annotation = done["metadata"]["annotations"][APPLIED_PLACEMENT].clone();
+        let annotation = done["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION].clone();
         let spec_patch = json!({
-            "metadata": {"annotations": {APPLIED_PLACEMENT: annotation}},
+            "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: annotation}},
             "spec": {"clusters": done["spec"]["clusters"]},
         });
         let mut status = done["status"].clone();
@@ -148,8 +150,6 @@ impl BindingWrites {
     }
 }
 
-const APPLIED_PLACEMENT: &str = "policy.karmada.io/applied-placement";
-
 /// The fastest any scheduler could go on this apiserver with these results: creates the
 /// copies (untimed), then writes every binding's PATCHes and Events as fast as `concurrency`
 /// requests in flight allow, binding after binding, each binding's writes in order (as a
@@ -166,22 +166,21 @@ pub async fn replay_writes(
             None => Api::all_with(client.clone(), &crate::observe::crb_resource()),
         }
     };
-    futures::stream::iter(writes.iter().map(|w| {
-        let api = api_of(&w.namespace);
-        async move {
-            let obj: DynamicObject = serde_json::from_value(w.create.clone())?;
-            api.create(&PostParams::default(), &obj).await?;
-            anyhow::Ok(())
-        }
-    }))
-    .buffer_unordered(32)
-    .collect::<Vec<_>>()
-    .await
-    .into_iter()
-    .collect::<anyhow::Result<Vec<()>>>()?;
+    in_flight(
+        writes.iter().map(|w| {
+            let api = api_of(&w.namespace);
+            async move {
+                let obj: DynamicObject = serde_json::from_value(w.create.clone())?;
+                api.create(&PostParams::default(), &obj).await?;
+                Ok(())
+            }
+        }),
+        32,
+    )
+    .await?;
 
     let start = Instant::now();
-    let done = futures::stream::iter(writes.iter().enumerate().map(|(i, w)| {
+    let done = futures::stream::iter(writes.iter().map(|w| {
         let api = api_of(&w.namespace);
         async move {
             api.patch(
@@ -196,7 +195,7 @@ pub async fn replay_writes(
                 &Patch::Merge(&w.status_patch),
             )
             .await?;
-            for (j, involved) in w.events.iter().enumerate() {
+            for involved in &w.events {
                 let ns = involved
                     .namespace
                     .clone()
@@ -207,7 +206,7 @@ pub async fn replay_writes(
                 );
                 let ev = KubeEvent {
                     metadata: ObjectMeta {
-                        name: Some(format!("bench-ceiling-{i}-{j}.{:x}", rand_suffix(i, j))),
+                        generate_name: Some("bench-ceiling-".into()),
                         namespace: Some(ns.clone()),
                         ..Default::default()
                     },
@@ -240,19 +239,17 @@ pub async fn replay_writes(
             done.len() - ok
         );
     }
-    for w in writes {
-        let _ = api_of(&w.namespace)
-            .delete(&w.name, &Default::default())
-            .await;
-    }
+    // best effort: a copy left behind answers to no scheduler
+    let _ = in_flight(
+        writes.iter().map(|w| {
+            let api = api_of(&w.namespace);
+            async move {
+                api.delete(&w.name, &Default::default()).await?;
+                Ok(())
+            }
+        }),
+        32,
+    )
+    .await;
     Ok(ok as f64 / elapsed)
-}
-
-/// A per-run suffix, so that two replays in one run do not collide on event names.
-fn rand_suffix(i: usize, j: usize) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos ^ ((i as u64) << 8) ^ j as u64
 }

@@ -384,7 +384,7 @@ pub fn targets(run: &Run) -> String {
     // at 1,000 clusters a binding's PATCH carries a large placement, costlier for the
     // apiserver than the small status PATCH of the raw ceiling.
     let small_share = rs / bound;
-    let share = match run.replay_ceiling_per_s {
+    let share = match run.replay_ceiling() {
         Some(c) if c > 0.0 => rs / c,
         _ => small_share,
     };
@@ -425,7 +425,7 @@ pub fn targets(run: &Run) -> String {
             small_share * 100.0,
             rs / patches_only * 100.0,
         );
-        let measured = match run.replay_ceiling_per_s {
+        let measured = match run.replay_ceiling() {
             Some(c) if c > 0.0 => format!(
                 "alone: {rs:.1}/s vs {c:.1}/s, the rate of a bare client writing the same results (its PATCHes and Events, in order per binding; {}): {:.0} %. Against the raw ceiling of small status PATCHes: {small}",
                 run.replay_ceiling_by_concurrency

@@ -23,9 +23,7 @@ pub struct Run {
     /// Per concurrency level tried.
     pub patch_ceiling_by_concurrency: BTreeMap<String, f64>,
     /// Bindings/s a client reaches that only writes the Rust solo batch's results (its
-    /// PATCHes and Events, in order per binding): the ceiling for these very writes.
-    #[serde(default)]
-    pub replay_ceiling_per_s: Option<f64>,
+    /// PATCHes and Events, in order per binding), per concurrency level tried.
     #[serde(default)]
     pub replay_ceiling_by_concurrency: BTreeMap<String, f64>,
     /// Binding creations/s of the bench's creator during the load phase.
@@ -51,6 +49,16 @@ pub struct Run {
     /// workload, per binding; see `algo.rs`.
     pub rust_algorithm_in_process: Hist,
     pub profile_apiserver: Option<String>,
+}
+
+impl Run {
+    /// The best replay-ceiling rate (bindings/s), when the run measured one.
+    pub fn replay_ceiling(&self) -> Option<f64> {
+        self.replay_ceiling_by_concurrency
+            .values()
+            .copied()
+            .reduce(f64::max)
+    }
 }
 
 /// What the churn phase did.
@@ -97,7 +105,8 @@ pub struct Side {
     #[serde(default)]
     pub solo_event_writes_per_binding: f64,
     /// Wall seconds of its solo phase, and CPU seconds meanwhile of the Rust scheduler, the Go
-    /// scheduler, kube-apiserver and etcd (in that order).
+    /// scheduler, kube-apiserver, etcd and (in runs since the replay ceiling) the bench itself,
+    /// in that order.
     #[serde(default)]
     pub solo_wall_s: f64,
     #[serde(default)]

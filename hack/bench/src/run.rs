@@ -691,7 +691,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 after.disagreements.len()
             ),
         );
-        after.replays = replay_disagreements(cfg, &plane, &after, &ops, scale_start, &sides[0])
+        after.replays = replay_disagreements(cfg, &plane, &after, ops, scale_start, &sides[0])
             .await
             .unwrap_or_else(|e| {
                 vec![PairReplay {
@@ -793,7 +793,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         git_commit: String::new(),
         patch_ceiling_per_s: ceiling,
         patch_ceiling_by_concurrency: ceiling_by,
-        replay_ceiling_per_s: replay_by.values().copied().reduce(f64::max),
         replay_ceiling_by_concurrency: replay_by,
         create_rate_per_s: create_rate,
         stream_rate_per_s: pace,
@@ -903,7 +902,7 @@ async fn create_clusters(
 }
 
 /// Runs `jobs` with `concurrency` of them in flight; the first error, once all have ended.
-async fn in_flight<F>(jobs: impl Iterator<Item = F>, concurrency: usize) -> anyhow::Result<()>
+pub async fn in_flight<F>(jobs: impl Iterator<Item = F>, concurrency: usize) -> anyhow::Result<()>
 where
     F: std::future::Future<Output = anyhow::Result<()>>,
 {
@@ -1366,7 +1365,7 @@ async fn replay_disagreements(
     cfg: &Config,
     plane: &Plane,
     after: &Agreement,
-    ops: &[ChurnOp],
+    ops: Vec<ChurnOp>,
     origin: Instant,
     rust_name: &str,
 ) -> anyhow::Result<Vec<PairReplay>> {
@@ -1389,31 +1388,29 @@ async fn replay_disagreements(
         let Some(b) = wl.bindings.iter().find(|b| b.key("") == d.binding) else {
             continue;
         };
-        let mut members = Vec::new();
-        for suffix in ["", MIRROR] {
-            let api = binding_api(client, b.namespace.as_deref());
-            let obj = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
+        let api = binding_api(client, b.namespace.as_deref());
+        let member = async |suffix: &str| -> anyhow::Result<Member> {
+            let object = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
             let o = observer.get(&b.key(suffix)).unwrap_or_default();
-            members.push(Member {
-                scheduler: o.scheduler.clone(),
-                object: obj,
-                history: o.history.clone(),
-            });
-        }
-        if members[0].scheduler != rust_name {
-            members.swap(0, 1);
-        }
-        let [a, b2]: [Member; 2] = members
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("two members"))?;
-        pairs.push((d.binding.clone(), [a, b2]));
+            Ok(Member {
+                scheduler: o.scheduler,
+                object,
+                history: o.history,
+            })
+        };
+        let (x, y) = (member("").await?, member(MIRROR).await?);
+        let rust_first = if x.scheduler == rust_name {
+            [x, y]
+        } else {
+            [y, x]
+        };
+        pairs.push((d.binding.clone(), rust_first));
     }
     let tools = Tools {
         simulate: cfg.rust_bin.clone(),
         oracle: cfg.oracle_bin.clone(),
         dir: cfg.scratch_dir.join("replay"),
     };
-    let ops = ops.to_vec();
     Ok(tokio::task::spawn_blocking(move || {
         crate::replay::replay(&tools, &clusters, &ops, origin, pairs)
     })
