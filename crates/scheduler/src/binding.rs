@@ -11,6 +11,14 @@ use serde::Deserialize;
 
 pub use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 
+/// Written by every result patch of this scheduler: the `metadata.generation` that patch gives
+/// the binding. A binding whose marker names its current generation, but whose status was not
+/// written for that generation, was left between our two writes (a lost response, an API
+/// server restart, the process killed) and is scheduled again to complete it, by whichever
+/// process finds it: the objects alone say what is unfinished (see `decision::unfinished_write`).
+/// Our own addition; the reference has no equivalent (docs/compatibility.md).
+pub const RESULT_GENERATION_ANNOTATION: &str = "karmada-scheduler-rs.io/result-generation";
+
 /// Labels of which at least one must be non-empty for a binding to be scheduled.
 pub const FILTER_LABELS: [&str; 3] = [
     "propagationpolicy.karmada.io/permanent-id",
@@ -177,6 +185,16 @@ impl Binding {
             .and_then(|a| a.get(APPLIED_PLACEMENT_ANNOTATION))
             .map(String::as_str)
             .unwrap_or_default()
+    }
+
+    /// The generation our last result patch produced, when the marker is present and valid.
+    pub fn result_generation(&self) -> Option<i64> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(RESULT_GENERATION_ANNOTATION)?
+            .parse()
+            .ok()
     }
 
     /// `spec.schedulerName`, with empty meaning `default-scheduler`.

@@ -30,6 +30,14 @@ impl ApiFailure {
     pub fn is_not_found(&self) -> bool {
         self.code == 404
     }
+
+    /// The API server did not act on the request as a judgement of it: no answer at all
+    /// (refused, reset, timed out, the response lost), throttling, or a server-side error.
+    /// Whether the write landed is unknown; the binding waits for the server to answer again
+    /// and is then retried (a landed result patch is recognised by its marker).
+    pub fn is_transient(&self) -> bool {
+        self.code == 0 || self.code == 429 || self.code >= 500
+    }
 }
 
 impl std::fmt::Display for ApiFailure {
@@ -75,6 +83,16 @@ impl AttemptError {
             self,
             AttemptError::Schedule(ScheduleError::Unschedulable(_))
         )
+    }
+
+    /// Whether a write of the attempt failed for want of the API server
+    /// ([`ApiFailure::is_transient`]) rather than by its judgement.
+    pub fn is_transient(&self) -> bool {
+        let mut leaves = Vec::new();
+        self.visit(&mut leaves);
+        leaves
+            .iter()
+            .any(|e| matches!(e, AttemptError::Api(a) if a.is_transient()))
     }
 
     /// A `409 Conflict` from a write with a resourceVersion precondition.

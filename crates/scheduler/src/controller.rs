@@ -47,6 +47,30 @@ use crate::sink::{EventSink, Target, Writer};
 /// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
 const CONFLICT_RETRIES: usize = 3;
 
+/// Longest wait for the answer to one binding read or write. The client has no read timeout
+/// (it also carries the watches), so without this a hung API server (stopped, or a response
+/// lost on the way) would hold a worker forever. A write that times out may still land: it is
+/// then recognised by its marker (`binding::RESULT_GENERATION_ANNOTATION`) or its 409.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `fut` bounded by [`REQUEST_TIMEOUT`]; a timeout is a failure without an answer (code 0).
+async fn bounded<T>(
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, ApiFailure> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, fut).await {
+        Ok(r) => r.map_err(api_failure),
+        Err(_) => Err(ApiFailure {
+            code: 0,
+            reason: "Timeout".into(),
+            message: format!(
+                "{what}: no answer from the API server within {}s",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+        }),
+    }
+}
+
 /// A binding as cached: decoded, or kept with its decode error.
 #[derive(Clone, Debug)]
 pub enum Cached {
@@ -517,6 +541,9 @@ impl Context {
                     Err(e) if e.is_not_found() => return Outcome::Success,
                     Err(e) => {
                         tracing::error!(binding = %key, "re-reading after a conflict: {e}");
+                        if e.is_transient() {
+                            return Outcome::Unavailable;
+                        }
                         report = Some(r);
                         break;
                     }
@@ -540,7 +567,10 @@ impl Context {
                 match e {
                     CycleError::Failed(err) => {
                         tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
-                        if err.is_unschedulable() {
+                        if err.is_transient() {
+                            // Its writes are owed: retried as soon as the server answers.
+                            Outcome::Unavailable
+                        } else if err.is_unschedulable() {
                             Outcome::Unschedulable
                         } else {
                             Outcome::Failure
@@ -573,9 +603,68 @@ impl Context {
             Ok(_) => Outcome::Success,
             Err(e) => {
                 tracing::error!(binding = %key, "writing the decode error: {e}");
-                Outcome::Failure
+                if e.is_transient() {
+                    Outcome::Unavailable
+                } else {
+                    Outcome::Failure
+                }
             }
         }
+    }
+}
+
+/// How often the API server is probed while bindings wait for it.
+const PROBE_INTERVAL: Duration = Duration::from_millis(500);
+/// Longest wait for one probe's answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// While bindings wait for the API server ([`Outcome::Unavailable`]), ask its `/readyz` (open
+/// to every client by the default `system:public-info-viewer` role) every
+/// [`PROBE_INTERVAL`]; once it answers, retry them all at once. The informer of the reference
+/// plays this part there: its relist after an outage brings events that queue bindings again.
+/// We do not count on events: the echo of a write that landed while the response was lost may
+/// have been consumed, or may never come if nothing else changes.
+async fn release_when_reachable(queue: Arc<SchedulingQueue>, client: kube::Client) {
+    let mut tick = tokio::time::interval(PROBE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if queue.waiting_len() == 0 {
+            continue;
+        }
+        match probe(&client).await {
+            Ok(()) => {
+                let n = queue.release_waiting();
+                tracing::info!(
+                    "the API server answers again: retrying {n} binding(s) whose writes were interrupted"
+                );
+            }
+            Err(e) => tracing::debug!("the API server is still unavailable: {e}"),
+        }
+    }
+}
+
+/// Whether the API server answers as a server does: a ready `/readyz`, or any judgement of the
+/// request (a 403 from a cluster without the public-info role still shows it serving).
+async fn probe(client: &kube::Client) -> Result<(), ApiFailure> {
+    let request = http::Request::get("/readyz")
+        .body(Vec::new())
+        .map_err(|e| ApiFailure {
+            code: 0,
+            reason: String::new(),
+            message: e.to_string(),
+        })?;
+    let answer = match tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request)).await {
+        Ok(r) => r.map(|_| ()).map_err(api_failure),
+        Err(_) => Err(ApiFailure {
+            code: 0,
+            reason: "Timeout".into(),
+            message: format!("no answer to /readyz within {}s", PROBE_TIMEOUT.as_secs()),
+        }),
+    };
+    match answer {
+        Err(e) if e.is_transient() => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -631,14 +720,20 @@ impl Writer for KubeWriter {
         Box::pin(async move {
             let api = self.api(key);
             let params = PatchParams::default();
+            let what = format!("patching {}", key.describe());
             let res = match target {
-                Target::Main => api.patch(&key.name, &params, &Patch::Merge(&patch)).await,
+                Target::Main => {
+                    bounded(&what, api.patch(&key.name, &params, &Patch::Merge(&patch))).await
+                }
                 Target::Status => {
-                    api.patch_status(&key.name, &params, &Patch::Merge(&patch))
-                        .await
+                    bounded(
+                        &what,
+                        api.patch_status(&key.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await
                 }
             };
-            let stored = to_binding(key.kind, res.map_err(api_failure)?)?;
+            let stored = to_binding(key.kind, res?)?;
             if let (Target::Main, Some(a)) = (target, &self.assigning) {
                 a.written(&stored);
             }
@@ -648,9 +743,10 @@ impl Writer for KubeWriter {
 
     fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
         Box::pin(async move {
+            let what = format!("reading {}", key.describe());
             to_binding(
                 key.kind,
-                self.api(key).get(&key.name).await.map_err(api_failure)?,
+                bounded(&what, self.api(key).get(&key.name)).await?,
             )
         })
     }
@@ -1095,6 +1191,11 @@ pub async fn run(
     tracing::info!("caches synced; starting {worker_count} scheduling workers");
     ready.set(true);
 
+    // Bindings whose writes found no API server wait for it to answer again.
+    watches.push(tokio::spawn(release_when_reachable(
+        ctx.queue.clone(),
+        client.clone(),
+    )));
     let mut workers = Vec::new();
     for _ in 0..worker_count {
         let ctx = ctx.clone();

@@ -25,6 +25,8 @@ use serde_json::Value;
 use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
 use crate::condition::{ApiFailure, AttemptError, condition_for};
+#[cfg(test)]
+use crate::decision;
 use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
 use crate::own_writes::OwnWrites;
 use crate::patch::{
@@ -221,6 +223,13 @@ impl Cycle<'_> {
                 let stored = match self.send_result(&key, base, patch, bumps_generation).await {
                     Ok(stored) => stored,
                     Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
+                    // No verdict on the write, which may have landed: no failure status either
+                    // (it could overwrite the status of a write that did land, and tells
+                    // nothing). The binding is retried as soon as the server answers; if the
+                    // patch landed, its marker makes the retry complete it.
+                    Err(e) if e.is_transient() => {
+                        return Err(CycleError::Failed(AttemptError::Api(e)));
+                    }
                     Err(e) => {
                         patch_err = Some(AttemptError::Api(e));
                         break;
@@ -375,6 +384,20 @@ mod tests {
         rv: Mutex<u64>,
         log: Mutex<Vec<(Target, Value)>>,
         fail_next: Mutex<VecDeque<ApiFailure>>,
+        /// Scripted faults of the next writes, in order (`Fault::None` = answer normally).
+        faults: Mutex<VecDeque<Fault>>,
+    }
+
+    /// What goes wrong with one write.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Fault {
+        None,
+        /// Refused or reset before the server saw it.
+        NotSent,
+        /// Applied by the server, the answer lost on the way back.
+        ResponseLost,
+        /// `503 Service Unavailable`, not applied.
+        Unavailable,
     }
 
     fn merge(target: &mut Value, patch: &Value) {
@@ -401,6 +424,7 @@ mod tests {
                 rv: Mutex::new(1),
                 log: Mutex::new(Vec::new()),
                 fail_next: Mutex::new(VecDeque::new()),
+                faults: Mutex::new(VecDeque::new()),
             }
         }
 
@@ -434,46 +458,73 @@ mod tests {
                 if let Some(f) = self.fail_next.lock().unwrap().pop_front() {
                     return Err(f);
                 }
-                let mut o = self.object.lock().unwrap();
-                let mut rv = self.rv.lock().unwrap();
-                if let Some(want) = patch.pointer("/metadata/resourceVersion")
-                    && want != &json!(rv.to_string())
-                {
-                    return Err(ApiFailure {
-                        code: 409,
-                        reason: "Conflict".into(),
-                        message: "the object has been modified".into(),
-                    });
-                }
-                let mut p = patch.clone();
-                if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
-                    m.remove("resourceVersion");
-                }
-                match target {
-                    Target::Main => {
-                        if let Some(m) = p.as_object_mut() {
-                            m.remove("status");
-                        }
+                let lost = |message: &str| ApiFailure {
+                    code: 0,
+                    reason: String::new(),
+                    message: message.into(),
+                };
+                match self.faults.lock().unwrap().pop_front() {
+                    Some(Fault::NotSent) => return Err(lost("connection refused")),
+                    Some(Fault::Unavailable) => {
+                        return Err(ApiFailure {
+                            code: 503,
+                            reason: "ServiceUnavailable".into(),
+                            message: "the server is currently unable to handle the request".into(),
+                        });
                     }
-                    Target::Status => {
-                        p = json!({"status": p.get("status").cloned().unwrap_or(Value::Null)});
+                    Some(Fault::ResponseLost) => {
+                        self.apply(target, &patch)?;
+                        return Err(lost("connection reset by peer"));
                     }
+                    Some(Fault::None) | None => {}
                 }
-                let spec_before = o.get("spec").cloned();
-                merge(&mut o, &p);
-                // Like the apiserver: a spec change bumps the generation.
-                if o.get("spec").cloned() != spec_before {
-                    let g = o["metadata"]["generation"].as_i64().unwrap_or(0);
-                    o["metadata"]["generation"] = json!(g + 1);
-                }
-                *rv += 1;
-                o["metadata"]["resourceVersion"] = json!(rv.to_string());
-                Ok(Binding::decode(BindingKind::ResourceBinding, o.clone()).unwrap())
+                self.apply(target, &patch)
             })
         }
 
         fn get<'a>(&'a self, _key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
             Box::pin(async move { Ok(self.binding()) })
+        }
+    }
+
+    impl FakeApi {
+        /// The server side of a patch: precondition, merge, generation bump.
+        fn apply(&self, target: Target, patch: &Value) -> Result<Binding, ApiFailure> {
+            let mut o = self.object.lock().unwrap();
+            let mut rv = self.rv.lock().unwrap();
+            if let Some(want) = patch.pointer("/metadata/resourceVersion")
+                && want != &json!(rv.to_string())
+            {
+                return Err(ApiFailure {
+                    code: 409,
+                    reason: "Conflict".into(),
+                    message: "the object has been modified".into(),
+                });
+            }
+            let mut p = patch.clone();
+            if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            match target {
+                Target::Main => {
+                    if let Some(m) = p.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+                Target::Status => {
+                    p = json!({"status": p.get("status").cloned().unwrap_or(Value::Null)});
+                }
+            }
+            let spec_before = o.get("spec").cloned();
+            merge(&mut o, &p);
+            // Like the apiserver: a spec change bumps the generation.
+            if o.get("spec").cloned() != spec_before {
+                let g = o["metadata"]["generation"].as_i64().unwrap_or(0);
+                o["metadata"]["generation"] = json!(g + 1);
+            }
+            *rv += 1;
+            o["metadata"]["resourceVersion"] = json!(rv.to_string());
+            Ok(Binding::decode(BindingKind::ResourceBinding, o.clone()).unwrap())
         }
     }
 
@@ -630,6 +681,121 @@ mod tests {
         );
     }
 
+    /// The daemon's retry of one binding, reduced to its rules: each attempt starts from the
+    /// copy the watch would hold (`stale`: the one the decision was first made on, as when the
+    /// echo has not arrived; otherwise the server's), a conflict re-reads and runs again, any
+    /// other failure is tried again later. Returns the attempts it took.
+    async fn retry_until_done(
+        cycle: &Cycle<'_>,
+        api: &FakeApi,
+        first: &Binding,
+        snapshot: &Snapshot,
+    ) -> usize {
+        for attempt in 1..=20 {
+            let mut b = if attempt % 2 == 0 {
+                first.clone()
+            } else {
+                api.binding()
+            };
+            for _ in 0..4 {
+                match cycle.run(&b, snapshot, now()).await.result {
+                    Err(CycleError::Conflict) => b = api.binding(),
+                    Ok(()) => return attempt,
+                    Err(CycleError::Failed(e)) => {
+                        assert!(e.is_transient(), "only the scripted faults fail: {e}");
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("not done after 20 attempts: {:?}", api.binding());
+    }
+
+    /// Every script of faults over the first three writes (refused, 503, applied with the
+    /// answer lost), with the retries reading a stale or a fresh copy: the binding always ends
+    /// with the placement and the status of one decision, and is never written with a second
+    /// placement. A new process finds an unfinished binding from the object alone (the odd
+    /// attempts start from the server's copy, as a restarted scheduler's list would).
+    #[tokio::test]
+    async fn every_fault_script_ends_with_placement_and_status() {
+        use Fault::*;
+        let kinds = [None, NotSent, Unavailable, ResponseLost];
+        let strategies = [
+            json!({"clusterAffinity": {"clusterNames": ["m1", "m2"]},
+                   "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}),
+            json!({"clusterAffinity": {"clusterNames": ["m1", "m2"]},
+                   "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                         "weightPreference": {"staticWeightList": [
+                                             {"targetCluster": {"clusterNames": ["m1"]}, "weight": 1},
+                                             {"targetCluster": {"clusterNames": ["m2"]}, "weight": 2}]}}}),
+            json!({"clusterAffinity": {"clusterNames": ["m1", "m2"]},
+                   "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}),
+        ];
+        let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let s = scheduler();
+        for placement in &strategies {
+            // The placement a fault-free run writes.
+            let clean = FakeApi::new(binding_json(placement.clone(), 3));
+            let events = Events::default();
+            let own = OwnWrites::default();
+            cycle(&s, &clean, &events, Some(&own))
+                .run(&clean.binding(), &snapshot, now())
+                .await;
+            let want = clean.binding().spec.clusters;
+            assert!(!want.is_empty());
+            for script in 0..kinds.len().pow(3) {
+                let faults: Vec<Fault> = (0..3)
+                    .map(|i| kinds[script / kinds.len().pow(i) % kinds.len()])
+                    .collect();
+                let api = FakeApi::new(binding_json(placement.clone(), 3));
+                *api.faults.lock().unwrap() = faults.iter().copied().collect();
+                let first = api.binding();
+                let own = OwnWrites::default();
+                let cycle = cycle(&s, &api, &events, Some(&own));
+                retry_until_done(&cycle, &api, &first, &snapshot).await;
+                let b = api.binding();
+                let case = format!("{placement} with {faults:?}");
+                assert_eq!(b.spec.clusters, want, "{case}");
+                assert_eq!(
+                    b.status.scheduler_observed_generation,
+                    b.generation(),
+                    "{case}"
+                );
+                let scheduled: Vec<_> = b
+                    .status
+                    .conditions
+                    .iter()
+                    .filter(|c| c.type_ == "Scheduled")
+                    .collect();
+                assert_eq!(scheduled.len(), 1, "{case}");
+                assert_eq!(
+                    (scheduled[0].status.as_str(), scheduled[0].reason.as_str()),
+                    ("True", "Success"),
+                    "{case}"
+                );
+                assert!(b.status.last_scheduled_time.is_some(), "{case}");
+                assert!(!decision::unfinished_write(&b), "{case}");
+                // Every placement written is the one decision's.
+                let log = api.log.lock().unwrap().clone();
+                for (target, patch) in &log {
+                    if let (Target::Main, Some(c)) = (target, patch.pointer("/spec/clusters")) {
+                        let written: Vec<TargetCluster> =
+                            serde_json::from_value(c.clone()).unwrap();
+                        assert!(
+                            written == want
+                                || written
+                                    .iter()
+                                    .map(|t| &t.name)
+                                    .collect::<std::collections::BTreeSet<_>>()
+                                    == want.iter().map(|t| &t.name).collect(),
+                            "{case}: wrote {c}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[tokio::test]
     async fn first_schedule_writes_result_then_one_status_patch() {
         let api = FakeApi::new(binding_json(
@@ -656,7 +822,8 @@ mod tests {
             (
                 Target::Main,
                 json!({
-                    "metadata": {"annotations": {"policy.karmada.io/applied-placement": r#"{"clusterAffinity":{"clusterNames":["m1"]}}"#},
+                    "metadata": {"annotations": {"policy.karmada.io/applied-placement": r#"{"clusterAffinity":{"clusterNames":["m1"]}}"#,
+                                                 "karmada-scheduler-rs.io/result-generation": "3"},
                                  "resourceVersion": "1"},
                     "spec": {"clusters": [{"name": "m1"}]}
                 })

@@ -33,6 +33,9 @@ pub enum Trigger {
     RescheduleTriggered,
     Duplicated,
     TerminatingTargetCluster,
+    /// Our result patch landed but the status of that attempt did not (see
+    /// [`unfinished_write`]): the attempt is made again to complete it.
+    UnfinishedWrite,
 }
 
 /// What to do with a binding taken from the queue.
@@ -59,6 +62,9 @@ pub fn decide(binding: &Binding, clusters: &[&Cluster], multiple_pod_templates: 
     let spec = &binding.spec;
     let status = &binding.status;
     use ScheduleType::*;
+    if unfinished_write(binding) {
+        return Decision::Schedule(ReconcileSchedule, Trigger::UnfinishedWrite);
+    }
     if placement_changed(
         placement,
         binding.applied_placement(),
@@ -82,6 +88,28 @@ pub fn decide(binding: &Binding, clusters: &[&Cluster], multiple_pod_templates: 
     Decision::UpToDate {
         sync_generation: (generation != status.scheduler_observed_generation).then_some(generation),
     }
+}
+
+/// Our addition before row 1: the binding was left between our two writes. Its last spec
+/// write is our result patch (the marker names the current generation), and no status was
+/// written for that generation: a success would have set `schedulerObservedGeneration` to it,
+/// and a fit error writes empty clusters with a `Scheduled=False` condition (the one attempt
+/// outcome that writes a result without observing the generation). Such a binding is
+/// scheduled again whatever the other rows say: the reference's rows would see an applied
+/// placement and at most sync the observed generation, leaving no `Scheduled` condition.
+pub fn unfinished_write(binding: &Binding) -> bool {
+    let generation = binding.generation();
+    if binding.result_generation() != Some(generation)
+        || binding.status.scheduler_observed_generation == generation
+    {
+        return false;
+    }
+    let failed = binding
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == crate::condition::SCHEDULED && c.status == "False");
+    !(failed && binding.spec.clusters.is_empty())
 }
 
 /// Row 4 of the ladder: non-workloads and Duplicated workloads are scheduled again on every
@@ -289,6 +317,56 @@ mod tests {
                 sync_generation: None
             }
         );
+    }
+
+    /// The marker of our result patch names the current generation but the status was not
+    /// written: scheduled again, ahead of the rows that would only sync the generation.
+    #[test]
+    fn an_unfinished_write_is_scheduled_again() {
+        let none: Vec<&Cluster> = vec![];
+        let mut b = divided(Some(APPLIED), 3, json!([{"name": "m1", "replicas": 3}]));
+        let marker = |b: &mut Binding, v: &str| {
+            b.metadata.annotations.get_or_insert_default().insert(
+                crate::binding::RESULT_GENERATION_ANNOTATION.into(),
+                v.into(),
+            );
+        };
+        let unfinished =
+            Decision::Schedule(ScheduleType::ReconcileSchedule, Trigger::UnfinishedWrite);
+        marker(&mut b, "3");
+        assert_eq!(decide(&b, &none, false), unfinished);
+        // A later spec write by someone else: the reference's rows again.
+        marker(&mut b, "2");
+        assert_eq!(
+            decide(&b, &none, false),
+            Decision::UpToDate {
+                sync_generation: Some(3)
+            }
+        );
+        marker(&mut b, "not a number");
+        assert!(!unfinished_write(&b));
+        // The status of our success was written.
+        marker(&mut b, "3");
+        b.status.scheduler_observed_generation = 3;
+        assert!(!unfinished_write(&b));
+        // A fit error: empty clusters and Scheduled=False do not observe the generation.
+        b.status.scheduler_observed_generation = 2;
+        b.spec.clusters.clear();
+        b.status.conditions =
+            vec![serde_json::from_value(json!({
+            "type": "Scheduled", "status": "False", "reason": "NoClusterFit", "message": "m",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap()];
+        assert!(!unfinished_write(&b));
+        // ...but an old False condition next to clusters we wrote is not that attempt's.
+        b.spec.clusters = vec![karmada_api::work::TargetCluster::new("m1", 3)];
+        assert_eq!(decide(&b, &none, false), unfinished);
+        // A deleted or placement-less binding keeps its rows.
+        b.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        ));
+        assert_eq!(decide(&b, &none, false), Decision::Deleting);
     }
 
     #[test]

@@ -30,6 +30,13 @@ pub const WRITERS: usize = 8;
 const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 const SPAM_BURST: f64 = 25.0;
 const SPAM_REFILL_PER_SEC: f64 = 1.0 / 300.0;
+/// client-go's `maxTriesPerEvent`: an Event write that finds no API server is tried again.
+const EVENT_TRIES: u32 = 12;
+/// First pause between tries, doubled up to [`EVENT_RETRY_MAX`] (client-go sleeps 10 s).
+const EVENT_RETRY_FIRST: Duration = Duration::from_millis(500);
+const EVENT_RETRY_MAX: Duration = Duration::from_secs(10);
+/// Longest wait for the answer to one Event write.
+const EVENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One event to write.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,11 +185,12 @@ async fn write_events(
         let key = seen_key(&e);
         if let Some(s) = seen.get_mut(&key) {
             let patch = serde_json::json!({"count": s.count + 1, "lastTimestamp": ts});
-            if api
-                .patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .is_ok()
-            {
+            let sent = tokio::time::timeout(
+                EVENT_REQUEST_TIMEOUT,
+                api.patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await;
+            if matches!(sent, Ok(Ok(_))) {
                 s.count += 1;
                 s.at = now;
                 continue;
@@ -214,8 +222,8 @@ async fn write_events(
             reporting_instance: Some(String::new()),
             ..Default::default()
         };
-        match api.create(&PostParams::default(), &event).await {
-            Ok(_) => {
+        match create_event(&api, &event).await {
+            Ok(()) => {
                 seen.insert(
                     key,
                     Seen {
@@ -227,6 +235,40 @@ async fn write_events(
             }
             Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
         }
+    }
+}
+
+/// Create `event`, trying again while the API server does not answer (a lost response, a
+/// restart, a hang), as client-go's recorder does. The name is fixed before the first try, so a
+/// try whose response was lost makes the next one find the Event already there: it is written
+/// once. The writer task owns only Events; a binding's writes never wait for this.
+async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
+    let mut pause = EVENT_RETRY_FIRST;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let sent = tokio::time::timeout(
+            EVENT_REQUEST_TIMEOUT,
+            api.create(&PostParams::default(), event),
+        )
+        .await;
+        let err = match sent {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(kube::Error::Api(s))) if s.code == 409 && tries > 1 => return Ok(()),
+            Ok(Err(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => {
+                return Err(kube::Error::Api(s));
+            }
+            Ok(Err(e)) => e,
+            Err(_) => kube::Error::Service(
+                format!("no answer within {}s", EVENT_REQUEST_TIMEOUT.as_secs()).into(),
+            ),
+        };
+        if tries >= EVENT_TRIES {
+            return Err(err);
+        }
+        tracing::debug!("writing an Event failed (try {tries} of {EVENT_TRIES}): {err}");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(EVENT_RETRY_MAX);
     }
 }
 

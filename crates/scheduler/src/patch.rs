@@ -11,7 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use karmada_api::work::{ResourceBindingStatus, TargetCluster};
 use serde_json::{Map, Value, json};
 
-use crate::binding::{APPLIED_PLACEMENT_ANNOTATION, Binding, BindingKind};
+use crate::binding::{
+    APPLIED_PLACEMENT_ANNOTATION, Binding, BindingKind, RESULT_GENERATION_ANNOTATION,
+};
 use crate::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition};
 
 /// `{name, replicas}` as v1.18.2 encodes a `TargetCluster` (`replicas` omitted when 0).
@@ -31,7 +33,8 @@ fn same_targets(a: &[TargetCluster], b: &[TargetCluster]) -> bool {
             .all(|(x, y)| x.name == y.name && x.replicas == y.replicas)
 }
 
-/// Patch (a) of §3.4: the applied-placement annotation and `spec.clusters`.
+/// Patch (a) of §3.4: the applied-placement annotation and `spec.clusters`, plus our marker
+/// of the generation the patch produces ([`RESULT_GENERATION_ANNOTATION`]).
 pub fn result_patch(
     binding: &Binding,
     placement_json: &str,
@@ -58,7 +61,22 @@ pub fn result_patch(
         };
         patch.insert("spec".into(), json!({"clusters": clusters}));
     }
-    (!patch.is_empty()).then_some(Value::Object(patch))
+    if patch.is_empty() {
+        return None;
+    }
+    // The marker of an unfinished write: a spec change bumps the generation by exactly one (the
+    // patch is sent with a resourceVersion precondition, so nothing else lands in between).
+    let next = binding.generation() + i64::from(patch.contains_key("spec"));
+    let meta = patch
+        .entry("metadata")
+        .or_insert_with(|| json!({"annotations": {}}));
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.insert(
+            RESULT_GENERATION_ANNOTATION.into(),
+            Value::String(next.to_string()),
+        );
+    }
+    Some(Value::Object(patch))
 }
 
 /// Kubernetes `meta.SetStatusCondition`: insert when missing; on a status flip set the
@@ -216,7 +234,7 @@ mod tests {
         let result = vec![TargetCluster::new("m1", 2), TargetCluster::new("m2", 1)];
         assert_eq!(
             result_patch(&b, P, &result).unwrap().to_string(),
-            r#"{"metadata":{"annotations":{"policy.karmada.io/applied-placement":"{\"clusterAffinity\":{\"clusterNames\":[\"m1\",\"m2\"]}}"}},"spec":{"clusters":[{"name":"m1","replicas":2},{"name":"m2","replicas":1}]}}"#
+            r#"{"metadata":{"annotations":{"policy.karmada.io/applied-placement":"{\"clusterAffinity\":{\"clusterNames\":[\"m1\",\"m2\"]}}","karmada-scheduler-rs.io/result-generation":"5"}},"spec":{"clusters":[{"name":"m1","replicas":2},{"name":"m2","replicas":1}]}}"#
         );
     }
 
@@ -235,22 +253,24 @@ mod tests {
                 &[TargetCluster::new("m1", 2), TargetCluster::new("m2", 1)]
             )
             .unwrap(),
-            json!({"spec": {"clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]}})
+            json!({"spec": {"clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 1}]},
+                   "metadata": {"annotations": {RESULT_GENERATION_ANNOTATION: "5"}}})
         );
         // No fit: clusters cleared with null; zero replicas omitted.
         assert_eq!(
             result_patch(&b, P, &[]).unwrap(),
-            json!({"spec": {"clusters": null}})
+            json!({"spec": {"clusters": null}, "metadata": {"annotations": {RESULT_GENERATION_ANNOTATION: "5"}}})
         );
         assert_eq!(
             result_patch(&b, P, &[TargetCluster::new("m1", 0)])
                 .unwrap()
                 .to_string(),
-            r#"{"spec":{"clusters":[{"name":"m1"}]}}"#
+            r#"{"spec":{"clusters":[{"name":"m1"}]},"metadata":{"annotations":{"karmada-scheduler-rs.io/result-generation":"5"}}}"#
         );
         assert_eq!(
             result_patch(&b, "{}", &[TargetCluster::new("m1", 3)]).unwrap(),
-            json!({"metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: "{}"}}})
+            // Only metadata changes: the generation stays, and so does the marker's value.
+            json!({"metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: "{}", RESULT_GENERATION_ANNOTATION: "4"}}})
         );
     }
 

@@ -42,6 +42,12 @@ pub enum Outcome {
     Unschedulable,
     /// Any other error: retry with backoff.
     Failure,
+    /// A write found no API server to judge it (no answer, 429, 5xx): not the binding's
+    /// failure, so neither the per-key backoff nor the shared bucket is charged. The key waits
+    /// until [`SchedulingQueue::release_waiting`] (the API server answers again) or an event
+    /// queues it, and is then retried at once: it can never be given up while its writes are
+    /// owed.
+    Unavailable,
 }
 
 /// A popped key with the bookkeeping the queue needs back in [`SchedulingQueue::done`].
@@ -133,6 +139,8 @@ struct State {
     /// Priority mode: keys parked as unschedulable (also present in `delayed`).
     unschedulable: HashMap<BindingKey, Entry>,
     backoff: HashMap<BindingKey, Entry>,
+    /// Keys whose writes wait for the API server to answer again.
+    waiting: HashMap<BindingKey, Entry>,
     /// Legacy per-key failure counts.
     failures: HashMap<BindingKey, u32>,
     shut_down: bool,
@@ -163,6 +171,7 @@ impl SchedulingQueue {
                 delayed_at: HashMap::new(),
                 unschedulable: HashMap::new(),
                 backoff: HashMap::new(),
+                waiting: HashMap::new(),
                 failures: HashMap::new(),
                 shut_down: false,
             }),
@@ -184,6 +193,7 @@ impl SchedulingQueue {
         s.cancel_delay(&key);
         s.unschedulable.remove(&key);
         s.backoff.remove(&key);
+        s.waiting.remove(&key);
         let now = Instant::now();
         s.push_active(key, priority, now, 0);
         drop(s);
@@ -232,6 +242,27 @@ impl SchedulingQueue {
         let mut s = self.lock();
         s.processing.remove(&item.key);
         let now = Instant::now();
+        if outcome == Outcome::Unavailable {
+            if s.dirty.contains_key(&item.key) {
+                // An event came meanwhile: it is queued already, retried at once.
+                if let Some(e) = s.dirty.get(&item.key).cloned() {
+                    s.active.push(e);
+                }
+            } else {
+                let entry = Entry {
+                    key: item.key.clone(),
+                    priority: item.priority,
+                    timestamp: item.timestamp,
+                    // This attempt is not counted against the key.
+                    attempts: item.attempts.saturating_sub(1),
+                    seq: 0,
+                };
+                s.waiting.insert(item.key.clone(), entry);
+            }
+            drop(s);
+            self.notify.notify_waiters();
+            return;
+        }
         if s.priority_mode {
             let dirty = s.dirty.contains_key(&item.key);
             let entry = Entry {
@@ -278,6 +309,7 @@ impl SchedulingQueue {
                     let bucket = s.bucket.reserve(now);
                     s.schedule_delay(item.key.clone(), now + exp.max(bucket));
                 }
+                Outcome::Unavailable => unreachable!("routed above"),
             }
             if let Some(e) = s.dirty.get(&item.key).cloned() {
                 s.active.push(e);
@@ -285,6 +317,25 @@ impl SchedulingQueue {
         }
         drop(s);
         self.notify.notify_waiters();
+    }
+
+    /// The API server answers again: every key waiting for it is queued at once, in its
+    /// original order (priority, then age).
+    pub fn release_waiting(&self) -> usize {
+        let mut s = self.lock();
+        let waiting: Vec<Entry> = s.waiting.drain().map(|(_, e)| e).collect();
+        let n = waiting.len();
+        for e in waiting {
+            s.push_active(e.key, e.priority, e.timestamp, e.attempts);
+        }
+        drop(s);
+        self.notify.notify_waiters();
+        n
+    }
+
+    /// How many keys wait for the API server.
+    pub fn waiting_len(&self) -> usize {
+        self.lock().waiting.len()
     }
 
     /// Stop handing out keys; pending [`pop`](Self::pop) calls return `None`.
@@ -301,7 +352,7 @@ impl SchedulingQueue {
         let s = self.lock();
         QueueLengths {
             active: s.active.len(),
-            backoff: s.delayed.len() - s.unschedulable.len(),
+            backoff: s.delayed.len() - s.unschedulable.len() + s.waiting.len(),
             unschedulable: s.unschedulable.len(),
         }
     }
@@ -471,6 +522,57 @@ mod tests {
             Duration::from_millis(5),
             "failures were forgotten"
         );
+    }
+
+    /// A key whose writes found no API server waits, uncharged, until the server answers
+    /// again; then it is retried at once and its backoff is where it was.
+    #[tokio::test(start_paused = true)]
+    async fn keys_waiting_for_the_api_server_are_released_at_once_and_not_charged() {
+        for priority_mode in [false, true] {
+            let q = SchedulingQueue::new(priority_mode, RateLimiterOptions::default());
+            q.add(k("a"), 0);
+            q.add(k("b"), 0);
+            for _ in 0..50 {
+                let item = q.pop().await.unwrap();
+                q.done(item, Outcome::Unavailable);
+                let item = q.pop().await.unwrap();
+                q.done(item, Outcome::Unavailable);
+                assert_eq!(q.waiting_len(), 2);
+                assert_eq!(q.lengths().active, 0);
+                // Nothing comes back by itself, however long the outage.
+                let popped = tokio::time::timeout(Duration::from_secs(3600), q.pop()).await;
+                assert!(
+                    popped.is_err(),
+                    "mode {priority_mode}: a waiting key came back"
+                );
+                assert_eq!(q.release_waiting(), 2);
+            }
+            // Fifty outages later the first real failure still backs off from the start.
+            let item = q.pop().await.unwrap();
+            let t0 = Instant::now();
+            q.done(item, Outcome::Failure);
+            let other = q.pop().await.unwrap();
+            q.done(other, Outcome::Success);
+            q.pop().await.unwrap();
+            let expected = if priority_mode {
+                PQ_INITIAL_BACKOFF
+            } else {
+                Duration::from_millis(5)
+            };
+            assert!(
+                Instant::now() - t0 <= expected,
+                "mode {priority_mode}: backed off {:?}",
+                Instant::now() - t0
+            );
+            // An event for a waiting key queues it without waiting for the release.
+            q.add(k("c"), 0);
+            let item = q.pop().await.unwrap();
+            assert_eq!(item.key, k("c"));
+            q.done(item, Outcome::Unavailable);
+            q.add(k("c"), 0);
+            assert_eq!(q.waiting_len(), 0);
+            assert_eq!(q.pop().await.unwrap().key, k("c"));
+        }
     }
 
     #[tokio::test(start_paused = true)]
