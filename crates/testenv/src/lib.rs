@@ -46,6 +46,8 @@ use kube::{Client, Config};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod faultproxy;
+pub mod faults;
 pub mod quantity;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into
