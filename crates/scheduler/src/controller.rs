@@ -773,6 +773,42 @@ fn cluster_resource() -> ApiResource {
     }
 }
 
+/// Backoff of the watches after an error: 800 ms doubling to at most 5 s, reset by the next
+/// event. client-go's reflector (and kube's default) grow to 30 s, so after a few API server
+/// restarts in a row a watch could stay away for half a minute after the server is back, and
+/// bindings created meanwhile would wait for it.
+#[derive(Debug)]
+struct WatchBackoff {
+    next: Duration,
+}
+
+impl WatchBackoff {
+    const FIRST: Duration = Duration::from_millis(800);
+    const MAX: Duration = Duration::from_secs(5);
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        Self { next: Self::FIRST }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let d = self.next;
+        self.next = (d * 2).min(Self::MAX);
+        Some(d)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
+
 /// Turns a watcher stream into upserts and removals, diffing every relist against what the
 /// consumer holds. Marks `synced` after the first complete list.
 async fn drive<K, FU, FR>(
@@ -1062,7 +1098,7 @@ pub async fn run(
         let ctx = ctx.clone();
         let cfg = watcher_config.clone();
         watches.push(tokio::spawn(async move {
-            let stream = watcher::watcher(api, cfg).default_backoff();
+            let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
             let c2 = ctx.clone();
             drive(
                 stream,
@@ -1085,7 +1121,8 @@ pub async fn run(
         let ctx = ctx.clone();
         let est = estimators.clone();
         watches.push(tokio::spawn(async move {
-            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            let stream =
+                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
             let c2 = ctx.clone();
             let est2 = est.clone();
             drive(
@@ -1123,7 +1160,8 @@ pub async fn run(
         let (tx, _rx) = tokio_watch::channel(false);
         let (e1, e2) = (est.clone(), est.clone());
         watches.push(tokio::spawn(async move {
-            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            let stream =
+                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
             let ns1 = ns.clone();
             let ns2 = ns.clone();
             drive(
@@ -1148,7 +1186,7 @@ pub async fn run(
         let (tx, _rx) = tokio_watch::channel(false);
         watches.push(tokio::spawn(async move {
             let cfg = watcher::Config::default().labels(SERVICE_NAME_LABEL);
-            let stream = watcher::watcher(api, cfg).default_backoff();
+            let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
             // Added, changed or gone: the same re-resolution of the slice's Service.
             let changed = move |key: &str| {
                 if let Some(svc) = slice_service(key, &prefix) {
@@ -1613,6 +1651,16 @@ mod tests {
                 "upsert d@1"
             ]
         );
+    }
+
+    #[test]
+    fn watches_come_back_within_five_seconds() {
+        use kube::runtime::utils::Backoff as _;
+        let mut b = WatchBackoff::default();
+        let first: Vec<u64> = (&mut b).take(6).map(|d| d.as_millis() as u64).collect();
+        assert_eq!(first, [800, 1600, 3200, 5000, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(800)));
     }
 
     #[test]

@@ -7,11 +7,11 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
+use testenv::faults::{ApiServer, command_line, signal};
 use testenv::{TestEnv, free_port, tools_or_skip, wait_for};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -23,32 +23,6 @@ fn dynamic(replicas: i32) -> (i32, Value) {
         json!({"clusterAffinity": {"clusterNames": ["member1", "member2"]},
                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
                                      "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}),
-    )
-}
-
-/// The command line of a running process of the environment.
-fn cmdline(pid: u32) -> anyhow::Result<(PathBuf, Vec<String>)> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline"))?;
-    let mut parts: Vec<String> = raw
-        .split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect();
-    let program = PathBuf::from(parts.remove(0));
-    Ok((program, parts))
-}
-
-fn kill9(pid: u32) {
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status();
-}
-
-fn pid_of(env: &TestEnv, name: &str) -> anyhow::Result<u32> {
-    Ok(
-        std::fs::read_to_string(env.state_dir().join("pids").join(format!("{name}.pid")))?
-            .trim()
-            .parse()?,
     )
 }
 
@@ -132,11 +106,8 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
         .map_err(|e| ours.explain(e))?;
 
     // 1. Kill the Karmada API server and bring it back on the same port and etcd data.
-    let pid = pid_of(&env, "karmada-apiserver")?;
-    let (program, args) = cmdline(pid)?;
-    kill9(pid);
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let _apiserver = env.spawn_process("karmada-apiserver-restarted", &program, &args)?;
+    let mut apiserver = ApiServer::new(&env, "resilience")?;
+    apiserver.kill_and_restart(Duration::from_secs(3)).await?;
     wait_for("API server back", WAIT, || async {
         Ok(rb_api(&env)
             .await?
@@ -160,8 +131,8 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
 
     // 2. Kill member1's estimator: bindings still schedule (general estimate).
     let member1 = env.member("member1").expect("member1").clone();
-    let (est_program, mut est_args) = cmdline(member1.estimator_pid)?;
-    kill9(member1.estimator_pid);
+    let (est_program, mut est_args) = command_line(member1.estimator_pid)?;
+    signal(member1.estimator_pid, "KILL");
     let (r, p) = dynamic(2);
     env.apply_json(&binding("no-estimator", r, p, "default-scheduler"))
         .await?;
@@ -211,6 +182,7 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
     .map_err(|e| ours.explain(e))?;
 
     ours.shutdown().await?;
+    drop(apiserver);
     env.stop();
     Ok(())
 }

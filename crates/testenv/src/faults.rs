@@ -232,8 +232,8 @@ fn rb_resource() -> ApiResource {
     ))
 }
 
-/// The Karmada API server of the environment, which the run kills, stops and restarts.
-struct ApiServer<'e> {
+/// The Karmada API server of an environment, to kill, stop and restart.
+pub struct ApiServer<'e> {
     env: &'e TestEnv,
     program: PathBuf,
     args: Vec<String>,
@@ -245,15 +245,32 @@ struct ApiServer<'e> {
     tag: String,
 }
 
-fn signal(pid: u32, sig: &str) {
+/// Send `sig` (`KILL`, `STOP`, `CONT`, ...) to a process.
+pub fn signal(pid: u32, sig: &str) {
     let _ = Command::new("kill")
         .args([format!("-{sig}"), pid.to_string()])
         .status();
 }
 
+/// The program and arguments of a running process.
+pub fn command_line(pid: u32) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .with_context(|| format!("reading the command line of pid {pid}"))?;
+    let mut parts: Vec<String> = raw
+        .split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if parts.is_empty() {
+        bail!("pid {pid} has no command line");
+    }
+    let program = PathBuf::from(parts.remove(0));
+    Ok((program, parts))
+}
+
 impl<'e> ApiServer<'e> {
     /// The live Karmada API server of `env`: the environment's, or one an earlier run restarted.
-    fn new(env: &'e TestEnv, tag: &str) -> anyhow::Result<Self> {
+    pub fn new(env: &'e TestEnv, tag: &str) -> anyhow::Result<Self> {
         let pids = env.state_dir().join("pids");
         let mut live = None;
         for entry in std::fs::read_dir(&pids).context("reading the pid files")? {
@@ -268,23 +285,13 @@ impl<'e> ApiServer<'e> {
             let Ok(pid) = std::fs::read_to_string(&path)?.trim().parse::<u32>() else {
                 continue;
             };
-            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if !raw.is_empty() {
-                live = Some((pid, raw));
+            if let Ok(cmd) = command_line(pid) {
+                live = Some((pid, cmd));
             }
         }
-        let Some((pid, raw)) = live else {
+        let Some((pid, (program, parts))) = live else {
             bail!("no running Karmada API server in {}", pids.display());
         };
-        let mut parts: Vec<String> = raw
-            .split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect();
-        if parts.is_empty() {
-            bail!("the API server (pid {pid}) has no command line");
-        }
-        let program = PathBuf::from(parts.remove(0));
         Ok(Self {
             env,
             program,
@@ -297,7 +304,7 @@ impl<'e> ApiServer<'e> {
     }
 
     /// SIGKILL, wait `down`, start it again on the same port and etcd data.
-    async fn kill_and_restart(&mut self, down: Duration) -> anyhow::Result<()> {
+    pub async fn kill_and_restart(&mut self, down: Duration) -> anyhow::Result<()> {
         signal(self.pid, "KILL");
         if let Some(mut p) = self.current.take() {
             p.kill();
@@ -312,7 +319,7 @@ impl<'e> ApiServer<'e> {
     }
 
     /// SIGSTOP for `hung`, then SIGCONT: a hung server that still accepts connections.
-    async fn pause(&mut self, hung: Duration) {
+    pub async fn pause(&mut self, hung: Duration) {
         signal(self.pid, "STOP");
         tokio::time::sleep(hung).await;
         signal(self.pid, "CONT");
