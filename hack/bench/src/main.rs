@@ -5,6 +5,7 @@
 mod algo;
 mod ceiling;
 mod chart;
+mod faults;
 mod memory;
 mod observe;
 mod procs;
@@ -116,6 +117,23 @@ struct Cli {
     /// peak so far is then a lower bound).
     #[arg(long, default_value_t = 1800)]
     memory_cap: u64,
+    /// Fault bench only: the fault suite's scenario (API server kills and pauses, a faulty
+    /// network, the scheduler killed between its writes) against each scheduler in turn;
+    /// writes `faults-<K>k-<B>b.md` and `.json` with the bindings each left incomplete.
+    #[arg(long)]
+    faults_only: bool,
+    /// `--faults-only`: API server SIGKILL + restart cycles.
+    #[arg(long, default_value_t = 10)]
+    fault_kills: usize,
+    /// `--faults-only`: API server SIGSTOP + SIGCONT cycles.
+    #[arg(long, default_value_t = 2)]
+    fault_pauses: usize,
+    /// `--faults-only`: bindings in the stream.
+    #[arg(long, default_value_t = 100)]
+    fault_bindings: usize,
+    /// `--faults-only`: seconds the stream (and its faults) lasts.
+    #[arg(long, default_value_t = 60)]
+    fault_stream_seconds: u64,
     /// Do not run: read these results (a `results-*.json` written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
@@ -162,6 +180,27 @@ fn machine() -> String {
 fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `<stem>.md` and `<stem>.json` in the output directory (`--out-dir`, default docs/bench).
+fn write_report(
+    cli: &Cli,
+    root: &Path,
+    stem: &str,
+    value: &impl serde::Serialize,
+    md: &str,
+) -> anyhow::Result<()> {
+    let out = cli
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("docs/bench"));
+    std::fs::create_dir_all(&out)?;
+    let json_path = out.join(format!("{stem}.json"));
+    write_json(&json_path, value)?;
+    let md_path = out.join(format!("{stem}.md"));
+    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+    println!("wrote {} and {}", md_path.display(), json_path.display());
+    Ok(())
 }
 
 fn git_commit(root: &Path) -> String {
@@ -234,6 +273,28 @@ async fn main() -> anyhow::Result<()> {
         stream_rate: cli.stream_rate,
         solo_count: cli.solo_count,
     };
+    if cli.faults_only {
+        let mut b = faults::run(&faults::FaultFlags {
+            seed: cli.seed,
+            bindings: cli.fault_bindings,
+            kills: cli.fault_kills,
+            pauses: cli.fault_pauses,
+            stream: Duration::from_secs(cli.fault_stream_seconds),
+            rust_bin: cfg.rust_bin.clone(),
+            go_bin: cfg.go_bin.clone(),
+        })
+        .await?;
+        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        b.machine = machine();
+        b.git_commit = git_commit(&root);
+        let md = faults::markdown(&b);
+        println!("\n{md}");
+        if !cli.no_write {
+            let stem = format!("faults-{}k-{}b", b.kills, b.bindings);
+            write_report(&cli, &root, &stem, &b, &md)?;
+        }
+        return Ok(());
+    }
     if cli.memory_only {
         let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;
         m.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
@@ -242,18 +303,8 @@ async fn main() -> anyhow::Result<()> {
         let md = memory::markdown(&m);
         println!("\n{md}");
         if !cli.no_write {
-            let out = cli
-                .out_dir
-                .clone()
-                .unwrap_or_else(|| root.join("docs/bench"));
-            std::fs::create_dir_all(&out)?;
-            let tag = format!("{}c-{}b", m.clusters, m.bindings);
-            let json_path = out.join(format!("memory-{tag}.json"));
-            write_json(&json_path, &m)?;
-            let md_path = out.join(format!("memory-{tag}.md"));
-            std::fs::write(&md_path, md)
-                .with_context(|| format!("writing {}", md_path.display()))?;
-            println!("wrote {} and {}", md_path.display(), json_path.display());
+            let stem = format!("memory-{}c-{}b", m.clusters, m.bindings);
+            write_report(&cli, &root, &stem, &m, &md)?;
         }
         return Ok(());
     }

@@ -1,0 +1,208 @@
+//! `--faults-only`: bindings lost to failures, ours vs Go, in one run.
+//!
+//! The scenario is the fault suite's (`testenv::faults`, also run by
+//! `crates/scheduler/tests/e2e_faults.rs`), at a size given by the flags: a stream of bindings
+//! of every replica strategy while the API server is SIGKILLed and restarted `--fault-kills`
+//! times and SIGSTOPped `--fault-pauses` times, a proxy cuts connections and drops and delays
+//! responses, and finally each scheduler is SIGKILLed between its two writes of a binding and
+//! started again. Each scheduler runs the same seeded scenario on the same control plane, one
+//! after the other, with its own bindings. The figure that matters is the number of bindings
+//! left incomplete (no `Scheduled=True`, or a `schedulerObservedGeneration` behind the
+//! generation) a minute after the last fault.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use testenv::TestEnv;
+use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
+
+use crate::run::log;
+
+/// What the flags ask for.
+#[derive(Clone, Debug)]
+pub struct FaultFlags {
+    pub seed: u64,
+    pub bindings: usize,
+    pub kills: usize,
+    pub pauses: usize,
+    pub stream: Duration,
+    pub rust_bin: PathBuf,
+    pub go_bin: Option<PathBuf>,
+}
+
+/// One scheduler's side of the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultSide {
+    pub stuck: Vec<String>,
+    pub half_written_at_kill: Vec<String>,
+    pub simulate_mismatches: Vec<String>,
+    pub double_placements: Vec<String>,
+    pub exits: Vec<String>,
+    /// Seconds from the last fault until every binding was complete.
+    pub recovered_after_s: Option<f64>,
+    pub cut_mid_request: u64,
+    pub dropped_responses: u64,
+    pub apiserver_kills: usize,
+    pub apiserver_pauses: usize,
+}
+
+impl From<FaultReport> for FaultSide {
+    fn from(r: FaultReport) -> Self {
+        Self {
+            stuck: r.stuck,
+            half_written_at_kill: r.half_written_at_kill,
+            simulate_mismatches: r.simulate_mismatches,
+            double_placements: r.double_placements,
+            exits: r.exits,
+            recovered_after_s: r.recovered_after.map(|d| d.as_secs_f64()),
+            cut_mid_request: r.proxy.cut_mid_request,
+            dropped_responses: r.proxy.dropped_responses,
+            apiserver_kills: r.apiserver_kills,
+            apiserver_pauses: r.apiserver_pauses,
+        }
+    }
+}
+
+/// A whole fault run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultBench {
+    pub seed: u64,
+    pub bindings: usize,
+    pub kills: usize,
+    pub pauses: usize,
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub rust: FaultSide,
+    pub go: FaultSide,
+}
+
+pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
+    let t0 = Instant::now();
+    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let go_bin = flags
+        .go_bin
+        .clone()
+        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
+    anyhow::ensure!(
+        flags.rust_bin.is_file(),
+        "{} not found: build it with `cargo build --release -p karmada-scheduler`",
+        flags.rust_bin.display()
+    );
+    log(t0, "starting the control plane (hack/local-up.sh)");
+    let mut env = TestEnv::builder().tools(tools).members(2).start().await?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        env.keep_state_on_drop();
+    }
+    let cfg = FaultConfig {
+        seed: flags.seed,
+        bindings: flags.bindings,
+        stream: flags.stream,
+        apiserver_kills: flags.kills,
+        apiserver_pauses: flags.pauses,
+        proxy_chaos: true,
+        kill_scheduler: true,
+        settle: Duration::from_secs(60),
+        simulate_bin: flags.rust_bin.clone(),
+    };
+    let mut sides = Vec::new();
+    for (tag, program) in [("rust", flags.rust_bin.clone()), ("go", go_bin)] {
+        log(t0, format!("fault scenario against the {tag} scheduler"));
+        let report = testenv::faults::run(
+            &env,
+            &cfg,
+            SchedulerUnderTest {
+                tag: tag.into(),
+                program,
+                extra_args: Vec::new(),
+            },
+        )
+        .await?;
+        println!("{}", report.summary());
+        sides.push(FaultSide::from(report));
+    }
+    env.stop();
+    let go = sides.pop().unwrap_or_default();
+    let rust = sides.pop().unwrap_or_default();
+    Ok(FaultBench {
+        seed: flags.seed,
+        bindings: flags.bindings,
+        kills: flags.kills,
+        pauses: flags.pauses,
+        rust,
+        go,
+        ..Default::default()
+    })
+}
+
+fn recovered(s: &FaultSide) -> String {
+    s.recovered_after_s
+        .map_or("not within 60 s".into(), |d| format!("{d:.1} s"))
+}
+
+/// The report: the row, then what each side lost.
+pub fn markdown(b: &FaultBench) -> String {
+    let mut md = format!(
+        "# Fault bench: {} bindings, {} API server kills\n\n\
+         {} · {} · commit {} · seed {}\n\n\
+         Same seeded scenario for both schedulers on one control plane (crates/testenv \
+         `faults`): a stream of {} bindings of every replica strategy with scale changes; the \
+         API server SIGKILLed and restarted {} times and SIGSTOPped {} times at seeded moments; \
+         a proxy between the scheduler and the API server cutting connections mid-request, \
+         dropping responses after forwarding the request and delaying responses; then the \
+         scheduler SIGKILLed between its spec and status writes of a binding and started again. \
+         A binding counts as stuck when, a minute after the last fault, it lacks \
+         `Scheduled=True` or its `schedulerObservedGeneration` is behind its generation.\n\n",
+        b.bindings, b.kills, b.date, b.machine, b.git_commit, b.seed, b.bindings, b.kills, b.pauses,
+    );
+    md.push_str("| | Rust | Go |\n|---|---|---|\n");
+    let row = |name: &str, r: String, g: String| format!("| {name} | {r} | {g} |\n");
+    md.push_str(&row(
+        &format!("bindings stuck after {} API server kills", b.kills),
+        b.rust.stuck.len().to_string(),
+        b.go.stuck.len().to_string(),
+    ));
+    md.push_str(&row(
+        "half-written when the scheduler was killed",
+        b.rust.half_written_at_kill.len().to_string(),
+        b.go.half_written_at_kill.len().to_string(),
+    ));
+    md.push_str(&row(
+        "placements other than simulate's",
+        b.rust.simulate_mismatches.len().to_string(),
+        b.go.simulate_mismatches.len().to_string(),
+    ));
+    md.push_str(&row(
+        "generations written with two placements",
+        b.rust.double_placements.len().to_string(),
+        b.go.double_placements.len().to_string(),
+    ));
+    md.push_str(&row(
+        "scheduler exits",
+        b.rust.exits.len().to_string(),
+        b.go.exits.len().to_string(),
+    ));
+    md.push_str(&row(
+        "all complete after the last fault",
+        recovered(&b.rust),
+        recovered(&b.go),
+    ));
+    md.push_str(&row(
+        "faults injected by the proxy (cuts / dropped responses)",
+        format!("{} / {}", b.rust.cut_mid_request, b.rust.dropped_responses),
+        format!("{} / {}", b.go.cut_mid_request, b.go.dropped_responses),
+    ));
+    for (name, side) in [("Rust", &b.rust), ("Go", &b.go)] {
+        if side.stuck.is_empty() {
+            continue;
+        }
+        md.push_str(&format!("\n## Stuck with the {name} scheduler\n\n"));
+        for s in &side.stuck {
+            md.push_str(&format!("- {s}\n"));
+        }
+    }
+    md
+}
