@@ -445,7 +445,7 @@ fn reset(stream: &TcpStream) {
 /// fault decisions; its own so the proxy needs no `rand` dependency and the
 /// streams stay stable across crate versions.
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
     /// An independent stream per (proxy seed, connection index, direction), so
@@ -455,7 +455,7 @@ impl SplitMix64 {
         SplitMix64(seed ^ derive.next_u64())
     }
 
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -475,7 +475,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, n)`; 0 when `n` is 0.
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 

@@ -35,7 +35,7 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
-use crate::faultproxy::{FaultProxy, Policy};
+use crate::faultproxy::{FaultProxy, Policy, SplitMix64};
 use crate::{GoProcess, TestEnv, free_port};
 
 /// Namespace of the scenario's bindings.
@@ -146,26 +146,10 @@ impl FaultReport {
     }
 }
 
-/// SplitMix64: the scenario's own seeded randomness (timeline, strategies, sizes).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn between(&mut self, lo: Duration, hi: Duration) -> Duration {
-        let span = hi.saturating_sub(lo).as_millis() as u64;
-        lo + Duration::from_millis(self.below(span + 1))
-    }
+/// A seeded duration in `[lo, hi]`.
+fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
+    let span = hi.saturating_sub(lo).as_millis() as u64;
+    lo + Duration::from_millis(rng.below(span + 1))
 }
 
 /// The placements of the stream, one per replica strategy (and a non-workload).
@@ -310,12 +294,38 @@ impl<'e> ApiServer<'e> {
             p.kill();
         }
         tokio::time::sleep(down).await;
-        self.restarts += 1;
-        let name = format!("karmada-apiserver-{}-restart-{}", self.tag, self.restarts);
-        let p = self.env.spawn_process(&name, &self.program, &self.args)?;
-        self.pid = p.pid();
-        self.current = Some(p);
-        Ok(())
+        // A restart can fail to bind while the old sockets close; try again until it serves.
+        for _ in 0..5 {
+            self.restarts += 1;
+            let name = format!("karmada-apiserver-{}-restart-{}", self.tag, self.restarts);
+            let mut p = self.env.spawn_process(&name, &self.program, &self.args)?;
+            self.pid = p.pid();
+            let port = self.env.info().karmada_apiserver_port;
+            let until = Instant::now() + Duration::from_secs(30);
+            let mut serving = false;
+            while Instant::now() < until {
+                if p.try_wait()?.is_some() {
+                    break;
+                }
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
+                    serving = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            self.current = Some(p);
+            if serving {
+                return Ok(());
+            }
+            if let Some(mut p) = self.current.take() {
+                p.kill();
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        bail!("the Karmada API server did not come back after 5 starts")
     }
 
     /// SIGSTOP for `hung`, then SIGCONT: a hung server that still accepts connections.
@@ -525,14 +535,18 @@ async fn scale(
     }
 }
 
+/// `status.schedulerObservedGeneration`, 0 when absent.
+fn observed_generation(o: &DynamicObject) -> i64 {
+    o.data
+        .pointer("/status/schedulerObservedGeneration")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
 /// Why a binding is not complete, or `None` when it is.
 fn incomplete(o: &DynamicObject) -> Option<String> {
     let generation = o.metadata.generation.unwrap_or_default();
-    let observed = o
-        .data
-        .pointer("/status/schedulerObservedGeneration")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let observed = observed_generation(o);
     let condition = o
         .data
         .pointer("/status/conditions")
@@ -600,18 +614,13 @@ async fn list_ours(api: &Api<DynamicObject>, prefix: &str) -> anyhow::Result<Vec
 fn half_written(objs: &[DynamicObject]) -> Vec<String> {
     objs.iter()
         .filter(|o| {
-            let generation = o.metadata.generation.unwrap_or_default();
-            let observed = o
-                .data
-                .pointer("/status/schedulerObservedGeneration")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
+            let observed = observed_generation(o);
             let placed = o
                 .data
                 .pointer("/spec/clusters")
                 .and_then(Value::as_array)
                 .is_some_and(|a| !a.is_empty());
-            placed && observed != generation
+            placed && observed != o.metadata.generation.unwrap_or_default()
         })
         .filter_map(|o| o.metadata.name.clone())
         .collect()
@@ -738,7 +747,7 @@ pub async fn run(
 ) -> anyhow::Result<FaultReport> {
     let tag = sut.tag.clone();
     let prefix = format!("f{}-{tag}-", cfg.seed);
-    let mut rng = Rng(cfg.seed ^ 0x5eed);
+    let mut rng = SplitMix64(cfg.seed ^ 0x5eed);
     let upstream: SocketAddr =
         format!("127.0.0.1:{}", env.info().karmada_apiserver_port).parse()?;
     let proxy = FaultProxy::start(upstream, cfg.seed).await?;
@@ -773,14 +782,22 @@ pub async fn run(
         let at = Duration::from_millis(rng.below(stream_ms));
         timeline.push((
             at,
-            Step::Kill(rng.between(Duration::from_millis(500), Duration::from_secs(3))),
+            Step::Kill(between(
+                &mut rng,
+                Duration::from_millis(500),
+                Duration::from_secs(3),
+            )),
         ));
     }
     for _ in 0..cfg.apiserver_pauses {
         let at = Duration::from_millis(rng.below(stream_ms));
         timeline.push((
             at,
-            Step::Pause(rng.between(Duration::from_secs(1), Duration::from_secs(4))),
+            Step::Pause(between(
+                &mut rng,
+                Duration::from_secs(1),
+                Duration::from_secs(4),
+            )),
         ));
     }
     if cfg.proxy_chaos {
