@@ -32,6 +32,11 @@ const PQ_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 const PQ_MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// Longest stay in the unschedulable pool without an event.
 const PQ_MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
+/// A key that finds no API server again right after being released (the server answers its
+/// probe, but this binding's writes keep failing, e.g. a webhook answering 500) waits this long
+/// after the next release, doubling up to [`UNAVAILABLE_MAX_DELAY`].
+const UNAVAILABLE_FIRST_DELAY: Duration = Duration::from_millis(500);
+const UNAVAILABLE_MAX_DELAY: Duration = Duration::from_secs(10);
 
 /// How an attempt ended, for routing the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +146,8 @@ struct State {
     backoff: HashMap<BindingKey, Entry>,
     /// Keys whose writes wait for the API server to answer again.
     waiting: HashMap<BindingKey, Entry>,
+    /// Consecutive attempts of a key that ended [`Outcome::Unavailable`].
+    unavailable_streak: HashMap<BindingKey, u32>,
     /// Legacy per-key failure counts.
     failures: HashMap<BindingKey, u32>,
     shut_down: bool,
@@ -172,6 +179,7 @@ impl SchedulingQueue {
                 unschedulable: HashMap::new(),
                 backoff: HashMap::new(),
                 waiting: HashMap::new(),
+                unavailable_streak: HashMap::new(),
                 failures: HashMap::new(),
                 shut_down: false,
             }),
@@ -243,6 +251,7 @@ impl SchedulingQueue {
         s.processing.remove(&item.key);
         let now = Instant::now();
         if outcome == Outcome::Unavailable {
+            *s.unavailable_streak.entry(item.key.clone()).or_insert(0) += 1;
             if s.dirty.contains_key(&item.key) {
                 // An event came meanwhile: it is queued already, retried at once.
                 if let Some(e) = s.dirty.get(&item.key).cloned() {
@@ -263,6 +272,7 @@ impl SchedulingQueue {
             self.notify.notify_waiters();
             return;
         }
+        s.unavailable_streak.remove(&item.key);
         if s.priority_mode {
             let dirty = s.dirty.contains_key(&item.key);
             let entry = Entry {
@@ -320,13 +330,24 @@ impl SchedulingQueue {
     }
 
     /// The API server answers again: every key waiting for it is queued at once, in its
-    /// original order (priority, then age).
+    /// original order (priority, then age); a key whose writes also failed after the last
+    /// release waits a little longer each time (the server is up, this binding is not).
     pub fn release_waiting(&self) -> usize {
         let mut s = self.lock();
         let waiting: Vec<Entry> = s.waiting.drain().map(|(_, e)| e).collect();
         let n = waiting.len();
+        let now = Instant::now();
         for e in waiting {
-            s.push_active(e.key, e.priority, e.timestamp, e.attempts);
+            let streak = s.unavailable_streak.get(&e.key).copied().unwrap_or(0);
+            if streak <= 1 {
+                s.push_active(e.key, e.priority, e.timestamp, e.attempts);
+            } else {
+                let d = UNAVAILABLE_FIRST_DELAY
+                    .saturating_mul(1 << (streak - 2).min(16))
+                    .min(UNAVAILABLE_MAX_DELAY);
+                s.schedule_delay(e.key.clone(), now + d);
+                s.backoff.insert(e.key.clone(), e);
+            }
         }
         drop(s);
         self.notify.notify_waiters();
@@ -573,6 +594,45 @@ mod tests {
             assert_eq!(q.waiting_len(), 0);
             assert_eq!(q.pop().await.unwrap().key, k("c"));
         }
+    }
+
+    /// A binding whose writes fail again each time the API server is back (the server is
+    /// up, the binding is not) is released later each time, up to 10 s; success resets it.
+    #[tokio::test(start_paused = true)]
+    async fn repeated_unavailability_of_one_key_backs_off_to_ten_seconds() {
+        let q = legacy();
+        q.add(k("a"), 0);
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let item = q.pop().await.unwrap();
+            q.done(item, Outcome::Unavailable);
+            q.release_waiting();
+            let t = Instant::now();
+            let item = q.pop().await.unwrap();
+            waits.push((Instant::now() - t).as_millis() as u64);
+            q.done(item, Outcome::Unavailable);
+            q.release_waiting();
+            let t = Instant::now();
+            let item = q.pop().await.unwrap();
+            waits.push((Instant::now() - t).as_millis() as u64);
+            q.done(item, Outcome::Success);
+            q.add(k("a"), 0);
+        }
+        // After a success the first release is immediate again, the second waits 0.5 s.
+        assert_eq!(waits, [0, 500].repeat(8));
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            let item = q.pop().await.unwrap();
+            q.done(item, Outcome::Unavailable);
+            q.release_waiting();
+            let t = Instant::now();
+            let item = q.pop().await.unwrap();
+            waits.push((Instant::now() - t).as_millis() as u64);
+            q.done(item, Outcome::Unavailable);
+            q.release_waiting();
+            q.add(k("a"), 0); // keeps the streak
+        }
+        assert_eq!(waits, [0, 1000, 4000, 10000, 10000, 10000, 10000]);
     }
 
     #[tokio::test(start_paused = true)]
