@@ -15,8 +15,23 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use testenv::faults::{FaultConfig, SchedulerUnderTest, run};
+use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 use testenv::{TestEnv, tools_or_skip};
+
+/// One run, bounded: a scenario that hangs fails the suite instead of stalling CI.
+async fn run(
+    env: &TestEnv,
+    cfg: &FaultConfig,
+    sut: SchedulerUnderTest,
+) -> anyhow::Result<FaultReport> {
+    let tag = sut.tag.clone();
+    tokio::time::timeout(
+        Duration::from_secs(600),
+        testenv::faults::run(env, cfg, sut),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("the {tag} fault scenario did not end within 10 minutes"))?
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_lost_when_the_apiserver_the_network_or_the_scheduler_fails()
