@@ -144,20 +144,15 @@ impl Servers {
         Self::listen(plan).await
     }
 
-    /// Add the `--enable-pprof` server on `addr`. Go's pprof has no Rust equivalent here, so
-    /// its paths answer 501 with a pointer to `perf`; the flag and address keep their meaning
-    /// (a port is taken, a bind failure is fatal) so that manifests behave the same.
+    /// Add the `--enable-pprof` server on `addr` (`crate::pprof`: CPU profiles that
+    /// `go tool pprof` reads).
     pub async fn with_pprof(mut self, addr: &str) -> anyhow::Result<Self> {
-        let stub = || async {
-            (
-                StatusCode::NOT_IMPLEMENTED,
-                "pprof is a Go profiler; profile this Rust binary with perf or a sampling profiler instead\n",
-            )
-        };
-        let r = Router::new()
-            .route("/debug/pprof", any(stub))
-            .route("/debug/pprof/{*rest}", any(stub));
-        let more = Self::listen(vec![("profiling".into(), addr.into(), r)]).await?;
+        let more = Self::listen(vec![(
+            "profiling".into(),
+            addr.into(),
+            crate::pprof::router(),
+        )])
+        .await?;
         self.servers.extend(more.servers);
         Ok(self)
     }
@@ -321,7 +316,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn pprof_paths_answer_not_implemented() {
+    async fn pprof_serves_profiles_only_on_its_own_address() {
         let servers = Servers::bind("0", "0", Arc::new(Metrics::new()), Readiness::default())
             .await
             .unwrap()
@@ -331,7 +326,10 @@ mod tests {
         let addrs = servers.local_addrs();
         let stop = CancellationToken::new();
         tokio::spawn(servers.serve(stop.clone()));
-        assert_eq!(get(addrs[0], "/debug/pprof/profile").await.0, 501);
+        let (code, body) = get(addrs[0], "/debug/pprof/heap").await;
+        assert_eq!(code, 501);
+        assert!(body.contains("not available in this build"), "{body}");
+        assert_eq!(get(addrs[0], "/debug/pprof/").await.0, 200);
         assert_eq!(get(addrs[0], "/metrics").await.0, 404);
         stop.cancel();
     }

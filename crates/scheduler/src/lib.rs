@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod options;
 pub mod own_writes;
 pub mod patch;
+pub mod pprof;
 pub mod queue;
 pub mod ratelimit;
 pub mod sink;
