@@ -354,6 +354,7 @@ impl ConnectionCache {
             options.port,
             lookup.service.as_ref(),
             &lookup.endpoint_slices,
+            options.endpoint_routing,
         )?;
         if let Some(connection) = existing {
             let unchanged =
@@ -364,7 +365,10 @@ impl ConnectionCache {
         }
         let settings = DialSettings {
             tls: tls::client_config(options)?,
-            server_name: options.server_name.clone(),
+            server_name: resolution
+                .server_name
+                .clone()
+                .or_else(|| options.server_name.clone()),
             connect_timeout: options.connect_timeout,
         };
         tracing::debug!(cluster, addresses = ?resolution.addresses, "Dialling the estimator");

@@ -49,8 +49,12 @@ pub struct EstimatorOptions {
     pub insecure_skip_verify: bool,
     /// `--disable-scheduler-estimator-in-pull-mode`: Pull clusters get no connection.
     pub disable_in_pull_mode: bool,
-    /// Our extension: the TLS server name to verify instead of the dialled host.
+    /// Our extension: the TLS server name to verify instead of the dialled host (a Service's
+    /// `resolver::TLS_SERVER_NAME_ANNOTATION` overrides it for that estimator).
     pub server_name: Option<String>,
+    /// Our extension: a ClusterIP Service's ready endpoints are dialled, not its cluster IP
+    /// (for control planes without kube-proxy). Off by default.
+    pub endpoint_routing: bool,
     /// Our extension: what a failed cluster does to the fan-out (default: the reference's).
     pub failure_policy: FailurePolicy,
     /// Limit for one address to connect (the reference hard-codes 5 s).
@@ -73,6 +77,7 @@ impl Default for EstimatorOptions {
             insecure_skip_verify: false,
             disable_in_pull_mode: false,
             server_name: None,
+            endpoint_routing: false,
             failure_policy: FailurePolicy::FailAll,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             redial_backoff: DEFAULT_REDIAL_BACKOFF,

@@ -12,6 +12,10 @@
 //! | `ClusterIP`/`NodePort` | `<clusterIP>:<port>` for every cluster IP, then the DNS names |
 //! | `LoadBalancer` | every ingress IP or hostname with `<port>`, then as `ClusterIP` |
 //! | headless (`clusterIP: None`) | every ready endpoint of its EndpointSlices, balanced |
+//! | `ClusterIP` with endpoint routing on | the same as headless (our option, off by default) |
+//!
+//! The annotation [`TLS_SERVER_NAME_ANNOTATION`] on a Service names what that estimator's
+//! certificate is verified against (our addition; it overrides the option `server_name`).
 //!
 //! Everything here is pure: the caller fetches the Service and its EndpointSlices
 //! ([`crate::source::ServiceSource`]) and passes them in.
@@ -26,6 +30,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// Label that ties an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Service annotation: the TLS server name of that estimator (a DNS name in its certificate,
+/// when it is reached through an IP such as an LVS VIP).
+pub const TLS_SERVER_NAME_ANNOTATION: &str = "estimator.karmada-scheduler-rs.io/tls-server-name";
 
 /// Name of the estimator Service of a cluster: `<prefix>-<cluster>`.
 pub fn service_name(prefix: &str, cluster: &str) -> String {
@@ -100,6 +108,8 @@ pub enum Origin {
     LoadBalancer,
     /// Ready endpoints of a headless Service's EndpointSlices.
     Endpoints,
+    /// Ready endpoints of a ClusterIP Service's EndpointSlices (endpoint routing).
+    RoutedEndpoints,
 }
 
 impl fmt::Display for Origin {
@@ -110,6 +120,7 @@ impl fmt::Display for Origin {
             Origin::ClusterIp => "ClusterIP",
             Origin::LoadBalancer => "LoadBalancer",
             Origin::Endpoints => "headless Service endpoints",
+            Origin::RoutedEndpoints => "ClusterIP Service endpoints (endpoint routing)",
         })
     }
 }
@@ -123,6 +134,8 @@ pub struct Resolution {
     pub strategy: DialStrategy,
     /// Where they came from.
     pub origin: Origin,
+    /// The Service's [`TLS_SERVER_NAME_ANNOTATION`], when set.
+    pub server_name: Option<String>,
 }
 
 /// A found Service cannot be turned into addresses.
@@ -160,6 +173,11 @@ pub enum Problem {
     /// A headless Service without any ready endpoint serving the port.
     #[error("headless service has no ready endpoint for this port in its EndpointSlices")]
     NoReadyEndpoints,
+    /// Endpoint routing is on and the ClusterIP Service has no ready endpoint for the port.
+    #[error(
+        "endpoint routing is on and the ClusterIP service has no ready endpoint for this port in its EndpointSlices"
+    )]
+    NoRoutableEndpoints,
 }
 
 /// The two DNS names of the reference's fallback, with `port`.
@@ -173,21 +191,57 @@ pub fn dns_fallback(name: &str, namespace: &str, port: u16) -> Vec<Address> {
 /// Resolves the estimator Service `namespace/name` for `port`.
 ///
 /// `service` is `None` when the API server answered NotFound. `endpoint_slices` are only
-/// read for headless Services; slices of other Services (by the
-/// [`SERVICE_NAME_LABEL`] label) are ignored, so passing every slice of the namespace is
-/// fine.
+/// read for headless Services, and for ClusterIP ones when `endpoint_routing` is on; slices of
+/// other Services (by the [`SERVICE_NAME_LABEL`] label) are ignored, so passing every slice of
+/// the namespace is fine.
 pub fn resolve(
     namespace: &str,
     name: &str,
     port: u16,
     service: Option<&Service>,
     endpoint_slices: &[EndpointSlice],
+    endpoint_routing: bool,
+) -> Result<Resolution, ResolveError> {
+    let mut resolution = addresses(
+        namespace,
+        name,
+        port,
+        service,
+        endpoint_slices,
+        endpoint_routing,
+    )?;
+    resolution.server_name = service
+        .and_then(|s| s.metadata.annotations.as_ref())
+        .and_then(|a| a.get(TLS_SERVER_NAME_ANNOTATION))
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
+    Ok(resolution)
+}
+
+/// Whether a ClusterIP (not headless) Service of this spec has its endpoints dialled.
+pub fn routes_endpoints(
+    spec: &k8s_openapi::api::core::v1::ServiceSpec,
+    endpoint_routing: bool,
+) -> bool {
+    endpoint_routing
+        && spec.type_.as_deref().unwrap_or("ClusterIP") == "ClusterIP"
+        && !cluster_ips(spec).iter().any(|ip| ip == "None")
+}
+
+fn addresses(
+    namespace: &str,
+    name: &str,
+    port: u16,
+    service: Option<&Service>,
+    endpoint_slices: &[EndpointSlice],
+    endpoint_routing: bool,
 ) -> Result<Resolution, ResolveError> {
     let Some(service) = service else {
         return Ok(Resolution {
             addresses: dns_fallback(name, namespace, port),
             strategy: DialStrategy::FirstReachable,
             origin: Origin::DnsFallback,
+            server_name: None,
         });
     };
     let fail = |problem| ResolveError {
@@ -229,6 +283,7 @@ pub fn resolve(
                 addresses: vec![Address::new(host, target)],
                 strategy: DialStrategy::FirstReachable,
                 origin: Origin::ExternalName,
+                server_name: None,
             })
         }
         "ClusterIP" | "NodePort" | "LoadBalancer" => {
@@ -237,6 +292,14 @@ pub fn resolve(
             if service_type == "ClusterIP" && cluster_ips.iter().any(|ip| ip == "None") {
                 return headless(name, entry, endpoint_slices)
                     .ok_or_else(|| fail(Problem::NoReadyEndpoints));
+            }
+            if routes_endpoints(&spec, endpoint_routing) {
+                return headless(name, entry, endpoint_slices)
+                    .map(|r| Resolution {
+                        origin: Origin::RoutedEndpoints,
+                        ..r
+                    })
+                    .ok_or_else(|| fail(Problem::NoRoutableEndpoints));
             }
             let mut addresses = Vec::new();
             let mut origin = Origin::ClusterIp;
@@ -268,6 +331,7 @@ pub fn resolve(
                 addresses,
                 strategy: DialStrategy::FirstReachable,
                 origin,
+                server_name: None,
             })
         }
         other => Err(fail(Problem::UnsupportedType(other.to_string()))),
@@ -350,6 +414,7 @@ fn headless(name: &str, entry: &ServicePort, slices: &[EndpointSlice]) -> Option
         addresses: found.into_iter().collect(),
         strategy: DialStrategy::Balance,
         origin: Origin::Endpoints,
+        server_name: None,
     })
 }
 
@@ -401,11 +466,11 @@ mod tests {
     }
 
     fn resolve_ok(svc: Option<&Service>, slices: &[EndpointSlice]) -> Resolution {
-        resolve(NS, SVC, PORT, svc, slices).expect("resolves")
+        resolve(NS, SVC, PORT, svc, slices, false).expect("resolves")
     }
 
     fn resolve_err(svc: &Service) -> ResolveError {
-        resolve(NS, SVC, PORT, Some(svc), &[]).expect_err("must fail")
+        resolve(NS, SVC, PORT, Some(svc), &[], false).expect_err("must fail")
     }
 
     #[test]
@@ -722,13 +787,13 @@ mod tests {
             Some(vec![(None, 10352)]),
             vec![("10.1.0.4", Some(false))],
         )];
-        let err = resolve(NS, SVC, PORT, Some(&svc), &slices).unwrap_err();
+        let err = resolve(NS, SVC, PORT, Some(&svc), &slices, false).unwrap_err();
         assert_eq!(err.problem, Problem::NoReadyEndpoints);
         assert!(
             err.to_string()
                 .contains("karmada-system/karmada-scheduler-estimator-m1")
         );
-        let err = resolve(NS, SVC, PORT, Some(&svc), &[]).unwrap_err();
+        let err = resolve(NS, SVC, PORT, Some(&svc), &[], false).unwrap_err();
         assert_eq!(err.problem, Problem::NoReadyEndpoints);
     }
 
@@ -753,5 +818,107 @@ mod tests {
         assert_eq!(Address::new("127.0.0.1", 5).to_string(), "127.0.0.1:5");
         assert_eq!(Address::new("a.b", 5).ip(), None);
         assert_eq!(service_name("karmada-scheduler-estimator", "m1"), SVC);
+    }
+
+    /// Endpoint routing: a ClusterIP Service's ready endpoints instead of its cluster IP; the
+    /// cluster IP and DNS names without it; headless and other types unchanged.
+    #[test]
+    fn endpoint_routing_of_cluster_ip_services() {
+        let svc = service(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            cluster_ip: Some("10.96.0.10".into()),
+            ports: Some(vec![port(
+                10352,
+                Some(IntOrString::Int(8000)),
+                Some("grpc"),
+            )]),
+            ..Default::default()
+        });
+        let slice = EndpointSlice {
+            address_type: "IPv4".into(),
+            metadata: ObjectMeta {
+                name: Some(format!("{SVC}-a")),
+                namespace: Some(NS.into()),
+                labels: Some([(SERVICE_NAME_LABEL.to_string(), SVC.to_string())].into()),
+                ..Default::default()
+            },
+            ports: Some(vec![EndpointPort {
+                name: Some("grpc".into()),
+                port: Some(8000),
+                ..Default::default()
+            }]),
+            endpoints: vec![
+                Endpoint {
+                    addresses: vec!["192.168.1.7".into()],
+                    ..Default::default()
+                },
+                Endpoint {
+                    addresses: vec!["192.168.1.8".into()],
+                    conditions: Some(EndpointConditions {
+                        ready: Some(false),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ],
+        };
+        let off = resolve(
+            NS,
+            SVC,
+            PORT,
+            Some(&svc),
+            std::slice::from_ref(&slice),
+            false,
+        )
+        .unwrap();
+        assert_eq!(off.origin, Origin::ClusterIp);
+        assert_eq!(addrs(&off)[0], "10.96.0.10:10352");
+        let on = resolve(
+            NS,
+            SVC,
+            PORT,
+            Some(&svc),
+            std::slice::from_ref(&slice),
+            true,
+        )
+        .unwrap();
+        assert_eq!(on.origin, Origin::RoutedEndpoints);
+        assert_eq!(on.strategy, DialStrategy::Balance);
+        assert_eq!(addrs(&on), ["192.168.1.7:8000"]);
+        let err = resolve(NS, SVC, PORT, Some(&svc), &[], true).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "estimator service \"karmada-system/karmada-scheduler-estimator-m1\" (port 10352): endpoint routing is on and the ClusterIP service has no ready endpoint for this port in its EndpointSlices"
+        );
+        // An ExternalName Service is not routed.
+        let ext = external(
+            "10.0.0.1",
+            vec![port(10352, Some(IntOrString::Int(9000)), None)],
+        );
+        let r = resolve(NS, SVC, PORT, Some(&ext), &[slice], true).unwrap();
+        assert_eq!(addrs(&r), ["10.0.0.1:9000"]);
+    }
+
+    #[test]
+    fn the_tls_server_name_annotation_is_read() {
+        let mut svc = external(
+            "10.0.0.1",
+            vec![port(10352, Some(IntOrString::Int(9000)), None)],
+        );
+        assert_eq!(resolve_ok(Some(&svc), &[]).server_name, None);
+        svc.metadata.annotations = Some(
+            [(
+                TLS_SERVER_NAME_ANNOTATION.to_string(),
+                " estimator.test ".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(
+            resolve_ok(Some(&svc), &[]).server_name.as_deref(),
+            Some("estimator.test")
+        );
+        svc.metadata.annotations =
+            Some([(TLS_SERVER_NAME_ANNOTATION.to_string(), String::new())].into());
+        assert_eq!(resolve_ok(Some(&svc), &[]).server_name, None);
     }
 }

@@ -15,7 +15,8 @@ use crate::resolver::SERVICE_NAME_LABEL;
 pub struct ServiceLookup {
     /// `None` when the API answered NotFound (the resolver then uses DNS names).
     pub service: Option<Service>,
-    /// Slices labelled with the Service's name; only filled for headless Services.
+    /// Slices labelled with the Service's name; only filled for headless Services (and
+    /// ClusterIP ones with endpoint routing).
     pub endpoint_slices: Vec<EndpointSlice>,
 }
 
@@ -50,18 +51,37 @@ fn is_headless(service: &Service) -> bool {
 }
 
 /// Services (and EndpointSlices) read from the Karmada API server. Needs `get` on services
-/// and, for headless Services only, `list` on `discovery.k8s.io` endpointslices in the
-/// estimator namespace.
+/// and, for headless Services only (and ClusterIP ones with endpoint routing), `list` on
+/// `discovery.k8s.io` endpointslices in the estimator namespace.
 #[derive(Clone)]
 pub struct KubeServiceSource {
     client: kube::Client,
+    endpoint_routing: bool,
 }
 
 impl KubeServiceSource {
     /// A source reading through `client`.
     pub fn new(client: kube::Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            endpoint_routing: false,
+        }
     }
+
+    /// Also read the EndpointSlices of ClusterIP Services (`EstimatorOptions::endpoint_routing`).
+    pub fn with_endpoint_routing(mut self, on: bool) -> Self {
+        self.endpoint_routing = on;
+        self
+    }
+}
+
+/// Whether the resolver will read the Service's EndpointSlices.
+fn needs_slices(service: &Service, endpoint_routing: bool) -> bool {
+    is_headless(service)
+        || service
+            .spec
+            .as_ref()
+            .is_some_and(|s| crate::resolver::routes_endpoints(s, endpoint_routing))
 }
 
 impl ServiceSource for KubeServiceSource {
@@ -79,7 +99,10 @@ impl ServiceSource for KubeServiceSource {
             let services: Api<Service> = Api::namespaced(self.client.clone(), namespace);
             let service = services.get_opt(name).await.map_err(fail)?;
             let mut endpoint_slices = Vec::new();
-            if service.as_ref().is_some_and(is_headless) {
+            if service
+                .as_ref()
+                .is_some_and(|s| needs_slices(s, self.endpoint_routing))
+            {
                 let slices: Api<EndpointSlice> = Api::namespaced(self.client.clone(), namespace);
                 let params = ListParams::default().labels(&format!("{SERVICE_NAME_LABEL}={name}"));
                 endpoint_slices = slices.list(&params).await.map_err(fail)?.items;
@@ -176,7 +199,8 @@ impl ServiceSource for InMemoryServiceSource {
             .unwrap_or_else(|e| e.into_inner())
             .get(&k)
             .cloned();
-        let endpoint_slices = if service.as_ref().is_some_and(is_headless) {
+        // Held in memory: handing them over costs nothing, the resolver decides.
+        let endpoint_slices = if service.is_some() {
             self.slices
                 .read()
                 .unwrap_or_else(|e| e.into_inner())

@@ -782,3 +782,135 @@ async fn a_hanging_first_dial_costs_one_timeout_then_backs_off() {
         "{err}"
     );
 }
+
+/// The Service annotation names the TLS server name of one estimator, over the option.
+#[tokio::test]
+async fn a_service_annotation_names_the_tls_server_of_its_estimator() {
+    let pki = Pki::new(&["estimator-m1.test"]);
+    let server = serve(
+        FakeEstimator::answering(15),
+        "127.0.0.1",
+        Some(pki.server_tls(false)),
+    )
+    .await;
+    let annotated = |name: Option<&str>| {
+        let mut svc = external_name_service("m1", "127.0.0.1", server.addr.port());
+        if let Some(name) = name {
+            svc.metadata.annotations = Some(
+                [(
+                    estimator_client::resolver::TLS_SERVER_NAME_ANNOTATION.to_string(),
+                    name.to_string(),
+                )]
+                .into(),
+            );
+        }
+        vec![svc]
+    };
+    // The option names another estimator's certificate: verification fails...
+    let options = EstimatorOptions {
+        ca_file: Some(pki.ca_file.clone()),
+        server_name: Some("estimator-other.test".into()),
+        ..Default::default()
+    };
+    let s = setup(options.clone(), annotated(None));
+    let err = s
+        .estimator
+        .cache()
+        .ensure(&cluster("m1"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    // ...and the Service's own annotation wins over it.
+    let s = setup(options, annotated(Some("estimator-m1.test")));
+    assert_eq!(
+        ask(&s.estimator, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 15)]
+    );
+}
+
+/// With endpoint routing, a ClusterIP Service whose cluster IP leads nowhere is reached
+/// through the ready endpoint of its EndpointSlice.
+#[tokio::test]
+async fn endpoint_routing_dials_a_cluster_ip_services_endpoints() {
+    use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+    use k8s_openapi::api::discovery::v1::{
+        Endpoint, EndpointConditions, EndpointPort, EndpointSlice,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let live = serve(FakeEstimator::answering(16), "127.0.0.1", None).await;
+    // A loopback address where nothing listens stands for a virtual IP no kube-proxy serves.
+    let nowhere = "127.0.0.3";
+    let name = "karmada-scheduler-estimator-m1";
+    let service = Service {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("karmada-system".into()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            cluster_ip: Some(nowhere.into()),
+            ports: Some(vec![ServicePort {
+                name: Some("grpc".into()),
+                port: 10352,
+                target_port: Some(
+                    k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i32::from(
+                        live.addr.port(),
+                    )),
+                ),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let slice = |ready: bool| EndpointSlice {
+        address_type: "IPv4".into(),
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-x")),
+            namespace: Some("karmada-system".into()),
+            labels: Some([("kubernetes.io/service-name".to_string(), name.to_string())].into()),
+            ..Default::default()
+        },
+        ports: Some(vec![EndpointPort {
+            name: Some("grpc".into()),
+            port: Some(i32::from(live.addr.port())),
+            ..Default::default()
+        }]),
+        endpoints: vec![Endpoint {
+            addresses: vec!["127.0.0.1".into()],
+            conditions: Some(EndpointConditions {
+                ready: Some(ready),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+    };
+    let cache_with = |routing: bool, ready: bool| {
+        let source = Arc::new(InMemoryServiceSource::with_objects(
+            [service.clone()],
+            [slice(ready)],
+        ));
+        let options = EstimatorOptions {
+            endpoint_routing: routing,
+            connect_timeout: Duration::from_secs(2),
+            ..Default::default()
+        };
+        Arc::new(ConnectionCache::new(options, source))
+    };
+    // (Without routing the cluster IP is dialled, then cluster DNS names: the resolver's unit
+    // tests check that list; dialling it here would ask DNS, off loopback.)
+    let on = SchedulerEstimator::new(cache_with(true, true));
+    assert_eq!(
+        ask(&on, &[cluster("m1")]).await.unwrap(),
+        [("m1".to_string(), 16)]
+    );
+    // No ready endpoint: an error naming the Service, the port and what is wrong.
+    let none = cache_with(true, false);
+    let err = none.ensure(&cluster("m1")).await.unwrap_err().to_string();
+    assert!(
+        err.contains(name) && err.contains("10352") && err.contains("endpoint routing"),
+        "{err}"
+    );
+}

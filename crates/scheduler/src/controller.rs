@@ -1021,6 +1021,16 @@ pub fn estimator_options(opts: &Options) -> estimator_client::EstimatorOptions {
         ca_file: file(&opts.scheduler_estimator_ca_file),
         insecure_skip_verify: opts.insecure_skip_estimator_verify,
         disable_in_pull_mode: opts.disable_scheduler_estimator_in_pull_mode,
+        server_name: (!opts.scheduler_estimator_tls_server_name.is_empty())
+            .then(|| opts.scheduler_estimator_tls_server_name.clone()),
+        endpoint_routing: opts.scheduler_estimator_endpoint_routing,
+        failure_policy: if opts.scheduler_estimator_failure_policy
+            == crate::options::FAILURE_POLICY_PER_CLUSTER
+        {
+            estimator_client::FailurePolicy::PerCluster
+        } else {
+            estimator_client::FailurePolicy::FailAll
+        },
         ..Default::default()
     }
 }
@@ -1035,7 +1045,10 @@ pub async fn run(
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let estimators = if opts.enable_scheduler_estimator {
-        let source = Arc::new(estimator_client::KubeServiceSource::new(client.clone()));
+        let source = Arc::new(
+            estimator_client::KubeServiceSource::new(client.clone())
+                .with_endpoint_routing(opts.scheduler_estimator_endpoint_routing),
+        );
         let cache = Arc::new(estimator_client::ConnectionCache::new(
             estimator_options(opts),
             source,
@@ -1650,6 +1663,38 @@ mod tests {
                 "upsert b@2",
                 "upsert d@1"
             ]
+        );
+    }
+
+    /// Our estimator connection flags reach the estimator client; unset, they are the
+    /// reference's behaviour.
+    #[test]
+    fn estimator_connection_flags_reach_the_client() {
+        let parse = |args: &[&str]| match crate::options::parse(args) {
+            Ok(crate::options::Invocation::Run(o)) => *o,
+            other => panic!("{other:?}"),
+        };
+        let d = estimator_options(&parse(&[]));
+        assert_eq!(
+            (d.server_name, d.endpoint_routing, d.failure_policy),
+            (None, false, estimator_client::FailurePolicy::FailAll)
+        );
+        let o = estimator_options(&parse(&[
+            "--scheduler-estimator-tls-server-name=estimator.test",
+            "--scheduler-estimator-endpoint-routing=true",
+            "--scheduler-estimator-failure-policy=per-cluster",
+        ]));
+        assert_eq!(
+            (
+                o.server_name.as_deref(),
+                o.endpoint_routing,
+                o.failure_policy
+            ),
+            (
+                Some("estimator.test"),
+                true,
+                estimator_client::FailurePolicy::PerCluster
+            )
         );
     }
 

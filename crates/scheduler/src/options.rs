@@ -24,6 +24,11 @@ pub const COMPONENT: &str = "karmada-scheduler";
 /// `spec.schedulerName` of bindings handled by default.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
+/// `--scheduler-estimator-failure-policy` values: the reference's all-or-nothing merge, and
+/// per-cluster degradation (upstream's open proposal, karmada PR #7664).
+pub const FAILURE_POLICY_ALL: &str = "all";
+pub const FAILURE_POLICY_PER_CLUSTER: &str = "per-cluster";
+
 /// Default of `--concurrent-binding-syncs`: enough requests in flight to keep an apiserver
 /// busy while each binding waits for its two writes.
 pub const DEFAULT_CONCURRENT_BINDING_SYNCS: i64 = 16;
@@ -166,6 +171,14 @@ pub struct Options {
     pub scheduler_estimator_key_file: String,
     pub scheduler_estimator_ca_file: String,
     pub insecure_skip_estimator_verify: bool,
+    /// Not a flag of the reference: the name estimator certificates are verified against
+    /// (empty: the host dialled, as the reference).
+    pub scheduler_estimator_tls_server_name: String,
+    /// Not a flag of the reference: dial a ClusterIP estimator Service's ready endpoints.
+    pub scheduler_estimator_endpoint_routing: bool,
+    /// Not a flag of the reference: `all` (the reference's all-or-nothing merge) or
+    /// `per-cluster`.
+    pub scheduler_estimator_failure_policy: String,
     pub enable_empty_workload_propagation: bool,
     pub plugins: Vec<String>,
     pub scheduler_name: String,
@@ -208,6 +221,9 @@ impl Default for Options {
             scheduler_estimator_key_file: String::new(),
             scheduler_estimator_ca_file: String::new(),
             insecure_skip_estimator_verify: false,
+            scheduler_estimator_tls_server_name: String::new(),
+            scheduler_estimator_endpoint_routing: false,
+            scheduler_estimator_failure_policy: FAILURE_POLICY_ALL.into(),
             enable_empty_workload_propagation: false,
             plugins: vec!["*".into()],
             scheduler_name: DEFAULT_SCHEDULER_NAME.into(),
@@ -626,6 +642,27 @@ static FLAGS: &[FlagDef] = &[
     ),
     flag(
         G,
+        "scheduler-estimator-tls-server-name",
+        K::Str,
+        "",
+        "The name the scheduler estimators' certificates are verified against instead of the host dialled, e.g. the DNS name in the certificate of estimators reached through a virtual IP. The annotation estimator.karmada-scheduler-rs.io/tls-server-name on an estimator Service overrides it for that estimator. Not a flag of the Go karmada-scheduler.",
+    ),
+    flag(
+        G,
+        "scheduler-estimator-endpoint-routing",
+        K::Bool,
+        "false",
+        "Dial the ready endpoints listed in the EndpointSlices of a ClusterIP estimator Service instead of its cluster IP, for control planes without kube-proxy (as kube-apiserver's --enable-aggregator-routing). Not a flag of the Go karmada-scheduler.",
+    ),
+    flag(
+        G,
+        "scheduler-estimator-failure-policy",
+        K::Str,
+        "all",
+        "What an estimator that fails does to a binding's estimates: 'all' discards every answer of the scheduler estimators for that binding (as the Go karmada-scheduler does), 'per-cluster' discards only that cluster's. Not a flag of the Go karmada-scheduler.",
+    ),
+    flag(
+        G,
         "enable-empty-workload-propagation",
         K::Bool,
         "false",
@@ -901,6 +938,11 @@ impl Options {
             "scheduler-estimator-key-file" => self.scheduler_estimator_key_file = s(),
             "scheduler-estimator-ca-file" => self.scheduler_estimator_ca_file = s(),
             "insecure-skip-estimator-verify" => self.insecure_skip_estimator_verify = b()?,
+            "scheduler-estimator-tls-server-name" => self.scheduler_estimator_tls_server_name = s(),
+            "scheduler-estimator-endpoint-routing" => {
+                self.scheduler_estimator_endpoint_routing = b()?
+            }
+            "scheduler-estimator-failure-policy" => self.scheduler_estimator_failure_policy = s(),
             "enable-empty-workload-propagation" => self.enable_empty_workload_propagation = b()?,
             "plugins" => {
                 let items = read_csv(value)?;
@@ -948,6 +990,14 @@ impl Options {
             errs.push(format!(
                 "Options.ConcurrentBindingSyncs: Invalid value: {}: must be between 1 and 1024 inclusive",
                 self.concurrent_binding_syncs
+            ));
+        }
+        if ![FAILURE_POLICY_ALL, FAILURE_POLICY_PER_CLUSTER]
+            .contains(&self.scheduler_estimator_failure_policy.as_str())
+        {
+            errs.push(format!(
+                "Options.SchedulerEstimatorFailurePolicy: Unsupported value: {}: supported values: \"{FAILURE_POLICY_ALL}\", \"{FAILURE_POLICY_PER_CLUSTER}\"",
+                go_quote(&self.scheduler_estimator_failure_policy)
             ));
         }
         if self.scheduler_estimator_timeout.is_negative() {
@@ -1541,6 +1591,31 @@ mod tests {
         );
         // Our own flag: 1 (the reference's one-at-a-time) is the smallest value.
         assert!(run(&["--concurrent-binding-syncs=1"]).validate().is_ok());
+        // Our estimator connection options: off by default, validated.
+        let d = run(&[]);
+        assert_eq!(
+            (
+                d.scheduler_estimator_tls_server_name.as_str(),
+                d.scheduler_estimator_endpoint_routing,
+                d.scheduler_estimator_failure_policy.as_str()
+            ),
+            ("", false, "all")
+        );
+        let o = run(&[
+            "--scheduler-estimator-tls-server-name=estimator.example",
+            "--scheduler-estimator-endpoint-routing",
+            "--scheduler-estimator-failure-policy=per-cluster",
+        ]);
+        assert!(o.validate().is_ok());
+        assert_eq!(o.scheduler_estimator_tls_server_name, "estimator.example");
+        assert!(o.scheduler_estimator_endpoint_routing);
+        match run(&["--scheduler-estimator-failure-policy=some"]).validate() {
+            Err(ValidationError::Options(m)) => assert_eq!(
+                m,
+                r#"Options.SchedulerEstimatorFailurePolicy: Unsupported value: "some": supported values: "all", "per-cluster""#
+            ),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(run(&[]).concurrent_binding_syncs, 16);
         assert_eq!(
             run(&["--concurrent-binding-syncs=0"])
