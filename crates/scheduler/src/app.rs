@@ -40,24 +40,13 @@ pub fn main(args: Vec<String>) -> ExitCode {
     run(*opts)
 }
 
-/// Map `--logging-format` and `-v` onto `tracing`: verbosity 0 logs info and above, 4 and more
-/// adds debug, 6 and more trace (klog's V-levels have no finer equivalent).
+/// Send `tracing` events where klog would send them, in its line format or component-base's
+/// JSON (`crate::logging`: every logging flag is honoured there).
 pub fn init_logging(opts: &Options) {
-    let level = match opts.logging.verbosity {
-        0..=3 => tracing::Level::INFO,
-        4 | 5 => tracing::Level::DEBUG,
-        _ => tracing::Level::TRACE,
-    };
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
-    let _ = if opts.logging.format == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let subscriber =
+        tracing_subscriber::registry().with(crate::logging::Router::new(&opts.logging));
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 fn run(opts: Options) -> ExitCode {

@@ -23,6 +23,7 @@ pub mod events;
 pub mod goparse;
 pub mod http;
 pub mod leader;
+pub mod logging;
 pub mod metrics;
 pub mod options;
 pub mod own_writes;

@@ -100,8 +100,8 @@ impl Default for RateLimiterOptions {
     }
 }
 
-/// Logging flags of component-base and klog. Only `format` and `verbosity` change what this
-/// binary does; the rest are accepted and validated so that existing manifests keep working.
+/// Logging flags of component-base and klog, validated as component-base validates them and
+/// honoured by `crate::logging` as klog honours them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoggingOptions {
     pub format: String,
