@@ -2,12 +2,20 @@
 //!
 //! `clientcmd.BuildConfigFromFlags(--master, --kubeconfig)`: with neither flag, the in-cluster
 //! config; with `--kubeconfig`, that file's current context; `--master` overrides the server
-//! URL. Every request then passes the shared `--kube-api-qps`/`--kube-api-burst` bucket.
+//! URL. Every request then passes the shared `--kube-api-qps`/`--kube-api-burst` bucket, and
+//! every attempt on the wire is counted in client-go's `rest_client_requests_total`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use anyhow::Context as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use tower::{Layer, Service};
 
+use crate::metrics::{RestClientMetrics, rest_client};
 use crate::options::Options;
 use crate::ratelimit::QpsLayer;
 
@@ -48,9 +56,192 @@ pub async fn rest_config(opts: &Options) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// A client whose requests share one token bucket.
-pub fn build(config: Config, qps: f32, burst: i64) -> anyhow::Result<Client> {
+/// A client whose requests share one token bucket and are counted per attempt.
+///
+/// kube retries 429, 503 and 504 answers inside its own stack, below any layer added to it,
+/// where a layer would see one request per call whatever the attempts. client-go counts every
+/// attempt, so that retry is moved above the counting layer here: the same policy
+/// (`RetryPolicy::server_retry`, as kube's `default_retry` installs it), over a buffer that
+/// makes the stack cloneable for the retries (kube's `Client` holds one the same way). The
+/// bucket stays outermost, where it was: one token per call.
+pub fn build(mut config: Config, qps: f32, burst: i64) -> anyhow::Result<Client> {
+    let host = host_label(&config.cluster_url);
+    let retry = std::mem::replace(&mut config.default_retry, false);
     let builder =
         kube::client::ClientBuilder::try_from(config).context("building the kube client")?;
-    Ok(builder.with_layer(&QpsLayer::new(qps, burst)).build())
+    // `tower`'s `buffer` and `retry` features are those kube-client enables for its own stack.
+    let counted = builder
+        .with_layer(&RequestMetricsLayer::new(host, rest_client()))
+        .with_layer(&tower::buffer::BufferLayer::<
+            http::Request<kube::client::Body>,
+        >::new(1024))
+        .with_layer(&tower::util::option_layer(retry.then(|| {
+            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+        })));
+    Ok(counted.with_layer(&QpsLayer::new(qps, burst)).build())
+}
+
+/// client-go's `host` label: the `host:port` of the server URL (without any user info).
+pub fn host_label(url: &http::Uri) -> String {
+    url.authority()
+        .map(|a| {
+            let a = a.as_str();
+            a.rsplit_once('@').map_or(a, |(_, host)| host).to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// client-go's `code` label: the status code, or `<error>` when no answer came (a transport
+/// error, or a call given up before its answer).
+pub fn code_label(status: Option<http::StatusCode>) -> String {
+    status.map_or_else(|| "<error>".to_string(), |s| s.as_u16().to_string())
+}
+
+/// Counts each request in `rest_client_requests_total{code,host,method}` once its answer's
+/// head arrives (a watch when its stream opens), or fails.
+#[derive(Clone, Debug)]
+pub struct RequestMetricsLayer {
+    host: Arc<str>,
+    metrics: &'static RestClientMetrics,
+}
+
+impl RequestMetricsLayer {
+    pub fn new(host: String, metrics: &'static RestClientMetrics) -> Self {
+        Self {
+            host: host.into(),
+            metrics,
+        }
+    }
+}
+
+impl<S> Layer<S> for RequestMetricsLayer {
+    type Service = RequestMetrics<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequestMetrics {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service of [`RequestMetricsLayer`].
+#[derive(Clone, Debug)]
+pub struct RequestMetrics<S> {
+    inner: S,
+    layer: RequestMetricsLayer,
+}
+
+impl<S, ReqBody, ResBody> Service<http::Request<ReqBody>> for RequestMetrics<S>
+where
+    S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+    S::Future: Unpin,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Counted<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<ReqBody>) -> Self::Future {
+        let method = req.method().clone();
+        Counted {
+            inner: self.inner.call(req),
+            method: Some(method),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+/// A request's future, counted when it resolves or, unresolved, when dropped.
+pub struct Counted<F> {
+    inner: F,
+    /// `None` once counted.
+    method: Option<http::Method>,
+    layer: RequestMetricsLayer,
+}
+
+impl<F> Counted<F> {
+    fn count(&mut self, status: Option<http::StatusCode>) {
+        if let Some(method) = self.method.take() {
+            self.layer
+                .metrics
+                .request(&code_label(status), method.as_str(), &self.layer.host);
+        }
+    }
+}
+
+impl<F, B, E> Future for Counted<F>
+where
+    F: Future<Output = Result<http::Response<B>, E>> + Unpin,
+{
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
+        let status = out.as_ref().ok().map(http::Response::status);
+        self.count(status);
+        Poll::Ready(out)
+    }
+}
+
+impl<F> Drop for Counted<F> {
+    fn drop(&mut self) {
+        // Given up before an answer (a timeout): client-go counts its context error.
+        self.count(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    #[test]
+    fn host_label_is_host_and_port() {
+        let host = |u: &str| host_label(&u.parse().unwrap());
+        assert_eq!(host("https://127.0.0.1:29217"), "127.0.0.1:29217");
+        assert_eq!(host("https://10.96.0.1:443/"), "10.96.0.1:443");
+        assert_eq!(host("https://karmada-apiserver"), "karmada-apiserver");
+        assert_eq!(host("https://user:pw@[::1]:6443/x"), "[::1]:6443");
+        assert_eq!(host("/just/a/path"), "");
+    }
+
+    #[test]
+    fn code_label_is_the_status_or_error() {
+        assert_eq!(code_label(Some(http::StatusCode::TOO_MANY_REQUESTS)), "429");
+        assert_eq!(code_label(None), "<error>");
+    }
+
+    /// Each call is counted once: by its answer's status, its error, or, given up, as an
+    /// error.
+    #[tokio::test]
+    async fn every_request_is_counted_once() {
+        let metrics: &'static RestClientMetrics = Box::leak(Box::default());
+        let layer = RequestMetricsLayer::new("h:1".into(), metrics);
+        let svc = layer.layer(tower::service_fn(|req: http::Request<()>| {
+            Box::pin(async move {
+                match req.uri().path() {
+                    "/fail" => Err("no route"),
+                    "/hang" => futures::future::pending().await,
+                    _ => Ok(http::Response::builder().status(201).body(()).unwrap()),
+                }
+            })
+        }));
+        let req = |m: &str, p: &str| http::Request::builder().method(m).uri(p).body(()).unwrap();
+        svc.clone().oneshot(req("POST", "/ok")).await.unwrap();
+        svc.clone().oneshot(req("POST", "/ok")).await.unwrap();
+        assert!(svc.clone().oneshot(req("GET", "/fail")).await.is_err());
+        let hung = svc.clone().oneshot(req("PATCH", "/hang"));
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(10), hung)
+                .await
+                .is_err()
+        );
+        assert_eq!(metrics.count("201", "POST", "h:1"), 2);
+        assert_eq!(metrics.count("<error>", "GET", "h:1"), 1);
+        assert_eq!(metrics.count("<error>", "PATCH", "h:1"), 1);
+    }
 }

@@ -37,7 +37,10 @@ use crate::decision::affinity_index;
 use crate::http::Readiness;
 use crate::http::tokio_util_shim::CancellationToken;
 use crate::leader::api_failure;
-use crate::metrics::{IncomingEvent, Metrics};
+use crate::metrics::{
+    CLUSTER_RECONCILE_WORKER, IncomingEvent, Metrics, SCHEDULER_ESTIMATOR_WORKER, SCHEDULER_QUEUE,
+    WorkqueueMetrics,
+};
 use crate::options::Options;
 use crate::own_writes::OwnWrites;
 use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
@@ -427,14 +430,6 @@ impl Context {
     fn enqueue(&self, key: BindingKey, priority: i32, why: IncomingEvent) {
         self.metrics.incoming(why);
         self.queue.add(key, priority);
-        self.metrics.queue(self.queue.lengths().active, true, false);
-    }
-
-    /// `workqueue_depth` follows pops and requeues too, not only adds (a gauge set on adds
-    /// alone would show the last burst's size forever once the workers have drained it).
-    pub fn note_queue_depth(&self) {
-        self.metrics
-            .queue(self.queue.lengths().active, false, false);
     }
 
     fn fan_out(&self, cluster: &Cluster) {
@@ -497,8 +492,14 @@ impl Context {
         let new = Arc::new(cluster);
         let old = self.stores.put_cluster(new.clone());
         if let Some(old) = old {
-            for c in cluster_update_fanout(&old, &new) {
-                self.fan_out(&c);
+            let changes = cluster_update_fanout(&old, &new);
+            if !changes.is_empty() {
+                // The reference queues each object to its `ClusterReconcileWorker`; here the
+                // fan-out runs at once, as an item added and processed by that worker.
+                let worker = self.metrics.workqueue(CLUSTER_RECONCILE_WORKER);
+                for c in changes {
+                    worker.process(|| self.fan_out(&c));
+                }
             }
         }
     }
@@ -563,7 +564,6 @@ impl Context {
             Ok(()) => Outcome::Success,
             Err(e) => {
                 self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
-                self.metrics.queue(self.queue.lengths().active, false, true);
                 match e {
                     CycleError::Failed(err) => {
                         tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
@@ -901,6 +901,9 @@ struct EstimatorSync {
     failures: std::sync::Mutex<HashMap<String, u32>>,
     /// Per Service name, how many changes were seen; a retry of an older change stops.
     service_seq: std::sync::Mutex<HashMap<String, u64>>,
+    /// The workqueue metrics of the reference's `scheduler-estimator` worker, which gets the
+    /// cluster events that [`ensure`](Self::ensure) handles.
+    worker: Arc<WorkqueueMetrics>,
 }
 
 impl EstimatorSync {
@@ -943,9 +946,13 @@ impl EstimatorSync {
     /// cluster exists (the reference's `scheduler-estimator` worker).
     fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, stores: Arc<Stores>) {
         let this = self.clone();
+        let added = self.worker.added();
         tokio::spawn(async move {
             let name = cluster.name().to_string();
-            match this.cache.ensure(&cluster).await {
+            let token = this.worker.started(Some(added));
+            let result = this.cache.ensure(&cluster).await;
+            this.worker.finished(token);
+            match result {
                 Ok(()) => {
                     this.failures
                         .lock()
@@ -953,6 +960,7 @@ impl EstimatorSync {
                         .remove(&name);
                 }
                 Err(e) => {
+                    this.worker.retried();
                     let n = {
                         let mut f = this.failures.lock().unwrap_or_else(|p| p.into_inner());
                         let n = f.entry(name.clone()).or_insert(0);
@@ -1058,6 +1066,7 @@ pub async fn run(
             cache,
             failures: Default::default(),
             service_seq: Default::default(),
+            worker: metrics.workqueue(SCHEDULER_ESTIMATOR_WORKER),
         }))
     } else {
         None
@@ -1070,6 +1079,11 @@ pub async fn run(
     let priority_mode = opts
         .feature_gates
         .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING);
+    let mut queue = SchedulingQueue::new(priority_mode, opts.rate_limiter);
+    if !priority_mode {
+        // The reference's priority queue registers no workqueue metrics; its legacy one does.
+        queue = queue.with_metrics(metrics.workqueue(SCHEDULER_QUEUE));
+    }
     let stores = Arc::new(Stores::default());
     let workload = opts
         .feature_gates
@@ -1084,7 +1098,7 @@ pub async fn run(
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
         stores: stores.clone(),
-        queue: Arc::new(SchedulingQueue::new(priority_mode, opts.rate_limiter)),
+        queue: Arc::new(queue),
         writer: Arc::new(KubeWriter::new(
             client.clone(),
             workload.as_ref().map(|w| w.assigning.clone()),
@@ -1159,7 +1173,7 @@ pub async fn run(
                     let name = k.trim_start_matches('/');
                     c2.remove_cluster(name);
                     if let Some(e) = &est2 {
-                        e.cache.on_cluster_deleted(name);
+                        e.worker.process(|| e.cache.on_cluster_deleted(name));
                     }
                 },
                 tx,
@@ -1252,10 +1266,8 @@ pub async fn run(
         let ctx = ctx.clone();
         workers.push(tokio::spawn(async move {
             while let Some(item) = ctx.queue.pop().await {
-                ctx.note_queue_depth();
                 let outcome = ctx.process(&item.key).await;
                 ctx.queue.done(item, outcome);
-                ctx.note_queue_depth();
             }
         }));
     }
@@ -1388,14 +1400,18 @@ mod tests {
 
     /// A worker context over in-memory parts, default flags.
     fn test_context(writer: Arc<Recording>, events: crate::events::MemoryRecorder) -> Context {
+        let metrics = Arc::new(Metrics::new());
         Context {
             scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
             scheduler_name: "default-scheduler".into(),
             stores: Arc::new(Stores::default()),
-            queue: Arc::new(SchedulingQueue::new(false, Default::default())),
+            queue: Arc::new(
+                SchedulingQueue::new(false, Default::default())
+                    .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
+            ),
             writer,
             events: Arc::new(events),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             workload: None,
             own_writes: OwnWrites::default(),
         }
@@ -1516,12 +1532,14 @@ mod tests {
                 .encode()
                 .unwrap()
                 .lines()
-                .find(|l| l.starts_with("workqueue_depth{"))
+                .find(|l| {
+                    l.starts_with("workqueue_depth{") && l.contains(r#"name="scheduler-queue""#)
+                })
                 .map(|l| l.rsplit(' ').next().unwrap().to_string())
         };
         assert_eq!(depth(&ctx).as_deref(), Some("1"));
         let item = ctx.queue.pop().await.unwrap();
-        ctx.note_queue_depth();
+        assert_eq!(depth(&ctx).as_deref(), Some("0"));
         ctx.queue.done(item, Outcome::Success);
         assert_eq!(depth(&ctx).as_deref(), Some("0"));
     }

@@ -18,13 +18,14 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::binding::BindingKey;
+use crate::metrics::{WorkToken, WorkqueueMetrics};
 use crate::options::RateLimiterOptions;
 
 /// Backoff of the priority queue: 1 s initial, doubling, capped at 10 s.
@@ -151,6 +152,11 @@ struct State {
     /// Legacy per-key failure counts.
     failures: HashMap<BindingKey, u32>,
     shut_down: bool,
+    /// client-go's workqueue metrics, when attached: when each waiting key was added, and the
+    /// token of each key being processed.
+    metrics: Option<Arc<WorkqueueMetrics>>,
+    added_at: HashMap<BindingKey, std::time::Instant>,
+    working: HashMap<BindingKey, WorkToken>,
 }
 
 /// The queue. Cheap to share behind an `Arc`.
@@ -182,9 +188,20 @@ impl SchedulingQueue {
                 unavailable_streak: HashMap::new(),
                 failures: HashMap::new(),
                 shut_down: false,
+                metrics: None,
+                added_at: HashMap::new(),
+                working: HashMap::new(),
             }),
             notify: Notify::new(),
         }
+    }
+
+    /// Report to client-go's workqueue metrics as a workqueue does: an add for each key that
+    /// becomes waiting (a key already waiting is not added twice), the wait until a worker
+    /// takes it, the time the worker takes, a retry for each attempt that did not succeed.
+    pub fn with_metrics(self, metrics: Arc<WorkqueueMetrics>) -> Self {
+        self.lock().metrics = Some(metrics);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -223,6 +240,10 @@ impl SchedulingQueue {
                 if let Some(e) = s.active.pop() {
                     s.dirty.remove(&e.key);
                     s.processing.insert(e.key.clone());
+                    if let Some(m) = s.metrics.clone() {
+                        let added = s.added_at.remove(&e.key);
+                        s.working.insert(e.key.clone(), m.started(added));
+                    }
                     let attempts = e.attempts + 1;
                     return Some(Item {
                         key: e.key,
@@ -249,6 +270,14 @@ impl SchedulingQueue {
     pub fn done(&self, item: Item, outcome: Outcome) {
         let mut s = self.lock();
         s.processing.remove(&item.key);
+        if let Some(m) = s.metrics.clone() {
+            if let Some(token) = s.working.remove(&item.key) {
+                m.finished(token);
+            }
+            if outcome != Outcome::Success {
+                m.retried();
+            }
+        }
         let now = Instant::now();
         if outcome == Outcome::Unavailable {
             *s.unavailable_streak.entry(item.key.clone()).or_insert(0) += 1;
@@ -419,6 +448,10 @@ impl State {
         if self.dirty.contains_key(&key) {
             return;
         }
+        if let Some(m) = &self.metrics {
+            let at = m.added();
+            self.added_at.entry(key.clone()).or_insert(at);
+        }
         self.seq += 1;
         let e = Entry {
             key: key.clone(),
@@ -477,6 +510,47 @@ mod tests {
 
     fn legacy() -> SchedulingQueue {
         SchedulingQueue::new(false, RateLimiterOptions::default())
+    }
+
+    /// client-go's accounting: an add per key that becomes waiting (not per event), depth of
+    /// the waiting keys, one wait and one work time per attempt, a retry per failed attempt.
+    #[tokio::test(start_paused = true)]
+    async fn workqueue_metrics_count_as_client_go() {
+        let metrics = crate::metrics::Metrics::new();
+        let q = legacy().with_metrics(metrics.workqueue(crate::metrics::SCHEDULER_QUEUE));
+        let value = |family: &str| {
+            let text = metrics.encode().unwrap();
+            text.lines()
+                .find(|l| l.starts_with(family) && l.contains(r#"name="scheduler-queue""#))
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("{family}: {text}"))
+        };
+        q.add(k("a"), 0);
+        q.add(k("a"), 0);
+        q.add(k("b"), 0);
+        assert_eq!(value("workqueue_adds_total{"), "2");
+        assert_eq!(value("workqueue_depth{"), "2");
+        let a = q.pop().await.unwrap();
+        assert_eq!(value("workqueue_depth{"), "1");
+        assert_eq!(value("workqueue_queue_duration_seconds_count{"), "1");
+        // An event while `a` is processed: added again, handed out after `done`.
+        q.add(k("a"), 0);
+        assert_eq!(value("workqueue_adds_total{"), "3");
+        q.done(a, Outcome::Failure);
+        assert_eq!(value("workqueue_retries_total{"), "1");
+        assert_eq!(value("workqueue_work_duration_seconds_count{"), "1");
+        let b = q.pop().await.unwrap();
+        q.done(b, Outcome::Success);
+        let a = q.pop().await.unwrap();
+        q.done(a, Outcome::Unavailable);
+        assert_eq!(value("workqueue_retries_total{"), "2");
+        assert_eq!(value("workqueue_depth{"), "0");
+        assert_eq!(value("workqueue_work_duration_seconds_count{"), "3");
+        // Released: waiting again, so added again.
+        q.release_waiting();
+        assert_eq!(value("workqueue_adds_total{"), "4");
+        assert_eq!(value("workqueue_depth{"), "1");
     }
 
     #[tokio::test(start_paused = true)]
