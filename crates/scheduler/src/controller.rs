@@ -1050,6 +1050,7 @@ pub async fn run(
     client: kube::Client,
     metrics: Arc<Metrics>,
     ready: Readiness,
+    leading: tokio_watch::Receiver<bool>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let estimators = if opts.enable_scheduler_estimator {
@@ -1264,8 +1265,23 @@ pub async fn run(
     let mut workers = Vec::new();
     for _ in 0..worker_count {
         let ctx = ctx.clone();
+        let mut leading = leading.clone();
         workers.push(tokio::spawn(async move {
-            while let Some(item) = ctx.queue.pop().await {
+            loop {
+                // Only while leading (the Lease may be lost and won again).
+                if leading.wait_for(|l| *l).await.is_err() {
+                    break;
+                }
+                let Some(item) = ctx.queue.pop().await else {
+                    break;
+                };
+                if !*leading.borrow() {
+                    // Lost while waiting for a key: hand it back untouched.
+                    let (key, priority) = (item.key.clone(), item.priority);
+                    ctx.queue.done(item, Outcome::Success);
+                    ctx.queue.add(key, priority);
+                    continue;
+                }
                 let outcome = ctx.process(&item.key).await;
                 ctx.queue.done(item, outcome);
             }

@@ -2,8 +2,11 @@
 //!
 //! Lifecycle (spec §1, §8): the health and metrics servers start first and run on every
 //! replica. Without `--leader-elect` the scheduler runs at once. With it, the replica campaigns
-//! for the Lease and runs the scheduler only while leading; losing the Lease stops scheduling
-//! and ends the process with exit code 255, as the reference's fatal log does. SIGTERM or
+//! for the Lease and runs the scheduler only while leading. Losing the Lease pauses scheduling
+//! (cycles in flight finish; the caches stay) and campaigns again, so an API server outage
+//! longer than the renew deadline does not end the process (our addition); with
+//! `--exit-on-lost-lease` the process ends with exit code 255 instead, as the reference's fatal
+//! log does. SIGTERM or
 //! SIGINT stops scheduling (in-flight cycles finish), then releases the Lease (our improvement:
 //! a standby takes over after one retry period instead of a whole lease duration) and exits 0.
 //! A second signal exits at once with code 1.
@@ -18,7 +21,7 @@ use crate::leader::{ElectionConfig, Elector, KubeLease, LeadingEnded};
 use crate::metrics::Metrics;
 use crate::options::Options;
 
-/// The Lease could not be renewed; the process must end (exit code 255).
+/// The Lease could not be renewed and `--exit-on-lost-lease` asks to end (exit code 255).
 #[derive(Debug, thiserror::Error)]
 #[error("leaderelection lost")]
 pub struct LeadershipLost;
@@ -91,7 +94,8 @@ async fn run_scheduler(
     let client = crate::client::build(config, opts.kube_api_qps, opts.kube_api_burst)?;
 
     if !opts.leader_election.leader_elect {
-        return crate::controller::run(opts, client, metrics, ready, stop).await;
+        let (_always, leading) = tokio::sync::watch::channel(true);
+        return crate::controller::run(opts, client, metrics, ready, leading, stop).await;
     }
 
     let le = &opts.leader_election;
@@ -120,8 +124,10 @@ async fn run_scheduler(
     }
     metrics.set_leader(true);
     ready.set(false);
+    // Workers take bindings only while this is true; the watches and caches run throughout.
+    let (leading_tx, leading) = tokio::sync::watch::channel(true);
     let sched_stop = CancellationToken::new();
-    let sched = {
+    let mut sched = {
         let opts = opts.clone();
         let (client, metrics, ready, sched_stop) = (
             client.clone(),
@@ -130,18 +136,37 @@ async fn run_scheduler(
             sched_stop.clone(),
         );
         tokio::spawn(async move {
-            crate::controller::run(&opts, client, metrics, ready, sched_stop).await
+            crate::controller::run(&opts, client, metrics, ready, leading, sched_stop).await
         })
     };
     // Renew until lost; a stop request is watched alongside, so that scheduling ends before the
     // Lease is released.
     let never = CancellationToken::new();
-    let mut sched = sched;
-    let (outcome, finished) = tokio::select! {
-        ended = elector.renew(&never) => (ended, None),
-        _ = stop.cancelled() => (LeadingEnded::Stopped, None),
-        // The scheduler ended on its own (a start-up error): give the Lease up and report it.
-        r = &mut sched => (LeadingEnded::Stopped, Some(r)),
+    let (outcome, finished) = loop {
+        let (outcome, finished) = tokio::select! {
+            ended = elector.renew(&never) => (ended, None),
+            _ = stop.cancelled() => (LeadingEnded::Stopped, None),
+            // The scheduler ended on its own (a start-up error): give the Lease up and report it.
+            r = &mut sched => (LeadingEnded::Stopped, Some(r)),
+        };
+        if outcome != LeadingEnded::Lost || le.exit_on_lost_lease {
+            break (outcome, finished);
+        }
+        // Our addition: stop taking bindings (cycles in flight end; their writes carry
+        // resourceVersion preconditions), keep the caches, and campaign again.
+        let _ = leading_tx.send(false);
+        metrics.set_leader(false);
+        tracing::error!("leaderelection lost; scheduling paused, campaigning again");
+        let acquired = tokio::select! {
+            a = elector.acquire(&stop) => a,
+            r = &mut sched => break (LeadingEnded::Stopped, Some(r)),
+        };
+        if !acquired {
+            break (LeadingEnded::Stopped, None);
+        }
+        metrics.set_leader(true);
+        let _ = leading_tx.send(true);
+        tracing::info!("leading again; scheduling resumes");
     };
     sched_stop.cancel();
     let sched_result = match finished {

@@ -53,6 +53,9 @@ pub struct LeaderElection {
     pub lease_duration: GoDuration,
     pub renew_deadline: GoDuration,
     pub retry_period: GoDuration,
+    /// Not a flag of the reference: exit (code 255) when the Lease is lost, as the reference
+    /// does, instead of pausing scheduling and campaigning again.
+    pub exit_on_lost_lease: bool,
 }
 
 /// The `--rate-limiter-*` flags of the scheduling queue.
@@ -204,6 +207,7 @@ impl Default for Options {
                 lease_duration: GoDuration::from_secs(15),
                 renew_deadline: GoDuration::from_secs(10),
                 retry_period: GoDuration::from_secs(2),
+                exit_on_lost_lease: false,
             },
             kubeconfig: String::new(),
             master: String::new(),
@@ -527,6 +531,13 @@ static FLAGS: &[FlagDef] = &[
         K::Duration,
         "2s",
         "The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.",
+    ),
+    flag(
+        G,
+        "exit-on-lost-lease",
+        K::Bool,
+        "false",
+        "Exit with code 255 when the leader Lease cannot be renewed, as the Go karmada-scheduler does. By default this scheduler stops scheduling, keeps its caches and campaigns again (an API server outage longer than the renew deadline no longer ends the process). Not a flag of the Go karmada-scheduler.",
     ),
     flag(
         G,
@@ -914,6 +925,7 @@ impl Options {
             "log-backtrace-at" => lg.log_backtrace_at = parse_trace_location(value)?,
             "leader-elect" => le.leader_elect = b()?,
             "leader-elect-resource-name" => le.resource_name = s(),
+            "exit-on-lost-lease" => le.exit_on_lost_lease = b()?,
             "leader-elect-resource-namespace" => le.resource_namespace = s(),
             "leader-elect-lease-duration" => le.lease_duration = d()?,
             "leader-elect-renew-deadline" => le.renew_deadline = d()?,

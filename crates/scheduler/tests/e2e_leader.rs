@@ -232,3 +232,82 @@ async fn go_and_rust_replicas_share_the_lease() -> anyhow::Result<()> {
     env.stop();
     Ok(())
 }
+
+/// An API server hung for longer than the renew deadline: the Lease is lost. By default ours
+/// pauses, campaigns again and schedules once the server is back, without exiting; with
+/// `--exit-on-lost-lease` it exits with code 255, as the Go scheduler does (which also shows
+/// that the Lease really was lost in this scenario).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_pauses_and_campaigns_again_unless_told_to_exit() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("a_lost_lease_pauses_and_campaigns_again_unless_told_to_exit")
+    else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(1).start().await?;
+    let rbs = rb_api(&env).await?;
+    let mut stays = spawn_ours(&env, "rs-stays")?;
+    wait_for("the leader", Duration::from_secs(60), || async {
+        Ok(is_leader(&stays).await.then_some(()))
+    })
+    .await?;
+    env.apply_json(&binding("before-hang", 1, placement(), "default-scheduler"))
+        .await?;
+    wait_scheduled(&rbs, "before-hang").await?;
+
+    let mut apiserver = testenv::faults::ApiServer::new(&env, "leader")?;
+    // Renew deadline 3 s: 8 s of a stopped API server loses the Lease.
+    apiserver.pause(Duration::from_secs(8)).await;
+    env.apply_json(&binding("after-hang", 1, placement(), "default-scheduler"))
+        .await?;
+    wait_scheduled(&rbs, "after-hang").await?;
+    assert!(
+        stays.process.try_wait()?.is_none(),
+        "exited:\n{}",
+        stays.process.log_tail(20)
+    );
+    let log = std::fs::read_to_string(stays.process.log_path())?;
+    assert!(
+        log.contains("leaderelection lost; scheduling paused, campaigning again"),
+        "{log}"
+    );
+    assert!(log.contains("leading again; scheduling resumes"), "{log}");
+    assert!(is_leader(&stays).await);
+    stays.process.kill();
+
+    // The reference's behaviour, on request.
+    let port = free_port();
+    let metrics = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        format!("--kubeconfig={}", env.kubeconfig().display()),
+        format!("--metrics-bind-address={metrics}"),
+        format!("--health-probe-bind-address={metrics}"),
+        "--exit-on-lost-lease=true".to_string(),
+    ];
+    args.extend(ELECTION.iter().map(|s| s.to_string()));
+    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
+    let mut exits = Replica {
+        process: env.spawn_process("rs-exits", bin, &args)?,
+        metrics,
+    };
+    wait_for("the leader", Duration::from_secs(60), || async {
+        Ok(is_leader(&exits).await.then_some(()))
+    })
+    .await?;
+    apiserver.pause(Duration::from_secs(8)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = exits.process.try_wait()? {
+            break status;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "still running after the lost Lease:\n{}",
+            exits.process.log_tail(20)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status.code(), Some(255), "{}", exits.process.log_tail(20));
+    drop(apiserver);
+    env.stop();
+    Ok(())
+}
