@@ -44,19 +44,15 @@ fn env_num(name: &str) -> Option<u64> {
     Some(parsed.unwrap_or_else(|e| panic!("{name}={v:?} is not a number: {e}")))
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// The oracle binary, or None (after a printed message) when the test should be skipped.
 fn oracle() -> Option<PathBuf> {
     let e2e = std::env::var("KARMADA_E2E").is_ok_and(|v| v == "1");
     let path = std::env::var_os("KARMADA_ORACLE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("_output/bin/karmada-oracle"));
+        .unwrap_or_else(|| testenv::repo_root().join("_output/bin/karmada-oracle"));
     if !path.exists() && e2e {
         let status = Command::new("bash")
-            .arg(repo_root().join("hack/build-oracle.sh"))
+            .arg(testenv::repo_root().join("hack/build-oracle.sh"))
             .status();
         eprintln!("differential: built the oracle: {status:?}");
     }

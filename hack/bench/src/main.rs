@@ -143,14 +143,6 @@ struct Cli {
     no_write: bool,
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
 fn sh(cmd: &str, args: &[&str]) -> String {
     std::process::Command::new(cmd)
         .args(args)
@@ -237,7 +229,7 @@ fn all_runs(dir: &Path, run: &Run) -> Vec<Run> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let root = repo_root();
+    let root = testenv::repo_root();
     let cfg = run::Config {
         clusters: cli.clusters,
         bindings: cli.bindings,
