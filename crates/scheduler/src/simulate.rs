@@ -80,9 +80,11 @@ Scheduler-estimator flags (those of the daemon, same names, defaults and value s
       --scheduler-estimator-ca-file FILE
       --insecure-skip-estimator-verify
       --disable-scheduler-estimator-in-pull-mode
+      --scheduler-estimator-tls-server-name STRING, --scheduler-estimator-endpoint-routing,
+      --scheduler-estimator-failure-policy all|per-cluster   (this scheduler's own flags)
   Estimators that cannot be resolved or dialled are reported on stderr (Service, port,
-  problem); as upstream, a binding asking such a cluster ignores all of that estimator's
-  answers.
+  problem); as upstream (with the default failure policy), a binding asking such a cluster
+  ignores all of that estimator's answers.
 
 Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service and EndpointSlice,
 for the estimator resolver; without metadata.namespace they are taken to be in
