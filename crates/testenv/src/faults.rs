@@ -3,7 +3,8 @@
 //!
 //! One run drives one scheduler process (ours or the Go reference) through a
 //! [`FaultProxy`] to the Karmada API server while a stream of bindings of every
-//! replica strategy is created and scaled, and:
+//! replica strategy (ResourceBindings, and ClusterResourceBindings of Namespaces) is
+//! created and scaled, and:
 //! - the API server is SIGKILLed and restarted, and SIGSTOPped then SIGCONTed,
 //!   at seeded moments;
 //! - the proxy cuts connections mid-request, drops responses after forwarding
@@ -155,7 +156,7 @@ fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
 /// The placements of the stream, one per replica strategy (and a non-workload).
 fn placement(strategy: usize) -> (bool, Value) {
     let names = json!({"clusterNames": ["member1", "member2"]});
-    match strategy % 5 {
+    match strategy {
         0 => (
             true,
             json!({"clusterAffinity": names, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}),
@@ -183,9 +184,25 @@ fn placement(strategy: usize) -> (bool, Value) {
     }
 }
 
-/// A labelled ResourceBinding of the stream.
+/// Strategies of the stream: the five of [`placement`] on ResourceBindings, and a
+/// ClusterResourceBinding of a Namespace.
+const STRATEGIES: u64 = 6;
+const CLUSTER_SCOPED: usize = 5;
+
+/// A labelled binding of the stream.
 fn binding(name: &str, scheduler: &str, strategy: usize, replicas: i32) -> Value {
     let (workload, placement) = placement(strategy);
+    if strategy == CLUSTER_SCOPED {
+        return json!({
+            "apiVersion": "work.karmada.io/v1alpha2",
+            "kind": "ClusterResourceBinding",
+            "metadata": {"name": name,
+                         "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
+            "spec": {"resource": {"apiVersion": "v1", "kind": "Namespace", "name": name,
+                                  "uid": format!("{name}-uid")},
+                     "schedulerName": scheduler, "placement": placement},
+        });
+    }
     let resource = if workload {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE,
                "name": name, "uid": format!("{name}-uid")})
@@ -208,12 +225,36 @@ fn binding(name: &str, scheduler: &str, strategy: usize, replicas: i32) -> Value
     })
 }
 
-fn rb_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "work.karmada.io",
-        "v1alpha2",
-        "ResourceBinding",
-    ))
+fn binding_resource(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk("work.karmada.io", "v1alpha2", kind))
+}
+
+/// Both binding kinds of the API server.
+#[derive(Clone)]
+struct Bindings {
+    rb: Api<DynamicObject>,
+    crb: Api<DynamicObject>,
+}
+
+impl Bindings {
+    fn new(client: &kube::Client) -> Self {
+        Self {
+            rb: Api::namespaced_with(
+                client.clone(),
+                NAMESPACE,
+                &binding_resource("ResourceBinding"),
+            ),
+            crb: Api::all_with(client.clone(), &binding_resource("ClusterResourceBinding")),
+        }
+    }
+
+    fn of(&self, kind: &str) -> &Api<DynamicObject> {
+        if kind == "ClusterResourceBinding" {
+            &self.crb
+        } else {
+            &self.rb
+        }
+    }
 }
 
 /// The Karmada API server of an environment, to kill, stop and restart.
@@ -439,12 +480,21 @@ fn scheduler_name(tag: &str) -> String {
 /// What the run's own watch saw: per binding and generation, the placements written.
 type History = Arc<Mutex<HashMap<(String, i64), BTreeSet<String>>>>;
 
-/// Watch the bindings directly (not through the proxy), recording every version.
-fn record_history(client: kube::Client, prefix: String) -> (History, tokio::task::JoinHandle<()>) {
+/// Watch the bindings of both kinds directly (not through the proxy), recording every version.
+fn record_history(
+    bindings: &Bindings,
+    prefix: String,
+) -> (History, Vec<tokio::task::JoinHandle<()>>) {
     let history: History = Arc::default();
-    let h = history.clone();
-    let api: Api<DynamicObject> = Api::namespaced_with(client, NAMESPACE, &rb_resource());
-    let task = tokio::spawn(async move {
+    let tasks = [bindings.rb.clone(), bindings.crb.clone()]
+        .into_iter()
+        .map(|api| record_kind(api, prefix.clone(), history.clone()))
+        .collect();
+    (history, tasks)
+}
+
+fn record_kind(api: Api<DynamicObject>, prefix: String, h: History) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         let stream = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .applied_objects();
@@ -463,8 +513,7 @@ fn record_history(client: kube::Client, prefix: String) -> (History, tokio::task
                 .or_default()
                 .insert(clusters);
         }
-    });
-    (history, task)
+    })
 }
 
 /// `spec.clusters` as `name:replicas` sorted by name (the order is not part of the check).
@@ -488,7 +537,8 @@ fn canonical_clusters(v: Option<&Value>) -> String {
 }
 
 /// Create (or, after a lost answer, find) a binding; retried while the API server is away.
-async fn create(api: &Api<DynamicObject>, obj: &Value, deadline: Instant) -> anyhow::Result<()> {
+async fn create(bindings: &Bindings, obj: &Value, deadline: Instant) -> anyhow::Result<()> {
+    let api = bindings.of(obj["kind"].as_str().unwrap_or_default());
     let o: DynamicObject = serde_json::from_value(obj.clone())?;
     loop {
         match tokio::time::timeout(
@@ -593,20 +643,31 @@ fn incomplete(o: &DynamicObject) -> Option<String> {
     (!missing.is_empty()).then(|| missing.join(", "))
 }
 
-/// The run's bindings as the API server has them now.
-async fn list_ours(api: &Api<DynamicObject>, prefix: &str) -> anyhow::Result<Vec<DynamicObject>> {
-    Ok(api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|o| {
-            o.metadata
+/// The run's bindings of both kinds as the API server has them now.
+async fn list_ours(bindings: &Bindings, prefix: &str) -> anyhow::Result<Vec<DynamicObject>> {
+    let mut out = Vec::new();
+    for (api, kind) in [
+        (&bindings.rb, "ResourceBinding"),
+        (&bindings.crb, "ClusterResourceBinding"),
+    ] {
+        for mut o in api.list(&ListParams::default()).await?.items {
+            if !o
+                .metadata
                 .name
                 .as_deref()
                 .is_some_and(|n| n.starts_with(prefix))
-        })
-        .collect())
+            {
+                continue;
+            }
+            // List items may come without their kind; simulate and the clean-up need it.
+            o.types = Some(kube::core::TypeMeta {
+                api_version: "work.karmada.io/v1alpha2".into(),
+                kind: kind.into(),
+            });
+            out.push(o);
+        }
+    }
+    Ok(out)
 }
 
 /// Bindings between their two writes: a placement written for the current generation
@@ -628,7 +689,7 @@ fn half_written(objs: &[DynamicObject]) -> Vec<String> {
 
 /// Wait until every binding is complete (or `settle` passes); the incomplete ones.
 async fn settle(
-    api: &Api<DynamicObject>,
+    api: &Bindings,
     prefix: &str,
     expected: usize,
     settle: Duration,
@@ -753,8 +814,8 @@ pub async fn run(
     let proxy = FaultProxy::start(upstream, cfg.seed).await?;
     let kubeconfig = proxied_kubeconfig(env, proxy.local_addr(), &tag)?;
     let client = env.client().await?;
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &rb_resource());
-    let (history, recorder) = record_history(client.clone(), prefix.clone());
+    let api = Bindings::new(&client);
+    let (history, recorders) = record_history(&api, prefix.clone());
     let mut report = FaultReport {
         tag: tag.clone(),
         seed: cfg.seed,
@@ -816,7 +877,7 @@ pub async fn run(
         daemon.check_alive(&mut report.exits);
         match step {
             Step::Create(i) => {
-                let strategy = rng.below(5) as usize;
+                let strategy = rng.below(STRATEGIES) as usize;
                 let name = format!("{prefix}{i:03}");
                 let replicas = 1 + rng.below(6) as i32;
                 create(
@@ -829,8 +890,8 @@ pub async fn run(
                 // Now and then scale an earlier workload: the ScaleSchedule path under faults.
                 if i % 4 == 3 {
                     let (old, s) = created[rng.below(created.len() as u64) as usize].clone();
-                    if placement(s).0 {
-                        scale(&api, &old, 1 + rng.below(8) as i32, deadline).await?;
+                    if s != CLUSTER_SCOPED && placement(s).0 {
+                        scale(&api.rb, &old, 1 + rng.below(8) as i32, deadline).await?;
                     }
                 }
             }
@@ -929,7 +990,7 @@ pub async fn run(
 
     let objs = list_ours(&api, &prefix).await?;
     report.simulate_mismatches = simulate_check(env, cfg, &tag, &objs).await?;
-    recorder.abort();
+    recorders.iter().for_each(|r| r.abort());
     let seen = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut doubles: Vec<String> = seen
         .into_iter()
@@ -947,8 +1008,8 @@ pub async fn run(
     // Stop the scheduler cleanly and remove its bindings, so the next run starts clean.
     drop(daemon);
     for o in &objs {
-        if let Some(name) = &o.metadata.name {
-            let _ = api.delete(name, &Default::default()).await;
+        if let (Some(name), Some(types)) = (&o.metadata.name, &o.types) {
+            let _ = api.of(&types.kind).delete(name, &Default::default()).await;
         }
     }
     if report.recovered_after.is_none() && report.stuck.is_empty() {
