@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Replays conformance vectors against a binary that implements
-# `simulate -f PATH [--estimator-replicas C=N ...] -o json`.
+# `simulate -f PATH [--estimator-replicas C=N ...] -o json` (docs/simulate.md).
 #
 #   hack/run-vectors.sh BINARY DIR_OR_FILE...
-#   hack/run-vectors.sh target/debug/karmada-scheduler /work/shared/conformance/examples
+#   hack/run-vectors.sh target/debug/karmada-scheduler tests/conformance/examples
 #   hack/run-vectors.sh "$(hack/build-oracle.sh)" tests/conformance/regressions
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -3,7 +3,7 @@
 //! Clusters, ResourceBindings and ClusterResourceBindings are read from YAML/JSON files and every
 //! binding is scheduled, in input order, against the same clusters, through the same
 //! [`Scheduler::schedule_binding`] the daemon uses. The contract (flags, JSON shape, the stub
-//! estimator's all-or-nothing rule) is the one of `/work/shared/conformance/README.md`:
+//! estimator's all-or-nothing rule) is written down in `docs/simulate.md`:
 //!
 //! ```text
 //! karmada-scheduler simulate -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...]

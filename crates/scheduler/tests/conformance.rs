@@ -1,10 +1,10 @@
 //! Conformance vectors replayed through the built `karmada-scheduler simulate`.
 //!
 //! Every `*.yaml` vector under `tests/conformance/` of the repository (or under the directory
-//! named by `CONFORMANCE_DIR`), recursively, is run exactly as `/work/shared/conformance/
-//! README.md` describes: its `objects` written as one multi-document YAML file, one
+//! named by `CONFORMANCE_DIR`), recursively, is run exactly as `docs/simulate.md`
+//! describes: its `objects` written as one multi-document YAML file, one
 //! `--estimator-replicas NAME=N` per `estimatorReplicas` entry, `-o json`; the output is checked
-//! with the README's pass rules. All failures are reported together.
+//! with the pass rules written there. All failures are reported together.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
