@@ -88,20 +88,21 @@ impl AttemptError {
     /// Whether a write of the attempt failed for want of the API server
     /// ([`ApiFailure::is_transient`]) rather than by its judgement.
     pub fn is_transient(&self) -> bool {
-        let mut leaves = Vec::new();
-        self.visit(&mut leaves);
-        leaves
-            .iter()
-            .any(|e| matches!(e, AttemptError::Api(a) if a.is_transient()))
+        self.any_api(ApiFailure::is_transient)
     }
 
     /// A `409 Conflict` from a write with a resourceVersion precondition.
     pub fn is_conflict(&self) -> bool {
+        self.any_api(ApiFailure::is_conflict)
+    }
+
+    /// Whether any failed request among the leaves is of the kind `pred` tells.
+    fn any_api(&self, pred: fn(&ApiFailure) -> bool) -> bool {
         let mut leaves = Vec::new();
         self.visit(&mut leaves);
         leaves
             .iter()
-            .any(|e| matches!(e, AttemptError::Api(a) if a.is_conflict()))
+            .any(|e| matches!(e, AttemptError::Api(a) if pred(a)))
     }
 }
 

@@ -56,19 +56,20 @@ const CONFLICT_RETRIES: usize = 3;
 /// then recognised by its marker (`binding::RESULT_GENERATION_ANNOTATION`) or its 409.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// `fut` bounded by [`REQUEST_TIMEOUT`]; a timeout is a failure without an answer (code 0).
+/// `fut` bounded by `limit`; a timeout is a failure without an answer (code 0).
 async fn bounded<T>(
     what: &str,
+    limit: Duration,
     fut: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, ApiFailure> {
-    match tokio::time::timeout(REQUEST_TIMEOUT, fut).await {
+    match tokio::time::timeout(limit, fut).await {
         Ok(r) => r.map_err(api_failure),
         Err(_) => Err(ApiFailure {
             code: 0,
             reason: "Timeout".into(),
             message: format!(
                 "{what}: no answer from the API server within {}s",
-                REQUEST_TIMEOUT.as_secs()
+                limit.as_secs()
             ),
         }),
     }
@@ -654,15 +655,13 @@ async fn probe(client: &kube::Client) -> Result<(), ApiFailure> {
             reason: String::new(),
             message: e.to_string(),
         })?;
-    let answer = match tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request)).await {
-        Ok(r) => r.map(|_| ()).map_err(api_failure),
-        Err(_) => Err(ApiFailure {
-            code: 0,
-            reason: "Timeout".into(),
-            message: format!("no answer to /readyz within {}s", PROBE_TIMEOUT.as_secs()),
-        }),
-    };
-    match answer {
+    match bounded(
+        "reading /readyz",
+        PROBE_TIMEOUT,
+        client.request_text(request),
+    )
+    .await
+    {
         Err(e) if e.is_transient() => Err(e),
         _ => Ok(()),
     }
@@ -723,11 +722,17 @@ impl Writer for KubeWriter {
             let what = format!("patching {}", key.describe());
             let res = match target {
                 Target::Main => {
-                    bounded(&what, api.patch(&key.name, &params, &Patch::Merge(&patch))).await
+                    bounded(
+                        &what,
+                        REQUEST_TIMEOUT,
+                        api.patch(&key.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await
                 }
                 Target::Status => {
                     bounded(
                         &what,
+                        REQUEST_TIMEOUT,
                         api.patch_status(&key.name, &params, &Patch::Merge(&patch)),
                     )
                     .await
@@ -746,7 +751,7 @@ impl Writer for KubeWriter {
             let what = format!("reading {}", key.describe());
             to_binding(
                 key.kind,
-                bounded(&what, self.api(key).get(&key.name)).await?,
+                bounded(&what, REQUEST_TIMEOUT, self.api(key).get(&key.name)).await?,
             )
         })
     }
@@ -1276,10 +1281,8 @@ pub async fn run(
                     break;
                 };
                 if !*leading.borrow() {
-                    // Lost while waiting for a key: hand it back untouched.
-                    let (key, priority) = (item.key.clone(), item.priority);
-                    ctx.queue.done(item, Outcome::Success);
-                    ctx.queue.add(key, priority);
+                    // Lost while waiting for a key: not this attempt's to make.
+                    ctx.queue.hand_back(item);
                     continue;
                 }
                 let outcome = ctx.process(&item.key).await;

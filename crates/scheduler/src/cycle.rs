@@ -25,8 +25,6 @@ use serde_json::Value;
 use crate::annotation::encode_placement;
 use crate::binding::{Binding, BindingKey, BindingKind};
 use crate::condition::{ApiFailure, AttemptError, condition_for};
-#[cfg(test)]
-use crate::decision;
 use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
 use crate::own_writes::OwnWrites;
 use crate::patch::{
@@ -383,13 +381,12 @@ mod tests {
         object: Mutex<Value>,
         rv: Mutex<u64>,
         log: Mutex<Vec<(Target, Value)>>,
-        fail_next: Mutex<VecDeque<ApiFailure>>,
         /// Scripted faults of the next writes, in order (`Fault::None` = answer normally).
         faults: Mutex<VecDeque<Fault>>,
     }
 
     /// What goes wrong with one write.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[derive(Clone, Debug, PartialEq, Eq)]
     enum Fault {
         None,
         /// Refused or reset before the server saw it.
@@ -398,6 +395,8 @@ mod tests {
         ResponseLost,
         /// `503 Service Unavailable`, not applied.
         Unavailable,
+        /// Refused with this answer, not applied.
+        Rejected(ApiFailure),
     }
 
     fn merge(target: &mut Value, patch: &Value) {
@@ -423,7 +422,6 @@ mod tests {
                 object: Mutex::new(object),
                 rv: Mutex::new(1),
                 log: Mutex::new(Vec::new()),
-                fail_next: Mutex::new(VecDeque::new()),
                 faults: Mutex::new(VecDeque::new()),
             }
         }
@@ -455,9 +453,6 @@ mod tests {
         ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
             Box::pin(async move {
                 self.log.lock().unwrap().push((target, patch.clone()));
-                if let Some(f) = self.fail_next.lock().unwrap().pop_front() {
-                    return Err(f);
-                }
                 let lost = |message: &str| ApiFailure {
                     code: 0,
                     reason: String::new(),
@@ -472,6 +467,7 @@ mod tests {
                             message: "the server is currently unable to handle the request".into(),
                         });
                     }
+                    Some(Fault::Rejected(f)) => return Err(f),
                     Some(Fault::ResponseLost) => {
                         self.apply(target, &patch)?;
                         return Err(lost("connection reset by peer"));
@@ -745,10 +741,10 @@ mod tests {
             assert!(!want.is_empty());
             for script in 0..kinds.len().pow(3) {
                 let faults: Vec<Fault> = (0..3)
-                    .map(|i| kinds[script / kinds.len().pow(i) % kinds.len()])
+                    .map(|i| kinds[script / kinds.len().pow(i) % kinds.len()].clone())
                     .collect();
                 let api = FakeApi::new(binding_json(placement.clone(), 3));
-                *api.faults.lock().unwrap() = faults.iter().copied().collect();
+                *api.faults.lock().unwrap() = faults.iter().cloned().collect();
                 let first = api.binding();
                 let own = OwnWrites::default();
                 let cycle = cycle(&s, &api, &events, Some(&own));
@@ -774,7 +770,7 @@ mod tests {
                     "{case}"
                 );
                 assert!(b.status.last_scheduled_time.is_some(), "{case}");
-                assert!(!decision::unfinished_write(&b), "{case}");
+                assert!(!crate::decision::unfinished_write(&b), "{case}");
                 // Every placement written is the one decision's.
                 let log = api.log.lock().unwrap().clone();
                 for (target, patch) in &log {
@@ -962,11 +958,14 @@ mod tests {
             json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
             0,
         ));
-        api.fail_next.lock().unwrap().push_back(ApiFailure {
-            code: 403,
-            reason: "QuotaExceeded".into(),
-            message: "admission webhook denied the request: quota exceeded".into(),
-        });
+        api.faults
+            .lock()
+            .unwrap()
+            .push_back(Fault::Rejected(ApiFailure {
+                code: 403,
+                reason: "QuotaExceeded".into(),
+                message: "admission webhook denied the request: quota exceeded".into(),
+            }));
         let events = Events::default();
         let s = scheduler();
         let snapshot = Snapshot::from_clusters([cluster("m1")]);

@@ -358,6 +358,28 @@ impl SchedulingQueue {
         self.notify.notify_waiters();
     }
 
+    /// Give back a popped key that was not processed (this replica stopped leading meanwhile):
+    /// it is waiting again as it was, its attempt, backoff and retry counts untouched.
+    pub fn hand_back(&self, item: Item) {
+        let mut s = self.lock();
+        s.processing.remove(&item.key);
+        if let (Some(m), Some(token)) = (s.metrics.clone(), s.working.remove(&item.key)) {
+            m.finished(token);
+        }
+        // An event meanwhile left it dirty: its entry is pushed as `done` would push it.
+        match s.dirty.get(&item.key).cloned() {
+            Some(e) => s.active.push(e),
+            None => s.push_active(
+                item.key,
+                item.priority,
+                item.timestamp,
+                item.attempts.saturating_sub(1),
+            ),
+        }
+        drop(s);
+        self.notify.notify_waiters();
+    }
+
     /// The API server answers again: every key waiting for it is queued at once, in its
     /// original order (priority, then age); a key whose writes also failed after the last
     /// release waits a little longer each time (the server is up, this binding is not).
@@ -707,6 +729,29 @@ mod tests {
             q.add(k("a"), 0); // keeps the streak
         }
         assert_eq!(waits, [0, 1000, 4000, 10000, 10000, 10000, 10000]);
+    }
+
+    /// A key handed back unprocessed comes out again as it was: same attempt count, no
+    /// backoff, no retry counted.
+    #[tokio::test(start_paused = true)]
+    async fn a_key_handed_back_is_popped_again_unchanged() {
+        let metrics = crate::metrics::Metrics::new();
+        let q = legacy().with_metrics(metrics.workqueue(crate::metrics::SCHEDULER_QUEUE));
+        q.add(k("a"), 0);
+        let first = q.pop().await.unwrap();
+        assert_eq!(first.attempts, 1);
+        q.hand_back(first);
+        let again = q.pop().await.unwrap();
+        assert_eq!((again.key.clone(), again.attempts), (k("a"), 1));
+        q.done(again, Outcome::Success);
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("workqueue_retries_total{")
+                    && l.contains(r#"name="scheduler-queue""#)
+                    && l.ends_with(" 0")),
+            "{text}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
