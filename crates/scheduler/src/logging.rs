@@ -77,20 +77,16 @@ pub fn level_of(verbosity: u32) -> Level {
     }
 }
 
-/// The open log file(s) and their sizes.
+/// An open log file and the bytes it holds.
+type Slot = Option<(File, u64)>;
+
+/// The open log file(s).
 #[derive(Debug)]
 enum Files {
     /// `--log-file`.
-    Single {
-        path: PathBuf,
-        file: Option<File>,
-        bytes: u64,
-    },
+    Single { path: PathBuf, slot: Slot },
     /// One per severity in a directory.
-    PerSeverity {
-        dir: PathBuf,
-        files: [Option<(File, u64)>; 3],
-    },
+    PerSeverity { dir: PathBuf, slots: [Slot; 3] },
 }
 
 /// Everything that decides where a line goes.
@@ -133,13 +129,12 @@ impl Router {
                 };
                 Files::PerSeverity {
                     dir,
-                    files: [None, None, None],
+                    slots: [None, None, None],
                 }
             } else {
                 Files::Single {
                     path: PathBuf::from(&lg.log_file),
-                    file: None,
-                    bytes: 0,
+                    slot: None,
                 }
             })
         });
@@ -301,39 +296,10 @@ impl Router {
         }
         let mut files = files.lock().unwrap_or_else(|p| p.into_inner());
         match &mut *files {
-            Files::Single {
-                path,
-                file,
-                bytes: n,
-            } => {
-                let startup = file.is_none();
-                if startup || *n + bytes.len() as u64 >= self.max_bytes {
-                    match open(path, startup) {
-                        Ok(mut f) => {
-                            *n = if startup {
-                                f.metadata().map(|m| m.len()).unwrap_or(0)
-                            } else {
-                                0
-                            };
-                            *n += self.file_header(&mut f);
-                            *file = Some(f);
-                        }
-                        Err(e) => {
-                            let _ = writeln!(
-                                std::io::stderr(),
-                                "log: unable to create log {}: {e}",
-                                path.display()
-                            );
-                            return;
-                        }
-                    }
-                }
-                if let Some(f) = file {
-                    let _ = f.write_all(bytes);
-                    *n += bytes.len() as u64;
-                }
+            Files::Single { path, slot } => {
+                self.write_to(slot, bytes, |startup| open(path, startup), path);
             }
-            Files::PerSeverity { dir, files } => {
+            Files::PerSeverity { dir, slots } => {
                 let targets: Vec<Severity> = if self.one_output {
                     vec![severity]
                 } else {
@@ -343,29 +309,55 @@ impl Router {
                         .collect()
                 };
                 for s in targets {
-                    let slot = &mut files[s as usize];
-                    let full = slot
-                        .as_ref()
-                        .is_some_and(|(_, n)| n + bytes.len() as u64 >= self.max_bytes);
-                    if slot.is_none() || full {
-                        match self.new_severity_file(dir, s, slot.is_none()) {
-                            Ok(f) => *slot = Some(f),
-                            Err(e) => {
-                                let _ = writeln!(
-                                    std::io::stderr(),
-                                    "log: cannot create log in {}: {e}",
-                                    dir.display()
-                                );
-                                continue;
-                            }
-                        }
-                    }
-                    if let Some((f, n)) = slot {
-                        let _ = f.write_all(bytes);
-                        *n += bytes.len() as u64;
-                    }
+                    self.write_to(
+                        &mut slots[s as usize],
+                        bytes,
+                        |startup| self.new_severity_file(dir, s, startup),
+                        dir,
+                    );
                 }
             }
+        }
+    }
+
+    /// Write `bytes` to the file of `slot`: opened at first use (appending, as klog at start),
+    /// or anew (`open(false)`) when the line would take it to the size limit; a new file starts
+    /// with the header. `place` names where, when opening fails.
+    fn write_to(
+        &self,
+        slot: &mut Slot,
+        bytes: &[u8],
+        open: impl FnOnce(bool) -> std::io::Result<File>,
+        place: &Path,
+    ) {
+        let startup = slot.is_none();
+        let full = slot
+            .as_ref()
+            .is_some_and(|(_, n)| n + bytes.len() as u64 >= self.max_bytes);
+        if startup || full {
+            match open(startup) {
+                Ok(mut f) => {
+                    let kept = if startup {
+                        f.metadata().map(|m| m.len()).unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    let header = self.file_header(&mut f);
+                    *slot = Some((f, kept + header));
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "log: unable to create log in {}: {e}",
+                        place.display()
+                    );
+                    return;
+                }
+            }
+        }
+        if let Some((f, n)) = slot {
+            let _ = f.write_all(bytes);
+            *n += bytes.len() as u64;
         }
     }
 
@@ -386,12 +378,8 @@ impl Router {
         text.len() as u64
     }
 
-    fn new_severity_file(
-        &self,
-        dir: &Path,
-        s: Severity,
-        startup: bool,
-    ) -> std::io::Result<(File, u64)> {
+    /// A new file of severity `s` in `dir`, with klog's name, and its symlink.
+    fn new_severity_file(&self, dir: &Path, s: Severity, startup: bool) -> std::io::Result<File> {
         let now = k8s_openapi::jiff::Zoned::now();
         let name = format!(
             "{}.{}.{}.log.{}.{}.{}",
@@ -402,18 +390,11 @@ impl Router {
             now.strftime("%Y%m%d-%H%M%S"),
             std::process::id()
         );
-        let path = dir.join(&name);
-        let mut f = open(&path, startup)?;
-        let mut n = if startup {
-            f.metadata().map(|m| m.len()).unwrap_or(0)
-        } else {
-            0
-        };
+        let f = open(&dir.join(&name), startup)?;
         let link = dir.join(format!("{}.{}", self.program, s.name()));
         let _ = std::fs::remove_file(&link);
         let _ = std::os::unix::fs::symlink(&name, &link);
-        n += self.file_header(&mut f);
-        Ok((f, n))
+        Ok(f)
     }
 }
 
