@@ -31,6 +31,10 @@ struct Replica {
 }
 
 fn spawn_ours(env: &TestEnv, name: &str) -> anyhow::Result<Replica> {
+    spawn_ours_with(env, name, &[])
+}
+
+fn spawn_ours_with(env: &TestEnv, name: &str, extra: &[&str]) -> anyhow::Result<Replica> {
     let port = free_port();
     let metrics = format!("127.0.0.1:{port}");
     let mut args = vec![
@@ -39,7 +43,7 @@ fn spawn_ours(env: &TestEnv, name: &str) -> anyhow::Result<Replica> {
         format!("--health-probe-bind-address={metrics}"),
         "--v=4".to_string(),
     ];
-    args.extend(ELECTION.iter().map(|s| s.to_string()));
+    args.extend(ELECTION.iter().chain(extra).map(|s| s.to_string()));
     let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
     Ok(Replica {
         process: env.spawn_process(name, bin, &args)?,
@@ -275,20 +279,7 @@ async fn a_lost_lease_pauses_and_campaigns_again_unless_told_to_exit() -> anyhow
     stays.process.kill();
 
     // The reference's behaviour, on request.
-    let port = free_port();
-    let metrics = format!("127.0.0.1:{port}");
-    let mut args = vec![
-        format!("--kubeconfig={}", env.kubeconfig().display()),
-        format!("--metrics-bind-address={metrics}"),
-        format!("--health-probe-bind-address={metrics}"),
-        "--exit-on-lost-lease=true".to_string(),
-    ];
-    args.extend(ELECTION.iter().map(|s| s.to_string()));
-    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
-    let mut exits = Replica {
-        process: env.spawn_process("rs-exits", bin, &args)?,
-        metrics,
-    };
+    let mut exits = spawn_ours_with(&env, "rs-exits", &["--exit-on-lost-lease=true"])?;
     wait_for("the leader", Duration::from_secs(60), || async {
         Ok(is_leader(&exits).await.then_some(()))
     })

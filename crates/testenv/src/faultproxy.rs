@@ -349,6 +349,23 @@ async fn both(c2s: impl Future<Output = Flow>, s2c: impl Future<Output = Flow>) 
     Flow::Eof
 }
 
+/// The next chunk from `from`; at its end of stream the half-close is passed on to `to`
+/// (the other side learns that this one is done sending), and the flow ends.
+async fn read_chunk(
+    from: &mut ReadHalf<'_>,
+    to: &mut WriteHalf<'_>,
+    buf: &mut [u8],
+) -> Result<usize, Flow> {
+    match from.read(buf).await {
+        Ok(0) => Err(match to.shutdown().await {
+            Ok(()) => Flow::Eof,
+            Err(_) => Flow::Error,
+        }),
+        Ok(n) => Ok(n),
+        Err(_) => Err(Flow::Error),
+    }
+}
+
 async fn client_to_server(
     mut from: ReadHalf<'_>,
     mut to: WriteHalf<'_>,
@@ -358,16 +375,9 @@ async fn client_to_server(
 ) -> Flow {
     let mut buf = vec![0u8; CHUNK];
     loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) => {
-                // Half-close: the client is done sending; tell the server.
-                return match to.shutdown().await {
-                    Ok(()) => Flow::Eof,
-                    Err(_) => Flow::Error,
-                };
-            }
+        let n = match read_chunk(&mut from, &mut to, &mut buf).await {
             Ok(n) => n,
-            Err(_) => return Flow::Error,
+            Err(end) => return end,
         };
         if rng.chance(shared.policy().cut_mid_request) {
             Shared::bump(&shared.cut_mid_request);
@@ -395,15 +405,9 @@ async fn server_to_client(
 ) -> Flow {
     let mut buf = vec![0u8; CHUNK];
     loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) => {
-                return match to.shutdown().await {
-                    Ok(()) => Flow::Eof,
-                    Err(_) => Flow::Error,
-                };
-            }
+        let n = match read_chunk(&mut from, &mut to, &mut buf).await {
             Ok(n) => n,
-            Err(_) => return Flow::Error,
+            Err(end) => return end,
         };
         let policy = shared.policy();
         if awaiting_response.swap(false, Ordering::AcqRel) && rng.chance(policy.drop_response) {

@@ -839,28 +839,27 @@ pub async fn run(
         timeline.push((cfg.stream * i as u32 / n as u32, Step::Create(i)));
     }
     let stream_ms = cfg.stream.as_millis() as u64;
-    for _ in 0..cfg.apiserver_kills {
-        let at = Duration::from_millis(rng.below(stream_ms));
-        timeline.push((
-            at,
-            Step::Kill(between(
-                &mut rng,
-                Duration::from_millis(500),
-                Duration::from_secs(3),
-            )),
-        ));
-    }
-    for _ in 0..cfg.apiserver_pauses {
-        let at = Duration::from_millis(rng.below(stream_ms));
-        timeline.push((
-            at,
-            Step::Pause(between(
-                &mut rng,
-                Duration::from_secs(1),
-                Duration::from_secs(4),
-            )),
-        ));
-    }
+    // Seeded moments in the stream, each with how long the fault lasts.
+    let mut moments = |n: usize, lo: Duration, hi: Duration| -> Vec<(Duration, Duration)> {
+        (0..n)
+            .map(|_| {
+                let at = Duration::from_millis(rng.below(stream_ms));
+                (at, between(&mut rng, lo, hi))
+            })
+            .collect()
+    };
+    let kills = moments(
+        cfg.apiserver_kills,
+        Duration::from_millis(500),
+        Duration::from_secs(3),
+    );
+    let pauses = moments(
+        cfg.apiserver_pauses,
+        Duration::from_secs(1),
+        Duration::from_secs(4),
+    );
+    timeline.extend(kills.into_iter().map(|(at, d)| (at, Step::Kill(d))));
+    timeline.extend(pauses.into_iter().map(|(at, d)| (at, Step::Pause(d))));
     if cfg.proxy_chaos {
         timeline.push((Duration::ZERO, Step::Chaos(true)));
         timeline.push((cfg.stream, Step::Chaos(false)));
