@@ -58,7 +58,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `fut` bounded by `limit`; a timeout is a failure without an answer (code 0).
 async fn bounded<T>(
-    what: &str,
+    what: impl FnOnce() -> String,
     limit: Duration,
     fut: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, ApiFailure> {
@@ -68,7 +68,8 @@ async fn bounded<T>(
             code: 0,
             reason: "Timeout".into(),
             message: format!(
-                "{what}: no answer from the API server within {}s",
+                "{}: no answer from the API server within {}s",
+                what(),
                 limit.as_secs()
             ),
         }),
@@ -656,7 +657,7 @@ async fn probe(client: &kube::Client) -> Result<(), ApiFailure> {
             message: e.to_string(),
         })?;
     match bounded(
-        "reading /readyz",
+        || "reading /readyz".into(),
         PROBE_TIMEOUT,
         client.request_text(request),
     )
@@ -719,11 +720,12 @@ impl Writer for KubeWriter {
         Box::pin(async move {
             let api = self.api(key);
             let params = PatchParams::default();
-            let what = format!("patching {}", key.describe());
+            // Formatted only when the request times out.
+            let what = || format!("patching {}", key.describe());
             let res = match target {
                 Target::Main => {
                     bounded(
-                        &what,
+                        what,
                         REQUEST_TIMEOUT,
                         api.patch(&key.name, &params, &Patch::Merge(&patch)),
                     )
@@ -731,7 +733,7 @@ impl Writer for KubeWriter {
                 }
                 Target::Status => {
                     bounded(
-                        &what,
+                        what,
                         REQUEST_TIMEOUT,
                         api.patch_status(&key.name, &params, &Patch::Merge(&patch)),
                     )
@@ -748,10 +750,10 @@ impl Writer for KubeWriter {
 
     fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
         Box::pin(async move {
-            let what = format!("reading {}", key.describe());
+            let what = || format!("reading {}", key.describe());
             to_binding(
                 key.kind,
-                bounded(&what, REQUEST_TIMEOUT, self.api(key).get(&key.name)).await?,
+                bounded(what, REQUEST_TIMEOUT, self.api(key).get(&key.name)).await?,
             )
         })
     }
