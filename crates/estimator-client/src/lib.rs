@@ -24,6 +24,7 @@
 pub mod cache;
 pub mod dial;
 pub mod fanout;
+pub mod flags;
 pub mod kubeproto;
 pub mod metrics;
 pub mod options;
@@ -31,6 +32,7 @@ pub mod pb;
 pub mod request;
 pub mod resolver;
 pub mod source;
+pub mod sync;
 pub mod tls;
 
 pub use cache::{ConnectionCache, EstablishError};

@@ -7,22 +7,19 @@
 //! by kube-runtime's watcher; every relist is diffed against the cache, so objects added,
 //! changed or deleted while disconnected produce the same handler calls as live events.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBinding, ResourceBindingSpec, ResourceBindingStatus};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::WatchStreamExt as _;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use scheduler_core::estimator::{BoxFuture, Estimator};
 use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
@@ -34,18 +31,19 @@ use crate::binding::{Binding, BindingKey, BindingKind, passes_filter};
 use crate::condition::{ApiFailure, ScheduledCondition};
 use crate::cycle::{Cycle, CycleError};
 use crate::decision::affinity_index;
-use crate::http::Readiness;
-use crate::http::tokio_util_shim::CancellationToken;
-use crate::leader::api_failure;
 use crate::metrics::{
     CLUSTER_RECONCILE_WORKER, IncomingEvent, Metrics, SCHEDULER_ESTIMATOR_WORKER, SCHEDULER_QUEUE,
-    WorkqueueMetrics,
 };
 use crate::options::Options;
 use crate::own_writes::OwnWrites;
 use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::queue::{Outcome, SchedulingQueue};
 use crate::sink::{EventSink, Target, Writer};
+use component_base::api::api_failure;
+use component_base::cancel::CancellationToken;
+use component_base::serve::Readiness;
+use component_base::watch::{WatchBackoff, drive};
+use estimator_client::sync::{ClusterLookup, EstimatorSync};
 
 /// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
 const CONFLICT_RETRIES: usize = 3;
@@ -780,112 +778,6 @@ fn cluster_resource() -> ApiResource {
     }
 }
 
-/// Backoff of the watches after an error: 800 ms doubling to at most 5 s, reset by the next
-/// event. client-go's reflector (and kube's default) grow to 30 s, so after a few API server
-/// restarts in a row a watch could stay away for half a minute after the server is back, and
-/// bindings created meanwhile would wait for it.
-#[derive(Debug)]
-struct WatchBackoff {
-    next: Duration,
-}
-
-impl WatchBackoff {
-    const FIRST: Duration = Duration::from_millis(800);
-    const MAX: Duration = Duration::from_secs(5);
-}
-
-impl Default for WatchBackoff {
-    fn default() -> Self {
-        Self { next: Self::FIRST }
-    }
-}
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        let d = self.next;
-        self.next = (d * 2).min(Self::MAX);
-        Some(d)
-    }
-}
-
-impl kube::runtime::utils::Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.next = Self::FIRST;
-    }
-}
-
-/// Turns a watcher stream into upserts and removals, diffing every relist against what the
-/// consumer holds. Marks `synced` after the first complete list.
-async fn drive<K, FU, FR>(
-    stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
-    what: &str,
-    key_of: impl Fn(&K) -> String,
-    mut upsert: FU,
-    mut remove: FR,
-    synced: tokio_watch::Sender<bool>,
-) where
-    FU: FnMut(K),
-    FR: FnMut(&str),
-{
-    futures::pin_mut!(stream);
-    let mut buffer: Vec<K> = Vec::new();
-    let mut known: HashSet<String> = HashSet::new();
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => buffer.clear(),
-            Ok(Event::InitApply(o)) => buffer.push(o),
-            Ok(Event::InitDone) => {
-                let listed: HashSet<String> = buffer.iter().map(&key_of).collect();
-                for gone in known.difference(&listed) {
-                    remove(gone);
-                }
-                known = listed;
-                for o in buffer.drain(..) {
-                    upsert(o);
-                }
-                let _ = synced.send(true);
-            }
-            Ok(Event::Apply(o)) => {
-                known.insert(key_of(&o));
-                upsert(o);
-            }
-            Ok(Event::Delete(o)) => {
-                let k = key_of(&o);
-                known.remove(&k);
-                remove(&k);
-            }
-            Err(e) => tracing::warn!("watch of {what} failed, retrying with backoff: {e}"),
-        }
-    }
-}
-
-/// The label that ties an EndpointSlice to its Service.
-const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
-/// `<service>/<slice>`: the watch hands only keys to removals, and a removal must still
-/// know which Service to re-resolve.
-fn slice_key(s: &EndpointSlice) -> String {
-    let service = s
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(SERVICE_NAME_LABEL))
-        .map(String::as_str)
-        .unwrap_or_default();
-    format!(
-        "{service}/{}",
-        s.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
-/// The Service of a slice key, when it is an estimator Service (`<prefix>-<cluster>`).
-fn slice_service<'k>(key: &'k str, prefix: &str) -> Option<&'k str> {
-    let (service, _) = key.split_once('/')?;
-    service.starts_with(prefix).then_some(service)
-}
-
 fn dyn_key(o: &DynamicObject) -> String {
     format!(
         "{}/{}",
@@ -899,98 +791,6 @@ fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
     match kind {
         BindingKind::ResourceBinding => BindingKey::rb(ns, name),
         BindingKind::ClusterResourceBinding => BindingKey::crb(name),
-    }
-}
-
-/// The estimator connections, driven by Cluster and Service events.
-struct EstimatorSync {
-    cache: Arc<estimator_client::ConnectionCache>,
-    failures: std::sync::Mutex<HashMap<String, u32>>,
-    /// Per Service name, how many changes were seen; a retry of an older change stops.
-    service_seq: std::sync::Mutex<HashMap<String, u64>>,
-    /// The workqueue metrics of the reference's `scheduler-estimator` worker, which gets the
-    /// cluster events that [`ensure`](Self::ensure) handles.
-    worker: Arc<WorkqueueMetrics>,
-}
-
-impl EstimatorSync {
-    /// An estimator Service changed: re-resolve and reconnect. When the new address does not
-    /// answer yet (an estimator being moved), keep retrying with backoff until it does or the
-    /// Service changes again; the old connection stays in use meanwhile.
-    fn service_changed(self: &Arc<Self>, namespace: String, name: String) {
-        let seq = {
-            let mut m = self.service_seq.lock().unwrap_or_else(|p| p.into_inner());
-            let n = m.entry(name.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut delay = Duration::from_millis(500);
-            loop {
-                match this.cache.on_service_changed(&namespace, &name).await {
-                    Ok(_) => return,
-                    Err(err) => {
-                        tracing::debug!(service = %name, "estimator Service changed but reconnecting failed (retry in {delay:?}): {err}")
-                    }
-                }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(60));
-                let current = this
-                    .service_seq
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&name)
-                    .copied();
-                if current != Some(seq) {
-                    return;
-                }
-            }
-        });
-    }
-
-    /// Connect (or keep) the cluster's estimator; retry failures with backoff while the
-    /// cluster exists (the reference's `scheduler-estimator` worker).
-    fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, stores: Arc<Stores>) {
-        let this = self.clone();
-        let added = self.worker.added();
-        tokio::spawn(async move {
-            let name = cluster.name().to_string();
-            let token = this.worker.started(Some(added));
-            let result = this.cache.ensure(&cluster).await;
-            this.worker.finished(token);
-            match result {
-                Ok(()) => {
-                    this.failures
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&name);
-                }
-                Err(e) => {
-                    this.worker.retried();
-                    let n = {
-                        let mut f = this.failures.lock().unwrap_or_else(|p| p.into_inner());
-                        let n = f.entry(name.clone()).or_insert(0);
-                        *n += 1;
-                        *n
-                    };
-                    let delay = Duration::from_millis(5)
-                        .saturating_mul(1 << n.min(16))
-                        .min(Duration::from_secs(300));
-                    tracing::debug!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
-                    tokio::time::sleep(delay).await;
-                    let current = stores
-                        .clusters
-                        .read()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&name)
-                        .cloned();
-                    if let Some(c) = current {
-                        this.ensure(c, stores);
-                    }
-                }
-            }
-        });
     }
 }
 
@@ -1025,29 +825,8 @@ pub fn build_scheduler(
 
 /// The estimator client options for these flags.
 pub fn estimator_options(opts: &Options) -> estimator_client::EstimatorOptions {
-    let file = |s: &str| (!s.is_empty()).then(|| std::path::PathBuf::from(s));
-    estimator_client::EstimatorOptions {
-        service_prefix: opts.scheduler_estimator_service_prefix.clone(),
-        service_namespace: opts.scheduler_estimator_service_namespace.clone(),
-        port: opts.scheduler_estimator_port.clamp(0, 65535) as u16,
-        timeout: opts.scheduler_estimator_timeout.to_std(),
-        cert_file: file(&opts.scheduler_estimator_cert_file),
-        key_file: file(&opts.scheduler_estimator_key_file),
-        ca_file: file(&opts.scheduler_estimator_ca_file),
-        insecure_skip_verify: opts.insecure_skip_estimator_verify,
-        disable_in_pull_mode: opts.disable_scheduler_estimator_in_pull_mode,
-        server_name: (!opts.scheduler_estimator_tls_server_name.is_empty())
-            .then(|| opts.scheduler_estimator_tls_server_name.clone()),
-        endpoint_routing: opts.scheduler_estimator_endpoint_routing,
-        failure_policy: if opts.scheduler_estimator_failure_policy
-            == crate::options::FAILURE_POLICY_PER_CLUSTER
-        {
-            estimator_client::FailurePolicy::PerCluster
-        } else {
-            estimator_client::FailurePolicy::FailAll
-        },
-        ..Default::default()
-    }
+    opts.estimator
+        .to_options(opts.disable_scheduler_estimator_in_pull_mode)
 }
 
 /// Run the scheduler until `stop`: watches, cache sync, workers. Caches are filled before the
@@ -1063,24 +842,22 @@ pub async fn run(
     let estimators = if opts.enable_scheduler_estimator {
         let source = Arc::new(
             estimator_client::KubeServiceSource::new(client.clone())
-                .with_endpoint_routing(opts.scheduler_estimator_endpoint_routing),
+                .with_endpoint_routing(opts.estimator.endpoint_routing),
         );
         let cache = Arc::new(estimator_client::ConnectionCache::new(
             estimator_options(opts),
             source,
         ));
         metrics.register(|r| cache.register_metrics(r));
-        Some(Arc::new(EstimatorSync {
+        Some(EstimatorSync::new(
             cache,
-            failures: Default::default(),
-            service_seq: Default::default(),
-            worker: metrics.workqueue(SCHEDULER_ESTIMATOR_WORKER),
-        }))
+            metrics.workqueue(SCHEDULER_ESTIMATOR_WORKER),
+        ))
     } else {
         None
     };
     let accurate: Option<Arc<dyn Estimator>> = estimators.as_ref().map(|e| {
-        Arc::new(estimator_client::SchedulerEstimator::new(e.cache.clone())) as Arc<dyn Estimator>
+        Arc::new(estimator_client::SchedulerEstimator::new(e.cache().clone())) as Arc<dyn Estimator>
     });
     let scheduler = build_scheduler(opts, accurate)?
         .with_step_observer(Arc::new(crate::metrics::StepTimer::new(metrics.clone())));
@@ -1111,7 +888,7 @@ pub async fn run(
             client.clone(),
             workload.as_ref().map(|w| w.assigning.clone()),
         )),
-        events: Arc::new(crate::events::start(
+        events: Arc::new(component_base::events::start(
             client.clone(),
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
@@ -1170,7 +947,16 @@ pub async fn run(
                         Ok(mut c) => {
                             c.metadata.managed_fields = None;
                             if let Some(e) = &est {
-                                e.ensure(Arc::new(c.clone()), ctx.stores.clone());
+                                let stores = ctx.stores.clone();
+                                let current: ClusterLookup = Arc::new(move |name: &str| {
+                                    stores
+                                        .clusters
+                                        .read()
+                                        .unwrap_or_else(|p| p.into_inner())
+                                        .get(name)
+                                        .cloned()
+                                });
+                                e.ensure(Arc::new(c.clone()), current);
                             }
                             ctx.upsert_cluster(c);
                         }
@@ -1181,7 +967,7 @@ pub async fn run(
                     let name = k.trim_start_matches('/');
                     c2.remove_cluster(name);
                     if let Some(e) = &est2 {
-                        e.worker.process(|| e.cache.on_cluster_deleted(name));
+                        e.cluster_deleted(name);
                     }
                 },
                 tx,
@@ -1190,55 +976,12 @@ pub async fn run(
         }));
     }
     if let Some(est) = estimators.clone() {
-        let ns = opts.scheduler_estimator_service_namespace.clone();
-        let api: Api<Service> = Api::namespaced(client.clone(), &ns);
-        let (tx, _rx) = tokio_watch::channel(false);
-        let (e1, e2) = (est.clone(), est.clone());
-        watches.push(tokio::spawn(async move {
-            let stream =
-                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
-            let ns1 = ns.clone();
-            let ns2 = ns.clone();
-            drive(
-                stream,
-                "services",
-                |s: &Service| s.metadata.name.clone().unwrap_or_default(),
-                move |s: Service| {
-                    e1.service_changed(ns1.clone(), s.metadata.name.clone().unwrap_or_default())
-                },
-                move |name: &str| e2.service_changed(ns2.clone(), name.to_string()),
-                tx,
-            )
-            .await;
-        }));
-        // Headless estimator Services resolve through their EndpointSlices: follow those too,
-        // so hand-made endpoints that move are followed like an ExternalName that changes.
-        // Not part of the sync gate: without `watch` on endpointslices (an older RBAC) the
-        // watch only logs and retries, and scheduling goes on.
-        let ns = opts.scheduler_estimator_service_namespace.clone();
-        let prefix = format!("{}-", opts.scheduler_estimator_service_prefix);
-        let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &ns);
-        let (tx, _rx) = tokio_watch::channel(false);
-        watches.push(tokio::spawn(async move {
-            let cfg = watcher::Config::default().labels(SERVICE_NAME_LABEL);
-            let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
-            // Added, changed or gone: the same re-resolution of the slice's Service.
-            let changed = move |key: &str| {
-                if let Some(svc) = slice_service(key, &prefix) {
-                    est.service_changed(ns.clone(), svc.to_string());
-                }
-            };
-            let removed = changed.clone();
-            drive(
-                stream,
-                "endpointslices",
-                slice_key,
-                move |s: EndpointSlice| changed(&slice_key(&s)),
-                removed,
-                tx,
-            )
-            .await;
-        }));
+        // Not part of the sync gate: scheduling does not wait for the estimator Services.
+        watches.extend(est.watch_services(
+            client.clone(),
+            &opts.estimator.service_namespace,
+            &opts.estimator.service_prefix,
+        ));
     }
 
     // All caches synced before the first cycle.
@@ -1488,24 +1231,6 @@ mod tests {
         assert_eq!(c.clusters()[0].name(), "m2");
     }
 
-    #[test]
-    fn endpoint_slices_map_to_their_estimator_service() {
-        let slice: EndpointSlice = serde_json::from_value(json!({
-            "metadata": {"name": "karmada-scheduler-estimator-m1-x2k9", "namespace": "karmada-system",
-                         "labels": {"kubernetes.io/service-name": "karmada-scheduler-estimator-m1"}},
-            "addressType": "IPv4", "endpoints": []
-        }))
-        .unwrap();
-        let key = slice_key(&slice);
-        let prefix = "karmada-scheduler-estimator-";
-        assert_eq!(
-            slice_service(&key, prefix),
-            Some("karmada-scheduler-estimator-m1")
-        );
-        assert_eq!(slice_service("kubernetes/kubernetes-abcde", prefix), None);
-        assert_eq!(slice_service("no-slash", prefix), None);
-    }
-
     /// Another scheduler's binding is not decoded into the cache (only its summary is kept);
     /// when it is handed to this scheduler, the update brings the whole object and queues it.
     #[tokio::test]
@@ -1661,48 +1386,6 @@ mod tests {
         );
         index.assigning.removed(&BindingKey::rb("ns", "a"));
         assert!(index.assigning("ns", "a").is_none());
-    }
-
-    #[tokio::test]
-    async fn relists_are_diffed_against_what_is_known() {
-        use std::sync::Mutex;
-        let events: Vec<Result<Event<(String, u32)>, watcher::Error>> = vec![
-            Ok(Event::Init),
-            Ok(Event::InitApply(("a".into(), 1))),
-            Ok(Event::InitApply(("b".into(), 1))),
-            Ok(Event::InitDone),
-            Ok(Event::Apply(("c".into(), 1))),
-            Ok(Event::Delete(("a".into(), 1))),
-            // Disconnect, 410, relist: b changed, c deleted meanwhile, d added.
-            Ok(Event::Init),
-            Ok(Event::InitApply(("b".into(), 2))),
-            Ok(Event::InitApply(("d".into(), 1))),
-            Ok(Event::InitDone),
-        ];
-        let log = Mutex::new(Vec::new());
-        let (tx, rx) = tokio_watch::channel(false);
-        drive(
-            futures::stream::iter(events),
-            "test",
-            |o: &(String, u32)| o.0.clone(),
-            |o| log.lock().unwrap().push(format!("upsert {}@{}", o.0, o.1)),
-            |k| log.lock().unwrap().push(format!("remove {k}")),
-            tx,
-        )
-        .await;
-        assert!(*rx.borrow());
-        assert_eq!(
-            log.into_inner().unwrap(),
-            [
-                "upsert a@1",
-                "upsert b@1",
-                "upsert c@1",
-                "remove a",
-                "remove c",
-                "upsert b@2",
-                "upsert d@1"
-            ]
-        );
     }
 
     /// Our estimator connection flags reach the estimator client; unset, they are the

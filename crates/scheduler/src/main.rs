@@ -7,5 +7,5 @@ fn main() -> std::process::ExitCode {
     if args.first().is_some_and(|a| a == "simulate") {
         return simulate::main(&args[1..]);
     }
-    karmada_scheduler::app::main(args)
+    component_base::cli::main(args, karmada_scheduler::daemon::run)
 }

@@ -97,11 +97,11 @@ fn defaults_render_the_reference_defaults() {
     );
     let docs = render(&helm, &[]);
     let opts = options(&deployment_args(&docs));
-    let reference = Options {
-        kubeconfig: "/etc/karmada/kubeconfig".into(),
+    let mut reference = Options {
         changed: opts.changed.clone(),
         ..Default::default()
     };
+    reference.kube.kubeconfig = "/etc/karmada/kubeconfig".into();
     assert_eq!(
         opts, reference,
         "chart defaults equal the reference defaults"
@@ -158,14 +158,14 @@ fn every_flag_value_reaches_the_binary() {
     let opts = options(&deployment_args(&docs));
     assert!(!opts.leader_election.leader_elect);
     assert_eq!(opts.leader_election.lease_duration.to_string(), "20s");
-    assert_eq!(opts.master, "https://10.0.0.1:5443");
-    assert_eq!(opts.kube_api_qps, 12.5);
-    assert_eq!(opts.kube_api_burst, 30);
-    assert_eq!(opts.metrics_bind_address, ":9090");
+    assert_eq!(opts.kube.master, "https://10.0.0.1:5443");
+    assert_eq!(opts.kube.kube_api_qps, 12.5);
+    assert_eq!(opts.kube.kube_api_burst, 30);
+    assert_eq!(opts.serving.metrics_bind_address, ":9090");
     assert!(opts.enable_scheduler_estimator && opts.disable_scheduler_estimator_in_pull_mode);
-    assert_eq!(opts.scheduler_estimator_timeout.to_string(), "1m30s");
-    assert_eq!(opts.scheduler_estimator_port, 20352);
-    assert_eq!(opts.scheduler_estimator_ca_file, "/tls/ca.crt");
+    assert_eq!(opts.estimator.timeout.to_string(), "1m30s");
+    assert_eq!(opts.estimator.port, 20352);
+    assert_eq!(opts.estimator.ca_file, "/tls/ca.crt");
     assert_eq!(opts.plugins, vec!["*", "-ClusterLocality"]);
     assert_eq!(opts.scheduler_name, "rs-scheduler");
     assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use karmada_scheduler::http::tokio_util_shim::CancellationToken;
+use component_base::cancel::CancellationToken;
 use karmada_scheduler::options::{Invocation, parse};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};

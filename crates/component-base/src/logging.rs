@@ -32,7 +32,7 @@ use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::Context;
 
-use crate::options::LoggingOptions;
+use crate::logflags::LoggingOptions;
 
 /// klog severities, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

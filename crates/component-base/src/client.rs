@@ -16,7 +16,7 @@ use kube::{Client, Config};
 use tower::{Layer, Service};
 
 use crate::metrics::{RestClientMetrics, rest_client};
-use crate::options::Options;
+use crate::options::KubeClientOptions as Options;
 use crate::ratelimit::QpsLayer;
 
 /// The REST config for these flags.

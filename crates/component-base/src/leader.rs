@@ -1,4 +1,4 @@
-//! Lease-based leader election, interoperable with client-go's `leaderelection` (spec §8.1).
+//! Lease-based leader election, interoperable with client-go's `leaderelection`.
 //!
 //! The Lease `coordination.k8s.io/v1` is read and written exactly as client-go's `LeaseLock`
 //! does (`holderIdentity`, `leaseDurationSeconds`, `acquireTime`, `renewTime`,
@@ -20,11 +20,11 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
-use scheduler_core::estimator::BoxFuture;
 use tokio::time::Instant;
 
-use crate::condition::ApiFailure;
-use crate::http::tokio_util_shim::CancellationToken;
+use crate::BoxFuture;
+use crate::api::{ApiFailure, api_failure};
+use crate::cancel::CancellationToken;
 
 /// Lease access, so tests can run the state machine against an in-memory Lease.
 pub trait LeaseApi: Send + Sync {
@@ -32,22 +32,6 @@ pub trait LeaseApi: Send + Sync {
     fn create(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, ApiFailure>>;
     /// PUT; fails with 409 when `metadata.resourceVersion` is stale.
     fn replace(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, ApiFailure>>;
-}
-
-/// Convert a kube error into the fields the callers look at.
-pub fn api_failure(e: kube::Error) -> ApiFailure {
-    match e {
-        kube::Error::Api(s) => ApiFailure {
-            code: s.code,
-            reason: s.reason.clone(),
-            message: s.message.clone(),
-        },
-        other => ApiFailure {
-            code: 0,
-            reason: String::new(),
-            message: other.to_string(),
-        },
-    }
 }
 
 /// The Lease through the kube client.

@@ -1,23 +1,25 @@
-//! `/healthz`, `/readyz` and `/metrics` (spec §8.2).
+//! `/healthz`, `/readyz` and `/metrics`, and the `--enable-pprof` profiling server.
 //!
 //! As upstream, the servers run on every replica (leader or not), `"0"` disables one, and equal
 //! addresses share one server. `/readyz` is our addition: 200 only once the caches have synced
 //! (a standby replica, which does not watch, reports ready once it is campaigning). Addresses
 //! are Go-style (`:8080` means every interface); an empty address means port 80, as upstream.
 
+pub mod pprof;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::cancel::CancellationToken;
 use anyhow::Context as _;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tokio::net::TcpListener;
-use tokio_util_shim::CancellationToken;
 
-use crate::metrics::Metrics;
+use crate::metrics::ComponentMetrics as Metrics;
 
 /// Readiness shared between the controller and the probe server.
 #[derive(Clone, Debug, Default)]
@@ -147,12 +149,7 @@ impl Servers {
     /// Add the `--enable-pprof` server on `addr` (`crate::pprof`: CPU profiles that
     /// `go tool pprof` reads).
     pub async fn with_pprof(mut self, addr: &str) -> anyhow::Result<Self> {
-        let more = Self::listen(vec![(
-            "profiling".into(),
-            addr.into(),
-            crate::pprof::router(),
-        )])
-        .await?;
+        let more = Self::listen(vec![("profiling".into(), addr.into(), pprof::router())]).await?;
         self.servers.extend(more.servers);
         Ok(self)
     }
@@ -194,62 +191,6 @@ impl Servers {
             t.await.context("server task")??;
         }
         Ok(())
-    }
-}
-
-/// A minimal cancellation token (the workspace has no tokio-util).
-pub mod tokio_util_shim {
-    use std::sync::Arc;
-    use tokio::sync::watch;
-
-    /// Cloneable; `cancel` wakes every `cancelled` waiter, now and later.
-    #[derive(Clone, Debug)]
-    pub struct CancellationToken {
-        tx: Arc<watch::Sender<bool>>,
-        rx: watch::Receiver<bool>,
-    }
-
-    impl Default for CancellationToken {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-
-    impl CancellationToken {
-        pub fn new() -> Self {
-            let (tx, rx) = watch::channel(false);
-            Self {
-                tx: Arc::new(tx),
-                rx,
-            }
-        }
-
-        pub fn cancel(&self) {
-            let _ = self.tx.send(true);
-        }
-
-        pub fn is_cancelled(&self) -> bool {
-            *self.rx.borrow()
-        }
-
-        pub async fn cancelled(&self) {
-            let mut rx = self.rx.clone();
-            let _ = rx.wait_for(|v| *v).await;
-        }
-
-        /// A token cancelled when this one is, and also cancellable on its own.
-        pub fn child(&self) -> Self {
-            let child = Self::new();
-            let parent = self.clone();
-            let c = child.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = parent.cancelled() => c.cancel(),
-                    _ = c.cancelled() => {}
-                }
-            });
-            child
-        }
     }
 }
 

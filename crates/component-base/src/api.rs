@@ -1,0 +1,52 @@
+//! A failed API request, reduced to what callers decide on.
+
+/// A failed API request: its status code, reason and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiFailure {
+    /// HTTP status code; 0 when the request never got an answer.
+    pub code: u16,
+    /// `Status.reason` (`Conflict`, `NotFound`, `QuotaExceeded`, ...).
+    pub reason: String,
+    /// `Status.message`, which is what a Go `StatusError` prints.
+    pub message: String,
+}
+
+impl ApiFailure {
+    pub fn is_conflict(&self) -> bool {
+        self.code == 409
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.code == 404
+    }
+
+    /// The API server did not act on the request as a judgement of it: no answer at all
+    /// (refused, reset, timed out, the response lost), throttling, or a server-side error.
+    /// Whether the write landed is unknown; the binding waits for the server to answer again
+    /// and is then retried (a landed result patch is recognised by its marker).
+    pub fn is_transient(&self) -> bool {
+        self.code == 0 || self.code == 429 || self.code >= 500
+    }
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Convert a kube error into the fields the callers look at.
+pub fn api_failure(e: kube::Error) -> ApiFailure {
+    match e {
+        kube::Error::Api(s) => ApiFailure {
+            code: s.code,
+            reason: s.reason.clone(),
+            message: s.message.clone(),
+        },
+        other => ApiFailure {
+            code: 0,
+            reason: String::new(),
+            message: other.to_string(),
+        },
+    }
+}

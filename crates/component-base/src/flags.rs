@@ -1,0 +1,435 @@
+//! Command lines parsed as spf13/pflag parses them, and `--help` printed as cobra prints it.
+//!
+//! Existing manifests are the contract: a flag line that a Go component accepts must mean the
+//! same here, and one it rejects must fail here with a message naming the flag. So this module
+//! reimplements pflag's grammar rather than using a Rust argument parser with different rules:
+//! `--x=v` and `--x v`; booleans only as `--x` or `--x=false`; `-v 3`, `-v=3`, `-v3`; `--`
+//! ends flags; `_` in names normalised to `-` (component-base's `WordSepNormalizeFunc`).
+//!
+//! A component declares its flags as tables of [`FlagDef`] (name, type, default and help in one
+//! place) and applies values through a [`FlagSink`]; groups of flags that several components
+//! share ([`crate::logging::FLAGS`], [`crate::options`]) bring their own table and setter.
+
+use crate::goparse::{self, go_quote};
+
+/// A flag's value type; decides the `--help` type word, the zero default and whether the flag
+/// takes a separate value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Str,
+    Int,
+    Float32,
+    Duration,
+    Strings,
+    MapStringBool,
+    Level,
+    Uint,
+    Severity,
+    TraceLocation,
+    VModule,
+    Quantity,
+}
+
+impl Kind {
+    /// The type word pflag prints after the flag name (empty for booleans).
+    fn type_word(self) -> &'static str {
+        match self {
+            Kind::Bool => "",
+            Kind::Str => "string",
+            Kind::Int => "int",
+            Kind::Float32 => "float32",
+            Kind::Duration => "duration",
+            Kind::Strings => "strings",
+            Kind::MapStringBool => "mapStringBool",
+            Kind::Level => "Level",
+            Kind::Uint => "uint",
+            Kind::Severity => "severity",
+            Kind::TraceLocation => "traceLocation",
+            Kind::VModule => "pattern=N,...",
+            Kind::Quantity => "quantity",
+        }
+    }
+
+    /// pflag's `defaultIsZeroValue`: zero defaults are not printed.
+    fn default_is_zero(self, def: &str) -> bool {
+        match self {
+            Kind::Bool => def == "false",
+            Kind::Duration => def == "0" || def == "0s",
+            Kind::Int | Kind::Float32 | Kind::Uint => def == "0",
+            Kind::Str => def.is_empty(),
+            Kind::Strings => def == "[]",
+            _ => matches!(def, "false" | "<nil>" | "" | "0"),
+        }
+    }
+}
+
+/// The help section of the flags the Go components register through component-base's
+/// logging packages and klog.
+pub const LOGS: &str = "Logs";
+/// The help section of a component's own flags.
+pub const GENERIC: &str = "Generic";
+
+/// One flag: everything about it that is not its value.
+#[derive(Clone, Copy, Debug)]
+pub struct FlagDef {
+    pub name: &'static str,
+    pub shorthand: Option<char>,
+    pub kind: Kind,
+    /// pflag's `DefValue`, as printed by `--help`.
+    pub default: &'static str,
+    pub usage: &'static str,
+    /// The `--help` section title ([`LOGS`], [`GENERIC`]).
+    pub section: &'static str,
+}
+
+/// A flag without shorthand.
+pub const fn flag(
+    section: &'static str,
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    usage: &'static str,
+) -> FlagDef {
+    FlagDef {
+        name,
+        shorthand: None,
+        kind,
+        default,
+        usage,
+        section,
+    }
+}
+
+/// Where parsed values go.
+pub trait FlagSink {
+    /// Apply one value of the flag `name` (normalised); `first_use` tells string slices to
+    /// replace their default. The error is the parser's text after `invalid argument`.
+    fn set(&mut self, name: &str, value: &str, first_use: bool) -> Result<(), String>;
+}
+
+/// A command-line error: print the usage, then `Error: <message>`, exit 1.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FlagError {
+    pub message: String,
+    /// Whether the usage text goes before the error (flag errors do; argument errors do not).
+    pub show_usage: bool,
+}
+
+fn flag_err(message: String) -> FlagError {
+    FlagError {
+        message,
+        show_usage: true,
+    }
+}
+
+/// What the command line said besides the flag values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    /// `-h`/`--help` was given (and not `--help=false`).
+    pub help: bool,
+    /// Arguments that are not flags, in order.
+    pub positionals: Vec<String>,
+    /// Normalised names of the flags given, in order of first use.
+    pub changed: Vec<String>,
+}
+
+/// component-base's `WordSepNormalizeFunc`: `log_dir` and `log-dir` are one flag.
+fn normalize(name: &str) -> String {
+    name.replace('_', "-")
+}
+
+/// pflag's display name in value errors: `--name`, or `-v, --v` for flags with a shorthand.
+fn display_name(def: &FlagDef) -> String {
+    match def.shorthand {
+        Some(c) => format!("-{c}, --{}", def.name),
+        None => format!("--{}", def.name),
+    }
+}
+
+/// Parse `args` (without the program name) against `tables`, applying values to `sink`.
+pub fn parse<S: AsRef<str>>(
+    tables: &[&[FlagDef]],
+    args: &[S],
+    sink: &mut dyn FlagSink,
+) -> Result<Parsed, FlagError> {
+    let defs = || tables.iter().flat_map(|t| t.iter());
+    let mut parsed = Parsed::default();
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    let mut set = |parsed: &mut Parsed, def: &FlagDef, value: &str| -> Result<(), FlagError> {
+        let first = !parsed.changed.iter().any(|c| c == def.name);
+        sink.set(def.name, value, first).map_err(|e| {
+            flag_err(format!(
+                "invalid argument {} for {} flag: {e}",
+                go_quote(value),
+                go_quote(&display_name(def))
+            ))
+        })?;
+        if first {
+            parsed.changed.push(def.name.to_string());
+        }
+        Ok(())
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i];
+        i += 1;
+        if arg.len() < 2 || !arg.starts_with('-') {
+            parsed.positionals.push(arg.to_string());
+            continue;
+        }
+        if let Some(body) = arg.strip_prefix("--") {
+            if body.is_empty() {
+                parsed
+                    .positionals
+                    .extend(args[i..].iter().map(|s| s.to_string()));
+                break;
+            }
+            if body.starts_with('-') || body.starts_with('=') {
+                return Err(flag_err(format!("bad flag syntax: {arg}")));
+            }
+            let (name, inline) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (body, None),
+            };
+            let norm = normalize(name);
+            if norm == "help" {
+                let v = inline.map(goparse::parse_bool).transpose().map_err(|e| {
+                    flag_err(format!(
+                        "invalid argument {} for \"-h, --help\" flag: {e}",
+                        go_quote(inline.unwrap_or_default())
+                    ))
+                })?;
+                parsed.help = v.unwrap_or(true);
+                continue;
+            }
+            let Some(def) = defs().find(|f| f.name == norm) else {
+                return Err(flag_err(format!("unknown flag: --{name}")));
+            };
+            let value = match inline {
+                Some(v) => v.to_string(),
+                None if def.kind == Kind::Bool => "true".to_string(),
+                None if i < args.len() => {
+                    i += 1;
+                    args[i - 1].to_string()
+                }
+                None => return Err(flag_err(format!("flag needs an argument: {arg}"))),
+            };
+            set(&mut parsed, def, &value)?;
+            continue;
+        }
+        // Shorthand cluster: -v3, -v=3, -v 3, -h.
+        let mut shorts = &arg[1..];
+        while !shorts.is_empty() {
+            let c = shorts.chars().next().unwrap_or_default();
+            if c == 'h' {
+                parsed.help = true;
+                shorts = &shorts[1..];
+                continue;
+            }
+            let Some(def) = defs().find(|f| f.shorthand == Some(c)) else {
+                return Err(flag_err(format!(
+                    "unknown shorthand flag: '{c}' in -{shorts}"
+                )));
+            };
+            let rest = &shorts[c.len_utf8()..];
+            let value;
+            if rest.len() > 1 && rest.starts_with('=') {
+                value = rest[1..].to_string();
+                shorts = "";
+            } else if def.kind == Kind::Bool {
+                value = "true".into();
+                shorts = rest;
+            } else if !rest.is_empty() {
+                value = rest.to_string();
+                shorts = "";
+            } else if i < args.len() {
+                value = args[i].to_string();
+                i += 1;
+                shorts = "";
+            } else {
+                return Err(flag_err(format!(
+                    "flag needs an argument: '{c}' in -{shorts}"
+                )));
+            }
+            set(&mut parsed, def, &value)?;
+        }
+    }
+    Ok(parsed)
+}
+
+/// cobra's `Args` check of a command that takes none: `"<command>" does not take any
+/// arguments, got ["a" "b"]` (printed without the usage).
+pub fn no_arguments(command: &str, positionals: &[String]) -> Result<(), FlagError> {
+    if positionals.iter().all(|a| a.is_empty()) {
+        return Ok(());
+    }
+    let list: Vec<String> = positionals.iter().map(|a| go_quote(a)).collect();
+    Err(FlagError {
+        message: format!(
+            "{} does not take any arguments, got [{}]",
+            go_quote(command),
+            list.join(" ")
+        ),
+        show_usage: false,
+    })
+}
+
+/// The flag sections as pflag's `FlagUsagesWrapped` prints them (no terminal: no wrapping),
+/// in the order of `sections`, each sorted by name.
+pub fn render_sections(tables: &[&[FlagDef]], sections: &[&str]) -> String {
+    let mut out = String::new();
+    for section in sections {
+        let mut defs: Vec<&FlagDef> = tables
+            .iter()
+            .flat_map(|t| t.iter())
+            .filter(|f| f.section == *section)
+            .collect();
+        defs.sort_by_key(|f| f.name);
+        let heads: Vec<String> = defs
+            .iter()
+            .map(|f| {
+                let mut line = match f.shorthand {
+                    Some(c) => format!("  -{c}, --{}", f.name),
+                    None => format!("      --{}", f.name),
+                };
+                if !f.kind.type_word().is_empty() {
+                    line.push(' ');
+                    line.push_str(f.kind.type_word());
+                }
+                line
+            })
+            .collect();
+        let width = heads.iter().map(String::len).max().unwrap_or(0) + 1;
+        out.push_str(&format!("\n{section} flags:\n\n"));
+        for (f, head) in defs.iter().zip(&heads) {
+            let mut usage = f.usage.to_string();
+            if !f.kind.default_is_zero(f.default) {
+                if f.kind == Kind::Str {
+                    usage.push_str(&format!(" (default {})", go_quote(f.default)));
+                } else {
+                    usage.push_str(&format!(" (default {})", f.default));
+                }
+            }
+            let usage = usage.replace('\n', &format!("\n{}", " ".repeat(width + 2)));
+            let pad = " ".repeat(width - head.len());
+            out.push_str(&format!("{head}{pad}  {usage}\n"));
+        }
+    }
+    out
+}
+
+/// The usage block cobra prints: `Usage:`, the subcommands (`(name, short help)`), then the
+/// flag sections.
+pub fn usage_text(
+    command: &str,
+    subcommands: &[(&str, &str)],
+    tables: &[&[FlagDef]],
+    sections: &[&str],
+) -> String {
+    let mut out = format!("Usage:\n  {command} [flags]\n\nAvailable Commands:\n");
+    for (cmd, short) in subcommands {
+        out.push_str(&format!("  {command} {cmd:<30}  {short}\n"));
+    }
+    out.push_str(&render_sections(tables, sections));
+    out
+}
+
+/// `<command> version`, in the shape of the reference's Go `%#v` dump of its version info.
+pub fn version_text(command: &str, version: &str) -> String {
+    format!(
+        "{command} version: version.Info{{GitVersion:\"v{version}\", GitCommit:\"\", GitShortCommit:\"\", GitTreeState:\"\", BuildDate:\"\", GoVersion:\"\", Compiler:\"rustc\", Platform:\"{}/{}\"}}",
+        std::env::consts::OS,
+        go_arch()
+    )
+}
+
+/// Go's name of this machine's architecture.
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+/// pflag's string-slice reader: empty means empty, otherwise one CSV record.
+pub fn read_csv(value: &str) -> Result<Vec<String>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut fields = Vec::new();
+    let mut chars = value.chars().peekable();
+    let mut col = 0usize;
+    loop {
+        let mut field = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            col += 1;
+            loop {
+                match chars.next() {
+                    None => {
+                        return Err(format!(
+                            "parse error on line 1, column {}: extraneous or missing \" in quoted-field",
+                            col + 1
+                        ));
+                    }
+                    Some('"') => {
+                        col += 1;
+                        if chars.peek() == Some(&'"') {
+                            chars.next();
+                            col += 1;
+                            field.push('"');
+                        } else {
+                            break;
+                        }
+                    }
+                    Some(c) => {
+                        col += 1;
+                        field.push(c);
+                    }
+                }
+            }
+            match chars.peek() {
+                None | Some(',') => {}
+                Some(_) => {
+                    return Err(format!(
+                        "parse error on line 1, column {}: extraneous or missing \" in quoted-field",
+                        col + 1
+                    ));
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '"' {
+                    return Err(format!(
+                        "parse error on line 1, column {}: bare \" in non-quoted-field",
+                        col + 1
+                    ));
+                }
+                field.push(c);
+                col += 1;
+                chars.next();
+            }
+        }
+        fields.push(field);
+        match chars.next() {
+            Some(',') => col += 1,
+            _ => break,
+        }
+    }
+    Ok(fields)
+}
+
+/// apimachinery's aggregate error text: `e`, or `[e1, e2]`.
+pub fn aggregate(errs: &[String]) -> String {
+    if errs.len() == 1 {
+        errs[0].clone()
+    } else {
+        format!("[{}]", errs.join(", "))
+    }
+}

@@ -1,0 +1,213 @@
+//! The running process: HTTP servers, client, leader election, and the component's work.
+//!
+//! The health and metrics servers start first and run on every replica. Without
+//! `--leader-elect` the work runs at once. With it, the replica campaigns for the Lease and
+//! lets the work act only while leading. Losing the Lease pauses the work (what is in flight
+//! finishes; the caches stay) and campaigns again, so an API server outage longer than the
+//! renew deadline does not end the process (our addition); with `--exit-on-lost-lease` the
+//! process ends with exit code 255 instead, as the reference's fatal log does. SIGTERM or
+//! SIGINT stops the work (in-flight items finish), then releases the Lease (our improvement: a
+//! standby takes over after one retry period instead of a whole lease duration) and exits 0.
+//! A second signal exits at once with code 1.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use tokio::sync::watch;
+
+use crate::BoxFuture;
+use crate::cancel::CancellationToken;
+use crate::leader::{ElectionConfig, Elector, KubeLease, LeadingEnded};
+use crate::metrics::ComponentMetrics as Metrics;
+use crate::options::{KubeClientOptions, LeaderElection, ServingOptions};
+use crate::serve::{Readiness, Servers};
+
+/// The process settings the lifecycle needs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// For the first log line.
+    pub version_text: String,
+    pub serving: ServingOptions,
+    pub kube: KubeClientOptions,
+    pub leader_election: LeaderElection,
+}
+
+/// What the component runs: given the client, its readiness, whether it leads now (it acts
+/// only while this is `true`) and its stop token, the work until stopped.
+pub type Work = Box<
+    dyn Fn(
+            kube::Client,
+            Readiness,
+            watch::Receiver<bool>,
+            CancellationToken,
+        ) -> BoxFuture<'static, anyhow::Result<()>>
+        + Send
+        + Sync,
+>;
+
+/// The Lease could not be renewed and `--exit-on-lost-lease` asks to end (exit code 255).
+#[derive(Debug, thiserror::Error)]
+#[error("leaderelection lost")]
+pub struct LeadershipLost;
+
+fn spawn_signal_handler(stop: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!("cannot listen for SIGTERM: {e}");
+                    return;
+                }
+            };
+        let mut count = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            count += 1;
+            if count == 1 {
+                tracing::info!("received a termination signal, shutting down");
+                stop.cancel();
+            } else {
+                std::process::exit(1);
+            }
+        }
+    });
+}
+
+/// Run until a signal or a fatal error.
+pub async fn run(settings: Settings, metrics: Arc<Metrics>, work: Work) -> anyhow::Result<()> {
+    tracing::info!("{}", settings.version_text);
+    let stop = CancellationToken::new();
+    spawn_signal_handler(stop.clone());
+    run_until(settings, metrics, work, stop).await
+}
+
+/// [`run`] with an explicit stop token (tests).
+pub async fn run_until(
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    work: Work,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let ready = Readiness::default();
+    let serving = &settings.serving;
+    let mut servers = Servers::bind(
+        &serving.health_probe_bind_address,
+        &serving.metrics_bind_address,
+        metrics.clone(),
+        ready.clone(),
+    )
+    .await?;
+    if serving.enable_pprof {
+        servers = servers.with_pprof(&serving.profiling_bind_address).await?;
+    }
+    let server_stop = CancellationToken::new();
+    let server_task = tokio::spawn(servers.serve(server_stop.clone()));
+
+    let result = run_work(&settings, metrics, work, ready, stop).await;
+    server_stop.cancel();
+    let _ = server_task.await;
+    result
+}
+
+async fn run_work(
+    settings: &Settings,
+    metrics: Arc<Metrics>,
+    work: Work,
+    ready: Readiness,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let kube = &settings.kube;
+    let config = crate::client::rest_config(kube).await?;
+    let client = crate::client::build(config, kube.kube_api_qps, kube.kube_api_burst)?;
+
+    if !settings.leader_election.leader_elect {
+        let (_always, leading) = watch::channel(true);
+        return work(client, ready, leading, stop).await;
+    }
+
+    let le = &settings.leader_election;
+    let cfg = ElectionConfig {
+        namespace: le.resource_namespace.clone(),
+        name: le.resource_name.clone(),
+        identity: crate::leader::identity(),
+        lease_duration: le.lease_duration.to_std(),
+        renew_deadline: le.renew_deadline.to_std(),
+        retry_period: le.retry_period.to_std(),
+    };
+    let mut elector = Elector::new(
+        cfg,
+        Arc::new(KubeLease::new(
+            client.clone(),
+            &le.resource_namespace,
+            &le.resource_name,
+        )),
+    );
+    tracing::info!(identity = elector.identity(), "campaigning for leadership");
+    metrics.set_leader(false);
+    // A standby is healthy and ready: it serves probes and waits.
+    ready.set(true);
+    if !elector.acquire(&stop).await {
+        return Ok(());
+    }
+    metrics.set_leader(true);
+    ready.set(false);
+    // The work acts only while this is true; its watches and caches run throughout.
+    let (leading_tx, leading) = watch::channel(true);
+    let sched_stop = CancellationToken::new();
+    let mut sched = tokio::spawn(work(
+        client.clone(),
+        ready.clone(),
+        leading,
+        sched_stop.clone(),
+    ));
+    // Renew until lost; a stop request is watched alongside, so that the work ends before the
+    // Lease is released.
+    let never = CancellationToken::new();
+    let (outcome, finished) = loop {
+        let (outcome, finished) = tokio::select! {
+            ended = elector.renew(&never) => (ended, None),
+            _ = stop.cancelled() => (LeadingEnded::Stopped, None),
+            // The work ended on its own (a start-up error): give the Lease up and report it.
+            r = &mut sched => (LeadingEnded::Stopped, Some(r)),
+        };
+        if outcome != LeadingEnded::Lost || le.exit_on_lost_lease {
+            break (outcome, finished);
+        }
+        // Our addition: stop taking work (what is in flight ends; writes carry
+        // resourceVersion preconditions), keep the caches, and campaign again.
+        let _ = leading_tx.send(false);
+        metrics.set_leader(false);
+        tracing::error!("leaderelection lost; work paused, campaigning again");
+        let acquired = tokio::select! {
+            a = elector.acquire(&stop) => a,
+            r = &mut sched => break (LeadingEnded::Stopped, Some(r)),
+        };
+        if !acquired {
+            break (LeadingEnded::Stopped, None);
+        }
+        metrics.set_leader(true);
+        let _ = leading_tx.send(true);
+        tracing::info!("leading again; work resumes");
+    };
+    sched_stop.cancel();
+    let sched_result = match finished {
+        Some(r) => r.context("work task")?,
+        None => sched.await.context("work task")?,
+    };
+    metrics.set_leader(false);
+    match outcome {
+        LeadingEnded::Lost => {
+            tracing::error!("leaderelection lost");
+            Err(LeadershipLost.into())
+        }
+        LeadingEnded::Stopped => {
+            elector.release().await;
+            sched_result
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The logging flags of component-base and klog, as the Go components register them: their
+//! table, how a value is applied and how the configuration is validated (component-base's
+//! `ValidateAndApply`). [`crate::logging::Router`] then honours them as klog does.
+
+use crate::flags::{FlagDef, Kind as K, LOGS as L, flag};
+use crate::goparse::{self, GoDuration, go_quote};
+
+/// Logging flags of component-base and klog, validated as component-base validates them and
+/// honoured by `crate::logging` as klog honours them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoggingOptions {
+    pub format: String,
+    pub verbosity: u32,
+    pub vmodule: Vec<(String, u32)>,
+    pub flush_frequency: GoDuration,
+    pub text_split_stream: bool,
+    pub text_info_buffer_size: String,
+    pub json_split_stream: bool,
+    pub json_info_buffer_size: String,
+    pub log_dir: String,
+    pub log_file: String,
+    pub log_file_max_size: u64,
+    pub logtostderr: bool,
+    pub alsologtostderr: bool,
+    pub add_dir_header: bool,
+    pub skip_headers: bool,
+    pub one_output: bool,
+    pub skip_log_headers: bool,
+    pub stderrthreshold: i32,
+    pub log_backtrace_at: String,
+}
+
+impl Default for LoggingOptions {
+    fn default() -> Self {
+        Self {
+            format: "text".into(),
+            verbosity: 0,
+            vmodule: Vec::new(),
+            flush_frequency: GoDuration::from_secs(5),
+            text_split_stream: false,
+            text_info_buffer_size: "0".into(),
+            json_split_stream: false,
+            json_info_buffer_size: "0".into(),
+            log_dir: String::new(),
+            log_file: String::new(),
+            log_file_max_size: 1800,
+            logtostderr: true,
+            alsologtostderr: false,
+            add_dir_header: false,
+            skip_headers: false,
+            one_output: false,
+            skip_log_headers: false,
+            stderrthreshold: 2,
+            log_backtrace_at: String::new(),
+        }
+    }
+}
+
+/// Every logging flag, with the reference's name, type, default and usage text.
+pub static FLAGS: &[FlagDef] = &[
+    // --- logs: component-base logging configuration
+    flag(
+        L,
+        "logging-format",
+        K::Str,
+        "text",
+        "Sets the log format. Permitted formats: \"json\", \"text\".",
+    ),
+    flag(
+        L,
+        "log-flush-frequency",
+        K::Duration,
+        "5s",
+        "Maximum number of seconds between log flushes",
+    ),
+    FlagDef {
+        name: "v",
+        shorthand: Some('v'),
+        kind: K::Level,
+        default: "0",
+        usage: "number for the log level verbosity",
+        section: L,
+    },
+    flag(
+        L,
+        "vmodule",
+        K::VModule,
+        "",
+        "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format)",
+    ),
+    flag(
+        L,
+        "log-text-split-stream",
+        K::Bool,
+        "false",
+        "[Alpha] In text format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
+    ),
+    flag(
+        L,
+        "log-text-info-buffer-size",
+        K::Quantity,
+        "0",
+        "[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
+    ),
+    flag(
+        L,
+        "log-json-split-stream",
+        K::Bool,
+        "false",
+        "[Alpha] In JSON format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
+    ),
+    flag(
+        L,
+        "log-json-info-buffer-size",
+        K::Quantity,
+        "0",
+        "[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
+    ),
+    // --- logs: klog (registered with underscores; shown normalised)
+    flag(
+        L,
+        "log-dir",
+        K::Str,
+        "",
+        "If non-empty, write log files in this directory (no effect when -logtostderr=true)",
+    ),
+    flag(
+        L,
+        "log-file",
+        K::Str,
+        "",
+        "If non-empty, use this log file (no effect when -logtostderr=true)",
+    ),
+    flag(
+        L,
+        "log-file-max-size",
+        K::Uint,
+        "1800",
+        "Defines the maximum size a log file can grow to (no effect when -logtostderr=true). Unit is megabytes. If the value is 0, the maximum file size is unlimited.",
+    ),
+    flag(
+        L,
+        "logtostderr",
+        K::Bool,
+        "true",
+        "log to standard error instead of files",
+    ),
+    flag(
+        L,
+        "alsologtostderr",
+        K::Bool,
+        "false",
+        "log to standard error as well as files (no effect when -logtostderr=true)",
+    ),
+    flag(
+        L,
+        "add-dir-header",
+        K::Bool,
+        "false",
+        "If true, adds the file directory to the header of the log messages",
+    ),
+    flag(
+        L,
+        "skip-headers",
+        K::Bool,
+        "false",
+        "If true, avoid header prefixes in the log messages",
+    ),
+    flag(
+        L,
+        "one-output",
+        K::Bool,
+        "false",
+        "If true, only write logs to their native severity level (vs also writing to each lower severity level; no effect when -logtostderr=true)",
+    ),
+    flag(
+        L,
+        "skip-log-headers",
+        K::Bool,
+        "false",
+        "If true, avoid headers when opening log files (no effect when -logtostderr=true)",
+    ),
+    flag(
+        L,
+        "stderrthreshold",
+        K::Severity,
+        "2",
+        "logs at or above this threshold go to stderr when writing to files and stderr (no effect when -logtostderr=true or -alsologtostderr=true)",
+    ),
+    flag(
+        L,
+        "log-backtrace-at",
+        K::TraceLocation,
+        ":0",
+        "when logging hits line file:N, emit a stack trace",
+    ),
+];
+
+impl LoggingOptions {
+    /// Apply `value` if `name` is a logging flag (`None`: not one of them).
+    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        FLAGS
+            .iter()
+            .any(|f| f.name == name)
+            .then(|| self.apply(name, value))
+    }
+
+    fn apply(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let b = || goparse::parse_bool(value);
+        let s = || value.to_string();
+        let d = || GoDuration::parse(value);
+        let lg = self;
+        match name {
+            "logging-format" => lg.format = s(),
+            "log-flush-frequency" => lg.flush_frequency = d()?,
+            "v" => lg.verbosity = goparse::parse_level(value)?,
+            "vmodule" => {
+                let items = parse_vmodule(value)?;
+                lg.vmodule.extend(items);
+            }
+            "log-text-split-stream" => lg.text_split_stream = b()?,
+            "log-text-info-buffer-size" => {
+                goparse::parse_quantity_is_zero(value)?;
+                lg.text_info_buffer_size = s();
+            }
+            "log-json-split-stream" => lg.json_split_stream = b()?,
+            "log-json-info-buffer-size" => {
+                goparse::parse_quantity_is_zero(value)?;
+                lg.json_info_buffer_size = s();
+            }
+            "log-dir" => lg.log_dir = s(),
+            "log-file" => lg.log_file = s(),
+            "log-file-max-size" => lg.log_file_max_size = goparse::parse_uint64(value)?,
+            "logtostderr" => lg.logtostderr = b()?,
+            "alsologtostderr" => lg.alsologtostderr = b()?,
+            "add-dir-header" => lg.add_dir_header = b()?,
+            "skip-headers" => lg.skip_headers = b()?,
+            "one-output" => lg.one_output = b()?,
+            "skip-log-headers" => lg.skip_log_headers = b()?,
+            "stderrthreshold" => lg.stderrthreshold = parse_severity(value)?,
+            "log-backtrace-at" => lg.log_backtrace_at = parse_trace_location(value)?,
+            other => return Err(format!("no such flag -{other}")),
+        }
+        Ok(())
+    }
+
+    /// component-base's validation of the logging configuration; `gate` answers whether a
+    /// feature gate (`LoggingAlphaOptions`, `LoggingBetaOptions`) is on.
+    pub fn validate(&self, gate: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let lg = self;
+        let mut errs = Vec::new();
+        if lg.flush_frequency.0 <= 0 {
+            errs.push(format!(
+                "flushFrequency: Invalid value: {}: Must be greater than zero",
+                go_quote(&lg.flush_frequency.to_string())
+            ));
+        }
+        if lg.format != "text" && !lg.vmodule.is_empty() {
+            errs.push(format!(
+                "format: Invalid value: {}: Non-default format doesn't honor flag: vmodule",
+                go_quote(&lg.format)
+            ));
+        }
+        match lg.format.as_str() {
+            "text" => {}
+            "json" => {
+                if !gate("LoggingBetaOptions") {
+                    errs.push(
+                        "format: Forbidden: Log format json is disabled, see LoggingBetaOptions feature"
+                            .into(),
+                    );
+                }
+            }
+            other => errs.push(format!(
+                "format: Invalid value: {}: Unsupported log format",
+                go_quote(other)
+            )),
+        }
+        if !lg.vmodule.is_empty() && !lg.format.is_empty() && lg.format != "text" {
+            errs.push("vmodule: Forbidden: Only supported for text log format".into());
+        }
+        let alpha = gate("LoggingAlphaOptions");
+        let forbidden =
+            |path: &str| format!("{path}: Forbidden: Feature LoggingAlphaOptions is disabled");
+        let nonzero = |q: &str| !goparse::parse_quantity_is_zero(q).unwrap_or(true);
+        if !alpha {
+            if lg.text_split_stream {
+                errs.push(forbidden("options.text.splitStream"));
+            }
+            if nonzero(&lg.text_info_buffer_size) {
+                errs.push(forbidden("options.text.infoBufferSize"));
+            }
+            if lg.json_split_stream {
+                errs.push(forbidden("options.json.splitStream"));
+            }
+            if nonzero(&lg.json_info_buffer_size) {
+                errs.push(forbidden("options.json.infoBufferSize"));
+            }
+        }
+        errs
+    }
+}
+
+/// klog's `-vmodule` value: `pattern=N` items, comma-separated.
+fn parse_vmodule(value: &str) -> Result<Vec<(String, u32)>, String> {
+    let mut out = Vec::new();
+    for pat in value.split(',') {
+        if pat.is_empty() {
+            continue;
+        }
+        let parts: Vec<&str> = pat.split('=').collect();
+        if parts.len() != 2 || parts[0].is_empty() || parts[1].is_empty() {
+            return Err(format!(
+                "{} does not have the pattern=N format",
+                go_quote(pat)
+            ));
+        }
+        let level = goparse::parse_level(parts[1])
+            .map_err(|e| format!("parsing verbosity in {}: {e}", go_quote(pat)))?;
+        out.push((parts[0].to_string(), level));
+    }
+    Ok(out)
+}
+
+fn parse_severity(value: &str) -> Result<i32, String> {
+    match value.to_ascii_uppercase().as_str() {
+        "INFO" => Ok(0),
+        "WARNING" => Ok(1),
+        "ERROR" => Ok(2),
+        "FATAL" => Ok(3),
+        _ => goparse::parse_int32_base10(value),
+    }
+}
+
+fn parse_trace_location(value: &str) -> Result<String, String> {
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let syntax = || "syntax error: expect file.go:234".to_string();
+    let fields: Vec<&str> = value.split(':').collect();
+    if fields.len() != 2 || !fields[0].contains('.') {
+        return Err(syntax());
+    }
+    let line: i64 = fields[1].parse().map_err(|_| syntax())?;
+    if line <= 0 {
+        return Err("negative or zero value for level".into());
+    }
+    Ok(value.to_string())
+}

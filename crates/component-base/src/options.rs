@@ -1,0 +1,261 @@
+//! Flag groups every Karmada daemon registers with the same names, texts and defaults: leader
+//! election, the control-plane client, and the metrics/profiling servers. Each group is one
+//! table of [`FlagDef`] and one setter; a component lists the tables it offers.
+
+use crate::flags::{FlagDef, GENERIC as G, Kind as K, flag};
+use crate::goparse::{self, GoDuration};
+
+/// Namespace of the Go components' Leases and estimator Services.
+pub const KARMADA_SYSTEM: &str = "karmada-system";
+
+/// Leader-election settings (`--leader-elect*`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaderElection {
+    pub leader_elect: bool,
+    /// The Lease name: `--leader-elect-resource-name` where a component has that flag, else
+    /// the component's name.
+    pub resource_name: String,
+    pub resource_namespace: String,
+    pub lease_duration: GoDuration,
+    pub renew_deadline: GoDuration,
+    pub retry_period: GoDuration,
+    /// Not a flag of the reference: exit (code 255) when the Lease is lost, as the reference
+    /// does, instead of pausing the work and campaigning again.
+    pub exit_on_lost_lease: bool,
+}
+
+impl LeaderElection {
+    /// The reference's defaults, with the Lease named after `component`.
+    pub fn new(component: &str) -> Self {
+        Self {
+            leader_elect: true,
+            resource_name: component.into(),
+            resource_namespace: KARMADA_SYSTEM.into(),
+            lease_duration: GoDuration::from_secs(15),
+            renew_deadline: GoDuration::from_secs(10),
+            retry_period: GoDuration::from_secs(2),
+            exit_on_lost_lease: false,
+        }
+    }
+
+    /// Apply `value` if `name` is one of [`LEADER_FLAGS`] or `leader-elect-resource-name`.
+    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        let b = || goparse::parse_bool(value);
+        let d = || GoDuration::parse(value);
+        let r = (|| {
+            match name {
+                "leader-elect" => self.leader_elect = b()?,
+                "leader-elect-resource-name" => self.resource_name = value.into(),
+                "leader-elect-resource-namespace" => self.resource_namespace = value.into(),
+                "leader-elect-lease-duration" => self.lease_duration = d()?,
+                "leader-elect-renew-deadline" => self.renew_deadline = d()?,
+                "leader-elect-retry-period" => self.retry_period = d()?,
+                "exit-on-lost-lease" => self.exit_on_lost_lease = b()?,
+                _ => return Err(None),
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Some(Ok(())),
+            Err(None) => None,
+            Err(Some(e)) => Some(Err(e)),
+        }
+    }
+}
+
+/// `--leader-elect*` of the Go components (all but `--leader-elect-resource-name`, which only
+/// some have: [`leader_resource_name_flag`]) and our `--exit-on-lost-lease`.
+pub static LEADER_FLAGS: &[FlagDef] = &[
+    flag(
+        G,
+        "leader-elect",
+        K::Bool,
+        "true",
+        "Enable leader election, which must be true when running multi instances.",
+    ),
+    flag(
+        G,
+        "leader-elect-resource-namespace",
+        K::Str,
+        "karmada-system",
+        "The namespace of resource object that is used for locking during leader election.",
+    ),
+    flag(
+        G,
+        "leader-elect-lease-duration",
+        K::Duration,
+        "15s",
+        "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.",
+    ),
+    flag(
+        G,
+        "leader-elect-renew-deadline",
+        K::Duration,
+        "10s",
+        "The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than or equal to the lease duration. This is only applicable if leader election is enabled.",
+    ),
+    flag(
+        G,
+        "leader-elect-retry-period",
+        K::Duration,
+        "2s",
+        "The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.",
+    ),
+    flag(
+        G,
+        "exit-on-lost-lease",
+        K::Bool,
+        "false",
+        "Exit with code 255 when the leader Lease cannot be renewed, as the Go Karmada components do. By default this component pauses its work, keeps its caches and campaigns again (an API server outage longer than the renew deadline no longer ends the process). Not a flag of the Go Karmada components.",
+    ),
+];
+
+/// `--leader-elect-resource-name`, for a component whose Lease name is a flag; its default
+/// is `default`'s.
+pub const fn leader_resource_name_flag(default: &'static str) -> FlagDef {
+    flag(
+        G,
+        "leader-elect-resource-name",
+        K::Str,
+        default,
+        "The name of resource object that is used for locking during leader election.",
+    )
+}
+
+/// How the component reaches the Karmada API server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubeClientOptions {
+    pub kubeconfig: String,
+    pub master: String,
+    pub kube_api_qps: f32,
+    pub kube_api_burst: i64,
+}
+
+impl Default for KubeClientOptions {
+    fn default() -> Self {
+        Self {
+            kubeconfig: String::new(),
+            master: String::new(),
+            kube_api_qps: 40.0,
+            kube_api_burst: 60,
+        }
+    }
+}
+
+impl KubeClientOptions {
+    /// Apply `value` if `name` is one of [`KUBE_FLAGS`].
+    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        Some(match name {
+            "kubeconfig" => {
+                self.kubeconfig = value.into();
+                Ok(())
+            }
+            "master" => {
+                self.master = value.into();
+                Ok(())
+            }
+            "kube-api-qps" => goparse::parse_float32(value).map(|v| self.kube_api_qps = v),
+            "kube-api-burst" => goparse::parse_int(value).map(|v| self.kube_api_burst = v),
+            _ => return None,
+        })
+    }
+}
+
+/// `--kubeconfig`, `--master`, `--kube-api-qps`, `--kube-api-burst`.
+pub static KUBE_FLAGS: &[FlagDef] = &[
+    flag(
+        G,
+        "kubeconfig",
+        K::Str,
+        "",
+        "Path to karmada control plane kubeconfig file.",
+    ),
+    flag(
+        G,
+        "master",
+        K::Str,
+        "",
+        "The address of the Kubernetes API server. Overrides any value in KubeConfig. Only required if out-of-cluster.",
+    ),
+    flag(
+        G,
+        "kube-api-qps",
+        K::Float32,
+        "40",
+        "QPS to use while talking with karmada-apiserver.",
+    ),
+    flag(
+        G,
+        "kube-api-burst",
+        K::Int,
+        "60",
+        "Burst to use while talking with karmada-apiserver.",
+    ),
+];
+
+/// The HTTP servers of the process: probes, metrics and profiling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServingOptions {
+    pub metrics_bind_address: String,
+    pub health_probe_bind_address: String,
+    pub enable_pprof: bool,
+    pub profiling_bind_address: String,
+}
+
+impl ServingOptions {
+    /// The reference's defaults; the health-probe port differs per component.
+    pub fn new(health_probe_bind_address: &str) -> Self {
+        Self {
+            metrics_bind_address: ":8080".into(),
+            health_probe_bind_address: health_probe_bind_address.into(),
+            enable_pprof: false,
+            profiling_bind_address: ":6060".into(),
+        }
+    }
+
+    /// Apply `value` if `name` is one of [`SERVING_FLAGS`] or `health-probe-bind-address`.
+    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        let slot = match name {
+            "metrics-bind-address" => &mut self.metrics_bind_address,
+            "health-probe-bind-address" => &mut self.health_probe_bind_address,
+            "profiling-bind-address" => &mut self.profiling_bind_address,
+            "enable-pprof" => {
+                return Some(goparse::parse_bool(value).map(|v| self.enable_pprof = v));
+            }
+            _ => return None,
+        };
+        *slot = value.into();
+        Some(Ok(()))
+    }
+}
+
+/// `--metrics-bind-address`, `--enable-pprof`, `--profiling-bind-address` (the health-probe
+/// flag names its component's port in its text: [`health_probe_flag`]).
+pub static SERVING_FLAGS: &[FlagDef] = &[
+    flag(
+        G,
+        "metrics-bind-address",
+        K::Str,
+        ":8080",
+        "The TCP address that the server should bind to for serving prometheus metrics(e.g. 127.0.0.1:8080, :8080). It can be set to \"0\" to disable the metrics serving. Defaults to 0.0.0.0:8080.",
+    ),
+    flag(
+        G,
+        "enable-pprof",
+        K::Bool,
+        "false",
+        "Enable profiling via web interface host:port/debug/pprof/.",
+    ),
+    flag(
+        G,
+        "profiling-bind-address",
+        K::Str,
+        ":6060",
+        "The TCP address for serving profiling(e.g. 127.0.0.1:6060, :6060). This is only applicable if profiling is enabled.",
+    ),
+];
+
+/// `--health-probe-bind-address` with its default and the text that names it.
+pub const fn health_probe_flag(default: &'static str, usage: &'static str) -> FlagDef {
+    flag(G, "health-probe-bind-address", K::Str, default, usage)
+}
