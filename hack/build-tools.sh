@@ -3,7 +3,7 @@
 # module proxy, at the versions pinned in hack/tools/*/go.mod:
 #
 #   hack/tools/kube     -> kube-apiserver, etcd, kubectl  (k8s.io/kubernetes, go.etcd.io/etcd/server/v3)
-#   hack/tools/karmada  -> karmada-scheduler, karmada-scheduler-estimator, and two helpers:
+#   hack/tools/karmada  -> karmada-scheduler, karmada-descheduler, karmada-scheduler-estimator, and two helpers:
 #                          estimator-probe (gRPC client), cluster-status (Cluster status from a member)
 #                          (github.com/karmada-io/karmada)
 #
@@ -30,7 +30,7 @@ RECIPE_VERSION=3
 
 declare -A MODULE_BINS=(
   [kube]="kube-apiserver etcd kubectl"
-  [karmada]="karmada-scheduler karmada-scheduler-estimator estimator-probe cluster-status"
+  [karmada]="karmada-scheduler karmada-descheduler karmada-scheduler-estimator estimator-probe cluster-status"
 )
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -109,12 +109,12 @@ build_karmada() {
   if [[ -n "${commit}" ]]; then
     ldflags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitShortCommit=${commit:0:9}"
   fi
-  log "building karmada-scheduler, karmada-scheduler-estimator, estimator-probe, cluster-status of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
+  log "building karmada-scheduler, karmada-descheduler, karmada-scheduler-estimator, estimator-probe, cluster-status of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
   # Karmada's own build uses this tag (hack/build.sh): the estimator's gRPC
   # messages embed k8s.io/api protobuf types, whose ProtoMessage methods
   # k8s.io/api v0.35 only keeps behind it; without it every call panics.
   (cd "${build_dir}" && go build -tags kubernetes_protomessage_one_more_release -ldflags "${ldflags}" -o "${BIN_DIR}/" \
-    ./karmada-scheduler ./karmada-scheduler-estimator ./estimator-probe ./cluster-status)
+    ./karmada-scheduler ./karmada-descheduler ./karmada-scheduler-estimator ./estimator-probe ./cluster-status)
 }
 
 CHECK=0

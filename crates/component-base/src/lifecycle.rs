@@ -28,6 +28,9 @@ use crate::serve::{Readiness, Servers};
 pub struct Settings {
     /// For the first log line.
     pub version_text: String,
+    /// What the work is called in the leadership log lines (`scheduling`: "scheduling
+    /// paused", "scheduling resumes").
+    pub work_name: &'static str,
     pub serving: ServingOptions,
     pub kube: KubeClientOptions,
     pub leader_election: LeaderElection,
@@ -182,7 +185,10 @@ async fn run_work(
         // resourceVersion preconditions), keep the caches, and campaign again.
         let _ = leading_tx.send(false);
         metrics.set_leader(false);
-        tracing::error!("leaderelection lost; work paused, campaigning again");
+        tracing::error!(
+            "leaderelection lost; {} paused, campaigning again",
+            settings.work_name
+        );
         let acquired = tokio::select! {
             a = elector.acquire(&stop) => a,
             r = &mut sched => break (LeadingEnded::Stopped, Some(r)),
@@ -192,7 +198,7 @@ async fn run_work(
         }
         metrics.set_leader(true);
         let _ = leading_tx.send(true);
-        tracing::info!("leading again; work resumes");
+        tracing::info!("leading again; {} resumes", settings.work_name);
     };
     sched_stop.cancel();
     let sched_result = match finished {

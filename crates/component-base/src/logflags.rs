@@ -56,16 +56,21 @@ impl Default for LoggingOptions {
     }
 }
 
-/// Every logging flag, with the reference's name, type, default and usage text.
+/// `--logging-format`'s text where the component registers its feature gates as a flag (the
+/// JSON format's gate is then settable and not mentioned).
+pub const FORMAT_USAGE: &str = "Sets the log format. Permitted formats: \"json\", \"text\".";
+/// `--logging-format`'s text where the feature gates are not a flag.
+pub const FORMAT_USAGE_GATED: &str =
+    "Sets the log format. Permitted formats: \"json\" (gated by LoggingBetaOptions), \"text\".";
+
+/// `--logging-format` with `usage` ([`FORMAT_USAGE`] or [`FORMAT_USAGE_GATED`]).
+pub const fn format_flag(usage: &'static str) -> FlagDef {
+    flag(L, "logging-format", K::Str, "text", usage)
+}
+
+/// Every other logging flag, with the reference's name, type, default and usage text.
 pub static FLAGS: &[FlagDef] = &[
-    // --- logs: component-base logging configuration
-    flag(
-        L,
-        "logging-format",
-        K::Str,
-        "text",
-        "Sets the log format. Permitted formats: \"json\", \"text\".",
-    ),
+    // --- logs: component-base logging configuration (`--logging-format`: [`format_flag`])
     flag(
         L,
         "log-flush-frequency",
@@ -199,9 +204,7 @@ pub static FLAGS: &[FlagDef] = &[
 impl LoggingOptions {
     /// Apply `value` if `name` is a logging flag (`None`: not one of them).
     pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        FLAGS
-            .iter()
-            .any(|f| f.name == name)
+        (name == "logging-format" || FLAGS.iter().any(|f| f.name == name))
             .then(|| self.apply(name, value))
     }
 

@@ -12,6 +12,7 @@ use crate::options::Options;
 fn settings(opts: &Options) -> Settings {
     Settings {
         version_text: crate::options::version_text(),
+        work_name: "scheduling",
         serving: opts.serving.clone(),
         kube: opts.kube.clone(),
         leader_election: opts.leader_election.clone(),

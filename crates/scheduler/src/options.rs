@@ -245,6 +245,9 @@ pub static FLAGS: &[FlagDef] = &[
 
 /// Every table the command line is parsed against.
 const TABLES: &[&[FlagDef]] = &[
+    &[component_base::logflags::format_flag(
+        component_base::logflags::FORMAT_USAGE,
+    )],
     component_base::logflags::FLAGS,
     LEADER_FLAGS,
     KUBE_FLAGS,

@@ -49,6 +49,7 @@ use serde_json::Value;
 pub mod faultproxy;
 pub mod faults;
 pub mod quantity;
+pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into
 /// "build them, and fail if that is not possible".
@@ -63,6 +64,7 @@ pub const REQUIRED_BINARIES: &[&str] = &[
     "etcd",
     "kubectl",
     "karmada-scheduler",
+    "karmada-descheduler",
     "karmada-scheduler-estimator",
     "estimator-probe",
     "cluster-status",

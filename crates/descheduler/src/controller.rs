@@ -1,0 +1,554 @@
+//! The descheduler's loop: caches of ResourceBindings and Clusters fed by watches, estimator
+//! connections kept current from Clusters, Services and EndpointSlices, and a pass every
+//! `--descheduling-interval` over the candidate bindings ([`crate::rules`]).
+//!
+//! One binding at a time is one estimator fan-out (`GetUnschedulableReplicas` for its clusters
+//! with fewer ready replicas than assigned) and at most one write: a JSON merge patch of
+//! `spec.clusters`, guarded by the resourceVersion the decision was made on, so a binding
+//! changed meanwhile is never overwritten (the reference PUTs the cached object, with the same
+//! guard). A refused write is decided again from the newer object a few times within the pass;
+//! the next pass takes up whatever is left.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use component_base::api::{ApiFailure, api_failure};
+use component_base::cancel::CancellationToken;
+use component_base::events::{PendingEvent, Recorder};
+use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
+use component_base::serve::Readiness;
+use component_base::watch::{WatchBackoff, drive};
+use estimator_client::sync::{ClusterLookup, EstimatorSync};
+use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ObjectReference;
+use karmada_api::Cluster;
+use karmada_api::work::{API_VERSION, ResourceBinding};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+use tokio::sync::watch as tokio_watch;
+
+use crate::options::{COMPONENT, Options};
+use crate::rules::{self, Skip};
+
+/// Event reasons of the reference.
+pub const REASON_SUCCEED: &str = "DescheduleBindingSucceed";
+pub const REASON_FAILED: &str = "DescheduleBindingFailed";
+/// Workqueue names of the reference (they label the `workqueue_*` metrics).
+pub const DESCHEDULER_QUEUE: &str = "descheduler";
+pub const ESTIMATOR_QUEUE: &str = "scheduler-estimator";
+/// Tries of one binding within a pass when its write is refused (a newer object, a server
+/// that did not answer).
+const WRITE_TRIES: u32 = 4;
+/// Longest wait for one write.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// An interval of 0 asks for back-to-back passes; this pause keeps an idle loop from spinning.
+const MIN_PAUSE: Duration = Duration::from_millis(100);
+
+/// What a pass needs: the caches, the estimator, the writer and the recorder.
+pub struct Descheduler {
+    threshold: Duration,
+    bindings: RwLock<HashMap<String, Arc<ResourceBinding>>>,
+    clusters: RwLock<HashMap<String, Arc<Cluster>>>,
+    estimator: SchedulerEstimator,
+    writer: Arc<dyn BindingWriter>,
+    events: Arc<dyn EventRecorder>,
+    queue: Arc<WorkqueueMetrics>,
+}
+
+/// The one write the descheduler makes.
+pub trait BindingWriter: Send + Sync {
+    /// Merge-patch `spec.clusters` of `namespace/name`, if its resourceVersion is still
+    /// `resource_version`; the patched object on success.
+    fn write_clusters<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        resource_version: &'a str,
+        clusters: Value,
+    ) -> component_base::BoxFuture<'a, Result<ResourceBinding, ApiFailure>>;
+}
+
+/// Where events go (the API server, or memory in tests).
+pub trait EventRecorder: Send + Sync {
+    fn record(&self, event: PendingEvent);
+}
+
+impl EventRecorder for Recorder {
+    fn record(&self, event: PendingEvent) {
+        self.send(event);
+    }
+}
+
+/// The writer over the kube client.
+pub struct KubeWriter(pub kube::Client);
+
+impl BindingWriter for KubeWriter {
+    fn write_clusters<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        resource_version: &'a str,
+        clusters: Value,
+    ) -> component_base::BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
+        Box::pin(async move {
+            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), namespace);
+            let patch = json!({
+                "metadata": {"resourceVersion": resource_version},
+                "spec": {"clusters": clusters},
+            });
+            match tokio::time::timeout(
+                REQUEST_TIMEOUT,
+                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+            )
+            .await
+            {
+                Ok(r) => r.map_err(api_failure),
+                Err(_) => Err(ApiFailure {
+                    code: 0,
+                    reason: String::new(),
+                    message: format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+                }),
+            }
+        })
+    }
+}
+
+/// The result of one binding in one pass (for logs and tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Gone, being deleted, or not a candidate any more.
+    Skipped,
+    /// Every cluster has its replicas ready, or none can be given back.
+    Unchanged,
+    /// `spec.clusters` was written; `total` replicas were given back.
+    Descheduled { total: i32 },
+    /// The write failed (after its tries).
+    Failed(String),
+}
+
+fn key_of(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+fn binding_ref(rb: &ResourceBinding) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(API_VERSION.to_string()),
+        kind: Some(ResourceBinding::KIND.to_string()),
+        name: rb.metadata.name.clone(),
+        namespace: rb.metadata.namespace.clone(),
+        uid: rb.metadata.uid.clone(),
+        resource_version: rb.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+fn workload_ref(rb: &ResourceBinding) -> ObjectReference {
+    let r = &rb.spec.resource;
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    ObjectReference {
+        api_version: some(&r.api_version),
+        kind: some(&r.kind),
+        name: some(&r.name),
+        namespace: some(&r.namespace),
+        uid: some(&r.uid),
+        ..Default::default()
+    }
+}
+
+impl Descheduler {
+    /// A descheduler over these parts (its caches start empty).
+    pub fn new(
+        threshold: Duration,
+        estimator: SchedulerEstimator,
+        writer: Arc<dyn BindingWriter>,
+        events: Arc<dyn EventRecorder>,
+        queue: Arc<WorkqueueMetrics>,
+    ) -> Self {
+        Self {
+            threshold,
+            bindings: RwLock::default(),
+            clusters: RwLock::default(),
+            estimator,
+            writer,
+            events,
+            queue,
+        }
+    }
+
+    /// Put a binding in the cache (a watch event or a test).
+    pub fn upsert_binding(&self, rb: ResourceBinding) {
+        let key = key_of(
+            rb.metadata.namespace.as_deref().unwrap_or_default(),
+            rb.metadata.name.as_deref().unwrap_or_default(),
+        );
+        self.bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, Arc::new(rb));
+    }
+
+    fn replace_if_unchanged(&self, key: &str, resource_version: &str, rb: ResourceBinding) {
+        let mut bindings = self.bindings.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = bindings.get_mut(key)
+            && cached.metadata.resource_version.as_deref() == Some(resource_version)
+        {
+            *cached = Arc::new(rb);
+        }
+    }
+
+    fn remove_binding(&self, key: &str) {
+        self.bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    fn binding(&self, key: &str) -> Option<Arc<ResourceBinding>> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
+        self.clusters
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// The keys of the bindings a pass looks at (the reference's `FilterBindings`), sorted.
+    pub fn candidates(&self) -> Vec<String> {
+        let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
+        let mut keys: Vec<String> = bindings
+            .iter()
+            .filter(|(key, rb)| match rules::is_candidate(rb) {
+                Ok(()) => true,
+                Err(Skip::BadPlacement(e)) => {
+                    tracing::error!(binding = %key, "Failed to get applied placement when validating: metadata.annotations[policy.karmada.io/applied-placement]: {e}");
+                    false
+                }
+                Err(_) => false,
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// One pass over every candidate, `concurrency` bindings at a time.
+    pub async fn pass(&self, concurrency: usize) -> Vec<(String, Outcome)> {
+        let keys = self.candidates();
+        let added: Vec<_> = keys.iter().map(|_| self.queue.added()).collect();
+        futures::stream::iter(keys.into_iter().zip(added))
+            .map(|(key, added)| async move {
+                let token = self.queue.started(Some(added));
+                let outcome = self.deschedule(&key).await;
+                self.queue.finished(token);
+                if matches!(outcome, Outcome::Failed(_)) {
+                    self.queue.retried();
+                }
+                (key, outcome)
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await
+    }
+
+    /// Deschedule one binding, deciding again from the cache when a write is refused.
+    pub async fn deschedule(&self, key: &str) -> Outcome {
+        let mut pause = Duration::from_millis(100);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.attempt(key).await {
+                Err(failure)
+                    if tries < WRITE_TRIES && (failure.is_conflict() || failure.is_transient()) =>
+                {
+                    tracing::info!(binding = %key, "descheduling write refused (try {tries} of {WRITE_TRIES}), deciding again: {failure}");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                Err(failure) => return Outcome::Failed(failure.message),
+                Ok(outcome) => return outcome,
+            }
+        }
+    }
+
+    async fn attempt(&self, key: &str) -> Result<Outcome, ApiFailure> {
+        let Some(rb) = self.binding(key) else {
+            tracing::info!("ResourceBinding({key}) in work queue no longer exists, ignore.");
+            return Ok(Outcome::Skipped);
+        };
+        if rb.metadata.deletion_timestamp.is_some() {
+            tracing::info!("ResourceBinding({key}) in work queue is being deleted, ignore.");
+            return Ok(Outcome::Skipped);
+        }
+        if rules::is_candidate(&rb).is_err() {
+            return Ok(Outcome::Skipped);
+        }
+        let (ready, problems) = rules::ready_replicas(&rb);
+        for problem in &problems {
+            let message = format!("{problem}; the cluster's ready replicas are taken as unknown");
+            tracing::warn!(binding = %key, "{message}");
+            self.event(&rb, true, &message);
+        }
+        let mut statuses = rules::replica_status(&rb, &ready);
+        let undesired = rules::undesired(&statuses);
+        if undesired.is_empty() {
+            return Ok(Outcome::Unchanged);
+        }
+        let names: Vec<String> = undesired
+            .iter()
+            .map(|&i| statuses[i].cluster.clone())
+            .collect();
+        let answer = match self
+            .estimator
+            .get_unschedulable_replicas(&names, &rb.spec.resource, self.threshold)
+            .await
+        {
+            Ok(estimates) => Some(estimates),
+            Err(e) => {
+                tracing::error!(binding = %key, "Max cluster unschedulable replicas error: {}", e.0);
+                None
+            }
+        };
+        rules::merge_answers(&mut statuses, &undesired, &[answer]);
+        tracing::debug!(binding = %key, "Unschedulable result of resource({key}): {statuses:?}");
+        let Some(plan) = rules::plan(&rb.spec.clusters, &statuses) else {
+            return Ok(Outcome::Unchanged);
+        };
+        let clusters = serde_json::to_value(&plan.clusters).unwrap_or(Value::Null);
+        let (namespace, name) = (
+            rb.metadata.namespace.as_deref().unwrap_or_default(),
+            rb.metadata.name.as_deref().unwrap_or_default(),
+        );
+        let rv = rb.metadata.resource_version.as_deref().unwrap_or_default();
+        match self
+            .writer
+            .write_clusters(namespace, name, rv, clusters)
+            .await
+        {
+            Ok(updated) => {
+                self.event(&updated, false, &plan.message);
+                // The cache follows at once, so that a pass right after this one decides on
+                // what was written, unless the watch already brought something newer.
+                self.replace_if_unchanged(key, rv, updated);
+                tracing::info!(binding = %key, "{}", plan.message);
+                Ok(Outcome::Descheduled { total: plan.total })
+            }
+            Err(failure) => {
+                tracing::error!(binding = %key, "descheduling write failed: {failure}");
+                self.event(&rb, true, &failure.message);
+                Err(failure)
+            }
+        }
+    }
+
+    /// The reference records each result on the binding and on its workload.
+    fn event(&self, rb: &ResourceBinding, warning: bool, message: &str) {
+        let reason = if warning {
+            REASON_FAILED
+        } else {
+            REASON_SUCCEED
+        };
+        for involved in [binding_ref(rb), workload_ref(rb)] {
+            self.events
+                .record(PendingEvent::on(involved, warning, reason, message));
+        }
+    }
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn dyn_key(o: &DynamicObject) -> String {
+    key_of(
+        o.metadata.namespace.as_deref().unwrap_or_default(),
+        o.metadata.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Run until `stop`: watches and caches throughout, passes only while `leading`.
+pub async fn run(
+    opts: Arc<Options>,
+    client: kube::Client,
+    metrics: Arc<ComponentMetrics>,
+    ready: Readiness,
+    mut leading: tokio_watch::Receiver<bool>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let source = Arc::new(
+        KubeServiceSource::new(client.clone())
+            .with_endpoint_routing(opts.estimator.endpoint_routing),
+    );
+    let cache = Arc::new(ConnectionCache::new(
+        opts.estimator.to_options(false),
+        source,
+    ));
+    metrics.register(|r| cache.register_metrics(r));
+    let sync = EstimatorSync::new(cache.clone(), metrics.workqueue(ESTIMATOR_QUEUE));
+    let recorder = component_base::events::start(client.clone(), COMPONENT.to_string());
+    let d = Arc::new(Descheduler::new(
+        opts.unschedulable_threshold.to_std(),
+        SchedulerEstimator::new(cache),
+        Arc::new(KubeWriter(client.clone())),
+        Arc::new(recorder),
+        metrics.workqueue(DESCHEDULER_QUEUE),
+    ));
+
+    let mut watches = Vec::new();
+    let mut synced = Vec::new();
+    {
+        let (tx, rx) = tokio_watch::channel(false);
+        synced.push(rx);
+        let api: Api<DynamicObject> = Api::all_with(
+            client.clone(),
+            &resource(
+                "work.karmada.io",
+                "v1alpha2",
+                "ResourceBinding",
+                "resourcebindings",
+            ),
+        );
+        let (d1, d2) = (d.clone(), d.clone());
+        watches.push(tokio::spawn(async move {
+            let stream =
+                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+            drive(
+                stream,
+                "resourcebindings",
+                dyn_key,
+                move |o: DynamicObject| {
+                    let key = dyn_key(&o);
+                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
+                    match karmada_api::from_json_value::<ResourceBinding>(raw) {
+                        Ok(mut rb) => {
+                            rb.metadata.managed_fields = None;
+                            d1.upsert_binding(rb);
+                        }
+                        Err(e) => {
+                            tracing::error!(binding = %key, "skipping a ResourceBinding that does not decode: {e}");
+                            d1.remove_binding(&key);
+                        }
+                    }
+                },
+                move |k: &str| d2.remove_binding(k),
+                tx,
+            )
+            .await;
+        }));
+    }
+    {
+        let (tx, rx) = tokio_watch::channel(false);
+        synced.push(rx);
+        let api: Api<DynamicObject> = Api::all_with(
+            client.clone(),
+            &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
+        );
+        let (d1, d2) = (d.clone(), d.clone());
+        let (s1, s2) = (sync.clone(), sync.clone());
+        watches.push(tokio::spawn(async move {
+            let stream =
+                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+            drive(
+                stream,
+                "clusters",
+                dyn_key,
+                move |o: DynamicObject| {
+                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
+                    match karmada_api::from_json_value::<Cluster>(raw) {
+                        Ok(mut c) => {
+                            c.metadata.managed_fields = None;
+                            let name = c.metadata.name.clone().unwrap_or_default();
+                            let c = Arc::new(c);
+                            d1.clusters
+                                .write()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(name, c.clone());
+                            let lookup = d1.clone();
+                            let current: ClusterLookup =
+                                Arc::new(move |name: &str| lookup.cluster(name));
+                            s1.ensure(c, current);
+                        }
+                        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+                    }
+                },
+                move |k: &str| {
+                    let name = k.trim_start_matches('/');
+                    d2.clusters
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(name);
+                    s2.cluster_deleted(name);
+                },
+                tx,
+            )
+            .await;
+        }));
+    }
+    watches.extend(sync.watch_services(
+        client.clone(),
+        &opts.estimator.service_namespace,
+        &opts.estimator.service_prefix,
+    ));
+
+    let wait_synced = async {
+        for mut rx in synced {
+            rx.wait_for(|v| *v)
+                .await
+                .map_err(|_| anyhow::anyhow!("a watch ended before syncing"))?;
+        }
+        anyhow::Ok(())
+    };
+    tokio::select! {
+        r = wait_synced => r?,
+        _ = stop.cancelled() => {
+            watches.iter().for_each(|w| w.abort());
+            return Ok(());
+        }
+    }
+    ready.set(true);
+    let concurrency = usize::try_from(opts.concurrent_syncs).unwrap_or(1).max(1);
+    let interval = opts.descheduling_interval.to_std().max(MIN_PAUSE);
+    tracing::info!(
+        "caches synced; descheduling every {interval:?}, {concurrency} binding(s) at a time"
+    );
+    loop {
+        tokio::select! {
+            r = leading.wait_for(|l| *l) => if r.is_err() { break },
+            _ = stop.cancelled() => break,
+        }
+        let outcomes = tokio::select! {
+            o = d.pass(concurrency) => o,
+            _ = stop.cancelled() => break,
+        };
+        let descheduled = outcomes
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::Descheduled { .. }))
+            .count();
+        tracing::debug!(
+            "descheduling pass: {} candidate(s), {descheduled} descheduled",
+            outcomes.len()
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.cancelled() => break,
+        }
+    }
+    watches.iter().for_each(|w| w.abort());
+    Ok(())
+}

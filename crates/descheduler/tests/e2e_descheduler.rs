@@ -1,0 +1,291 @@
+//! The descheduler end to end, on the local control plane with the real Go estimators of
+//! Karmada v1.18.2 behind `ExternalName` Services: member Deployments whose Pods are
+//! unschedulable (written by hand: the members run no kubelet or scheduler), bindings that
+//! assign more replicas than are ready, and the Go karmada-descheduler v1.18.2 and ours run in
+//! turn on identical objects (twins). Both must write the same `spec.clusters` and record the
+//! same Events, and those must be what the reference's rules say.
+//!
+//! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use karmada_api::work::ResourceBinding;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+use testenv::workload::{PodState, deployment_with_pods};
+use testenv::{GoProcess, TestEnv, apply_value, free_port, tools_or_skip};
+
+const AGGREGATED: &str = r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Aggregated"}}"#;
+const DYNAMIC: &str = r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted","weightPreference":{"dynamicWeight":"AvailableReplicas"}}}"#;
+const STATIC: &str = r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted","weightPreference":{"staticWeightList":[{"targetCluster":{"clusterNames":["member1"]},"weight":1}]}}}"#;
+
+const OLD: PodState = PodState::UnschedulableFor(Duration::from_secs(600));
+const RECENT: PodState = PodState::UnschedulableFor(Duration::from_secs(5));
+
+/// The member workloads of one namespace: `web` has 3 long-unschedulable Pods in member1 and
+/// 2 recently unschedulable ones in member2; `api` has 4 long-unschedulable Pods in member1.
+async fn members(env: &TestEnv, ns: &str) -> anyhow::Result<()> {
+    let m1 = env.member_client("member1").await?;
+    let m2 = env.member_client("member2").await?;
+    deployment_with_pods(&m1, ns, "web", &[OLD, OLD, OLD, PodState::Scheduled]).await?;
+    deployment_with_pods(&m2, ns, "web", &[RECENT, RECENT]).await?;
+    deployment_with_pods(&m1, ns, "api", &[OLD, OLD, OLD, OLD]).await?;
+    Ok(())
+}
+
+/// One binding: its name, workload, placement, `spec.clusters` and ready replicas per cluster
+/// (`None`: the cluster reports no status).
+struct Case {
+    name: &'static str,
+    workload: &'static str,
+    placement: &'static str,
+    clusters: &'static [(&'static str, i32, Option<i32>)],
+    /// `spec.clusters` replicas the reference's rules give.
+    want: &'static [i32],
+    /// The success message, when the binding is descheduled.
+    message: Option<&'static str>,
+}
+
+const CASES: &[Case] = &[
+    // member1: 5 assigned, 2 ready, 3 unschedulable → 2; member2: its Pods are unschedulable
+    // for less than the threshold → unchanged.
+    Case {
+        name: "web-deployment",
+        workload: "web",
+        placement: AGGREGATED,
+        clusters: &[("member1", 5, Some(2)), ("member2", 3, Some(1))],
+        want: &[2, 3],
+        message: Some(
+            "Binding has been descheduled, 3 replica(s) in cluster(member1), 3 total descheduled replica(s)",
+        ),
+    },
+    // No status from member1 (ready unknown): all 4 unschedulable replicas go.
+    Case {
+        name: "api-deployment",
+        workload: "api",
+        placement: DYNAMIC,
+        clusters: &[("member1", 4, None)],
+        want: &[0],
+        message: Some(
+            "Binding has been descheduled, 4 replica(s) in cluster(member1), 4 total descheduled replica(s)",
+        ),
+    },
+    // Static weights: not looked at.
+    Case {
+        name: "static-deployment",
+        workload: "web",
+        placement: STATIC,
+        clusters: &[("member1", 5, Some(2))],
+        want: &[5],
+        message: None,
+    },
+    // Everything ready: nothing asked.
+    Case {
+        name: "ready-deployment",
+        workload: "web",
+        placement: AGGREGATED,
+        clusters: &[("member1", 1, Some(1))],
+        want: &[1],
+        message: None,
+    },
+    // The workload does not exist in member2: that estimator fails, so nothing is given back,
+    // not even member1's unschedulable replicas.
+    Case {
+        name: "missing-deployment",
+        workload: "web-missing",
+        placement: AGGREGATED,
+        clusters: &[("member1", 5, Some(2)), ("member2", 2, Some(0))],
+        want: &[5, 2],
+        message: None,
+    },
+];
+
+async fn bindings(env: &TestEnv, ns: &str) -> anyhow::Result<()> {
+    let client = env.client().await?;
+    apply_value(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+    )
+    .await?;
+    for case in CASES {
+        let clusters: Vec<Value> = case
+            .clusters
+            .iter()
+            .map(|(c, r, _)| json!({"name": c, "replicas": r}))
+            .collect();
+        let status: Vec<Value> = case
+            .clusters
+            .iter()
+            .filter_map(|(c, _, ready)| {
+                ready.map(|r| {
+                    json!({"clusterName": c, "applied": true, "health": "Unhealthy",
+                           "status": {"replicas": r, "readyReplicas": r, "availableReplicas": r}})
+                })
+            })
+            .collect();
+        let total: i32 = case.clusters.iter().map(|(_, r, _)| r).sum();
+        let mut rb = json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": case.name, "namespace": ns,
+                         "annotations": {"policy.karmada.io/applied-placement": case.placement}},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns,
+                                  "name": case.workload},
+                     "replicas": total, "clusters": clusters}
+        });
+        if !status.is_empty() {
+            rb["status"] = json!({"aggregatedStatus": status});
+        }
+        apply_value(&client, &rb).await?;
+    }
+    Ok(())
+}
+
+fn replicas(rb: &ResourceBinding) -> Vec<i32> {
+    rb.spec.clusters.iter().map(|c| c.replicas).collect()
+}
+
+/// The descheduler's events in `ns`: (involved kind, involved name, type, reason, message).
+async fn events(
+    env: &TestEnv,
+    ns: &str,
+) -> anyhow::Result<BTreeSet<(String, String, String, String, String)>> {
+    let api: Api<Event> = Api::namespaced(env.client().await?, ns);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("karmada-descheduler")
+        })
+        .map(|e| {
+            (
+                e.involved_object.kind.unwrap_or_default(),
+                e.involved_object.name.unwrap_or_default(),
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+fn expected_events() -> BTreeSet<(String, String, String, String, String)> {
+    CASES
+        .iter()
+        .filter_map(|c| c.message.map(|m| (c, m)))
+        .flat_map(|(c, m)| {
+            [("ResourceBinding", c.name), ("Deployment", c.workload)].map(|(kind, name)| {
+                (
+                    kind.to_string(),
+                    name.to_string(),
+                    "Normal".to_string(),
+                    "DescheduleBindingSucceed".to_string(),
+                    m.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+fn spawn(env: &TestEnv, name: &str, program: &Path) -> anyhow::Result<GoProcess> {
+    let args = vec![
+        format!("--kubeconfig={}", env.kubeconfig().display()),
+        "--leader-elect=false".to_string(),
+        "--descheduling-interval=2s".to_string(),
+        "--unschedulable-threshold=1m".to_string(),
+        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
+        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
+        "--v=4".to_string(),
+    ];
+    env.spawn_process(name, program, &args)
+}
+
+/// Runs a descheduler until the namespace's bindings and events are what the rules say (and
+/// stay so for a few more passes); returns what it wrote.
+async fn run_one(
+    env: &TestEnv,
+    name: &str,
+    program: &Path,
+    ns: &str,
+) -> anyhow::Result<(
+    Vec<(String, Vec<i32>)>,
+    BTreeSet<(String, String, String, String, String)>,
+)> {
+    let mut process = spawn(env, name, program)?;
+    let api: Api<ResourceBinding> = Api::namespaced(env.client().await?, ns);
+    let want = expected_events();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Ok(Some(status)) = process.try_wait() {
+            anyhow::bail!("{name} exited ({status}):\n{}", process.log_tail(30));
+        }
+        if events(env, ns).await?.len() >= want.len() {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "{name} did not deschedule {ns} within 90s; events {:?}\n{name} log:\n{}",
+                events(env, ns).await?,
+                process.log_tail(60)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // A few more passes: nothing else is written.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut written = Vec::new();
+    for case in CASES {
+        written.push((case.name.to_string(), replicas(&api.get(case.name).await?)));
+    }
+    let got = events(env, ns).await?;
+    process.kill();
+    Ok((written, got))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("descheduler_matches_the_reference_with_real_estimators")
+    else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(2).start().await?;
+    for ns in ["twin-go", "twin-rs"] {
+        members(&env, ns).await?;
+    }
+    let want: Vec<(String, Vec<i32>)> = CASES
+        .iter()
+        .map(|c| (c.name.to_string(), c.want.to_vec()))
+        .collect();
+
+    // The reference first, alone with its bindings.
+    bindings(&env, "twin-go").await?;
+    let go_bin = env.tools().bin("karmada-descheduler");
+    let (go_written, go_events) = run_one(&env, "go-descheduler", &go_bin, "twin-go").await?;
+
+    // Then ours, on an identical copy.
+    bindings(&env, "twin-rs").await?;
+    let ours = Path::new(env!("CARGO_BIN_EXE_karmada-descheduler"));
+    let (rs_written, rs_events) = run_one(&env, "rs-descheduler", ours, "twin-rs").await?;
+
+    assert_eq!(go_written, want, "the Go descheduler follows the rules");
+    assert_eq!(
+        rs_written, go_written,
+        "same spec.clusters as the Go descheduler"
+    );
+    assert_eq!(go_events, expected_events(), "the Go descheduler's events");
+    assert_eq!(rs_events, go_events, "same events as the Go descheduler");
+    // A cluster left with no replicas stays in spec.clusters, without a replicas field.
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        env.client().await?,
+        "twin-rs",
+        &kube::api::ApiResource::erase::<ResourceBinding>(&()),
+    );
+    let raw = api.get("api-deployment").await?;
+    assert_eq!(raw.data["spec"]["clusters"], json!([{"name": "member1"}]));
+    env.stop();
+    Ok(())
+}
