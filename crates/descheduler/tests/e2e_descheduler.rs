@@ -3,7 +3,8 @@
 //! unschedulable (written by hand: the members run no kubelet or scheduler), bindings that
 //! assign more replicas than are ready, and the Go karmada-descheduler v1.18.2 and ours run in
 //! turn on identical objects (twins). Both must write the same `spec.clusters` and record the
-//! same Events, and those must be what the reference's rules say.
+//! same Events, and those must be what the reference's rules say. Then member1's estimator
+//! moves to another port that only its Service names, and ours follows it.
 //!
 //! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
 
@@ -15,6 +16,7 @@ use k8s_openapi::api::core::v1::Event;
 use karmada_api::work::ResourceBinding;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
+use testenv::faults::StoppedEstimator;
 use testenv::workload::{PodState, deployment_with_pods};
 use testenv::{GoProcess, TestEnv, apply_value, free_port, tools_or_skip};
 
@@ -147,11 +149,14 @@ fn replicas(rb: &ResourceBinding) -> Vec<i32> {
     rb.spec.clusters.iter().map(|c| c.replicas).collect()
 }
 
-/// The descheduler's events in `ns`: (involved kind, involved name, type, reason, message).
-async fn events(
-    env: &TestEnv,
-    ns: &str,
-) -> anyhow::Result<BTreeSet<(String, String, String, String, String)>> {
+/// One recorded event: (involved kind, involved name, type, reason, message).
+type Recorded = (String, String, String, String, String);
+
+/// What one descheduler wrote: every binding's replicas, the events, and the process.
+type Run = (Vec<(String, Vec<i32>)>, BTreeSet<Recorded>, GoProcess);
+
+/// The descheduler's events in `ns`.
+async fn events(env: &TestEnv, ns: &str) -> anyhow::Result<BTreeSet<Recorded>> {
     let api: Api<Event> = Api::namespaced(env.client().await?, ns);
     Ok(api
         .list(&ListParams::default())
@@ -173,7 +178,7 @@ async fn events(
         .collect())
 }
 
-fn expected_events() -> BTreeSet<(String, String, String, String, String)> {
+fn expected_events() -> BTreeSet<Recorded> {
     CASES
         .iter()
         .filter_map(|c| c.message.map(|m| (c, m)))
@@ -205,16 +210,8 @@ fn spawn(env: &TestEnv, name: &str, program: &Path) -> anyhow::Result<GoProcess>
 }
 
 /// Runs a descheduler until the namespace's bindings and events are what the rules say (and
-/// stay so for a few more passes); returns what it wrote.
-async fn run_one(
-    env: &TestEnv,
-    name: &str,
-    program: &Path,
-    ns: &str,
-) -> anyhow::Result<(
-    Vec<(String, Vec<i32>)>,
-    BTreeSet<(String, String, String, String, String)>,
-)> {
+/// stay so for a few more passes); returns what it wrote and the still running process.
+async fn run_one(env: &TestEnv, name: &str, program: &Path, ns: &str) -> anyhow::Result<Run> {
     let mut process = spawn(env, name, program)?;
     let api: Api<ResourceBinding> = Api::namespaced(env.client().await?, ns);
     let want = expected_events();
@@ -242,8 +239,7 @@ async fn run_one(
         written.push((case.name.to_string(), replicas(&api.get(case.name).await?)));
     }
     let got = events(env, ns).await?;
-    process.kill();
-    Ok((written, got))
+    Ok((written, got, process))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,12 +260,14 @@ async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Res
     // The reference first, alone with its bindings.
     bindings(&env, "twin-go").await?;
     let go_bin = env.tools().bin("karmada-descheduler");
-    let (go_written, go_events) = run_one(&env, "go-descheduler", &go_bin, "twin-go").await?;
+    let (go_written, go_events, mut go) =
+        run_one(&env, "go-descheduler", &go_bin, "twin-go").await?;
+    go.kill();
 
     // Then ours, on an identical copy.
     bindings(&env, "twin-rs").await?;
     let ours = Path::new(env!("CARGO_BIN_EXE_karmada-descheduler"));
-    let (rs_written, rs_events) = run_one(&env, "rs-descheduler", ours, "twin-rs").await?;
+    let (rs_written, rs_events, mut rs) = run_one(&env, "rs-descheduler", ours, "twin-rs").await?;
 
     assert_eq!(go_written, want, "the Go descheduler follows the rules");
     assert_eq!(
@@ -286,6 +284,48 @@ async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Res
     );
     let raw = api.get("api-deployment").await?;
     assert_eq!(raw.data["spec"]["clusters"], json!([{"name": "member1"}]));
+
+    // member1's estimator moves (a VIP pointed at another backend): only the targetPort of its
+    // ExternalName Service says so. Ours, still running, asks the new address.
+    let stopped = StoppedEstimator::kill(&env, "member1")?;
+    let (_moved, _port) = stopped.start_moved(&env).await?;
+    let m1 = env.member_client("member1").await?;
+    deployment_with_pods(&m1, "moved", "web", &[OLD, OLD]).await?;
+    let client = env.client().await?;
+    apply_value(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "moved"}}),
+    )
+    .await?;
+    apply_value(
+        &client,
+        &json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "web-deployment", "namespace": "moved",
+                         "annotations": {"policy.karmada.io/applied-placement": AGGREGATED}},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "namespace": "moved", "name": "web"},
+                     "replicas": 3, "clusters": [{"name": "member1", "replicas": 3}]},
+            "status": {"aggregatedStatus": [{"clusterName": "member1",
+                                             "status": {"readyReplicas": 1}}]}
+        }),
+    )
+    .await?;
+    let moved: Api<ResourceBinding> = Api::namespaced(client, "moved");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if replicas(&moved.get("web-deployment").await?) == [1] {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "ours did not follow the moved estimator:\n{}",
+                rs.log_tail(40)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    rs.kill();
     env.stop();
     Ok(())
 }

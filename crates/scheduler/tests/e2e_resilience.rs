@@ -9,9 +9,9 @@ mod common;
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
-use testenv::faults::{ApiServer, command_line, signal};
+use testenv::faults::{ApiServer, StoppedEstimator};
 use testenv::{TestEnv, free_port, tools_or_skip, wait_for};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -27,16 +27,6 @@ fn dynamic(replicas: i32) -> (i32, Value) {
 }
 
 /// Replace the value of `--flag value` or `--flag=value`.
-fn set_flag(args: &mut [String], flag: &str, value: &str) {
-    for i in 0..args.len() {
-        if args[i] == flag && i + 1 < args.len() {
-            args[i + 1] = value.to_string();
-        } else if args[i].starts_with(&format!("{flag}=")) {
-            args[i] = format!("{flag}={value}");
-        }
-    }
-}
-
 async fn scrape(addr: &str) -> String {
     let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
         return String::new();
@@ -130,9 +120,7 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
         .map_err(|e| ours.explain(e))?;
 
     // 2. Kill member1's estimator: bindings still schedule (general estimate).
-    let member1 = env.member("member1").expect("member1").clone();
-    let (est_program, mut est_args) = command_line(member1.estimator_pid)?;
-    signal(member1.estimator_pid, "KILL");
+    let stopped = StoppedEstimator::kill(&env, "member1")?;
     let (r, p) = dynamic(2);
     env.apply_json(&binding("no-estimator", r, p, "default-scheduler"))
         .await?;
@@ -141,29 +129,7 @@ async fn survives_apiserver_and_estimator_failures() -> anyhow::Result<()> {
         .map_err(|e| ours.explain(e))?;
 
     // 3. Start it on a new port and point only the Service at it: the scheduler follows.
-    let port = free_port();
-    set_flag(&mut est_args, "--server-port", &port.to_string());
-    set_flag(
-        &mut est_args,
-        "--health-probe-bind-address",
-        &format!("127.0.0.1:{}", free_port()),
-    );
-    set_flag(
-        &mut est_args,
-        "--metrics-bind-address",
-        &format!("127.0.0.1:{}", free_port()),
-    );
-    let _estimator = env.spawn_process("member1-estimator-moved", &est_program, &est_args)?;
-    let services: Api<k8s_openapi::api::core::v1::Service> =
-        Api::namespaced(env.client().await?, "karmada-system");
-    let patch = json!({"spec": {"ports": [{"name": "grpc", "protocol": "TCP", "port": 10352, "targetPort": port}]}});
-    services
-        .patch(
-            "karmada-scheduler-estimator-member1",
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+    let (_estimator, _port) = stopped.start_moved(&env).await?;
     let before = successes(&scrape(&metrics).await, "member1");
     let mut n = 0;
     wait_for("answers from the moved estimator", WAIT, || {

@@ -293,6 +293,64 @@ pub fn command_line(pid: u32) -> anyhow::Result<(PathBuf, Vec<String>)> {
     Ok((program, parts))
 }
 
+/// A member's estimator, killed by [`StoppedEstimator::kill`]: what it takes to start it again
+/// somewhere else.
+pub struct StoppedEstimator {
+    member: String,
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+/// Replace the value of `flag` (`--flag v` or `--flag=v`) in `args`.
+fn set_flag(args: &mut [String], flag: &str, value: &str) {
+    for i in 0..args.len() {
+        if args[i] == flag && i + 1 < args.len() {
+            args[i + 1] = value.to_string();
+        } else if args[i].starts_with(&format!("{flag}=")) {
+            args[i] = format!("{flag}={value}");
+        }
+    }
+}
+
+impl StoppedEstimator {
+    /// SIGKILL `member`'s estimator (the one the environment started).
+    pub fn kill(env: &TestEnv, member: &str) -> anyhow::Result<Self> {
+        let info = env
+            .member(member)
+            .with_context(|| format!("no member {member}"))?;
+        let (program, args) = command_line(info.estimator_pid)?;
+        signal(info.estimator_pid, "KILL");
+        Ok(Self {
+            member: member.to_string(),
+            program,
+            args,
+        })
+    }
+
+    /// Start it again on a new port, as when a VIP moves to another backend, and point only
+    /// the `targetPort` of its `ExternalName` Service at it. Returns the process and the port.
+    pub async fn start_moved(mut self, env: &TestEnv) -> anyhow::Result<(GoProcess, u16)> {
+        let port = free_port();
+        set_flag(&mut self.args, "--server-port", &port.to_string());
+        for flag in ["--health-probe-bind-address", "--metrics-bind-address"] {
+            set_flag(&mut self.args, flag, &format!("127.0.0.1:{}", free_port()));
+        }
+        let name = format!("{}-estimator-moved-{port}", self.member);
+        let process = env.spawn_process(&name, &self.program, &self.args)?;
+        let services: Api<k8s_openapi::api::core::v1::Service> =
+            Api::namespaced(env.client().await?, "karmada-system");
+        let patch = json!({"spec": {"ports": [{"name": "grpc", "protocol": "TCP", "port": 10352, "targetPort": port}]}});
+        services
+            .patch(
+                &format!("karmada-scheduler-estimator-{}", self.member),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        Ok((process, port))
+    }
+}
+
 impl<'e> ApiServer<'e> {
     /// The live Karmada API server of `env`: the environment's, or one an earlier run restarted.
     pub fn new(env: &'e TestEnv, tag: &str) -> anyhow::Result<Self> {
