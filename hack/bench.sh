@@ -9,6 +9,7 @@
 #
 # Default scale: 10 clusters x 1,000 bindings (a few minutes on 2 cores). Other scales:
 #   hack/bench.sh --clusters 1000 --bindings 10000
+# Descheduler: hack/bench.sh --descheduler-only [--desched-bindings N --desched-clusters M]
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
 #              BENCH_NO_BUILD=1 skips building (binaries must exist).
 set -euo pipefail
@@ -17,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,14p' "${BASH_SOURCE[0]}"
+  sed -n '2,15p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release -p karmada-bench -- --help
 fi
@@ -28,7 +29,7 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   "${ROOT}/hack/build-tools.sh"
   # The upstream scheduler driven offline, to replay pairs that disagree after churn.
   "${ROOT}/hack/build-oracle.sh" >/dev/null
-  cargo build --release -p karmada-scheduler -p karmada-bench
+  cargo build --release -p karmada-scheduler -p karmada-descheduler -p karmada-bench
 fi
 
 exec "${ROOT}/target/release/karmada-bench" \

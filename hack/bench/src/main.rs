@@ -5,6 +5,7 @@
 mod algo;
 mod ceiling;
 mod chart;
+mod desched;
 mod faults;
 mod memory;
 mod observe;
@@ -16,6 +17,7 @@ mod results;
 mod rng;
 mod run;
 mod stats;
+mod stub_estimator;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -134,6 +136,26 @@ struct Cli {
     /// `--faults-only`: seconds the stream (and its faults) lasts.
     #[arg(long, default_value_t = 60)]
     fault_stream_seconds: u64,
+    /// Descheduler bench only: one pass of the Go karmada-descheduler and of ours over
+    /// `--desched-bindings` × `--desched-clusters` with a stub estimator; writes
+    /// `descheduler-<C>c-<B>b.md` and `.json`.
+    #[arg(long)]
+    descheduler_only: bool,
+    /// `--descheduler-only`: bindings.
+    #[arg(long, default_value_t = 1000)]
+    desched_bindings: usize,
+    /// `--descheduler-only`: clusters (each binding targets all of them).
+    #[arg(long, default_value_t = 10)]
+    desched_clusters: usize,
+    /// `--descheduler-only`: the stub estimator's latency per call, in milliseconds.
+    #[arg(long, default_value_t = 1)]
+    desched_latency_ms: u64,
+    /// `--descheduler-only`: our karmada-descheduler binary.
+    #[arg(long)]
+    rust_desched_bin: Option<PathBuf>,
+    /// `--descheduler-only`: the Go karmada-descheduler binary (default: _output/bin).
+    #[arg(long)]
+    go_desched_bin: Option<PathBuf>,
     /// Do not run: read these results (a `results-*.json` written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
@@ -283,6 +305,31 @@ async fn main() -> anyhow::Result<()> {
         println!("\n{md}");
         if !cli.no_write {
             let stem = format!("faults-{}k-{}b", b.kills, b.bindings);
+            write_report(&cli, &root, &stem, &b, &md)?;
+        }
+        return Ok(());
+    }
+    if cli.descheduler_only {
+        let mut b = desched::run(&desched::DeschedFlags {
+            bindings: cli.desched_bindings,
+            clusters: cli.desched_clusters,
+            latency: Duration::from_millis(cli.desched_latency_ms),
+            create_concurrency: cli.create_concurrency,
+            rust_bin: cli
+                .rust_desched_bin
+                .clone()
+                .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
+            go_bin: cli.go_desched_bin.clone(),
+            timeout: Duration::from_secs(cli.settle_timeout),
+        })
+        .await?;
+        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        b.machine = machine();
+        b.git_commit = git_commit(&root);
+        let md = desched::markdown(&b);
+        println!("\n{md}");
+        if !cli.no_write {
+            let stem = format!("descheduler-{}c-{}b", b.clusters, b.bindings);
             write_report(&cli, &root, &stem, &b, &md)?;
         }
         return Ok(());
