@@ -3,7 +3,6 @@
 //! needs.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use karmada_scheduler::options::{Invocation, parse};
 
@@ -11,26 +10,11 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `ExecStart=` of the unit with line continuations joined, split into words; environment
-/// references (`$VAR`) dropped.
-fn exec_start(unit: &str) -> Vec<String> {
-    let joined = unit.replace("\\\n", " ");
-    let line = joined
-        .lines()
-        .find(|l| l.starts_with("ExecStart="))
-        .expect("ExecStart");
-    line.trim_start_matches("ExecStart=")
-        .split_whitespace()
-        .filter(|w| !w.starts_with('$'))
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn systemd_unit_flags_parse_and_validate() {
     let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
         .unwrap();
-    let words = exec_start(&unit);
+    let words = testenv::units::exec_start(&unit);
     assert_eq!(words[0], "/usr/local/bin/karmada-scheduler");
     match parse(&words[1..]) {
         Ok(Invocation::Run(opts)) => {
@@ -44,36 +28,20 @@ fn systemd_unit_flags_parse_and_validate() {
 
 #[test]
 fn systemd_unit_verifies() {
-    let Ok(out) = Command::new("systemd-analyze").arg("--version").output() else {
+    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
+        .unwrap();
+    let Some(complaints) = testenv::units::verify(
+        "karmada-scheduler.service",
+        &unit,
+        "/usr/local/bin/karmada-scheduler",
+        std::path::Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")),
+    ) else {
         eprintln!("systemd-analyze not installed; skipping the unit verification");
         return;
     };
-    assert!(out.status.success());
-    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
-        .unwrap();
-    // verify checks that the binary exists: point it at the one cargo built.
-    let unit = unit.replace(
-        "/usr/local/bin/karmada-scheduler",
-        env!("CARGO_BIN_EXE_karmada-scheduler"),
-    );
-    let dir = std::env::temp_dir().join(format!("ksrs-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("karmada-scheduler.service");
-    std::fs::write(&path, unit).unwrap();
-    let out = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let ours: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("karmada-scheduler.service"))
-        .collect();
     assert!(
-        out.status.success() && ours.is_empty(),
-        "systemd-analyze verify:\n{stderr}"
+        complaints.is_empty(),
+        "systemd-analyze verify:\n{complaints:#?}"
     );
 }
 

@@ -49,6 +49,7 @@ use serde_json::Value;
 pub mod faultproxy;
 pub mod faults;
 pub mod quantity;
+pub mod units;
 pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into

@@ -87,6 +87,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - "--rate-limiter-max-delay={{ $s.rateLimiterMaxDelay }}"
 - "--rate-limiter-qps={{ $s.rateLimiterQps }}"
 - "--rate-limiter-bucket-size={{ $s.rateLimiterBucketSize }}"
+{{- include "ksrs.loggingArgs" $l }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The logging and klog flags, from a dict with the keys of the logging values. */}}
+{{- define "ksrs.loggingArgs" -}}
+{{- $l := . }}
 - "--logging-format={{ $l.format }}"
 - "--v={{ $l.v }}"
 {{- if $l.vmodule }}
@@ -114,7 +123,102 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $l.logBacktraceAt }}
 - "--log_backtrace_at={{ $l.logBacktraceAt }}"
 {{- end }}
-{{- range .Values.extraArgs }}
+{{- end -}}
+
+{{/*
+karmada-descheduler (optional, descheduler.enabled). Its objects carry their own
+app.kubernetes.io/name, so that no selector of the scheduler's objects matches them.
+*/}}
+{{- define "ksrs.descheduler.name" -}}
+{{- printf "%s-descheduler" (include "ksrs.name" . | trunc 50 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "ksrs.descheduler.fullname" -}}
+{{- printf "%s-descheduler" (include "ksrs.fullname" . | trunc 50 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "ksrs.descheduler.labels" -}}
+app.kubernetes.io/name: {{ include "ksrs.descheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: descheduler
+app.kubernetes.io/part-of: {{ include "ksrs.name" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "ksrs.descheduler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ksrs.descheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ksrs.descheduler.serviceAccountName" -}}
+{{- $sa := .Values.descheduler.serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "ksrs.descheduler.fullname" .) $sa.name -}}
+{{- else -}}
+{{- default "default" $sa.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A copy of the chart-wide dict .base with the keys of .override set over it (a key set to
+false, 0 or "" overrides too, unlike mergeOverwrite). Writes the result into .out.
+*/}}
+{{- define "ksrs.overlay" -}}
+{{- range $k, $v := .base }}{{ $_ := set $.out $k $v }}{{ end -}}
+{{- range $k, $v := .override }}{{ $_ := set $.out $k $v }}{{ end -}}
+{{- end -}}
+
+{{/* The descheduler's container arguments: every flag of karmada-descheduler, with its value. */}}
+{{- define "ksrs.descheduler.args" -}}
+{{- $d := .Values.descheduler -}}
+{{- $kc := dict -}}
+{{- include "ksrs.overlay" (dict "base" .Values.karmadaKubeconfig "override" $d.karmadaKubeconfig "out" $kc) -}}
+{{- $l := dict -}}
+{{- include "ksrs.overlay" (dict "base" .Values.logging "override" $d.logging "out" $l) -}}
+{{- if $kc.secretName }}
+- "--kubeconfig={{ $kc.mountPath }}/{{ $kc.key }}"
+{{- end }}
+{{- if $d.master }}
+- "--master={{ $d.master }}"
+{{- end }}
+- "--leader-elect={{ $d.leaderElect }}"
+- "--leader-elect-resource-namespace={{ $d.leaderElectResourceNamespace }}"
+- "--leader-elect-lease-duration={{ $d.leaderElectLeaseDuration }}"
+- "--leader-elect-renew-deadline={{ $d.leaderElectRenewDeadline }}"
+- "--leader-elect-retry-period={{ $d.leaderElectRetryPeriod }}"
+- "--exit-on-lost-lease={{ $d.exitOnLostLease }}"
+- "--kube-api-qps={{ $d.kubeApiQps }}"
+- "--kube-api-burst={{ $d.kubeApiBurst }}"
+- "--metrics-bind-address={{ $d.metricsBindAddress }}"
+- "--health-probe-bind-address={{ $d.healthProbeBindAddress }}"
+- "--enable-pprof={{ $d.enablePprof }}"
+- "--profiling-bind-address={{ $d.profilingBindAddress }}"
+- "--scheduler-estimator-timeout={{ $d.schedulerEstimatorTimeout }}"
+- "--scheduler-estimator-service-namespace={{ $d.schedulerEstimatorServiceNamespace }}"
+- "--scheduler-estimator-service-prefix={{ $d.schedulerEstimatorServicePrefix }}"
+- "--scheduler-estimator-port={{ $d.schedulerEstimatorPort }}"
+{{- if $d.schedulerEstimatorCertFile }}
+- "--scheduler-estimator-cert-file={{ $d.schedulerEstimatorCertFile }}"
+{{- end }}
+{{- if $d.schedulerEstimatorKeyFile }}
+- "--scheduler-estimator-key-file={{ $d.schedulerEstimatorKeyFile }}"
+{{- end }}
+{{- if $d.schedulerEstimatorCaFile }}
+- "--scheduler-estimator-ca-file={{ $d.schedulerEstimatorCaFile }}"
+{{- end }}
+- "--insecure-skip-estimator-verify={{ $d.insecureSkipEstimatorVerify }}"
+{{- if $d.schedulerEstimatorTlsServerName }}
+- "--scheduler-estimator-tls-server-name={{ $d.schedulerEstimatorTlsServerName }}"
+{{- end }}
+- "--scheduler-estimator-endpoint-routing={{ $d.schedulerEstimatorEndpointRouting }}"
+- "--scheduler-estimator-failure-policy={{ $d.schedulerEstimatorFailurePolicy }}"
+- "--descheduling-interval={{ $d.deschedulingInterval }}"
+- "--unschedulable-threshold={{ $d.unschedulableThreshold }}"
+- "--concurrent-descheduling-syncs={{ $d.concurrentDeschedulingSyncs }}"
+{{- include "ksrs.loggingArgs" $l }}
+{{- range $d.extraArgs }}
 - {{ . | quote }}
 {{- end }}
 {{- end -}}
