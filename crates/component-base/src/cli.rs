@@ -1,10 +1,11 @@
 //! The process edge of a component: the command line, logging set-up, the runtime, exit codes
 //! (cobra's and klog's: 0, 1 for errors, 255 when the leader Lease is lost).
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::process::ExitCode;
 
-use crate::flags::FlagError;
+use crate::flags::{self, FlagDef, FlagError, FlagSink, GENERIC, LOGS};
 use crate::lifecycle::LeadershipLost;
 use crate::logflags::LoggingOptions;
 
@@ -30,19 +31,65 @@ pub enum ValidationError {
     Options(String),
 }
 
-/// A component's command line.
-pub trait Command: Sized {
-    /// Parse `args` (without the program name).
-    fn parse(args: &[String]) -> Result<Invocation<Self>, FlagError>;
-    /// `--help`.
-    fn help_text() -> String;
-    /// What precedes a flag error.
-    fn usage_text() -> String;
-    /// `version`.
-    fn version_text() -> String;
+/// A component's command line, declared once: its name, description, flag tables and
+/// subcommands; parsing, `--help`, the usage and `version` follow from them as cobra and pflag
+/// produce them.
+pub trait Command: FlagSink + Default + Sized {
+    /// The command name (cobra's `Use`).
+    const NAME: &'static str;
+    /// The long description `--help` starts with.
+    const LONG: &'static str;
+    /// Every table the command line is parsed against.
+    const TABLES: &'static [&'static [FlagDef]];
+    /// `(name, short help)` of the subcommands the usage lists (`help` and `version` are
+    /// understood by [`parse`]; others are dispatched before parsing).
+    const SUBCOMMANDS: &'static [(&'static str, &'static str)];
+    /// Keep the normalised names of the flags given, in order of first use.
+    fn set_changed(&mut self, changed: Vec<String>);
     /// The reference's validation, logging first.
     fn validate(&self) -> Result<(), ValidationError>;
     fn logging(&self) -> &LoggingOptions;
+}
+
+/// Parse `args` (without the program name) the way the reference's cobra command does.
+pub fn parse<O: Command, S: AsRef<str>>(args: &[S]) -> Result<Invocation<O>, FlagError> {
+    let mut opts = O::default();
+    let parsed = flags::parse(O::TABLES, args, &mut opts)?;
+    opts.set_changed(parsed.changed);
+    if parsed.help {
+        return Ok(Invocation::Help);
+    }
+    match parsed.positionals.first().map(String::as_str) {
+        Some("help") => return Ok(Invocation::Help),
+        Some("version") => return Ok(Invocation::Version),
+        _ => {}
+    }
+    flags::no_arguments(O::NAME, &parsed.positionals)?;
+    Ok(Invocation::Run(Box::new(opts)))
+}
+
+/// `--help`: the long description, the usage, the subcommands and the flag sections.
+pub fn help_text<O: Command>() -> String {
+    format!("{}\n\n{}", O::LONG, usage_text::<O>())
+}
+
+/// The usage printed before a flag error.
+pub fn usage_text<O: Command>() -> String {
+    flags::usage_text(O::NAME, O::SUBCOMMANDS, O::TABLES, &[LOGS, GENERIC])
+}
+
+/// `<command> version`, in the shape of the reference's Go `%#v` dump.
+pub fn version_text<O: Command>() -> String {
+    flags::version_text(O::NAME, env!("CARGO_PKG_VERSION"))
+}
+
+/// Names of all flags (normalised), for tooling that checks manifests against the binary.
+pub fn flag_names<O: Command>() -> BTreeSet<&'static str> {
+    O::TABLES
+        .iter()
+        .flat_map(|t| t.iter())
+        .map(|f| f.name)
+        .collect()
 }
 
 /// Run the command line; the exit code the reference would give.
@@ -51,19 +98,19 @@ where
     O: Command,
     F: Future<Output = anyhow::Result<()>>,
 {
-    let opts = match O::parse(&args) {
+    let opts = match parse::<O, _>(&args) {
         Ok(Invocation::Help) => {
-            print!("{}", O::help_text());
+            print!("{}", help_text::<O>());
             return ExitCode::SUCCESS;
         }
         Ok(Invocation::Version) => {
-            println!("{}", O::version_text());
+            println!("{}", version_text::<O>());
             return ExitCode::SUCCESS;
         }
         Ok(Invocation::Run(opts)) => opts,
         Err(e) => {
             if e.show_usage {
-                eprint!("{}", O::usage_text());
+                eprint!("{}", usage_text::<O>());
             }
             eprintln!("Error: {}", e.message);
             return ExitCode::FAILURE;

@@ -5,8 +5,65 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::StreamExt as _;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
+
+/// A watch ended before its first complete list.
+#[derive(Debug, thiserror::Error)]
+#[error("a watch ended before syncing")]
+pub struct WatchEnded;
+
+/// `namespace/name` of an object (`/name` for cluster-scoped ones).
+pub fn key_of(o: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        o.metadata.namespace.as_deref().unwrap_or_default(),
+        o.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Watches every object of `resource` (all namespaces) with [`WatchBackoff`], driven by
+/// [`drive`]: `upsert` gets each object as JSON (decoded by the caller, so that one malformed
+/// object costs only itself), `remove` its [`key_of`]. Returns the task and a receiver that
+/// turns `true` after the first complete list.
+pub fn watch_all(
+    client: kube::Client,
+    resource: &ApiResource,
+    what: &'static str,
+    mut upsert: impl FnMut(Value) + Send + 'static,
+    remove: impl FnMut(&str) + Send + 'static,
+) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>) {
+    let api: Api<DynamicObject> = Api::all_with(client, resource);
+    let (tx, rx) = tokio_watch::channel(false);
+    let task = tokio::spawn(async move {
+        let stream =
+            watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+        drive(
+            stream,
+            what,
+            key_of,
+            move |o: DynamicObject| match serde_json::to_value(o) {
+                Ok(raw) => upsert(raw),
+                Err(e) => tracing::error!("encoding a watched object of {what}: {e}"),
+            },
+            remove,
+            tx,
+        )
+        .await;
+    });
+    (task, rx)
+}
+
+/// Waits until every watch has listed completely once.
+pub async fn all_synced(synced: Vec<tokio_watch::Receiver<bool>>) -> Result<(), WatchEnded> {
+    for mut rx in synced {
+        rx.wait_for(|v| *v).await.map_err(|_| WatchEnded)?;
+    }
+    Ok(())
+}
 
 /// Backoff of the watches after an error: 800 ms doubling to at most 5 s, reset by the next
 /// event. client-go's reflector (and kube's default) grow to 30 s, so after a few API server
@@ -92,6 +149,16 @@ pub async fn drive<K, FU, FR>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watches_come_back_within_five_seconds() {
+        use kube::runtime::utils::Backoff as _;
+        let mut b = WatchBackoff::default();
+        let first: Vec<u64> = (&mut b).take(6).map(|d| d.as_millis() as u64).collect();
+        assert_eq!(first, [800, 1600, 3200, 5000, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(800)));
+    }
 
     #[tokio::test]
     async fn relists_are_diffed_against_what_is_known() {

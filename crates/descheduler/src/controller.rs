@@ -18,16 +18,14 @@ use component_base::cancel::CancellationToken;
 use component_base::events::{PendingEvent, Recorder};
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
-use component_base::watch::{WatchBackoff, drive};
+use component_base::watch::{all_synced, watch_all};
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use karmada_api::Cluster;
 use karmada_api::work::{API_VERSION, ResourceBinding};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::runtime::WatchStreamExt as _;
-use kube::runtime::watcher;
+use kube::api::{Api, ApiResource, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::sync::watch as tokio_watch;
 
@@ -365,23 +363,6 @@ impl Descheduler {
     }
 }
 
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: format!("{group}/{version}"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-fn dyn_key(o: &DynamicObject) -> String {
-    key_of(
-        o.metadata.namespace.as_deref().unwrap_or_default(),
-        o.metadata.name.as_deref().unwrap_or_default(),
-    )
-}
-
 /// Run until `stop`: watches and caches throughout, passes only while `leading`.
 pub async fn run(
     opts: Arc<Options>,
@@ -412,110 +393,72 @@ pub async fn run(
 
     let mut watches = Vec::new();
     let mut synced = Vec::new();
-    {
-        let (tx, rx) = tokio_watch::channel(false);
-        synced.push(rx);
-        let api: Api<DynamicObject> = Api::all_with(
-            client.clone(),
-            &resource(
-                "work.karmada.io",
-                "v1alpha2",
-                "ResourceBinding",
-                "resourcebindings",
-            ),
-        );
-        let (d1, d2) = (d.clone(), d.clone());
-        watches.push(tokio::spawn(async move {
-            let stream =
-                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
-            drive(
-                stream,
-                "resourcebindings",
-                dyn_key,
-                move |o: DynamicObject| {
-                    let key = dyn_key(&o);
-                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
-                    match karmada_api::from_json_value::<ResourceBinding>(raw) {
-                        Ok(mut rb) => {
-                            rb.metadata.managed_fields = None;
-                            d1.upsert_binding(rb);
-                        }
-                        Err(e) => {
-                            tracing::error!(binding = %key, "skipping a ResourceBinding that does not decode: {e}");
-                            d1.remove_binding(&key);
-                        }
-                    }
-                },
-                move |k: &str| d2.remove_binding(k),
-                tx,
-            )
-            .await;
-        }));
-    }
-    {
-        let (tx, rx) = tokio_watch::channel(false);
-        synced.push(rx);
-        let api: Api<DynamicObject> = Api::all_with(
-            client.clone(),
-            &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
-        );
-        let (d1, d2) = (d.clone(), d.clone());
-        let (s1, s2) = (sync.clone(), sync.clone());
-        watches.push(tokio::spawn(async move {
-            let stream =
-                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
-            drive(
-                stream,
-                "clusters",
-                dyn_key,
-                move |o: DynamicObject| {
-                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
-                    match karmada_api::from_json_value::<Cluster>(raw) {
-                        Ok(mut c) => {
-                            c.metadata.managed_fields = None;
-                            let name = c.metadata.name.clone().unwrap_or_default();
-                            let c = Arc::new(c);
-                            d1.clusters
-                                .write()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .insert(name, c.clone());
-                            let lookup = d1.clone();
-                            let current: ClusterLookup =
-                                Arc::new(move |name: &str| lookup.cluster(name));
-                            s1.ensure(c, current);
-                        }
-                        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
-                    }
-                },
-                move |k: &str| {
-                    let name = k.trim_start_matches('/');
-                    d2.clusters
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(name);
-                    s2.cluster_deleted(name);
-                },
-                tx,
-            )
-            .await;
-        }));
-    }
+    let (d1, d2) = (d.clone(), d.clone());
+    let (task, rx) = watch_all(
+        client.clone(),
+        &ApiResource::erase::<ResourceBinding>(&()),
+        "resourcebindings",
+        move |raw: Value| {
+            let key = format!(
+                "{}/{}",
+                raw["metadata"]["namespace"].as_str().unwrap_or_default(),
+                raw["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            match karmada_api::from_json_value::<ResourceBinding>(raw) {
+                Ok(mut rb) => {
+                    rb.metadata.managed_fields = None;
+                    d1.upsert_binding(rb);
+                }
+                Err(e) => {
+                    tracing::error!(binding = %key, "skipping a ResourceBinding that does not decode: {e}");
+                    d1.remove_binding(&key);
+                }
+            }
+        },
+        move |k: &str| d2.remove_binding(k),
+    );
+    watches.push(task);
+    synced.push(rx);
+    let (d1, d2) = (d.clone(), d.clone());
+    let (s1, s2) = (sync.clone(), sync.clone());
+    let (task, rx) = watch_all(
+        client.clone(),
+        &ApiResource::erase::<Cluster>(&()),
+        "clusters",
+        move |raw: Value| match karmada_api::from_json_value::<Cluster>(raw) {
+            Ok(mut c) => {
+                c.metadata.managed_fields = None;
+                let name = c.metadata.name.clone().unwrap_or_default();
+                let c = Arc::new(c);
+                d1.clusters
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(name, c.clone());
+                let lookup = d1.clone();
+                let current: ClusterLookup = Arc::new(move |name: &str| lookup.cluster(name));
+                s1.ensure(c, current);
+            }
+            Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+        },
+        move |k: &str| {
+            let name = k.trim_start_matches('/');
+            d2.clusters
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(name);
+            s2.cluster_deleted(name);
+        },
+    );
+    watches.push(task);
+    synced.push(rx);
     watches.extend(sync.watch_services(
         client.clone(),
         &opts.estimator.service_namespace,
         &opts.estimator.service_prefix,
     ));
 
-    let wait_synced = async {
-        for mut rx in synced {
-            rx.wait_for(|v| *v)
-                .await
-                .map_err(|_| anyhow::anyhow!("a watch ended before syncing"))?;
-        }
-        anyhow::Ok(())
-    };
     tokio::select! {
-        r = wait_synced => r?,
+        r = all_synced(synced) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());

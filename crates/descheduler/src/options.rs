@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use component_base::cli::{Command, Invocation as GenericInvocation, ValidationError};
-use component_base::flags::{self, FlagDef, FlagError, FlagSink, GENERIC as G, Kind as K, LOGS};
+use component_base::cli::{self, Command, Invocation as GenericInvocation, ValidationError};
+use component_base::flags::{self, FlagDef, FlagError, FlagSink, GENERIC as G, Kind as K};
 use component_base::goparse::{self, GoDuration, go_quote};
 use component_base::logflags::LoggingOptions;
 use component_base::options::{
@@ -167,71 +167,20 @@ impl Options {
     }
 }
 
-/// Parse `args` (without the program name) the way the reference's cobra command does.
-pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
-    let mut opts = Options::default();
-    let parsed = flags::parse(TABLES, args, &mut opts)?;
-    opts.changed = parsed.changed;
-    if parsed.help {
-        return Ok(Invocation::Help);
-    }
-    match parsed.positionals.first().map(String::as_str) {
-        Some("help") => return Ok(Invocation::Help),
-        Some("version") => return Ok(Invocation::Version),
-        _ => {}
-    }
-    flags::no_arguments(COMPONENT, &parsed.positionals)?;
-    Ok(Invocation::Run(Box::new(opts)))
-}
-
 const LONG: &str = "The karmada-descheduler evicts replicas from member clusters
 if they are failed to be scheduled for a period of time. It relies on
 karmada-scheduler-estimator to get replica status.";
 
-/// `--help`: the long description, usage, subcommands and the flag sections.
-pub fn help_text() -> String {
-    format!("{LONG}\n\n{}", usage_text())
-}
-
-/// The usage printed before a flag error.
-pub fn usage_text() -> String {
-    flags::usage_text(
-        COMPONENT,
-        &[
-            ("help", "Help about any command"),
-            ("version", "Print the version information"),
-        ],
-        TABLES,
-        &[LOGS, G],
-    )
-}
-
-/// `karmada-descheduler version`.
-pub fn version_text() -> String {
-    flags::version_text(COMPONENT, env!("CARGO_PKG_VERSION"))
-}
-
-/// Names of all flags (normalised).
-pub fn flag_names() -> BTreeSet<&'static str> {
-    TABLES
-        .iter()
-        .flat_map(|t| t.iter())
-        .map(|f| f.name)
-        .collect()
-}
-
 impl Command for Options {
-    fn parse(args: &[String]) -> Result<Invocation, FlagError> {
-        parse(args)
-    }
-    fn help_text() -> String {
-        help_text()
-    }
-    fn usage_text() -> String {
-        usage_text()
-    }
-    fn version_text() -> String {
-        version_text()
+    const NAME: &'static str = COMPONENT;
+    const LONG: &'static str = LONG;
+    const TABLES: &'static [&'static [FlagDef]] = TABLES;
+    const SUBCOMMANDS: &'static [(&'static str, &'static str)] = &[
+        ("help", "Help about any command"),
+        ("version", "Print the version information"),
+    ];
+    fn set_changed(&mut self, changed: Vec<String>) {
+        self.changed = changed;
     }
     fn validate(&self) -> Result<(), ValidationError> {
         Options::validate(self)
@@ -239,6 +188,31 @@ impl Command for Options {
     fn logging(&self) -> &LoggingOptions {
         &self.logging
     }
+}
+
+/// Parse `args` (without the program name) the way the reference's cobra command does.
+pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
+    cli::parse::<Options, S>(args)
+}
+
+/// `--help`.
+pub fn help_text() -> String {
+    cli::help_text::<Options>()
+}
+
+/// The usage text printed before a flag error.
+pub fn usage_text() -> String {
+    cli::usage_text::<Options>()
+}
+
+/// `version`, in the shape of the reference's Go `%#v` dump.
+pub fn version_text() -> String {
+    cli::version_text::<Options>()
+}
+
+/// Names of all flags (normalised), for tooling that checks manifests against this binary.
+pub fn flag_names() -> BTreeSet<&'static str> {
+    cli::flag_names::<Options>()
 }
 
 #[cfg(test)]

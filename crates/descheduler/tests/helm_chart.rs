@@ -6,58 +6,11 @@
 //! Skipped unless `_output/bin/helm` exists; with KARMADA_E2E=1, helm is built first.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use karmada_descheduler::options::{Invocation, Options, flag_names, parse};
 use serde_yaml::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn helm() -> Option<PathBuf> {
-    let bin = repo().join("_output/bin/helm");
-    if !bin.exists()
-        && std::env::var("KARMADA_E2E").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-    {
-        let status = Command::new(repo().join("hack/build-helm.sh"))
-            .status()
-            .expect("run hack/build-helm.sh");
-        assert!(status.success(), "hack/build-helm.sh failed");
-    }
-    if bin.exists() {
-        Some(bin)
-    } else {
-        eprintln!("helm_chart: _output/bin/helm not built (hack/build-helm.sh); skipping");
-        None
-    }
-}
-
-fn chart() -> PathBuf {
-    repo().join("manifests/helm/karmada-scheduler-rs")
-}
-
-fn render(helm: &Path, sets: &[&str]) -> Vec<Value> {
-    let mut cmd = Command::new(helm);
-    cmd.args(["template", "ksrs"])
-        .arg(chart())
-        .args(["--namespace", "karmada-system"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().expect("helm template");
-    assert!(
-        out.status.success(),
-        "helm template failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
+use testenv::helm::{chart, helm_or_skip, render};
 
 fn name(doc: &Value) -> &str {
     doc["metadata"]["name"].as_str().unwrap_or_default()
@@ -112,7 +65,9 @@ fn options(args: &[String]) -> Options {
 
 #[test]
 fn defaults_render_the_reference_defaults() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let lint = Command::new(&helm)
         .arg("lint")
         .arg(chart())
@@ -217,7 +172,9 @@ fn defaults_render_the_reference_defaults() {
 
 #[test]
 fn every_flag_value_reaches_the_binary() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let docs = render(
         &helm,
         &[
@@ -373,7 +330,9 @@ fn every_flag_value_reaches_the_binary() {
 /// which the descheduler, without --feature-gates, refuses as the reference does.
 #[test]
 fn json_and_alpha_logging_values_reach_the_binary() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let docs = render(
         &helm,
         &[
@@ -406,7 +365,9 @@ fn json_and_alpha_logging_values_reach_the_binary() {
 
 #[test]
 fn disabled_by_default() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let default = render(&helm, &[]);
     let found: Vec<(&str, &str)> = default
         .iter()
@@ -463,7 +424,9 @@ fn rules(docs: &[Value]) -> BTreeSet<Rule> {
 
 #[test]
 fn rbac_is_exactly_what_the_descheduler_does() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let docs = render(&helm, &["descheduler.enabled=true"]);
     let row = |kind: &str, ns: &str, group: &str, res: &str, names: &str, verb: &str| {
         (

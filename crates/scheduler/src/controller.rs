@@ -12,14 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBinding, ResourceBindingSpec, ResourceBindingStatus};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::runtime::WatchStreamExt as _;
-use kube::runtime::watcher;
 use scheduler_core::estimator::{BoxFuture, Estimator};
 use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
@@ -42,7 +39,7 @@ use crate::sink::{EventSink, Target, Writer};
 use component_base::api::api_failure;
 use component_base::cancel::CancellationToken;
 use component_base::serve::Readiness;
-use component_base::watch::{WatchBackoff, drive};
+use component_base::watch::{all_synced, watch_all};
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 
 /// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
@@ -768,24 +765,6 @@ pub fn resource(kind: BindingKind) -> ApiResource {
     }
 }
 
-fn cluster_resource() -> ApiResource {
-    ApiResource {
-        group: "cluster.karmada.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "cluster.karmada.io/v1alpha1".into(),
-        kind: "Cluster".into(),
-        plural: "clusters".into(),
-    }
-}
-
-fn dyn_key(o: &DynamicObject) -> String {
-    format!(
-        "{}/{}",
-        o.metadata.namespace.as_deref().unwrap_or_default(),
-        o.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
     let (ns, name) = k.split_once('/').unwrap_or(("", k));
     match kind {
@@ -899,81 +878,57 @@ pub async fn run(
 
     let mut watches = Vec::new();
     let mut synced = Vec::new();
-    let watcher_config = watcher::Config::default();
     for kind in [
         BindingKind::ResourceBinding,
         BindingKind::ClusterResourceBinding,
     ] {
-        let (tx, rx) = tokio_watch::channel(false);
+        let (c1, c2) = (ctx.clone(), ctx.clone());
+        let (task, rx) = watch_all(
+            client.clone(),
+            &resource(kind),
+            kind.plural(),
+            move |raw: Value| c1.upsert_binding(kind, raw),
+            move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
+        );
+        watches.push(task);
         synced.push(rx);
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource(kind));
-        let ctx = ctx.clone();
-        let cfg = watcher_config.clone();
-        watches.push(tokio::spawn(async move {
-            let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
-            let c2 = ctx.clone();
-            drive(
-                stream,
-                kind.plural(),
-                dyn_key,
-                move |o: DynamicObject| match serde_json::to_value(o) {
-                    Ok(raw) => ctx.upsert_binding(kind, raw),
-                    Err(e) => tracing::error!("encoding a watched binding: {e}"),
-                },
-                move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
-                tx,
-            )
-            .await;
-        }));
     }
     {
-        let (tx, rx) = tokio_watch::channel(false);
+        let (c1, c2) = (ctx.clone(), ctx.clone());
+        let (est1, est2) = (estimators.clone(), estimators.clone());
+        let (task, rx) = watch_all(
+            client.clone(),
+            &ApiResource::erase::<Cluster>(&()),
+            "clusters",
+            move |raw: Value| match karmada_api::from_json_value::<Cluster>(raw) {
+                Ok(mut c) => {
+                    c.metadata.managed_fields = None;
+                    if let Some(e) = &est1 {
+                        let stores = c1.stores.clone();
+                        let current: ClusterLookup = Arc::new(move |name: &str| {
+                            stores
+                                .clusters
+                                .read()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get(name)
+                                .cloned()
+                        });
+                        e.ensure(Arc::new(c.clone()), current);
+                    }
+                    c1.upsert_cluster(c);
+                }
+                Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+            },
+            move |k: &str| {
+                let name = k.trim_start_matches('/');
+                c2.remove_cluster(name);
+                if let Some(e) = &est2 {
+                    e.cluster_deleted(name);
+                }
+            },
+        );
+        watches.push(task);
         synced.push(rx);
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
-        let ctx = ctx.clone();
-        let est = estimators.clone();
-        watches.push(tokio::spawn(async move {
-            let stream =
-                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
-            let c2 = ctx.clone();
-            let est2 = est.clone();
-            drive(
-                stream,
-                "clusters",
-                dyn_key,
-                move |o: DynamicObject| {
-                    let raw = serde_json::to_value(o).unwrap_or(Value::Null);
-                    match karmada_api::from_json_value::<Cluster>(raw) {
-                        Ok(mut c) => {
-                            c.metadata.managed_fields = None;
-                            if let Some(e) = &est {
-                                let stores = ctx.stores.clone();
-                                let current: ClusterLookup = Arc::new(move |name: &str| {
-                                    stores
-                                        .clusters
-                                        .read()
-                                        .unwrap_or_else(|p| p.into_inner())
-                                        .get(name)
-                                        .cloned()
-                                });
-                                e.ensure(Arc::new(c.clone()), current);
-                            }
-                            ctx.upsert_cluster(c);
-                        }
-                        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
-                    }
-                },
-                move |k: &str| {
-                    let name = k.trim_start_matches('/');
-                    c2.remove_cluster(name);
-                    if let Some(e) = &est2 {
-                        e.cluster_deleted(name);
-                    }
-                },
-                tx,
-            )
-            .await;
-        }));
     }
     if let Some(est) = estimators.clone() {
         // Not part of the sync gate: scheduling does not wait for the estimator Services.
@@ -985,16 +940,8 @@ pub async fn run(
     }
 
     // All caches synced before the first cycle.
-    let wait_synced = async {
-        for mut rx in synced {
-            rx.wait_for(|v| *v)
-                .await
-                .context("a watch ended before syncing")?;
-        }
-        anyhow::Ok(())
-    };
     tokio::select! {
-        r = wait_synced => r?,
+        r = all_synced(synced) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());
@@ -1418,16 +1365,6 @@ mod tests {
                 estimator_client::FailurePolicy::PerCluster
             )
         );
-    }
-
-    #[test]
-    fn watches_come_back_within_five_seconds() {
-        use kube::runtime::utils::Backoff as _;
-        let mut b = WatchBackoff::default();
-        let first: Vec<u64> = (&mut b).take(6).map(|d| d.as_millis() as u64).collect();
-        assert_eq!(first, [800, 1600, 3200, 5000, 5000, 5000]);
-        b.reset();
-        assert_eq!(b.next(), Some(Duration::from_millis(800)));
     }
 
     #[test]

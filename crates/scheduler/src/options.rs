@@ -10,7 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K, LOGS, flag};
+use component_base::cli::{self, Command};
+use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K, flag};
 use component_base::goparse::{self, GoDuration};
 use component_base::logflags::LoggingOptions;
 use component_base::options::{
@@ -336,83 +337,25 @@ impl Options {
     }
 }
 
-/// Subcommands of the root command (cobra's `help` plus the reference's `version`; `simulate`
-/// is dispatched by `main` before parsing).
-const SUBCOMMANDS: &[&str] = &["help", "version"];
-
-/// Parse `args` (without the program name) the way the reference's cobra command does.
-pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
-    let mut opts = Options::default();
-    let parsed = flags::parse(TABLES, args, &mut opts)?;
-    opts.changed = parsed.changed;
-    if parsed.help {
-        return Ok(Invocation::Help);
-    }
-    if let Some(first) = parsed.positionals.first()
-        && SUBCOMMANDS.contains(&first.as_str())
-    {
-        return Ok(match first.as_str() {
-            "help" => Invocation::Help,
-            _ => Invocation::Version,
-        });
-    }
-    flags::no_arguments(COMPONENT, &parsed.positionals)?;
-    Ok(Invocation::Run(Box::new(opts)))
-}
-
 const LONG: &str = "The karmada-scheduler is a control plane process which assigns resources to the clusters it manages.
 The scheduler determines which clusters are valid placements for each resource in the scheduling queue according to
 constraints and available resources. The scheduler then ranks each valid cluster and binds the resource to
 the most suitable cluster.";
 
-/// `karmada-scheduler --help`: the long description, usage, subcommands and both flag sections.
-pub fn help_text() -> String {
-    format!("{LONG}\n\n{}", usage_text())
-}
-
-/// The usage text printed before a flag error.
-pub fn usage_text() -> String {
-    flags::usage_text(
-        COMPONENT,
-        &[
-            ("help", "Help about any command"),
-            (
-                "simulate",
-                "Run one scheduling pass over objects read from files",
-            ),
-            ("version", "Print the version information"),
-        ],
-        TABLES,
-        &[LOGS, G],
-    )
-}
-
-/// `karmada-scheduler version`, in the shape of the reference's Go `%#v` dump.
-pub fn version_text() -> String {
-    flags::version_text(COMPONENT, env!("CARGO_PKG_VERSION"))
-}
-
-/// Names of all flags (normalised), for tooling that checks manifests against this binary.
-pub fn flag_names() -> BTreeSet<&'static str> {
-    TABLES
-        .iter()
-        .flat_map(|t| t.iter())
-        .map(|f| f.name)
-        .collect()
-}
-
-impl component_base::cli::Command for Options {
-    fn parse(args: &[String]) -> Result<Invocation, FlagError> {
-        parse(args)
-    }
-    fn help_text() -> String {
-        help_text()
-    }
-    fn usage_text() -> String {
-        usage_text()
-    }
-    fn version_text() -> String {
-        version_text()
+impl Command for Options {
+    const NAME: &'static str = COMPONENT;
+    const LONG: &'static str = LONG;
+    const TABLES: &'static [&'static [FlagDef]] = TABLES;
+    const SUBCOMMANDS: &'static [(&'static str, &'static str)] = &[
+        ("help", "Help about any command"),
+        (
+            "simulate",
+            "Run one scheduling pass over objects read from files",
+        ),
+        ("version", "Print the version information"),
+    ];
+    fn set_changed(&mut self, changed: Vec<String>) {
+        self.changed = changed;
     }
     fn validate(&self) -> Result<(), ValidationError> {
         Options::validate(self)
@@ -420,6 +363,31 @@ impl component_base::cli::Command for Options {
     fn logging(&self) -> &LoggingOptions {
         &self.logging
     }
+}
+
+/// Parse `args` (without the program name) the way the reference's cobra command does.
+pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
+    cli::parse::<Options, S>(args)
+}
+
+/// `--help`.
+pub fn help_text() -> String {
+    cli::help_text::<Options>()
+}
+
+/// The usage text printed before a flag error.
+pub fn usage_text() -> String {
+    cli::usage_text::<Options>()
+}
+
+/// `version`, in the shape of the reference's Go `%#v` dump.
+pub fn version_text() -> String {
+    cli::version_text::<Options>()
+}
+
+/// Names of all flags (normalised), for tooling that checks manifests against this binary.
+pub fn flag_names() -> BTreeSet<&'static str> {
+    cli::flag_names::<Options>()
 }
 
 #[cfg(test)]

@@ -4,58 +4,11 @@
 //!
 //! Skipped unless `_output/bin/helm` exists; with KARMADA_E2E=1, helm is built first.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use karmada_scheduler::options::{Invocation, Options, parse};
 use serde_yaml::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn helm() -> Option<PathBuf> {
-    let bin = repo().join("_output/bin/helm");
-    if !bin.exists()
-        && std::env::var("KARMADA_E2E").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-    {
-        let status = Command::new(repo().join("hack/build-helm.sh"))
-            .status()
-            .expect("run hack/build-helm.sh");
-        assert!(status.success(), "hack/build-helm.sh failed");
-    }
-    if bin.exists() {
-        Some(bin)
-    } else {
-        eprintln!("helm_chart: _output/bin/helm not built (hack/build-helm.sh); skipping");
-        None
-    }
-}
-
-fn chart() -> PathBuf {
-    repo().join("manifests/helm/karmada-scheduler-rs")
-}
-
-fn render(helm: &Path, sets: &[&str]) -> Vec<Value> {
-    let mut cmd = Command::new(helm);
-    cmd.args(["template", "ksrs"])
-        .arg(chart())
-        .args(["--namespace", "karmada-system"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().expect("helm template");
-    assert!(
-        out.status.success(),
-        "helm template failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
-        .filter(|v| !v.is_null())
-        .collect()
-}
+use testenv::helm::{chart, helm_or_skip, render};
 
 fn deployment_args(docs: &[Value]) -> Vec<String> {
     let dep = docs
@@ -84,7 +37,9 @@ fn options(args: &[String]) -> Options {
 
 #[test]
 fn defaults_render_the_reference_defaults() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let lint = Command::new(&helm)
         .arg("lint")
         .arg(chart())
@@ -128,7 +83,9 @@ fn defaults_render_the_reference_defaults() {
 
 #[test]
 fn every_flag_value_reaches_the_binary() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
     let docs = render(
         &helm,
         &[

@@ -48,6 +48,7 @@ use serde_json::Value;
 
 pub mod faultproxy;
 pub mod faults;
+pub mod helm;
 pub mod quantity;
 pub mod units;
 pub mod workload;
