@@ -92,6 +92,59 @@ pub fn flag_names<O: Command>() -> BTreeSet<&'static str> {
         .collect()
 }
 
+/// Declares a component's command line in one place: implements [`Command`] for `$opts`
+/// (which has the fields `changed` and `logging` and a method `validate`) and defines the
+/// module-level `parse`, `help_text`, `usage_text`, `version_text` and `flag_names` its tests
+/// and tools call.
+#[macro_export]
+macro_rules! command_line {
+    ($opts:ty, name: $name:expr, long: $long:expr, tables: $tables:expr, subcommands: $subs:expr $(,)?) => {
+        impl $crate::cli::Command for $opts {
+            const NAME: &'static str = $name;
+            const LONG: &'static str = $long;
+            const TABLES: &'static [&'static [$crate::flags::FlagDef]] = $tables;
+            const SUBCOMMANDS: &'static [(&'static str, &'static str)] = $subs;
+            fn set_changed(&mut self, changed: Vec<String>) {
+                self.changed = changed;
+            }
+            fn validate(&self) -> Result<(), $crate::cli::ValidationError> {
+                <$opts>::validate(self)
+            }
+            fn logging(&self) -> &$crate::logflags::LoggingOptions {
+                &self.logging
+            }
+        }
+
+        /// Parse `args` (without the program name) the way the reference's cobra command does.
+        pub fn parse<S: AsRef<str>>(
+            args: &[S],
+        ) -> Result<$crate::cli::Invocation<$opts>, $crate::flags::FlagError> {
+            $crate::cli::parse::<$opts, S>(args)
+        }
+
+        /// `--help`.
+        pub fn help_text() -> String {
+            $crate::cli::help_text::<$opts>()
+        }
+
+        /// The usage text printed before a flag error.
+        pub fn usage_text() -> String {
+            $crate::cli::usage_text::<$opts>()
+        }
+
+        /// `version`, in the shape of the reference's Go `%#v` dump.
+        pub fn version_text() -> String {
+            $crate::cli::version_text::<$opts>()
+        }
+
+        /// Names of all flags (normalised), for tooling that checks manifests against the
+        /// binary.
+        pub fn flag_names() -> std::collections::BTreeSet<&'static str> {
+            $crate::cli::flag_names::<$opts>()
+        }
+    };
+}
+
 /// Run the command line; the exit code the reference would give.
 pub fn main<O, F>(args: Vec<String>, run: impl FnOnce(O) -> F) -> ExitCode
 where

@@ -3,10 +3,8 @@
 //! (component-base's logging, leader-election, client and serving groups, estimator-client's
 //! estimator flags); [`FLAGS`] holds the descheduler's own.
 
-use std::collections::BTreeSet;
-
-use component_base::cli::{self, Command, Invocation as GenericInvocation, ValidationError};
-use component_base::flags::{self, FlagDef, FlagError, FlagSink, GENERIC as G, Kind as K};
+use component_base::cli::{Invocation as GenericInvocation, ValidationError};
+use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K};
 use component_base::goparse::{self, GoDuration, go_quote};
 use component_base::logflags::LoggingOptions;
 use component_base::options::{
@@ -171,49 +169,16 @@ const LONG: &str = "The karmada-descheduler evicts replicas from member clusters
 if they are failed to be scheduled for a period of time. It relies on
 karmada-scheduler-estimator to get replica status.";
 
-impl Command for Options {
-    const NAME: &'static str = COMPONENT;
-    const LONG: &'static str = LONG;
-    const TABLES: &'static [&'static [FlagDef]] = TABLES;
-    const SUBCOMMANDS: &'static [(&'static str, &'static str)] = &[
+component_base::command_line!(
+    Options,
+    name: COMPONENT,
+    long: LONG,
+    tables: TABLES,
+    subcommands: &[
         ("help", "Help about any command"),
         ("version", "Print the version information"),
-    ];
-    fn set_changed(&mut self, changed: Vec<String>) {
-        self.changed = changed;
-    }
-    fn validate(&self) -> Result<(), ValidationError> {
-        Options::validate(self)
-    }
-    fn logging(&self) -> &LoggingOptions {
-        &self.logging
-    }
-}
-
-/// Parse `args` (without the program name) the way the reference's cobra command does.
-pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
-    cli::parse::<Options, S>(args)
-}
-
-/// `--help`.
-pub fn help_text() -> String {
-    cli::help_text::<Options>()
-}
-
-/// The usage text printed before a flag error.
-pub fn usage_text() -> String {
-    cli::usage_text::<Options>()
-}
-
-/// `version`, in the shape of the reference's Go `%#v` dump.
-pub fn version_text() -> String {
-    cli::version_text::<Options>()
-}
-
-/// Names of all flags (normalised), for tooling that checks manifests against this binary.
-pub fn flag_names() -> BTreeSet<&'static str> {
-    cli::flag_names::<Options>()
-}
+    ],
+);
 
 #[cfg(test)]
 mod tests {

@@ -8,9 +8,6 @@
 //! [`Options::validate`] applies the reference's two validation steps (logging configuration,
 //! then scheduler options).
 
-use std::collections::BTreeSet;
-
-use component_base::cli::{self, Command};
 use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K, flag};
 use component_base::goparse::{self, GoDuration};
 use component_base::logflags::LoggingOptions;
@@ -342,53 +339,20 @@ The scheduler determines which clusters are valid placements for each resource i
 constraints and available resources. The scheduler then ranks each valid cluster and binds the resource to
 the most suitable cluster.";
 
-impl Command for Options {
-    const NAME: &'static str = COMPONENT;
-    const LONG: &'static str = LONG;
-    const TABLES: &'static [&'static [FlagDef]] = TABLES;
-    const SUBCOMMANDS: &'static [(&'static str, &'static str)] = &[
+component_base::command_line!(
+    Options,
+    name: COMPONENT,
+    long: LONG,
+    tables: TABLES,
+    subcommands: &[
         ("help", "Help about any command"),
         (
             "simulate",
             "Run one scheduling pass over objects read from files",
         ),
         ("version", "Print the version information"),
-    ];
-    fn set_changed(&mut self, changed: Vec<String>) {
-        self.changed = changed;
-    }
-    fn validate(&self) -> Result<(), ValidationError> {
-        Options::validate(self)
-    }
-    fn logging(&self) -> &LoggingOptions {
-        &self.logging
-    }
-}
-
-/// Parse `args` (without the program name) the way the reference's cobra command does.
-pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Invocation, FlagError> {
-    cli::parse::<Options, S>(args)
-}
-
-/// `--help`.
-pub fn help_text() -> String {
-    cli::help_text::<Options>()
-}
-
-/// The usage text printed before a flag error.
-pub fn usage_text() -> String {
-    cli::usage_text::<Options>()
-}
-
-/// `version`, in the shape of the reference's Go `%#v` dump.
-pub fn version_text() -> String {
-    cli::version_text::<Options>()
-}
-
-/// Names of all flags (normalised), for tooling that checks manifests against this binary.
-pub fn flag_names() -> BTreeSet<&'static str> {
-    cli::flag_names::<Options>()
-}
+    ],
+);
 
 #[cfg(test)]
 mod tests {
