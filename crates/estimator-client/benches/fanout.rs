@@ -153,6 +153,7 @@ fn bench(c: &mut Criterion) {
         replica_requirements: Some(&reqs),
         components: &[],
         namespace: "default",
+        assumed: None,
     };
 
     for (group_name, delay, sizes, sequential) in [

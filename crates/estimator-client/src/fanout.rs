@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use scheduler_core::estimator::{
-    BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError, UNAUTHENTIC_REPLICA,
+    AssumedByCluster, AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator,
+    EstimatorError, UNAUTHENTIC_REPLICA,
 };
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
@@ -41,6 +42,9 @@ pub trait Rpc: Clone + Send + Sync + 'static {
     const CALLING: &'static str = Self::METHOD;
     /// Stamps the cluster name into the request.
     fn set_cluster(&mut self, cluster: &str);
+    /// Puts the workloads assumed on this request's cluster into it (methods without the
+    /// field ignore them).
+    fn set_assumed(&mut self, _assumed: &[AssumedWorkload]) {}
     /// Calls the method and extracts the number answered.
     fn call(
         client: EstimatorClient<Channel>,
@@ -52,6 +56,9 @@ impl Rpc for pb::MaxAvailableReplicasRequest {
     const METHOD: &'static str = "MaxAvailableReplicas";
     fn set_cluster(&mut self, cluster: &str) {
         self.cluster = cluster.to_string();
+    }
+    fn set_assumed(&mut self, assumed: &[AssumedWorkload]) {
+        self.assumed_workloads = assumed.iter().map(request::assumed_workload).collect();
     }
     async fn call(
         mut client: EstimatorClient<Channel>,
@@ -69,6 +76,9 @@ impl Rpc for pb::MaxAvailableComponentSetsRequest {
     const METHOD: &'static str = "MaxAvailableComponentSets";
     fn set_cluster(&mut self, cluster: &str) {
         self.cluster = cluster.to_string();
+    }
+    fn set_assumed(&mut self, assumed: &[AssumedWorkload]) {
+        self.assumed_workloads = assumed.iter().map(request::assumed_workload).collect();
     }
     async fn call(
         mut client: EstimatorClient<Channel>,
@@ -173,7 +183,7 @@ impl SchedulerEstimator {
             })
             .collect();
         let object = request::object_metadata(resource);
-        self.fan_out(&targets, &object, template).await
+        self.fan_out(&targets, &object, template, None).await
     }
 
     async fn fan_out<R: Rpc>(
@@ -181,13 +191,18 @@ impl SchedulerEstimator {
         targets: &[Target<'_>],
         object: &str,
         template: R,
+        assumed: Option<&AssumedByCluster>,
     ) -> Result<Estimates, EstimatorError> {
         let options = self.cache.options();
         let deadline = tokio::time::Instant::now() + options.timeout;
         let object = MetadataValue::try_from(object).ok();
-        let calls = targets
-            .iter()
-            .map(|t| self.ask(t, object.clone(), template.clone(), deadline));
+        let calls = targets.iter().map(|t| {
+            let mut message = template.clone();
+            if let Some(a) = assumed.and_then(|m| m.get(t.name)) {
+                message.set_assumed(a);
+            }
+            self.ask(t, object.clone(), message, deadline)
+        });
         let answers = futures::future::join_all(calls).await;
 
         let mut estimates = Vec::with_capacity(targets.len());
@@ -301,7 +316,8 @@ impl Estimator for SchedulerEstimator {
         Box::pin(async move {
             let object = request::object_metadata(request.resource);
             let template = request::max_available_replicas(&request);
-            self.fan_out(&targets(clusters), &object, template).await
+            self.fan_out(&targets(clusters), &object, template, request.assumed)
+                .await
         })
     }
 
@@ -313,7 +329,8 @@ impl Estimator for SchedulerEstimator {
         Box::pin(async move {
             let object = request::object_metadata(request.resource);
             let template = request::max_available_component_sets(&request);
-            self.fan_out(&targets(clusters), &object, template).await
+            self.fan_out(&targets(clusters), &object, template, request.assumed)
+                .await
         })
     }
 }

@@ -108,8 +108,16 @@ pub fn component(c: &work::Component) -> pb::Component {
     }
 }
 
-/// `MaxAvailableReplicasRequest` without `cluster`. Assumed workloads are not part of
-/// scheduler-core's request yet, so none are sent (as with the overcommit gate off).
+/// One assumed workload as the reference sends it (`toAssumedWorkload`).
+pub fn assumed_workload(a: &scheduler_core::AssumedWorkload) -> pb::AssumedWorkload {
+    pb::AssumedWorkload {
+        namespace: a.namespace.clone(),
+        components: a.components.iter().map(component).collect(),
+    }
+}
+
+/// `MaxAvailableReplicasRequest` without `cluster` and without assumed workloads (which
+/// differ per cluster: the fan-out adds each cluster's).
 pub fn max_available_replicas(req: &EstimateRequest<'_>) -> pb::MaxAvailableReplicasRequest {
     pb::MaxAvailableReplicasRequest {
         cluster: String::new(),

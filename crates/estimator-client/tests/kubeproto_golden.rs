@@ -238,6 +238,7 @@ fn requests_without_requirements_carry_only_the_cluster() {
         replica_requirements: None,
         components: &[],
         namespace: "",
+        assumed: None,
     };
     let mut message = request::max_available_replicas(&req);
     message.cluster = "m1".into();

@@ -70,6 +70,7 @@ async fn ask(
         replica_requirements: Some(&reqs),
         components: &[],
         namespace: "default",
+        assumed: None,
     };
     estimator
         .max_available_replicas(&refs, request)
@@ -153,6 +154,7 @@ async fn component_sets_and_unschedulable_replicas() {
         replica_requirements: None,
         components: &components,
         namespace: "default",
+        assumed: None,
     };
     let got = s
         .estimator

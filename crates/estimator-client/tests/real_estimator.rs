@@ -64,6 +64,7 @@ async fn replicas(
         replica_requirements: Some(reqs),
         components: &[],
         namespace: "default",
+        assumed: None,
     };
     estimator
         .max_available_replicas(clusters, request)
@@ -166,6 +167,7 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
         replica_requirements: None,
         components: &components,
         namespace: "default",
+        assumed: None,
     };
     let sets = estimator
         .max_available_component_sets(&refs, request)

@@ -262,6 +262,7 @@ fn cycle(c: &mut Criterion) {
                 spec: &spec,
                 status: &status,
                 workload_index: None,
+                assumed: None,
             };
             // Sanity: every configuration schedules.
             let outcome = block_on(scheduler.schedule_binding(input, false));
@@ -318,6 +319,7 @@ fn cycle_fresh_snapshot(c: &mut Criterion) {
                     spec: &spec,
                     status: &status,
                     workload_index: None,
+                    assumed: None,
                 };
                 block_on(scheduler.schedule_binding(input, false))
             };

@@ -5,6 +5,7 @@
 //! general estimator reads `status.resourceSummary`; the gRPC client of `estimator-client`
 //! asks the member cluster's `karmada-scheduler-estimator`; tests plug in stubs.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,6 +19,25 @@ pub const UNAUTHENTIC_REPLICA: i32 = -1;
 /// A boxed, sendable future, so that the trait stays object safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// A workload already placed on a cluster whose pods the cluster may not report yet
+/// (`SchedulingOvercommitProtection`): estimators count its resources as taken. A
+/// single-template workload is one component named after its template.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AssumedWorkload {
+    pub namespace: String,
+    pub components: Vec<Component>,
+}
+
+/// The workloads assumed on each cluster of one estimate (clusters without any are absent).
+pub type AssumedByCluster = HashMap<String, Vec<AssumedWorkload>>;
+
+/// Where the pipeline reads the assumed workloads of a cluster from (the daemon's
+/// assumption cache; `simulate`'s prior placements).
+pub trait AssumptionSource: Send + Sync {
+    /// Every workload assumed on `cluster`, in a stable order.
+    fn assumed_on(&self, cluster: &str) -> Vec<AssumedWorkload>;
+}
+
 /// What an estimator is asked about one binding.
 #[derive(Clone, Copy, Debug)]
 pub struct EstimateRequest<'a> {
@@ -29,6 +49,18 @@ pub struct EstimateRequest<'a> {
     pub components: &'a [Component],
     /// `spec.resource.namespace`, sent with component-set requests.
     pub namespace: &'a str,
+    /// Workloads assumed on the clusters asked about (`SchedulingOvercommitProtection`);
+    /// `None` with the gate off.
+    pub assumed: Option<&'a AssumedByCluster>,
+}
+
+impl EstimateRequest<'_> {
+    /// The workloads assumed on `cluster` (none with the gate off).
+    pub fn assumed_on(&self, cluster: &str) -> &[AssumedWorkload] {
+        self.assumed
+            .and_then(|m| m.get(cluster))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 /// An estimator failed as a whole; the pipeline then ignores all its answers for this binding.

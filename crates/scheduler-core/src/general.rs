@@ -19,8 +19,11 @@
 //! a cluster shared through an `Arc` is never mutated. Entries whose `Arc` nobody else holds
 //! any more are dropped when that memo grows.
 //!
-//! Not implemented: the assumed-workload deductions of `SchedulingOvercommitProtection`
-//! (§12.6, alpha, off by default); the [`Estimator`] trait carries no assumptions.
+//! With `SchedulingOvercommitProtection`, the workloads assumed on a cluster (placed, their
+//! pods not yet reported) are taken off its capacity first, as the reference does: added to
+//! `allocating` for one template, subtracted in the component-set units for component sets,
+//! and placed first-fit on the model nodes before counting there. A cluster without
+//! assumptions takes the memoised path unchanged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -31,7 +34,8 @@ use karmada_api::cluster::{Cluster, ResourceSummary};
 use karmada_api::work::{Component, ReplicaRequirements};
 
 use crate::estimator::{
-    BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError, SharedEstimates,
+    AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError,
+    SharedEstimates,
 };
 use crate::quantity::{Format, Quantity};
 use crate::selector::is_label_key;
@@ -304,7 +308,15 @@ impl GeneralEstimator {
         let req = request.replica_requirements;
         let parsed = req.map(ParsedRequest::new);
         Ok(self.each_cluster(clusters, |c, cap| {
-            self.max_replicas_parsed(c, cap, req.zip(parsed.as_ref()))
+            let assumed = request.assumed_on(c.name());
+            if assumed.is_empty() {
+                return self.max_replicas_parsed(c, cap, req.zip(parsed.as_ref()), assumed);
+            }
+            let Some(rs) = summary_of(c) else {
+                return 0;
+            };
+            let cap = SummaryCapacity::parse_assumed(rs, assumed);
+            self.max_replicas_parsed(c, &cap, req.zip(parsed.as_ref()), assumed)
         }))
     }
 
@@ -323,7 +335,13 @@ impl GeneralEstimator {
         }
         let need = SetDemand::new(request.components);
         Ok(self.each_cluster(clusters, |c, cap| {
-            self.max_component_sets_parsed(c, cap, request.components, &need)
+            let assumed = request.assumed_on(c.name());
+            if assumed.is_empty() {
+                return self.max_component_sets_parsed(c, cap, request.components, &need, assumed);
+            }
+            let mut cap = cap.clone();
+            cap.deduct_for_sets(assumed);
+            self.max_component_sets_parsed(c, &cap, request.components, &need, assumed)
         }))
     }
 
@@ -477,6 +495,99 @@ impl SummaryCapacity {
     }
 }
 
+impl SummaryCapacity {
+    /// [`SummaryCapacity::parse`] of the summary with the assumed workloads added to
+    /// `allocating` (`deductAssumedWorkloadsFromSummary`): per component with replicas, its
+    /// pods, its CPU in millicores and every other resource in whole units, times replicas.
+    pub fn parse_assumed(rs: &ResourceSummary, assumed: &[AssumedWorkload]) -> Self {
+        let mut pods = 0i64;
+        let mut taken: BTreeMap<&str, i64> = BTreeMap::new();
+        for c in assumed.iter().flat_map(|a| &a.components) {
+            if c.replicas <= 0 {
+                continue;
+            }
+            let replicas = i64::from(c.replicas);
+            pods = pods.wrapping_add(replicas);
+            let Some(r) = &c.replica_requirements else {
+                continue;
+            };
+            for (name, q) in &r.resource_request {
+                let q = qty(q);
+                let per = if name == "cpu" {
+                    q.milli_value()
+                } else {
+                    q.value()
+                };
+                let e = taken.entry(name).or_default();
+                *e = e.wrapping_add(per.wrapping_mul(replicas));
+            }
+        }
+        let mut cap = Self::parse(rs);
+        let raw_pods = {
+            let p = |l: &ResourceList| l.get("pods").map_or(0, |q| qty(q).value());
+            p(&rs.allocatable)
+                .wrapping_sub(p(&rs.allocated))
+                .wrapping_sub(p(&rs.allocating))
+        };
+        cap.pods = raw_pods.wrapping_sub(pods).max(0);
+        for (name, amount) in taken {
+            let deduct = if name == "cpu" {
+                Quantity::from_milli(amount, Format::DecimalSI)
+            } else {
+                Quantity::from_i64(amount, Format::DecimalSI)
+            };
+            let left = match remaining(rs, name) {
+                Some(Some(q)) => q.sub(&deduct).ok().map(|q| Left {
+                    value: q.value(),
+                    milli: q.milli_value(),
+                    as_int: quantity_as_int(&q),
+                }),
+                // Not allocatable: nothing to take from; out of exact reach stays so.
+                Some(None) => continue,
+                None => None,
+            };
+            match name {
+                "cpu" => cap.cpu = Some(left),
+                "memory" => cap.memory = Some(left),
+                _ => {
+                    cap.others.insert(name.to_string(), left);
+                }
+            }
+        }
+        cap
+    }
+
+    /// The component-set path's deduction: the assumed pods off the free pods (every
+    /// component, as the reference counts them), and per resource the assumed demand in
+    /// [`quantity_as_int`] units off what is left.
+    fn deduct_for_sets(&mut self, assumed: &[AssumedWorkload]) {
+        let mut pods = 0i64;
+        let mut taken: BTreeMap<&str, i64> = BTreeMap::new();
+        for c in assumed.iter().flat_map(|a| &a.components) {
+            let replicas = i64::from(c.replicas);
+            pods = pods.wrapping_add(replicas);
+            let Some(r) = &c.replica_requirements else {
+                continue;
+            };
+            for (name, q) in &r.resource_request {
+                let e = taken.entry(name).or_default();
+                *e = e.wrapping_add(quantity_as_int(&qty(q)).wrapping_mul(replicas));
+            }
+        }
+        self.pods = self.pods.wrapping_sub(pods);
+        for (name, amount) in taken {
+            let slot = match name {
+                "cpu" => self.cpu.as_mut(),
+                "memory" => self.memory.as_mut(),
+                _ => self.others.get_mut(name),
+            };
+            if let Some(Some(left)) = slot {
+                left.as_int = left.as_int.wrapping_sub(amount);
+            }
+        }
+    }
+}
+
 /// A replica request with its quantities parsed: `(name, value, milli value)`.
 struct ParsedRequest<'a>(Vec<(&'a str, i64, i64)>);
 
@@ -574,6 +685,7 @@ impl GeneralEstimator {
             cluster,
             &SummaryCapacity::parse(rs),
             req.zip(parsed.as_ref()),
+            &[],
         )
     }
 
@@ -582,6 +694,7 @@ impl GeneralEstimator {
         cluster: &Cluster,
         cap: &SummaryCapacity,
         req: Option<(&ReplicaRequirements, &ParsedRequest<'_>)>,
+        assumed: &[AssumedWorkload],
     ) -> i32 {
         let pods = cap.pods;
         if pods <= 0 {
@@ -592,7 +705,7 @@ impl GeneralEstimator {
         };
         if self.customized_cluster_resource_modeling
             && cap.has_models
-            && let Ok(n) = max_replicas_by_models(cluster, req)
+            && let Ok(n) = max_replicas_by_models(cluster, req, assumed)
         {
             return pods.min(n) as i32;
         }
@@ -609,6 +722,7 @@ impl GeneralEstimator {
             &SummaryCapacity::parse(rs),
             components,
             &SetDemand::new(components),
+            &[],
         )
     }
 
@@ -618,6 +732,7 @@ impl GeneralEstimator {
         cap: &SummaryCapacity,
         components: &[Component],
         demand: &SetDemand<'_>,
+        assumed: &[AssumedWorkload],
     ) -> i32 {
         let pods = cap.pods;
         if pods <= 0 {
@@ -646,7 +761,7 @@ impl GeneralEstimator {
         }
         if self.customized_cluster_resource_modeling
             && cap.has_models
-            && let Ok(n) = max_sets_by_models(cluster, components, sets)
+            && let Ok(n) = max_sets_by_models(cluster, components, sets, assumed)
         {
             sets = sets.min(n);
         }
@@ -807,8 +922,10 @@ pub fn model_nodes(cluster: &Cluster) -> Result<Vec<NodeGroup>, ModelError> {
 pub fn max_replicas_by_models(
     cluster: &Cluster,
     req: &ReplicaRequirements,
+    assumed: &[AssumedWorkload],
 ) -> Result<i64, ModelError> {
-    let nodes = model_nodes(cluster)?;
+    let mut nodes = model_nodes(cluster)?;
+    place_assumed(&mut nodes, assumed);
     let d = Resources::demand(Some(&req.resource_request));
     let total = nodes.iter().fold(0i64, |s, g| {
         s.saturating_add(g.node.max_divided(&d).max(0).saturating_mul(g.count))
@@ -821,9 +938,15 @@ pub fn max_sets_by_models(
     cluster: &Cluster,
     components: &[Component],
     upper: i32,
+    assumed: &[AssumedWorkload],
 ) -> Result<i32, ModelError> {
     let mut nodes = model_nodes(cluster)?;
-    let demands: Vec<(Resources, i32)> = components
+    place_assumed(&mut nodes, assumed);
+    Ok(simulate_sets(&mut nodes, &demands_of(components), upper))
+}
+
+fn demands_of(components: &[Component]) -> Vec<(Resources, i32)> {
+    components
         .iter()
         .map(|c| {
             (
@@ -831,8 +954,17 @@ pub fn max_sets_by_models(
                 c.replicas,
             )
         })
-        .collect();
-    Ok(simulate_sets(&mut nodes, &demands, upper))
+        .collect()
+}
+
+/// Each assumed workload placed once, first fit, before anything is counted; what a workload
+/// that does not fit whole placed stays placed, as in the reference.
+fn place_assumed(nodes: &mut Vec<NodeGroup>, assumed: &[AssumedWorkload]) {
+    for a in assumed {
+        if !a.components.is_empty() {
+            simulate_sets(nodes, &demands_of(&a.components), 1);
+        }
+    }
 }
 
 /// `SchedulingSimulator.SimulateScheduling`: place whole sets first fit until one component
@@ -1066,6 +1198,7 @@ mod tests {
                 replica_requirements: Some(&r),
                 components: &[],
                 namespace: "",
+                assumed: None,
             };
             let fut = ge.max_available_replicas(std::slice::from_ref(&c), request);
             let mut fut = std::pin::pin!(fut);
@@ -1111,6 +1244,7 @@ mod tests {
                 replica_requirements: Some(&r),
                 components: if sets { &comps } else { &[] },
                 namespace: "",
+                assumed: None,
             };
             let fut = if sets {
                 ge.max_available_component_sets_shared(&plain, shared, request)
@@ -1238,33 +1372,39 @@ mod tests {
         ];
         let one_each = [(0, 1), (1, 1), (2, 1)];
         assert_eq!(
-            max_replicas_by_models(&cluster(Some(Default::default())), &req(&[("cpu", "1")])),
+            max_replicas_by_models(
+                &cluster(Some(Default::default())),
+                &req(&[("cpu", "1")]),
+                &[]
+            ),
             Err(ModelError::NoModels)
         );
         assert_eq!(
-            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "1.5")])),
+            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "1.5")]), &[]),
             Ok(1)
         );
         assert_eq!(
-            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "3")])),
+            max_replicas_by_models(&modeled(cpu3, &one_each), &req(&[("cpu", "3")]), &[]),
             Ok(0)
         );
         assert_eq!(
             max_replicas_by_models(
                 &modeled(cpu_mem, &one_each),
-                &req(&[("cpu", "1"), ("memory", "1.5Gi")])
+                &req(&[("cpu", "1"), ("memory", "1.5Gi")]),
+                &[]
             ),
             Ok(1)
         );
         assert_eq!(
             max_replicas_by_models(
                 &modeled(cpu_mem, &one_each),
-                &req(&[("cpu", "1"), ("memory", "2.5Gi")])
+                &req(&[("cpu", "1"), ("memory", "2.5Gi")]),
+                &[]
             ),
             Ok(0)
         );
         assert_eq!(
-            max_replicas_by_models(&modeled(cpu3, &[(1, -1)]), &req(&[("cpu", "1")])),
+            max_replicas_by_models(&modeled(cpu3, &[(1, -1)]), &req(&[("cpu", "1")]), &[]),
             Err(ModelError::NegativeCount(1))
         );
     }
@@ -1309,7 +1449,7 @@ mod tests {
         );
         // cpu demand 0 is unbounded, pods 110 per node: 1.1e11 replicas, capped at i32::MAX.
         assert_eq!(
-            max_replicas_by_models(&c, &req(&[])),
+            max_replicas_by_models(&c, &req(&[]), &[]),
             Ok(i64::from(i32::MAX))
         );
     }
@@ -1327,18 +1467,19 @@ mod tests {
         let mut none = cluster(Some(Default::default()));
         none.spec.resource_models.clear();
         assert_eq!(
-            max_sets_by_models(&none, &[comp("w", 1, &[("cpu", "1500m")])], 100),
+            max_sets_by_models(&none, &[comp("w", 1, &[("cpu", "1500m")])], 100, &[]),
             Err(ModelError::NoModels)
         );
         assert_eq!(
-            max_sets_by_models(&modeled(c3, &counts3), &[comp("n", 1, &[])], 100),
+            max_sets_by_models(&modeled(c3, &counts3), &[comp("n", 1, &[])], 100, &[]),
             Ok(100)
         );
         assert_eq!(
             max_sets_by_models(
                 &modeled(c3, &counts3),
                 &[comp("c", 1, &[("cpu", "1500m")])],
-                100
+                100,
+                &[]
             ),
             Ok(10)
         );
@@ -1353,7 +1494,7 @@ mod tests {
             &[("cpu", "2000m"), ("memory", "4Gi"), (GPU, "1")],
         );
         assert_eq!(
-            max_sets_by_models(&modeled(gpu, &[(0, 4), (1, 3), (2, 2)]), &[w], 100),
+            max_sets_by_models(&modeled(gpu, &[(0, 4), (1, 3), (2, 2)]), &[w], 100, &[]),
             Ok(3)
         );
         let c2: &[(u32, &[(&str, &str)])] = &[(0, &[("cpu", "1000m")]), (1, &[("cpu", "2000m")])];
@@ -1361,7 +1502,8 @@ mod tests {
             max_sets_by_models(
                 &modeled(c2, &[(0, 10), (1, 10)]),
                 &[comp("h", 1, &[("cpu", "3000m")])],
-                100
+                100,
+                &[]
             ),
             Ok(0)
         );
@@ -1376,7 +1518,8 @@ mod tests {
             max_sets_by_models(
                 &modeled(jmtm, &[(0, 2), (1, 6), (2, 3)]),
                 &[jm.clone(), tm.clone()],
-                100
+                100,
+                &[]
             ),
             Ok(3)
         );
@@ -1391,7 +1534,8 @@ mod tests {
             max_sets_by_models(
                 &modeled(four, &[(0, 2), (1, 3), (2, 2), (3, 6)]),
                 &[jm, tm, cache],
-                100
+                100,
+                &[]
             ),
             Ok(2)
         );
@@ -1645,6 +1789,7 @@ mod tests {
             replica_requirements: None,
             components: &[],
             namespace: "",
+            assumed: None,
         };
         let ge = GeneralEstimator::default();
         let got = futures_lite_block_on(ge.max_available_replicas(&clusters, request)).unwrap();
@@ -1682,5 +1827,176 @@ mod tests {
             std::task::Poll::Ready(v) => v,
             std::task::Poll::Pending => panic!("general estimator future was not ready"),
         }
+    }
+
+    fn assumed(components: Vec<Component>) -> AssumedWorkload {
+        AssumedWorkload {
+            namespace: "ns".into(),
+            components,
+        }
+    }
+
+    /// Both trait paths for `clusters`, with `on` assumed per cluster name.
+    fn ask_with(
+        clusters: &[&Cluster],
+        r: Option<&ReplicaRequirements>,
+        components: &[Component],
+        on: &[(&str, Vec<AssumedWorkload>)],
+    ) -> Vec<i32> {
+        let map: crate::estimator::AssumedByCluster =
+            on.iter().map(|(c, a)| (c.to_string(), a.clone())).collect();
+        let resource = Default::default();
+        let request = EstimateRequest {
+            resource: &resource,
+            replica_requirements: r,
+            components,
+            namespace: "ns",
+            assumed: Some(&map),
+        };
+        let ge = GeneralEstimator::default();
+        let fut = if components.is_empty() {
+            ge.max_available_replicas(clusters, request)
+        } else {
+            ge.max_available_component_sets(clusters, request)
+        };
+        futures_lite_block_on(fut)
+            .unwrap()
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect()
+    }
+
+    /// The reference's cases for one template: the assumed replicas' pods and resources are
+    /// taken off as if being allocated.
+    #[test]
+    fn assumed_workloads_are_allocating_for_one_template() {
+        let c = cluster(Some(summary(
+            &[("cpu", "4"), ("memory", "8Gi"), ("pods", "100")],
+            &[("cpu", "1"), ("memory", "2Gi"), ("pods", "20")],
+            &[],
+        )));
+        let r = req(&[("cpu", "500m"), ("memory", "1Gi")]);
+        assert_eq!(ask_with(&[&c], Some(&r), &[], &[]), [6]);
+        let two = assumed(vec![comp("w", 2, &[("cpu", "500m"), ("memory", "1Gi")])]);
+        assert_eq!(
+            ask_with(&[&c], Some(&r), &[], &[("m1", vec![two.clone()])]),
+            [4]
+        );
+        // Another cluster's assumptions are not this one's.
+        assert_eq!(ask_with(&[&c], Some(&r), &[], &[("m2", vec![two])]), [6]);
+        // Replicas 0 take nothing; no requirements take pods only.
+        let pods_only = |n| AssumedWorkload {
+            namespace: "ns".into(),
+            components: vec![Component {
+                name: "p".into(),
+                replicas: n,
+                replica_requirements: None,
+            }],
+        };
+        assert_eq!(
+            ask_with(&[&c], Some(&r), &[], &[("m1", vec![pods_only(0)])]),
+            [6]
+        );
+        assert_eq!(
+            ask_with(&[&c], None, &[], &[("m1", vec![pods_only(78)])]),
+            [2]
+        );
+        assert_eq!(
+            ask_with(&[&c], None, &[], &[("m1", vec![pods_only(90)])]),
+            [0]
+        );
+        // Deducting a huge workload does not overflow.
+        let huge = assumed(vec![comp("h", 10000, &[("memory", "1Ti")])]);
+        assert_eq!(ask_with(&[&c], Some(&r), &[], &[("m1", vec![huge])]), [0]);
+    }
+
+    #[test]
+    fn assumed_workloads_are_placed_on_model_nodes_first() {
+        let c = modeled(&[(1, &[("cpu", "1")])], &[(1, 3)]);
+        let r = req(&[("cpu", "500m")]);
+        assert_eq!(max_replicas_by_models(&c, &r, &[]), Ok(6));
+        let four = assumed(vec![comp("w", 4, &[("cpu", "500m")])]);
+        assert_eq!(max_replicas_by_models(&c, &r, &[four]), Ok(2));
+        // Sets on two nodes of 2 CPUs: two 1-CPU replicas assumed leave two sets of one.
+        let c = modeled(&[(1, &[("cpu", "2")])], &[(1, 2)]);
+        let set = [comp("a", 1, &[("cpu", "1")])];
+        assert_eq!(max_sets_by_models(&c, &set, 100, &[]), Ok(4));
+        let two = assumed(vec![comp("w", 2, &[("cpu", "1")])]);
+        assert_eq!(max_sets_by_models(&c, &set, 100, &[two]), Ok(2));
+        // An assumption that fits nowhere takes nothing.
+        let big = assumed(vec![comp("w", 1, &[("cpu", "100")])]);
+        assert_eq!(max_sets_by_models(&c, &set, 100, &[big]), Ok(4));
+    }
+
+    /// The reference's component-set cases: set = 1×1 CPU + 2×1.5 CPU (4 CPUs, 3 pods).
+    #[test]
+    fn assumed_workloads_are_taken_off_component_sets() {
+        let set = vec![
+            comp("jm", 1, &[("cpu", "1")]),
+            comp("tm", 2, &[("cpu", "1.5")]),
+        ];
+        let with = |cpu: &str, pods: &str| {
+            cluster(Some(summary(&[("cpu", cpu), ("pods", pods)], &[], &[])))
+        };
+        let pods_only = |n| Component {
+            name: "p".into(),
+            replicas: n,
+            replica_requirements: None,
+        };
+        let c = with("10", "100");
+        assert_eq!(ask_with(&[&c], None, &set, &[]), [2]);
+        assert_eq!(
+            ask_with(&[&c], None, &set, &[("m1", vec![assumed(set.clone())])]),
+            [1]
+        );
+        let c8 = with("8", "100");
+        assert_eq!(
+            ask_with(
+                &[&c8],
+                None,
+                &set,
+                &[("m1", vec![assumed(vec![comp("x", 4, &[("cpu", "2")])])])]
+            ),
+            [0]
+        );
+        let few = with("100", "3");
+        assert_eq!(
+            ask_with(
+                &[&few],
+                None,
+                &set,
+                &[("m1", vec![assumed(vec![pods_only(3)])])]
+            ),
+            [0]
+        );
+        let c12 = with("12", "100");
+        assert_eq!(
+            ask_with(&[&c12], None, &set, &[("m1", vec![assumed(set.clone())])]),
+            [2]
+        );
+        assert_eq!(
+            ask_with(
+                &[&c],
+                None,
+                &set,
+                &[("m1", vec![assumed(vec![pods_only(3)])])]
+            ),
+            [2]
+        );
+        // Per cluster: only cluster a's assumption counts for a.
+        let mut a = with("8", "100");
+        a.metadata.name = Some("a".into());
+        let mut b = with("8", "100");
+        b.metadata.name = Some("b".into());
+        let pair = vec![comp("w", 2, &[("cpu", "2")])];
+        assert_eq!(
+            ask_with(
+                &[&a, &b],
+                None,
+                &pair,
+                &[("a", vec![assumed(pair.clone())])]
+            ),
+            [1, 2]
+        );
     }
 }

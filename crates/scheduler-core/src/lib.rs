@@ -39,4 +39,6 @@ pub mod trace;
 
 pub use detail::ClusterDetail;
 pub use error::{FitError, ScheduleError};
-pub use estimator::{EstimateRequest, Estimator, EstimatorError};
+pub use estimator::{
+    AssumedByCluster, AssumedWorkload, AssumptionSource, EstimateRequest, Estimator, EstimatorError,
+};

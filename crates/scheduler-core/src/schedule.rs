@@ -15,7 +15,9 @@ use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus, TargetCluste
 use crate::assign;
 use crate::detail::ClusterDetail;
 use crate::error::{FitError, ScheduleError};
-use crate::estimator::{EstimateRequest, Estimator, SharedEstimates};
+use crate::estimator::{
+    AssumedByCluster, AssumptionSource, EstimateRequest, Estimator, SharedEstimates,
+};
 use crate::features::FeatureGates;
 use crate::framework::{
     FilterContext, Framework, RegistryError, TargetIndex, WorkloadGroupIndex, placement_of,
@@ -48,6 +50,9 @@ pub struct BindingInput<'a> {
     pub status: &'a ResourceBindingStatus,
     /// Other bindings for the workload-affinity plugins (gate `WorkloadAffinity`).
     pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
+    /// Workloads assumed on the clusters (gate `SchedulingOvercommitProtection`; `None`
+    /// with it off), forwarded to every estimator.
+    pub assumed: Option<&'a dyn AssumptionSource>,
 }
 
 /// What to write for a binding whose scheduling succeeded.
@@ -363,7 +368,13 @@ impl Scheduler {
         // Available replicas (§8); the reference times them as part of the selection.
         let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
-            .cal_available_replicas(&feasible, &feasible_shared, spec, trace.as_deref_mut())
+            .cal_available_replicas(
+                &feasible,
+                &feasible_shared,
+                spec,
+                input.assumed,
+                trace.as_deref_mut(),
+            )
             .await;
 
         // Details, canonical order and groups (§9).
@@ -435,6 +446,7 @@ impl Scheduler {
         clusters: &[&Cluster],
         shared: &[&Arc<Cluster>],
         spec: &ResourceBindingSpec,
+        assumed: Option<&dyn AssumptionSource>,
         mut trace: Option<&mut AttemptTrace>,
     ) -> Vec<i32> {
         let mut out = vec![i32::MAX; clusters.len()];
@@ -444,11 +456,23 @@ impl Scheduler {
             }
             return out;
         }
+        // Built once per call for the clusters asked about, as the reference does; the binding's
+        // own earlier assumption is included (its assigned replicas are added back later).
+        let assumed: Option<AssumedByCluster> = assumed.map(|source| {
+            clusters
+                .iter()
+                .filter_map(|c| {
+                    let a = source.assumed_on(c.name());
+                    (!a.is_empty()).then(|| (c.name().to_string(), a))
+                })
+                .collect()
+        });
         let request = EstimateRequest {
             resource: &spec.resource,
             replica_requirements: spec.replica_requirements.as_ref(),
             components: &spec.components,
             namespace: &spec.resource.namespace,
+            assumed: assumed.as_ref(),
         };
         let component_sets = self.config.gates.multiple_pod_templates_scheduling()
             && is_multi_template_scheduling_applicable(spec);
@@ -760,6 +784,7 @@ mod tests {
                 spec,
                 status,
                 workload_index: None,
+                assumed: None,
             },
             true,
         ))

@@ -221,6 +221,7 @@ fn schedule(s: &Scheduler, clusters: Vec<Cluster>, spec: &ResourceBindingSpec) -
             spec,
             status: &status,
             workload_index: None,
+            assumed: None,
         },
         false,
     ))
@@ -463,7 +464,7 @@ proptest! {
         let status = ResourceBindingStatus::default();
         let run = |s: &Scheduler| {
             let o = block_on(s.schedule_binding(
-                BindingInput { snapshot: &snapshot, spec: &spec, status: &status, workload_index: None },
+                BindingInput { snapshot: &snapshot, spec: &spec, status: &status, workload_index: None, assumed: None },
                 true,
             ));
             format!("{:?} {:?}", o.result, o.trace)

@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
 use tokio::time::Instant;
 
+use crate::assume::Assumptions;
 use crate::binding::{Binding, BindingKey, BindingKind, passes_filter};
 use crate::condition::{ApiFailure, ScheduledCondition};
 use crate::cycle::{Cycle, CycleError};
@@ -421,6 +422,14 @@ pub struct Context {
     pub workload: Option<Arc<WorkloadIndex>>,
     /// Generation bumps of our own result patches, whose watch events are not queued.
     pub own_writes: OwnWrites,
+    /// Present with the `SchedulingOvercommitProtection` gate.
+    pub assumptions: Option<Arc<Assumptions>>,
+}
+
+/// The assumption cache's key of a binding: ResourceBindings only (the reference never
+/// assumes ClusterResourceBindings).
+fn assumption_key(key: &BindingKey) -> Option<String> {
+    (key.kind == BindingKind::ResourceBinding).then(|| format!("{}/{}", key.namespace, key.name))
 }
 
 impl Context {
@@ -456,6 +465,14 @@ impl Context {
             (Some(w), None) => w.assigning.removed(&key),
             _ => {}
         }
+        if let (Some(a), Some(akey)) = (&self.assumptions, assumption_key(&key)) {
+            match &cached {
+                // No longer ours: the reference's filtered handler sees a deletion.
+                _ if !summary.owned => a.release(&akey),
+                Some(Cached::Ok(b)) => a.observed(&akey, &b.status),
+                _ => {}
+            }
+        }
         let old = self
             .stores
             .bindings
@@ -474,6 +491,9 @@ impl Context {
     /// A binding object disappeared.
     pub fn remove_binding(&self, key: &BindingKey) {
         self.own_writes.forget(key);
+        if let (Some(a), Some(akey)) = (&self.assumptions, assumption_key(key)) {
+            a.release(&akey);
+        }
         if let Some(w) = &self.workload {
             w.assigning.removed(key);
         }
@@ -524,6 +544,7 @@ impl Context {
                 .as_deref()
                 .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
             own_writes: Some(&self.own_writes),
+            assumptions: self.assumptions.as_deref(),
         };
         let start = Instant::now();
         let mut report = None;
@@ -778,14 +799,6 @@ pub fn build_scheduler(
     opts: &Options,
     accurate: Option<Arc<dyn Estimator>>,
 ) -> anyhow::Result<Scheduler> {
-    if opts.feature_gates.scheduling_overcommit_protection() {
-        // Accepted for flag compatibility, but the in-flight assumption cache is not built:
-        // say so instead of silently scheduling without the protection.
-        tracing::warn!(
-            "feature gate SchedulingOvercommitProtection is enabled but not implemented by this \
-             scheduler: no assumed workloads are deducted or sent to the estimators"
-        );
-    }
     let config = ScheduleConfig {
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
         gates: opts.feature_gates.clone(),
@@ -858,6 +871,10 @@ pub async fn run(
                 assigning: Arc::new(AssigningCache::default()),
             })
         });
+    let assumptions = opts
+        .feature_gates
+        .scheduling_overcommit_protection()
+        .then(|| Arc::new(Assumptions::default()));
     let ctx = Arc::new(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
@@ -874,10 +891,14 @@ pub async fn run(
         metrics,
         workload,
         own_writes: OwnWrites::default(),
+        assumptions: assumptions.clone(),
     });
 
     let mut watches = Vec::new();
     let mut synced = Vec::new();
+    if let Some(a) = &assumptions {
+        watches.push(tokio::spawn(crate::assume::gc_loop(a.clone())));
+    }
     for kind in [
         BindingKind::ResourceBinding,
         BindingKind::ClusterResourceBinding,
@@ -1125,6 +1146,7 @@ mod tests {
             metrics,
             workload: None,
             own_writes: OwnWrites::default(),
+            assumptions: None,
         }
     }
 

@@ -16,13 +16,14 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
-use scheduler_core::ScheduleError;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Scheduler};
 use scheduler_core::snapshot::Snapshot;
+use scheduler_core::{AssumptionSource, ScheduleError};
 use serde_json::Value;
 
 use crate::annotation::encode_placement;
+use crate::assume::{Assumptions, healthy_clusters};
 use crate::binding::{Binding, BindingKey, BindingKind};
 use crate::condition::{ApiFailure, AttemptError, condition_for};
 use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
@@ -68,6 +69,8 @@ pub struct Cycle<'a> {
     /// Where the generation bump of our own result patch is announced, so that its watch
     /// event does not queue the binding again (see [`crate::own_writes`]).
     pub own_writes: Option<&'a OwnWrites>,
+    /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
+    pub assumptions: Option<&'a Assumptions>,
 }
 
 fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
@@ -169,11 +172,21 @@ impl Cycle<'_> {
         let key = binding.key();
         let placement = binding.spec.placement.clone().unwrap_or_default();
         let placement_json = encode_placement(&placement);
+        // A workload's estimate and its reservation happen under one lock, so that concurrent
+        // cycles never spend the same free capacity (see `crate::assume`).
+        let reserving = self
+            .assumptions
+            .filter(|_| binding.kind == BindingKind::ResourceBinding && binding.spec.is_workload());
+        let reservation_lock = match reserving {
+            Some(a) => Some(a.reserve().await),
+            None => None,
+        };
         let input = BindingInput {
             snapshot,
             spec: &binding.spec,
             status: &binding.status,
             workload_index: self.workload_index,
+            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
         };
         let outcome = self.scheduler.schedule_binding(input, false).await;
         for term in &outcome.failed_terms {
@@ -206,6 +219,21 @@ impl Cycle<'_> {
                 }
             };
 
+        // Reserve what is about to be written; rolled back if the write is refused.
+        let mut reservation = None;
+        if let (Some(a), Some(result)) = (reserving, &to_write)
+            && result_patch(binding, &placement_json, result).is_some()
+        {
+            let key = format!("{}/{}", binding.namespace(), binding.name());
+            reservation = a.assume(
+                &key,
+                &binding.spec,
+                result,
+                healthy_clusters(&binding.status),
+            );
+        }
+        drop(reservation_lock);
+
         let mut fresh: Option<Binding> = None;
         let mut final_err: Option<AttemptError> = algo_err.clone().map(AttemptError::Schedule);
         if let Some(result) = &to_write {
@@ -224,8 +252,12 @@ impl Cycle<'_> {
                     // No verdict on the write, which may have landed: no failure status either
                     // (it could overwrite the status of a write that did land, and tells
                     // nothing). The binding is retried as soon as the server answers; if the
-                    // patch landed, its marker makes the retry complete it.
+                    // patch landed, its marker makes the retry complete it. The reservation
+                    // stays meanwhile: the write may have landed.
                     Err(e) if e.is_transient() => {
+                        if let Some(r) = reservation.take() {
+                            r.keep();
+                        }
                         return Err(CycleError::Failed(AttemptError::Api(e)));
                     }
                     Err(e) => {
@@ -253,6 +285,11 @@ impl Cycle<'_> {
                 }
             }
             let result = &result;
+            if fresh.is_some()
+                && let Some(r) = reservation.take()
+            {
+                r.keep();
+            }
             if let Some(pe) = patch_err {
                 let mut members: Vec<AttemptError> = Vec::new();
                 if let Some(e) = final_err.take() {
@@ -329,6 +366,7 @@ impl Cycle<'_> {
             spec: &stored.spec,
             status: &stored.status,
             workload_index: self.workload_index,
+            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
         };
         match self.scheduler.schedule_binding(input, false).await.result {
             Ok(CoreDecision::Scheduled(r)) => Some(r),
@@ -567,6 +605,7 @@ mod tests {
             events,
             workload_index: None,
             own_writes,
+            assumptions: None,
         }
     }
 
@@ -576,6 +615,72 @@ mod tests {
 
     fn scheduler() -> Scheduler {
         Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap()
+    }
+
+    /// A writer whose answers take a while, as a real API server's do.
+    struct Slow<'a>(&'a FakeApi);
+
+    impl Writer for Slow<'_> {
+        fn patch<'a>(
+            &'a self,
+            key: &'a BindingKey,
+            target: Target,
+            patch: Value,
+        ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                self.0.patch(key, target, patch).await
+            })
+        }
+
+        fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+            self.0.get(key)
+        }
+    }
+
+    /// With `SchedulingOvercommitProtection`, two bindings scheduled at the same time into a
+    /// cluster with room for one never both get it: the first reserves before its write, the
+    /// second's estimate already counts that. Without the gate both are placed (the cluster
+    /// is overcommitted), as the reference would too if it scheduled concurrently.
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_cycles_do_not_spend_the_same_capacity() {
+        let placed = |gate: bool| async move {
+            let wants = |name: &str| {
+                let mut o = binding_json(
+                    json!({"clusterAffinity": {"clusterNames": ["m1"]},
+                           "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                 "replicaDivisionPreference": "Aggregated"}}),
+                    3,
+                );
+                o["metadata"]["name"] = json!(name);
+                o["spec"]["resource"]["name"] = json!(name);
+                o["spec"]["replicaRequirements"] = json!({"resourceRequest": {"cpu": "30"}});
+                FakeApi::new(o)
+            };
+            let (a, b) = (wants("a"), wants("b"));
+            let (slow_a, slow_b) = (Slow(&a), Slow(&b));
+            let events = Events::default();
+            let s = scheduler().with_estimator(std::sync::Arc::new(
+                scheduler_core::general::GeneralEstimator::default(),
+            ));
+            let snapshot = Snapshot::from_clusters([cluster("m1")]);
+            let assumptions = Assumptions::default();
+            let cycle_of = |writer| Cycle {
+                writer,
+                assumptions: gate.then_some(&assumptions),
+                ..cycle(&s, &a, &events, None)
+            };
+            let (ca, cb) = (cycle_of(&slow_a), cycle_of(&slow_b));
+            let (ba, bb) = (a.binding(), b.binding());
+            let _ = tokio::join!(ca.run(&ba, &snapshot, now()), cb.run(&bb, &snapshot, now()));
+            [a.binding(), b.binding()]
+                .iter()
+                .map(|x| x.spec.clusters.iter().map(|c| c.replicas).sum::<i32>())
+                .sum::<i32>()
+        };
+        // m1 has 100 CPUs; each binding asks 3 × 30.
+        assert_eq!(placed(false).await, 6, "without the gate both are placed");
+        assert_eq!(placed(true).await, 3, "with it, only one");
     }
 
     /// The daemon's step timer observes the algorithm histogram once per step per cycle,
@@ -663,6 +768,7 @@ mod tests {
                     spec: &stored.spec,
                     status: &stored.status,
                     workload_index: None,
+                    assumed: None,
                 },
                 false,
             )

@@ -10,9 +10,11 @@
 //! - [`patch`]: the writes as data (merge patches, event messages);
 //! - [`cycle`]: one scheduling attempt: decide, run scheduler-core, write;
 //! - [`queue`]: the scheduling queue, concurrent workers with per-key exclusivity;
+//! - [`assume`]: the assumption cache of `SchedulingOvercommitProtection`;
 //! - [`controller`]: watches, caches and workers; [`daemon`]: the process around them.
 
 pub mod annotation;
+pub mod assume;
 pub mod binding;
 pub mod condition;
 pub mod controller;

@@ -342,6 +342,7 @@ fn run(opts: &Options) -> anyhow::Result<String> {
                 spec: &b.spec,
                 status: &b.status,
                 workload_index: None,
+                assumed: None,
             };
             Some(runtime.block_on(scheduler.schedule_binding(binding, want_trace)))
         };

@@ -61,6 +61,7 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
                 spec,
                 status: &status,
                 workload_index: None,
+                assumed: None,
             };
             let t = Instant::now();
             let outcome = rt.block_on(scheduler.schedule_binding(input, false));
