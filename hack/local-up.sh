@@ -20,6 +20,8 @@
 #   LOCAL_UP_NODES        fake nodes per member (default 2)
 #   LOCAL_UP_NO_BUILD=1   never build the Go tools; fail if they are missing
 #   LOCAL_UP_WATCH_PID    if set, tear everything down when that process exits
+#   LOCAL_UP_ESTIMATOR_ARGS  extra flags for every member's estimator, space-separated
+#                         (e.g. --feature-gates=SchedulingOvercommitProtection=true)
 #                         (used by crates/testenv)
 #   KARMADA_TOOLS_BIN     where the Go binaries are (default _output/bin)
 #   KUBECTL               kubectl to use (default _output/bin/kubectl, else PATH)
@@ -460,12 +462,13 @@ for ((i = 1; i <= MEMBERS; i++)); do
   wait_for "${m}-apiserver /readyz" 120 "${m}-apiserver" apiserver_ready "$(var "MEMBER${i}_APISERVER_PORT")"
   log "${m}: apiserver ready on https://127.0.0.1:$(var "MEMBER${i}_APISERVER_PORT"); creating ${NODES} nodes and pods"
   setup_member_objects "${i}"
+  # shellcheck disable=SC2086 # LOCAL_UP_ESTIMATOR_ARGS is a list of flags
   start_proc "${m}-estimator" "${ESTIMATOR}" \
     --kubeconfig "$(member_kubeconfig "${i}")" --cluster-name "${m}" \
     --server-port "$(var "MEMBER${i}_ESTIMATOR_PORT")" \
     --health-probe-bind-address "127.0.0.1:$(var "MEMBER${i}_ESTIMATOR_HEALTH_PORT")" \
     --metrics-bind-address "127.0.0.1:$(var "MEMBER${i}_ESTIMATOR_METRICS_PORT")" \
-    --v=2
+    --v=2 ${LOCAL_UP_ESTIMATOR_ARGS:-}
 done
 
 for ((i = 1; i <= MEMBERS; i++)); do

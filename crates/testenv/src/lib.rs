@@ -49,6 +49,7 @@ use serde_json::Value;
 pub mod faultproxy;
 pub mod faults;
 pub mod helm;
+pub mod overcommit;
 pub mod quantity;
 pub mod units;
 pub mod workload;
@@ -317,6 +318,7 @@ pub struct TestEnvBuilder {
     members: usize,
     nodes_per_member: usize,
     verbose: bool,
+    estimator_args: Vec<String>,
 }
 
 impl Default for TestEnvBuilder {
@@ -326,6 +328,7 @@ impl Default for TestEnvBuilder {
             members: 3,
             nodes_per_member: 2,
             verbose: std::env::var_os("KARMADA_TESTENV_VERBOSE").is_some(),
+            estimator_args: Vec::new(),
         }
     }
 }
@@ -349,6 +352,13 @@ impl TestEnvBuilder {
     /// these numbers.
     pub fn nodes_per_member(mut self, n: usize) -> Self {
         self.nodes_per_member = n;
+        self
+    }
+
+    /// Extra flags for every member's Go estimator (e.g.
+    /// `--feature-gates=SchedulingOvercommitProtection=true`).
+    pub fn estimator_args(mut self, args: &[&str]) -> Self {
+        self.estimator_args = args.iter().map(|a| a.to_string()).collect();
         self
     }
 
@@ -382,6 +392,7 @@ impl TestEnvBuilder {
             .env("LOCAL_UP_NODES", self.nodes_per_member.to_string())
             .env("LOCAL_UP_WATCH_PID", std::process::id().to_string())
             .env("KARMADA_TOOLS_BIN", &tools.bin_dir)
+            .env("LOCAL_UP_ESTIMATOR_ARGS", self.estimator_args.join(" "))
             .env_remove("LOCAL_UP_DIR")
             .env_remove("LOCAL_UP_MEMBERS")
             .stdin(Stdio::null());
