@@ -10,6 +10,7 @@
 # Default scale: 10 clusters x 1,000 bindings (a few minutes on 2 cores). Other scales:
 #   hack/bench.sh --clusters 1000 --bindings 10000
 # Descheduler: hack/bench.sh --descheduler-only [--desched-bindings N --desched-clusters M]
+# Overcommit:  hack/bench.sh --overcommit-only [--overcommit-members M]
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
 #              BENCH_NO_BUILD=1 skips building (binaries must exist).
 set -euo pipefail
@@ -18,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,15p' "${BASH_SOURCE[0]}"
+  sed -n '2,16p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release -p karmada-bench -- --help
 fi

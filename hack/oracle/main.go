@@ -8,7 +8,12 @@
 //
 // Usage:
 //
-//	karmada-oracle [simulate] -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...] [-o json] [--timeout 60s] [--v N]
+//	karmada-oracle [simulate] -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...] [--feature-gates LIST] [-o json] [--timeout 60s] [--v N]
+//
+// With --feature-gates=SchedulingOvercommitProtection=true the bindings are handed to the
+// scheduler one at a time, in input order, each once the previous one has its Scheduled
+// condition: what each gets is then assumed for the ones after it, in the order simulate
+// uses.
 //
 // The upstream code is only a Go module dependency of this tool; nothing of it is copied here.
 package main
@@ -45,6 +50,7 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	estimatorclient "github.com/karmada-io/karmada/pkg/estimator/client"
 	"github.com/karmada-io/karmada/pkg/estimator/pb"
+	"github.com/karmada-io/karmada/pkg/features"
 	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
 	"github.com/karmada-io/karmada/pkg/scheduler"
 	"github.com/karmada-io/karmada/pkg/scheduler/framework"
@@ -110,6 +116,7 @@ func run() error {
 	outFormat := fs.String("o", "json", "output format (json)")
 	timeout := fs.Duration("timeout", 120*time.Second, "give up when the scheduler has not answered every binding by then")
 	verbosity := fs.Int("v", -1, "klog verbosity; negative silences upstream logs")
+	featureGates := fs.String("feature-gates", "", "feature gates as karmada-scheduler takes them (key=value,...)")
 	declaredOrder := fs.Bool("declared-filter-order", true,
 		"rewrite NoClusterFit messages as if the filter plugins ran in registry declaration order (the order simulate uses) "+
 			"(upstream picks a random order per process, which only changes the reason a cluster failing several filters reports)")
@@ -123,6 +130,11 @@ func run() error {
 		return errors.New("at least one -f PATH is required")
 	}
 	configureLogging(*verbosity)
+	if *featureGates != "" {
+		if err := features.FeatureGate.Set(*featureGates); err != nil {
+			return fmt.Errorf("--feature-gates: %v", err)
+		}
+	}
 
 	estimates, err := parseEstimatorFlags(estimatorFlags)
 	if err != nil {
@@ -299,6 +311,9 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 	}
 	rec := &recorder{want: map[string]bool{}, got: map[string]runtime.Object{}, allDone: make(chan struct{})}
 	scheduledIdx := []int{}
+	// With the overcommit gate, bindings are handed over one by one (see the package doc).
+	sequential := features.FeatureGate.Enabled(features.SchedulingOvercommitProtection)
+	var later []runtime.Object
 	for i, b := range bindings {
 		var spec *workv1alpha2.ResourceBindingSpec
 		if b.kind == "ResourceBinding" {
@@ -320,14 +335,20 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 		}
 		rec.want[b.key()] = true
 		scheduledIdx = append(scheduledIdx, i)
+		var obj runtime.Object
 		if b.kind == "ResourceBinding" {
 			rb := b.rb.DeepCopy()
 			prepare(rb, &rb.Status, &rb.Spec)
-			objects = append(objects, rb)
+			obj = rb
 		} else {
 			crb := b.crb.DeepCopy()
 			prepare(crb, &crb.Status, &crb.Spec)
-			objects = append(objects, crb)
+			obj = crb
+		}
+		if sequential {
+			later = append(later, obj)
+		} else {
+			objects = append(objects, obj)
 		}
 	}
 	if len(scheduledIdx) == 0 {
@@ -376,6 +397,27 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go sched.Run(ctx)
+
+	deadline := time.After(timeout)
+	for n, obj := range later {
+		if err := tracker.Add(obj); err != nil {
+			return nil, fmt.Errorf("adding binding %d: %v", n, err)
+		}
+		key := bindings[scheduledIdx[n]].key()
+		for {
+			rec.mu.Lock()
+			_, done := rec.got[key]
+			rec.mu.Unlock()
+			if done {
+				break
+			}
+			select {
+			case <-deadline:
+				return nil, fmt.Errorf("timed out after %s waiting for a Scheduled condition on %s", timeout, key)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
 
 	select {
 	case <-rec.allDone:

@@ -41,11 +41,14 @@ use scheduler_core::general::GeneralEstimator;
 use scheduler_core::schedule::{BindingInput, Decision, Outcome, ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 use scheduler_core::trace::{AttemptTrace, Verdict};
-use scheduler_core::{EstimatorError, ScheduleError};
+use scheduler_core::{AssumptionSource, EstimatorError, ScheduleError};
 use serde::Serialize;
 
+use karmada_scheduler::annotation::encode_placement;
+use karmada_scheduler::assume::{Assumptions, healthy_clusters};
 use karmada_scheduler::condition::SUCCESS_MESSAGE;
 use karmada_scheduler::options::{self as daemon_options, Invocation};
+use karmada_scheduler::patch::result_changes;
 
 const USAGE: &str = "\
 Run one scheduling pass over objects read from files and print where each binding lands.
@@ -295,6 +298,8 @@ struct Binding {
     name: String,
     spec: ResourceBindingSpec,
     status: ResourceBindingStatus,
+    /// `policy.karmada.io/applied-placement`, when present.
+    applied_placement: Option<String>,
 }
 
 fn run(opts: &Options) -> anyhow::Result<String> {
@@ -333,6 +338,12 @@ fn run(opts: &Options) -> anyhow::Result<String> {
     let want_trace = opts.output == OutputFormat::Explain;
     let mut results = Vec::with_capacity(input.bindings.len());
     let mut explained = String::new();
+    // With `SchedulingOvercommitProtection`, what each binding gets is assumed for the ones
+    // after it, as the daemon's cache assumes what it writes.
+    let assumptions = opts
+        .gates
+        .scheduling_overcommit_protection()
+        .then(Assumptions::default);
     for b in &input.bindings {
         let outcome = if b.spec.placement.is_none() {
             None
@@ -342,10 +353,13 @@ fn run(opts: &Options) -> anyhow::Result<String> {
                 spec: &b.spec,
                 status: &b.status,
                 workload_index: None,
-                assumed: None,
+                assumed: assumptions.as_ref().map(|a| a as &dyn AssumptionSource),
             };
             Some(runtime.block_on(scheduler.schedule_binding(binding, want_trace)))
         };
+        if let (Some(a), Some(o)) = (&assumptions, &outcome) {
+            assume_written(a, b, o);
+        }
         let element = to_output(b, outcome.as_ref());
         if want_trace {
             explain(&mut explained, b, &element, outcome.as_ref());
@@ -357,6 +371,43 @@ fn run(opts: &Options) -> anyhow::Result<String> {
         OutputFormat::Yaml => serde_yaml::to_string(&results)?,
         OutputFormat::Explain => explained,
     })
+}
+
+/// The applied-placement annotation of an object, when present.
+fn applied_placement(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<String> {
+    meta.annotations
+        .as_ref()?
+        .get(karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION)
+        .cloned()
+}
+
+/// Assume what the daemon would write for `b` (a ResourceBinding whose result changes its
+/// placement: the new clusters, or none after a fit error), as its cache does.
+fn assume_written(a: &Assumptions, b: &Binding, outcome: &Outcome) {
+    if b.kind != ResourceBinding::KIND {
+        return;
+    }
+    let result = match &outcome.result {
+        Ok(Decision::Scheduled(r)) => r.clone(),
+        Err(ScheduleError::Fit(_)) => Vec::new(),
+        _ => return,
+    };
+    let placement = encode_placement(b.spec.placement.as_ref().unwrap_or(&Default::default()));
+    if result_changes(
+        b.applied_placement.as_deref(),
+        &b.spec.clusters,
+        &placement,
+        &result,
+    ) && let Some(r) = a.assume(
+        &format!("{}/{}", b.namespace, b.name),
+        &b.spec,
+        &result,
+        healthy_clusters(&b.status),
+    ) {
+        r.keep();
+    }
 }
 
 /// `--enable-scheduler-estimator`: the daemon's estimator client, resolving estimator Services
@@ -617,6 +668,7 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                     kind: ResourceBinding::KIND,
                     namespace: rb.metadata.namespace.clone().unwrap_or_default(),
                     name: rb.metadata.name.clone().unwrap_or_default(),
+                    applied_placement: applied_placement(&rb.metadata),
                     spec: rb.spec,
                     status: rb.status,
                 });
@@ -628,6 +680,7 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                     kind: ClusterResourceBinding::KIND,
                     namespace: String::new(),
                     name: crb.metadata.name.clone().unwrap_or_default(),
+                    applied_placement: applied_placement(&crb.metadata),
                     spec: crb.spec,
                     status: crb.status,
                 });

@@ -40,7 +40,11 @@ async fn the_gate_keeps_a_burst_within_the_clusters_room() -> anyhow::Result<()>
         ("rs-16-off", &ours, vec!["--concurrent-binding-syncs=16"]),
         ("go-off", &go, vec![]),
         ("rs-1-on", &ours, vec!["--concurrent-binding-syncs=1", GATE]),
-        ("rs-16-on", &ours, vec!["--concurrent-binding-syncs=16", GATE]),
+        (
+            "rs-16-on",
+            &ours,
+            vec!["--concurrent-binding-syncs=16", GATE],
+        ),
         ("go-on", &go, vec![GATE]),
     ] {
         let burst = Burst {

@@ -9,6 +9,7 @@ mod desched;
 mod faults;
 mod memory;
 mod observe;
+mod overcommit;
 mod procs;
 mod promtext;
 mod replay;
@@ -156,6 +157,14 @@ struct Cli {
     /// `--descheduler-only`: the Go karmada-descheduler binary (default: _output/bin).
     #[arg(long)]
     go_desched_bin: Option<PathBuf>,
+    /// Overcommit bench only: a burst of Divided bindings twice the room of the members'
+    /// nodes, ours at 1 and 16 workers and the Go scheduler, `SchedulingOvercommitProtection`
+    /// off and on; writes `overcommit-<M>m.md` and `.json`.
+    #[arg(long)]
+    overcommit_only: bool,
+    /// `--overcommit-only`: member clusters (with real Go estimators).
+    #[arg(long, default_value_t = 2)]
+    overcommit_members: usize,
     /// Do not run: read these results (a `results-*.json` written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
@@ -305,6 +314,25 @@ async fn main() -> anyhow::Result<()> {
         println!("\n{md}");
         if !cli.no_write {
             let stem = format!("faults-{}k-{}b", b.kills, b.bindings);
+            write_report(&cli, &root, &stem, &b, &md)?;
+        }
+        return Ok(());
+    }
+    if cli.overcommit_only {
+        let mut b = overcommit::run(&overcommit::OvercommitFlags {
+            members: cli.overcommit_members,
+            demand_factor: 2,
+            rust_bin: cfg.rust_bin.clone(),
+            go_bin: cfg.go_bin.clone(),
+        })
+        .await?;
+        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+        b.machine = machine();
+        b.git_commit = git_commit(&root);
+        let md = overcommit::markdown(&b);
+        println!("\n{md}");
+        if !cli.no_write {
+            let stem = format!("overcommit-{}m", b.members);
             write_report(&cli, &root, &stem, &b, &md)?;
         }
         return Ok(());

@@ -1,0 +1,141 @@
+//! `--overcommit-only`: the overcommit burst of `testenv::overcommit` (also run by
+//! `crates/scheduler/tests/e2e_overcommit.rs`) for ours at 1 and 16 workers and for the Go
+//! scheduler, `SchedulingOvercommitProtection` off and on, on one control plane whose Go
+//! estimators run with the gate. Reported: replicas placed beyond what the clusters' nodes
+//! hold, per run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use testenv::TestEnv;
+use testenv::overcommit::{Burst, BurstResult, room, run as run_burst};
+use tokio::time::Instant;
+
+use crate::run::log;
+
+const GATE: &str = "--feature-gates=SchedulingOvercommitProtection=true";
+
+/// What the flags ask for.
+#[derive(Clone, Debug)]
+pub struct OvercommitFlags {
+    pub members: usize,
+    /// Bindings per burst as a multiple of the room (in bindings of 2 replicas).
+    pub demand_factor: usize,
+    pub rust_bin: PathBuf,
+    pub go_bin: Option<PathBuf>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OvercommitBench {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub members: usize,
+    pub bindings: usize,
+    pub room: i64,
+    pub runs: Vec<BurstResult>,
+}
+
+/// Runs the six bursts.
+pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
+    let t0 = Instant::now();
+    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let go = flags
+        .go_bin
+        .clone()
+        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
+    let env = TestEnv::builder()
+        .tools(tools)
+        .members(flags.members)
+        .estimator_args(&[GATE])
+        .start()
+        .await?;
+    let room: i64 = room(&env).await?.values().sum();
+    let bindings = usize::try_from(room).unwrap_or(1).max(1) * flags.demand_factor / 2;
+    log(
+        t0,
+        format!("room for {room} replicas; bursts of {bindings} bindings × 2"),
+    );
+    let mut runs = Vec::new();
+    for (tag, program, args) in [
+        (
+            "rs-1-off",
+            &flags.rust_bin,
+            vec!["--concurrent-binding-syncs=1"],
+        ),
+        (
+            "rs-16-off",
+            &flags.rust_bin,
+            vec!["--concurrent-binding-syncs=16"],
+        ),
+        ("go-off", &go, vec![]),
+        (
+            "rs-1-on",
+            &flags.rust_bin,
+            vec!["--concurrent-binding-syncs=1", GATE],
+        ),
+        (
+            "rs-16-on",
+            &flags.rust_bin,
+            vec!["--concurrent-binding-syncs=16", GATE],
+        ),
+        ("go-on", &go, vec![GATE]),
+    ] {
+        let burst = Burst {
+            tag: tag.to_string(),
+            program: program.clone(),
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            bindings,
+            replicas_each: 2,
+        };
+        let r = run_burst(&env, &burst, Duration::from_secs(600)).await?;
+        log(
+            t0,
+            format!(
+                "{tag}: {} overcommitted, {} scheduled, {} unschedulable, {:.1}s",
+                r.overcommitted, r.scheduled, r.unschedulable, r.seconds
+            ),
+        );
+        runs.push(r);
+    }
+    env.stop();
+    Ok(OvercommitBench {
+        members: flags.members,
+        bindings,
+        room,
+        runs,
+        ..Default::default()
+    })
+}
+
+/// The Markdown report.
+pub fn markdown(b: &OvercommitBench) -> String {
+    let mut out = format!(
+        "# Overcommit in a burst: {} bindings × 2 replicas into room for {}\n\n\
+         {} · {} · commit {}\n\n\
+         One control plane, {} member clusters whose Go karmada-scheduler-estimator v1.18.2 runs \
+         with `SchedulingOvercommitProtection`; each run creates the burst of Divided \
+         (Aggregated) bindings at once and then starts one scheduler with the accurate \
+         estimators on. Nothing placed ever shows up on the members (no kubelet), so only the \
+         schedulers' assumptions keep the room from being handed out twice. *Overcommitted* is \
+         Σ over clusters of the replicas placed beyond what the cluster's nodes hold.\n\n\
+         | scheduler | workers | gate | overcommitted | scheduled | unschedulable | seconds |\n\
+         | --- | ---: | --- | ---: | ---: | ---: | ---: |\n",
+        b.bindings, b.room, b.date, b.machine, b.git_commit, b.members,
+    );
+    for r in &b.runs {
+        let parts: Vec<&str> = r.tag.split('-').collect();
+        let (who, workers, gate) = match parts.as_slice() {
+            ["rs", w, g] => ("ours", *w, *g),
+            ["go", g] => ("Go v1.18.2", "1", *g),
+            _ => (r.tag.as_str(), "", ""),
+        };
+        out.push_str(&format!(
+            "| {who} | {workers} | {gate} | {} | {} | {} | {:.1} |\n",
+            r.overcommitted, r.scheduled, r.unschedulable, r.seconds
+        ));
+    }
+    out
+}
