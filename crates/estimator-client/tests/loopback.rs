@@ -127,6 +127,58 @@ async fn plaintext_call_carries_the_request_and_metadata() {
     assert!(claim.node_affinity_bytes.is_empty());
 }
 
+/// `SchedulingOvercommitProtection`: each cluster's request carries that cluster's assumed
+/// workloads only, with their namespace, components and replicas.
+#[tokio::test]
+async fn each_cluster_gets_its_own_assumed_workloads() {
+    let fake = FakeEstimator::answering(5);
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![
+            external_name_service("m1", "127.0.0.1", port),
+            external_name_service("m2", "127.0.0.1", port),
+        ],
+    );
+    let (m1, m2) = (cluster("m1"), cluster("m2"));
+    let assumed_web = scheduler_core::AssumedWorkload {
+        namespace: "shop".into(),
+        components: vec![Component {
+            name: "web".into(),
+            replicas: 3,
+            replica_requirements: None,
+        }],
+    };
+    let assumed: scheduler_core::AssumedByCluster = [("m1".to_string(), vec![assumed_web])]
+        .into_iter()
+        .collect();
+    let resource = deployment();
+    let reqs = requirements();
+    let request = EstimateRequest {
+        resource: &resource,
+        replica_requirements: Some(&reqs),
+        components: &[],
+        namespace: "default",
+        assumed: Some(&assumed),
+    };
+    let got = s
+        .estimator
+        .max_available_replicas(&[&m1, &m2], request)
+        .await
+        .unwrap();
+    assert_eq!(got, [("m1".to_string(), 5), ("m2".to_string(), 5)]);
+    let mut seen = fake.seen();
+    seen.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    let sent = |i: usize| seen[i].replicas_request.clone().unwrap().assumed_workloads;
+    let m1_sent = sent(0);
+    assert_eq!(m1_sent.len(), 1);
+    assert_eq!(m1_sent[0].namespace, "shop");
+    assert_eq!(m1_sent[0].components[0].name, "web");
+    assert_eq!(m1_sent[0].components[0].replicas, 3);
+    assert!(sent(1).is_empty(), "m2 has no assumptions");
+}
+
 #[tokio::test]
 async fn component_sets_and_unschedulable_replicas() {
     let fake = FakeEstimator::answering(3);
