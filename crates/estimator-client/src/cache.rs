@@ -5,7 +5,7 @@
 //! `--disable-scheduler-estimator-in-pull-mode` is set. Unlike the reference, a change of
 //! the estimator Service re-resolves it and, when the addresses differ, swaps in a new
 //! connection ([`ConnectionCache::on_service_changed`]), so that moving an LVS VIP or a port
-//! is followed without a restart (spec §10.1).
+//! is followed without a restart.
 //!
 //! Logging is per state change of a cluster's estimator (connected, unreachable, failing,
 //! answering again), never per call, so an absent estimator does not flood the log.

@@ -1,7 +1,7 @@
 //! Asking every candidate cluster's estimator at once: scheduler-core's `Estimator`.
 //!
 //! All calls of one fan-out run concurrently and share one deadline,
-//! `--scheduler-estimator-timeout` from the start (spec §7.2), so a failed, slow or missing
+//! `--scheduler-estimator-timeout` from the start, so a failed, slow or missing
 //! estimator costs at most that one timeout and the fan-out costs about one round trip,
 //! however many clusters are asked. The result keeps the order of the clusters asked.
 //!

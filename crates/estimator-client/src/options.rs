@@ -20,7 +20,7 @@ pub const DEFAULT_REDIAL_BACKOFF: Duration = Duration::from_secs(10);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailurePolicy {
     /// The reference rule: any failed cluster fails the whole estimator for this binding, so
-    /// scheduler-core ignores all of its answers (spec §7.9).
+    /// scheduler-core ignores all of its answers.
     #[default]
     FailAll,
     /// Our extension: a failed cluster answers `-1` ("no opinion"), the others keep their

@@ -1,4 +1,4 @@
-//! Estimator requests built from a binding, as v1.18.2 builds them (spec §7.2).
+//! Estimator requests built from a binding, as v1.18.2 builds them.
 //!
 //! Every request is built once per fan-out as a template without `cluster`; the fan-out then
 //! stamps each cluster's name into a clone. Kubernetes values are written twice: in the

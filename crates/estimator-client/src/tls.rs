@@ -1,4 +1,4 @@
-//! Transport security, decided exactly as the reference decides it (spec §7.7).
+//! Transport security, decided exactly as the reference decides it.
 //!
 //! * Neither a CA file nor `--insecure-skip-estimator-verify` → plaintext; a client
 //!   certificate and key are then ignored, as upstream does.

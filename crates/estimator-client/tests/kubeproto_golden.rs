@@ -4,7 +4,7 @@
 //! k8s.io/apimachinery v0.35.3, the versions of Karmada v1.18.2): a throw-away program run
 //! outside this repository called `resource.MustParse(s).Marshal()`,
 //! `corev1.Toleration.Marshal()` and `corev1.NodeSelector.Marshal()` on the values below
-//! and printed hex. They also follow from the rules of spec §7.4 (ascending field numbers,
+//! and printed hex. They also follow from protobuf's encoding rules (ascending field numbers,
 //! scalar strings always written, `tolerationSeconds` only when set).
 
 use estimator_client::kubeproto::{encode_node_selector, encode_quantity, encode_toleration};

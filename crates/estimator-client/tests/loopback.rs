@@ -629,7 +629,7 @@ async fn pull_clusters_get_no_connection_with_the_pull_mode_flag() {
     let p1 = pull_cluster("p1");
     s.estimator.cache().ensure(&p1).await.unwrap();
     assert!(s.estimator.cache().connection("p1").is_none());
-    // Asked anyway, it fails the whole answer (spec §7.12).
+    // Asked anyway, it fails the whole answer.
     let err = ask(&s.estimator, &[cluster("m1"), p1]).await.unwrap_err();
     assert_eq!(err, "cluster p1 does not exist in estimator cache");
 

@@ -12,7 +12,7 @@ pub struct ClusterDetail<'a> {
     /// Sum of the score plugins (100 for a cluster in `spec.clusters` with the defaults).
     pub score: i64,
     /// 0 for the inline affinity of the observed term, k+1 for its k-th overflow affinity,
-    /// 1000 when none matches (see spec-algorithm §9.1).
+    /// 1000 when none matches.
     pub overflow_order: i32,
     /// Merged estimator answer (`i32::MAX` for non-workloads).
     pub allocatable_replicas: i32,

@@ -8,9 +8,11 @@
 //! (see `docs/compatibility.md`).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use crate::observe::{ExtensionPoint, FrameworkObserver};
+pub use crate::predicates::placement_of;
+pub use crate::status::Code;
 
 use karmada_api::cluster::Cluster;
 use karmada_api::policy::Placement;
@@ -22,28 +24,6 @@ use karmada_api::work::{
 pub const MIN_CLUSTER_SCORE: i64 = 0;
 /// Highest score a score plugin returns.
 pub const MAX_CLUSTER_SCORE: i64 = 100;
-
-/// The status code of a plugin result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Code {
-    /// The cluster fits (also what a missing result means upstream).
-    Success,
-    /// The cluster does not fit; the reasons say why.
-    Unschedulable,
-    /// The plugin itself failed.
-    Error,
-}
-
-impl Code {
-    /// The reference's name of the code (`Success`, `Unschedulable`, `Error`), as in metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "Success",
-            Self::Unschedulable => "Unschedulable",
-            Self::Error => "Error",
-        }
-    }
-}
 
 /// The outcome of one plugin on one cluster: a code and the reasons behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,8 +102,6 @@ pub trait WorkloadGroupIndex: Send + Sync {
     fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>>;
 }
 
-static EMPTY_PLACEMENT: LazyLock<Placement> = LazyLock::new(Placement::default);
-
 /// `spec.clusters` (the previous result) looked up by name in constant time.
 ///
 /// Upstream scans the list for every cluster and plugin (`TargetContains`), which is quadratic
@@ -184,11 +162,6 @@ impl<'a> FilterContext<'a> {
     pub fn placement(&self) -> &'a Placement {
         placement_of(self.spec)
     }
-}
-
-/// `spec.placement` or the empty placement.
-pub fn placement_of(spec: &ResourceBindingSpec) -> &Placement {
-    spec.placement.as_ref().unwrap_or(&EMPTY_PLACEMENT)
 }
 
 /// A filter extension point.
@@ -324,7 +297,7 @@ impl Registry {
         self.entries.iter().map(|(n, _)| n.as_str())
     }
 
-    /// Resolve a `--plugins` list (spec-algorithm §6.1): `*` anywhere starts from every plugin;
+    /// Resolve a `--plugins` list: `*` anywhere starts from every plugin;
     /// then, in order, a registered name enables it and `-Name` (all leading dashes stripped)
     /// disables it, but only while the set is non-empty; anything else is ignored.
     pub fn filter<S: AsRef<str>>(&self, names: &[S]) -> Registry {
@@ -569,7 +542,7 @@ mod tests {
             (&["*"], &["bar", "foo", "fuzz"]),
             (&["*", "-foo"], &["bar", "fuzz"]),
             (&["-foo", "*"], &["bar", "fuzz"]),
-            // spec-algorithm §6.1 consequences.
+            // Consequences of the list rules.
             (&["-foo"], &[]),
             (&["foo", "-foo"], &[]),
             (&["-foo", "bar"], &["bar"]),

@@ -1,4 +1,4 @@
-//! The general estimator (spec-algorithm §12.1–§12.3): capacity from `status.resourceSummary`.
+//! The general estimator: capacity from `status.resourceSummary`.
 //!
 //! Every cluster reports what it can allocate and what is allocated or being allocated; the
 //! general estimator divides what is left by the per-replica request, bounded by the free pod
@@ -675,7 +675,7 @@ fn by_summary(cap: &SummaryCapacity, req: &ParsedRequest<'_>) -> i64 {
 }
 
 impl GeneralEstimator {
-    /// Maximum replicas of one template the cluster can take (§12.1).
+    /// Maximum replicas of one template the cluster can take.
     pub fn max_replicas(&self, cluster: &Cluster, req: Option<&ReplicaRequirements>) -> i32 {
         let Some(rs) = summary_of(cluster) else {
             return 0;
@@ -712,7 +712,7 @@ impl GeneralEstimator {
         pods.min(by_summary(cap, parsed)) as i32
     }
 
-    /// Maximum complete sets of `components` the cluster can take (§12.3).
+    /// Maximum complete sets of `components` the cluster can take.
     pub fn max_component_sets(&self, cluster: &Cluster, components: &[Component]) -> i32 {
         let Some(rs) = summary_of(cluster) else {
             return 0;
@@ -1611,7 +1611,7 @@ mod tests {
         assert_eq!(ge.max_component_sets(&cluster(Some(gpu)), &[w]), 4);
     }
 
-    /// §12.3 quirk: decimal-format memory is counted in milli-units, BinarySI in units, and a
+    /// The component-set path's quirk: decimal-format memory is counted in milli-units, BinarySI in units, and a
     /// subtraction keeps the left operand's format.
     #[test]
     fn component_sets_format_quirk() {

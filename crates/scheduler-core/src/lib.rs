@@ -29,12 +29,14 @@ pub mod framework;
 pub mod general;
 pub mod observe;
 pub mod plugins;
+pub mod predicates;
 pub mod prepared;
 pub mod quantity;
 pub mod schedule;
 pub mod selector;
 pub mod snapshot;
 pub mod spread;
+pub mod status;
 pub mod trace;
 
 pub use detail::ClusterDetail;

@@ -13,7 +13,7 @@
 //! read per call, so the observer decides per binding (the reference records those samples
 //! through a bounded buffer and drops what overflows it).
 
-use crate::framework::Code;
+use crate::status::Code;
 
 /// A step of one pipeline run, as the reference labels it (`schedule_step`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

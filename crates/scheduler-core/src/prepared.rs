@@ -14,11 +14,9 @@ use std::sync::Arc;
 use karmada_api::policy::SpreadFieldValue;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 
-use crate::framework::placement_of;
-use crate::plugins::api_enablement::{parse_group_version, serves};
-use crate::plugins::cluster_affinity::effective_affinities;
-use crate::plugins::spread_constraint;
-use crate::plugins::taint_toleration::has_hard_taint;
+use crate::predicates::{
+    self, effective_affinities, has_hard_taint, parse_group_version, placement_of, serves,
+};
 use crate::selector::AffinityMatcher;
 use crate::snapshot::{ClusterSet, SetKey, Snapshot};
 
@@ -83,8 +81,7 @@ impl Prepared {
                 && lacking[slot].is_none()
             {
                 lacking[slot] = Some(
-                    snapshot
-                        .cluster_set(SetKey::Lacks(field), |c| spread_constraint::lacks(c, field)),
+                    snapshot.cluster_set(SetKey::Lacks(field), |c| predicates::lacks(c, field)),
                 );
             }
         }

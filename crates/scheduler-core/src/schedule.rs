@@ -1,8 +1,8 @@
-//! The scheduling pipeline (spec-algorithm §3) and the `clusterAffinities` term loop (§2.2).
+//! The scheduling pipeline and the `clusterAffinities` term loop.
 //!
 //! [`Scheduler::schedule`] runs one attempt: filter → score → available replicas from every
-//! estimator (minimum, §8) → canonical order and groups (§9) → selection (§10) → replica
-//! assignment (§11). [`Scheduler::schedule_binding`] wraps it in the term loop that the daemon
+//! estimator (minimum) → canonical order and groups → selection → replica
+//! assignment. [`Scheduler::schedule_binding`] wraps it in the term loop that the daemon
 //! and `simulate` both use, so that they share every line of the decision.
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,7 +33,7 @@ use crate::trace::{AttemptTrace, ClusterTrace, EstimatorTrace, GroupTrace, Trace
 #[derive(Clone, Debug, Default)]
 pub struct ScheduleConfig {
     /// `--enable-empty-workload-propagation`: selected clusters that got no replicas are
-    /// appended with 0 (spec-algorithm §11.9).
+    /// appended with 0.
     pub enable_empty_workload_propagation: bool,
     /// `--feature-gates`.
     pub gates: FeatureGates,
@@ -173,7 +173,7 @@ impl Scheduler {
         &self.config
     }
 
-    /// Schedule a binding the way the reference's driver does (spec-algorithm §2.2): with
+    /// Schedule a binding the way the reference's driver does: with
     /// `clusterAffinities`, try the terms from the observed one (or the first) onwards, stop at
     /// the first success, and report the first term's error when all fail; otherwise run once.
     pub async fn schedule_binding(&self, input: BindingInput<'_>, want_trace: bool) -> Outcome {
@@ -245,7 +245,7 @@ impl Scheduler {
         }
     }
 
-    /// One run of the pipeline with this status (spec-algorithm §3).
+    /// One run of the pipeline with this status.
     pub async fn schedule(
         &self,
         input: BindingInput<'_>,
@@ -272,7 +272,7 @@ impl Scheduler {
         let targets = TargetIndex::new(&spec.clusters);
         let observer = self.observer.as_deref();
 
-        // Filter (§5).
+        // Filter.
         let filter_step = StepGuard::start(observer, Step::Filter);
         let framework_obs = FrameworkObserver::new(observer);
         let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
@@ -357,7 +357,7 @@ impl Scheduler {
             }));
         }
 
-        // Score (§7).
+        // Score.
         let score_step = StepGuard::start(observer, Step::Score);
         let scores = self
             .framework
@@ -365,7 +365,7 @@ impl Scheduler {
             .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
         drop(score_step);
 
-        // Available replicas (§8); the reference times them as part of the selection.
+        // Available replicas; the reference times them as part of the selection.
         let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
             .cal_available_replicas(
@@ -377,7 +377,7 @@ impl Scheduler {
             )
             .await;
 
-        // Details, canonical order and groups (§9).
+        // Details, canonical order and groups.
         let details: Vec<ClusterDetail<'_>> = feasible
             .iter()
             .enumerate()
@@ -398,7 +398,7 @@ impl Scheduler {
         // Feasible clusters are in the snapshot's (name) order.
         let info = spread::group_clusters_name_sorted(details, spec);
 
-        // Select (§10).
+        // Select.
         let placement = placement_of(spec);
         let need = if self.config.gates.multiple_pod_templates_scheduling()
             && is_multi_template_scheduling_applicable(spec)
@@ -428,7 +428,7 @@ impl Scheduler {
 
         drop(select_step);
 
-        // Assign (§11).
+        // Assign.
         let assign_step = StepGuard::start(observer, Step::AssignReplicas);
         let memo = self.prepare_filters.then_some(input.snapshot);
         let mut assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
@@ -440,7 +440,7 @@ impl Scheduler {
         Ok(assigned)
     }
 
-    /// Merged estimator answers per feasible cluster (spec-algorithm §8), in `clusters` order.
+    /// Merged estimator answers per feasible cluster, in `clusters` order.
     async fn cal_available_replicas(
         &self,
         clusters: &[&Cluster],
@@ -577,7 +577,7 @@ impl Scheduler {
     }
 }
 
-/// Whether a multi-template workload is placed whole on one cluster (spec-algorithm §13).
+/// Whether a multi-template workload is placed whole on one cluster.
 pub fn is_multi_template_scheduling_applicable(spec: &ResourceBindingSpec) -> bool {
     let Some(p) = &spec.placement else {
         return false;
@@ -798,7 +798,7 @@ mod tests {
             .collect()
     }
 
-    // spec-algorithm §8: minimum across estimators, -1 ignored, a failed estimator ignored as a
+    // minimum across estimators, -1 ignored, a failed estimator ignored as a
     // whole, i32::MAX left over replaced by spec.replicas.
     #[test]
     fn estimator_answers_merge_by_minimum() {
@@ -937,7 +937,7 @@ mod tests {
         assert_eq!(run(&in_order, &snap, &sp, &status).result, b.result);
     }
 
-    // spec-algorithm §8: replicas 0 and no components skip every estimator.
+    // replicas 0 and no components skip every estimator.
     #[test]
     fn non_workloads_skip_estimators() {
         let e = Arc::new(Fake {
@@ -967,7 +967,7 @@ mod tests {
         );
     }
 
-    // spec-algorithm §5/§5.1: deleting clusters are skipped but counted.
+    // deleting clusters are skipped but counted.
     #[test]
     fn fit_error_counts_deleting_clusters() {
         let s = scheduler(vec![]);
@@ -1132,7 +1132,7 @@ mod tests {
         }
     }
 
-    // spec-algorithm §2.2: start at the observed term, first success wins, first error reported.
+    // start at the observed term, first success wins, first error reported.
     #[test]
     fn affinity_terms_failover() {
         let s = scheduler(vec![]);
@@ -1206,7 +1206,7 @@ mod tests {
         assert!(o.trace.unwrap().attempts.is_empty());
     }
 
-    // spec-algorithm §6.1: `-Name` alone leaves no plugin, so every cluster is feasible.
+    // `-Name` alone leaves no plugin, so every cluster is feasible.
     #[test]
     fn plugins_flag_can_disable_everything() {
         let s =
@@ -1227,7 +1227,7 @@ mod tests {
         );
     }
 
-    // spec-algorithm §13: with the gate, component sets are estimated and one set is needed.
+    // with the gate, component sets are estimated and one set is needed.
     #[test]
     fn multi_template_uses_component_sets() {
         let e = Arc::new(Fake {

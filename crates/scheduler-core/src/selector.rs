@@ -1,4 +1,4 @@
-//! Whether a cluster belongs to a [`ClusterAffinity`] (spec-algorithm §6.3).
+//! Whether a cluster belongs to a [`ClusterAffinity`].
 //!
 //! Used by the ClusterAffinity filter, overflow ordering and static weights, so the three
 //! agree on one definition. Label and field selectors follow the Kubernetes semantics the

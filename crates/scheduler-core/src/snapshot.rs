@@ -3,7 +3,7 @@
 //! Upstream deep-copies the informer's clusters once per `Schedule` call, in hash-map order.
 //! Here the snapshot shares the caller's `Arc`s (nothing in the core mutates a cluster) and is
 //! sorted by name, so that traces and diagnoses come out in a stable order; the placement does
-//! not depend on it (spec-algorithm §4, §14).
+//! not depend on it.
 //!
 //! A snapshot also remembers sets of clusters that bindings ask about again and again (which
 //! clusters serve an API, which match an affinity, ...), so that a snapshot scheduled against

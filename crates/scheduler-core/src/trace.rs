@@ -15,7 +15,7 @@ pub struct Trace {
     pub attempts: Vec<AttemptTrace>,
 }
 
-/// One run of the pipeline (spec-algorithm §3).
+/// One run of the pipeline.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptTrace {
@@ -62,7 +62,7 @@ pub struct ClusterTrace {
     pub score: Option<i64>,
     /// Each estimator's answer for this cluster (`None`: no answer, `-1`: no opinion).
     pub estimates: Vec<(String, Option<i32>)>,
-    /// The merged estimate (minimum of the answers, see spec-algorithm §8).
+    /// The merged estimate (minimum of the answers).
     pub allocatable_replicas: Option<i32>,
     /// Merged estimate plus the replicas already in `spec.clusters`.
     pub available_replicas: Option<i64>,
@@ -102,7 +102,7 @@ pub struct EstimatorTrace {
 pub struct GroupTrace {
     /// Region name.
     pub name: String,
-    /// Group score (spec-algorithm §9.3).
+    /// Group score.
     pub score: i64,
     /// Sum of the members' available replicas.
     pub available_replicas: i64,

@@ -206,7 +206,7 @@ impl Binding {
         }
     }
 
-    /// The reference's event filter (§4.1): right scheduler, not suspended, and carrying one of
+    /// The reference's event filter: right scheduler, not suspended, and carrying one of
     /// the policy labels.
     pub fn passes_filter(&self, scheduler_name: &str) -> bool {
         passes_filter(

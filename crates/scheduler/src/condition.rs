@@ -1,4 +1,4 @@
-//! The outcome of one scheduling attempt and the `Scheduled` condition it maps to (§3.4).
+//! The outcome of one scheduling attempt and the `Scheduled` condition it maps to.
 //!
 //! The reference classifies Go error values with `errors.As`; here the same classes are enum
 //! variants, and [`AttemptError`] prints exactly as the reference's errors print (aggregates as

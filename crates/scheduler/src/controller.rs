@@ -1,4 +1,4 @@
-//! Watches, caches, event handlers and workers: the leader's scheduling loop (spec §3.1, §4).
+//! Watches, caches, event handlers and workers: the leader's scheduling loop.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
 //! break the watch: it is cached as [`Cached::Malformed`] and, when it passes the event filter,
@@ -100,7 +100,7 @@ pub struct Summary {
     pub priority: i32,
 }
 
-/// Summarise a raw binding for the event filter (§4.1).
+/// Summarise a raw binding for the event filter.
 pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
     let meta: ObjectMeta = raw
         .get("metadata")
@@ -128,7 +128,7 @@ pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
     }
 }
 
-/// client-go's filtering handler on an update: which handler runs (§4.1–§4.2).
+/// client-go's filtering handler on an update: which handler runs.
 pub fn binding_change(old: Option<&Summary>, new: Option<&Summary>) -> Option<IncomingEvent> {
     match (old, new) {
         (None, Some(n)) if n.passes => Some(IncomingEvent::BindingAdd),
@@ -141,7 +141,7 @@ pub fn binding_change(old: Option<&Summary>, new: Option<&Summary>) -> Option<In
     }
 }
 
-/// Cluster update → which cluster objects fan out to bindings (§4.3).
+/// Cluster update → which cluster objects fan out to bindings.
 pub fn cluster_update_fanout(old: &Cluster, new: &Cluster) -> Vec<Cluster> {
     if new.metadata.deletion_timestamp.is_some() && old.metadata.deletion_timestamp.is_none() {
         return vec![new.clone()];
@@ -153,7 +153,7 @@ pub fn cluster_update_fanout(old: &Cluster, new: &Cluster) -> Vec<Cluster> {
     Vec::new()
 }
 
-/// Whether a change of `cluster` requeues `binding` (the reconcile worker's rule, §4.3).
+/// Whether a change of `cluster` requeues `binding` (the reconcile worker's rule).
 pub fn requeue_on_cluster_change(
     binding: &Binding,
     cluster: &Cluster,
@@ -247,7 +247,7 @@ impl Stores {
 }
 
 /// ResourceBindings whose new result was written but may not be in the cache yet (gate
-/// `WorkloadAffinity`, spec §5.8), so that the workload-affinity filters honour a result just
+/// `WorkloadAffinity`), so that the workload-affinity filters honour a result just
 /// written before the watch delivers it.
 #[derive(Default)]
 pub struct AssigningCache(RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>);

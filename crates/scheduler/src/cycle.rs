@@ -1,4 +1,4 @@
-//! One scheduling attempt for one binding (spec §5–§6): decide, run the algorithm, write.
+//! One scheduling attempt for one binding: decide, run the algorithm, write.
 //!
 //! The cycle reads nothing but its arguments and talks to the API only through [`Writer`] and
 //! [`EventSink`], so tests drive it with in-memory fakes and the daemon with the kube client.
@@ -162,7 +162,7 @@ impl Cycle<'_> {
         }
     }
 
-    /// §5.6/§6 with our write sequence.
+    /// Schedule and write, with our write sequence.
     async fn schedule(
         &self,
         binding: &Binding,

@@ -1,4 +1,4 @@
-//! Whether a binding needs scheduling: the reference's decision ladder (spec §5.2–§5.4).
+//! Whether a binding needs scheduling: the reference's decision ladder.
 //!
 //! Pure functions of the binding and the cluster snapshot. The first matching row wins; the
 //! row decides the `schedule_type` label of the scheduling metrics.
@@ -51,7 +51,7 @@ pub enum Decision {
     UpToDate { sync_generation: Option<i64> },
 }
 
-/// The ladder of §5.2, first match wins.
+/// The reference's ladder, first match wins.
 pub fn decide(binding: &Binding, clusters: &[&Cluster], multiple_pod_templates: bool) -> Decision {
     if binding.is_deleting() {
         return Decision::Deleting;
@@ -122,7 +122,7 @@ pub fn always_rescheduled(spec: &ResourceBindingSpec) -> bool {
             .is_some_and(|p| p.replica_scheduling_type() == Some(ReplicaSchedulingType::Duplicated))
 }
 
-/// §5.3. Both sides are compared after decoding, so absent and empty collections are equal
+/// Whether the placement changed. Both sides are compared after decoding, so absent and empty collections are equal
 /// (the reference distinguishes them and then reschedules such bindings on every enqueue; we
 /// deliberately do not).
 pub fn placement_changed(current: &Placement, applied: &str, observed_affinity: &str) -> bool {
@@ -181,7 +181,7 @@ fn cluster_affinities_changed(
     }
 }
 
-/// §5.4, `IsBindingReplicasChanged`.
+/// `IsBindingReplicasChanged`.
 pub fn replicas_changed(
     spec: &ResourceBindingSpec,
     placement: &Placement,
@@ -223,7 +223,7 @@ pub fn has_terminating_target(spec: &ResourceBindingSpec, clusters: &[&Cluster])
         .any(|c| c.is_terminating() && spec.target_contains(c.name()))
 }
 
-/// Index of the term the scheduler observed last; 0 when unknown (§6).
+/// Index of the term the scheduler observed last; 0 when unknown.
 pub fn affinity_index(terms: &[ClusterAffinityTerm], observed: &str) -> usize {
     if observed.is_empty() {
         return 0;

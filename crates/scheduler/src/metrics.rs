@@ -1,4 +1,4 @@
-//! Prometheus metrics with the reference's names, labels and buckets (spec §8.3).
+//! Prometheus metrics with the reference's names, labels and buckets.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -45,7 +45,7 @@ pub fn result_changes(
     annotation != Some(placement_json) || !same_targets(clusters, result)
 }
 
-/// Patch (a) of §3.4: the applied-placement annotation and `spec.clusters`, plus our marker
+/// The result patch: the applied-placement annotation and `spec.clusters`, plus our marker
 /// of the generation the patch produces ([`RESULT_GENERATION_ANNOTATION`]).
 pub fn result_patch(
     binding: &Binding,
@@ -127,7 +127,7 @@ pub struct StatusUpdate {
     pub affinity_name: Option<String>,
 }
 
-/// Patch (c) of §3.4, plus (b) folded in: computed against `status` (the freshest copy known),
+/// The status patch (condition, observed generation, time and affinity name in one): computed against `status` (the freshest copy known),
 /// `None` when nothing would change.
 pub fn status_patch(
     status: &ResourceBindingStatus,
@@ -168,7 +168,7 @@ pub fn status_patch(
     (!body.is_empty()).then(|| json!({"status": body}))
 }
 
-/// Patch (d) of §3.4: only the observed generation.
+/// The observed-generation patch: only the observed generation.
 pub fn observed_generation_patch(generation: i64) -> Value {
     json!({"status": {"schedulerObservedGeneration": generation}})
 }

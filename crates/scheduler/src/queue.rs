@@ -1,4 +1,4 @@
-//! The scheduling queue (spec §4.4), shared by several workers with per-key exclusivity.
+//! The scheduling queue, shared by several workers with per-key exclusivity.
 //!
 //! Two modes, as the reference:
 //! - **legacy** (default): FIFO with deduplication; a failed key comes back after

@@ -909,7 +909,7 @@ fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
     }
 }
 
-/// Which rule of spec-algorithm §11 divided the replicas, in words.
+/// Which division rule divided the replicas, in words.
 fn division_rule(b: &Binding, a: &AttemptTrace) -> String {
     use scheduler_core::assign::{Mode, Strategy, assignment_mode, strategy_of};
     let spec = &b.spec;

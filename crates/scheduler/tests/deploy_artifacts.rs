@@ -2,18 +2,14 @@
 //! verify` and its flags parse; the example estimator Services have the shape the resolver
 //! needs.
 
-use std::path::PathBuf;
-
 use karmada_scheduler::options::{Invocation, parse};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 #[test]
 fn systemd_unit_flags_parse_and_validate() {
-    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
-        .unwrap();
+    let unit = std::fs::read_to_string(
+        testenv::repo_root().join("manifests/systemd/karmada-scheduler.service"),
+    )
+    .unwrap();
     let words = testenv::units::exec_start(&unit);
     assert_eq!(words[0], "/usr/local/bin/karmada-scheduler");
     match parse(&words[1..]) {
@@ -28,8 +24,10 @@ fn systemd_unit_flags_parse_and_validate() {
 
 #[test]
 fn systemd_unit_verifies() {
-    let unit = std::fs::read_to_string(repo().join("manifests/systemd/karmada-scheduler.service"))
-        .unwrap();
+    let unit = std::fs::read_to_string(
+        testenv::repo_root().join("manifests/systemd/karmada-scheduler.service"),
+    )
+    .unwrap();
     let Some(complaints) = testenv::units::verify(
         "karmada-scheduler.service",
         &unit,
@@ -48,7 +46,7 @@ fn systemd_unit_verifies() {
 #[test]
 fn example_estimator_services_are_resolvable_externalnames() {
     let text = std::fs::read_to_string(
-        repo().join("manifests/examples/estimator-externalname-services.yaml"),
+        testenv::repo_root().join("manifests/examples/estimator-externalname-services.yaml"),
     )
     .unwrap();
     let mut n = 0;

@@ -79,24 +79,9 @@ fn run(
     case: &generator::Case,
     extra: &[&str],
 ) -> Result<Vec<Value>, String> {
-    let out = Command::new(bin)
-        .arg("simulate")
-        .arg("-f")
-        .arg(file)
-        .args(case.estimator_args())
-        .args(extra)
-        .args(["-o", "json"])
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(Value::Array(a)) => Ok(a),
-        _ => Err(format!(
-            "{} did not print a JSON array (exit {:?}); stderr:\n{}",
-            bin.display(),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        )),
-    }
+    let mut args = case.estimator_args();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    testenv::simulate::run_json(bin, file, &args)
 }
 
 /// The comparable part of one result element.

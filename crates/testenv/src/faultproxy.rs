@@ -38,6 +38,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub(crate) use crate::rng::SplitMix64;
+
 /// Size of the forwarding buffer, i.e. the largest "chunk" one read returns.
 const CHUNK: usize = 64 * 1024;
 
@@ -445,31 +447,13 @@ fn reset(stream: &TcpStream) {
     let _ = stream.set_zero_linger();
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast and good enough to draw
-/// fault decisions; its own so the proxy needs no `rand` dependency and the
-/// streams stay stable across crate versions.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(pub(crate) u64);
-
+/// The proxy's draws on [`SplitMix64`]: fault decisions per connection and direction.
 impl SplitMix64 {
     /// An independent stream per (proxy seed, connection index, direction), so
     /// one connection's draws do not depend on how others interleave.
     fn for_stream(seed: u64, conn_index: u64, direction: u64) -> Self {
         let mut derive = SplitMix64(conn_index.wrapping_mul(2).wrapping_add(direction));
         SplitMix64(seed ^ derive.next_u64())
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// True with probability `p` (so 1.0 is always, 0.0 or NaN never). Always

@@ -51,6 +51,8 @@ pub mod faults;
 pub mod helm;
 pub mod overcommit;
 pub mod quantity;
+pub mod rng;
+pub mod simulate;
 pub mod units;
 pub mod workload;
 

@@ -14,8 +14,8 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::jobs::in_flight;
 use crate::observe::rb_resource;
-use crate::run::in_flight;
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";

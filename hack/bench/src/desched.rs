@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures::StreamExt as _;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
@@ -22,6 +21,7 @@ use serde_json::{Value, json};
 use testenv::{TestEnv, apply_value, free_port};
 use tokio::time::Instant;
 
+use crate::jobs::in_flight;
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::run::log;
 use crate::stub_estimator::{StubEstimator, unschedulable_answer};
@@ -93,15 +93,10 @@ fn expected(i: usize, clusters: usize) -> Vec<i32> {
 }
 
 async fn create_all(client: &Client, values: Vec<Value>, concurrency: usize) -> anyhow::Result<()> {
-    let results: Vec<anyhow::Result<DynamicObject>> = futures::stream::iter(values)
-        .map(|v| async move { apply_value(client, &v).await })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    for r in results {
-        r?;
-    }
-    Ok(())
+    let jobs = values
+        .into_iter()
+        .map(|v| async move { apply_value(client, &v).await.map(|_| ()) });
+    in_flight(jobs, concurrency).await
 }
 
 fn bindings_of(ns: &str, n: usize, clusters: usize) -> Vec<Value> {

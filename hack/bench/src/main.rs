@@ -7,6 +7,7 @@ mod ceiling;
 mod chart;
 mod desched;
 mod faults;
+mod jobs;
 mod memory;
 mod observe;
 mod overcommit;

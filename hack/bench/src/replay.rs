@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -320,26 +319,7 @@ fn describe(ops: &[ChurnOp], k: usize) -> String {
 }
 
 fn run(bin: &Path, file: &Path) -> Result<Vec<Value>, String> {
-    let out = Command::new(bin)
-        .arg("simulate")
-        .arg("-f")
-        .arg(file)
-        .args(["-o", "json"])
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(Value::Array(a)) => Ok(a),
-        _ => Err(format!(
-            "{} on {} did not print a JSON array (exit {:?}): {}",
-            bin.display(),
-            file.display(),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        )),
-    }
+    testenv::simulate::run_json(bin, file, &[])
 }
 
 fn same(a: &Placement, b: &Placement) -> bool {

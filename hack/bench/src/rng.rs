@@ -1,13 +1,15 @@
 //! A small seeded PRNG (SplitMix64): the workload must be the same for a given seed on every
 //! machine and every version of the dependencies, so the bench does not use `rand`.
 
-/// SplitMix64 with the helpers the generator needs.
+use testenv::rng::SplitMix64;
+
+/// [`SplitMix64`] with the helpers the generator needs.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(SplitMix64(seed))
     }
 
     /// A new independent stream, derived from this one and a label (so that adding a field to
@@ -18,15 +20,11 @@ impl Rng {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
-        Rng(self.0 ^ h)
+        Rng(SplitMix64(self.0.0 ^ h))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`).
@@ -41,7 +39,7 @@ impl Rng {
 
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        self.0.next_f64() <= p
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {

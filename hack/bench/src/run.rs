@@ -18,6 +18,7 @@ use testenv::TestEnv;
 use tokio::time::Instant;
 
 use crate::ceiling::BindingWrites;
+pub use crate::jobs::in_flight;
 use crate::observe::{Obs, Observer, crb_resource, rb_resource};
 use crate::procs::{CommonFlags, RssSampler, Sched, cpu_seconds, memory_kib};
 use crate::promtext::{self, Histogram};
@@ -899,18 +900,6 @@ async fn create_clusters(
         concurrency,
     )
     .await
-}
-
-/// Runs `jobs` with `concurrency` of them in flight; the first error, once all have ended.
-pub async fn in_flight<F>(jobs: impl Iterator<Item = F>, concurrency: usize) -> anyhow::Result<()>
-where
-    F: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let results: Vec<anyhow::Result<()>> = futures::stream::iter(jobs)
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    results.into_iter().collect()
 }
 
 /// Creates one binding, recording its creation instant just before the POST.

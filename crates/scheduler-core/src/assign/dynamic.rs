@@ -1,4 +1,4 @@
-//! Dynamic strategies (spec-algorithm §11.7): Aggregated and DynamicWeight.
+//! Dynamic strategies: Aggregated and DynamicWeight.
 //!
 //! Both divide replicas in proportion to what clusters can take; Aggregated additionally
 //! packs them onto as few clusters as possible. In Steady mode the previous placement is

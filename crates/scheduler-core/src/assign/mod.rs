@@ -1,4 +1,4 @@
-//! Replica assignment (spec-algorithm §11): how many replicas each selected cluster gets.
+//! Replica assignment: how many replicas each selected cluster gets.
 //!
 //! Entry point: [`assign_replicas`]. The strategy follows `placement.replicaScheduling`
 //! (Duplicated, static weights, dynamic weights, Aggregated); overflow affinities split the
@@ -105,7 +105,7 @@ pub fn assignment_mode(spec: &ResourceBindingSpec, status: &ResourceBindingStatu
     }
 }
 
-/// Assign replicas to the selected clusters (spec-algorithm §11.1).
+/// Assign replicas to the selected clusters.
 ///
 /// Contract (the pipeline relies on it):
 /// - `candidates` are the selected clusters in selection order; `spec.clusters` is the
@@ -153,7 +153,7 @@ pub fn assign_replicas_in(
         .collect())
 }
 
-/// Whether the observed affinity term has overflow affinities (spec-algorithm §11.2).
+/// Whether the observed affinity term has overflow affinities.
 pub fn overflow_enabled(spec: &ResourceBindingSpec, status: &ResourceBindingStatus) -> bool {
     let Some(p) = &spec.placement else {
         return false;
@@ -247,7 +247,7 @@ pub fn remove_zero_replicas(list: Vec<TargetCluster>) -> Vec<TargetCluster> {
         .collect()
 }
 
-/// `--enable-empty-workload-propagation` (spec-algorithm §11.9): append every selected
+/// `--enable-empty-workload-propagation`: append every selected
 /// cluster without an entry, with 0 replicas, in selection order.
 pub fn attach_zero_replica_clusters(
     selected: &[ClusterDetail<'_>],

@@ -1,4 +1,4 @@
-//! Static weighting (spec-algorithm §11.5): replicas split by configured weights.
+//! Static weighting: replicas split by configured weights.
 
 use karmada_api::policy::{ClusterAffinity, ClusterPreferences, StaticClusterWeight};
 use karmada_api::work::{ResourceBindingSpec, TargetCluster};

@@ -1,4 +1,4 @@
-//! Assignment tests: the worked examples of spec-algorithm §11 and the upstream tables of
+//! Assignment tests: worked examples and the upstream tables of
 //! `assignment_test.go`, `division_algorithm_test.go`, `common_test.go` and `util_test.go`,
 //! re-expressed; plus property tests.
 
@@ -122,7 +122,7 @@ fn run(
 
 const M3: [&str; 3] = ["m1", "m2", "m3"];
 
-// ---- spec-algorithm §11.7 worked examples ----
+// ---- worked examples ----
 
 #[test]
 fn example_1_first_schedule_dynamic_weight() {
@@ -649,7 +649,7 @@ fn sort_by_replicas_desc_is_stable_up_to_twelve() {
     assert_eq!(v, tcs(&[("b", 2), ("d", 2), ("a", 1), ("c", 1)]));
 }
 
-// ---- overflow tiers (spec §11.2, upstream TestAssignReplicas) ----
+// ---- overflow tiers (upstream TestAssignReplicas) ----
 
 fn overflow_placement(pref: Placement) -> Placement {
     Placement {

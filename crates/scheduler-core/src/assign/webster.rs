@@ -1,4 +1,4 @@
-//! The Webster (Sainte-Laguë) dispenser of spec-algorithm §11.6.
+//! The Webster (Sainte-Laguë) dispenser the reference divides replicas with.
 //!
 //! Seats go one at a time to the party with the highest `votes / (2·seats + 1)`. The
 //! priority is an IEEE-754 double quotient compared with `==`/`>` exactly as upstream (not
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn worked_example_table_of_the_spec() {
         let v = votes(&[("m1", 6), ("m2", 8), ("m3", 10)]);
-        // Seats after each round, as in the §11.6 table.
+        // Seats after each round, as in the worked example.
         let rounds = [
             (0, 0, 1),
             (0, 1, 1),

@@ -1,8 +1,7 @@
 //! `APIEnablement`: the member cluster must serve the resource's group-version and kind.
 
-use karmada_api::cluster::Cluster;
-
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+pub(crate) use crate::predicates::{parse_group_version, serves};
 
 /// Registry name.
 pub const NAME: &str = "APIEnablement";
@@ -42,41 +41,6 @@ impl FilterPlugin for ApiEnablement {
         } else {
             PluginResult::unschedulable(REASON)
         }
-    }
-}
-
-/// Whether `status.apiEnablements` lists this kind under this group-version.
-pub(crate) fn serves(cluster: &Cluster, group: &str, version: &str, kind: &str) -> bool {
-    cluster.status.as_ref().is_some_and(|s| {
-        s.api_enablements.iter().any(|e| {
-            gv_equals(&e.group_version, group, version)
-                && e.resources.iter().any(|r| r.kind == kind)
-        })
-    })
-}
-
-/// Go's `schema.ParseGroupVersion`, with a malformed value (more than one `/`) giving the
-/// empty group-version as `schema.FromAPIVersionAndKind` does.
-pub(crate) fn parse_group_version(api_version: &str) -> (&str, &str) {
-    if api_version.is_empty() || api_version == "/" {
-        return ("", "");
-    }
-    match api_version.matches('/').count() {
-        0 => ("", api_version),
-        1 => api_version.split_once('/').unwrap_or(("", "")),
-        _ => ("", ""),
-    }
-}
-
-/// Whether `gv` equals `GroupVersion{group, version}.String()` without building that string.
-fn gv_equals(gv: &str, group: &str, version: &str) -> bool {
-    if group.is_empty() {
-        gv == version
-    } else {
-        gv.len() == group.len() + 1 + version.len()
-            && gv.starts_with(group)
-            && gv.as_bytes()[group.len()] == b'/'
-            && gv.ends_with(version)
     }
 }
 

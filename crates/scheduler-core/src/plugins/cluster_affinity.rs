@@ -1,11 +1,9 @@
 //! `ClusterAffinity`: the cluster must match the placement's affinity (filter; score 0).
 
-use karmada_api::policy::{ClusterAffinity as Affinity, OverflowClusterAffinity, Placement};
-use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
-
 use crate::framework::{
     FilterContext, FilterPlugin, MIN_CLUSTER_SCORE, Plugin, PluginResult, ScoreContext, ScorePlugin,
 };
+pub use crate::predicates::{Affinities, effective_affinities};
 use crate::selector::cluster_matches;
 
 /// Registry name.
@@ -27,60 +25,6 @@ impl Plugin for ClusterAffinity {
     }
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
-    }
-}
-
-/// The affinities a cluster may match (spec-algorithm §6.2.3): the inline affinity of the
-/// placement or of the observed term, plus the term's overflow affinities for workloads.
-/// Borrowed, so that filtering thousands of clusters allocates nothing.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Affinities<'a> {
-    primary: Option<&'a Affinity>,
-    overflow: &'a [OverflowClusterAffinity],
-}
-
-impl<'a> Affinities<'a> {
-    /// No constraint at all.
-    pub fn is_empty(&self) -> bool {
-        self.primary.is_none()
-    }
-
-    /// In order: the inline affinity, then the overflow tiers.
-    pub fn iter(&self) -> impl Iterator<Item = &'a Affinity> + 'a {
-        self.primary
-            .into_iter()
-            .chain(self.overflow.iter().map(|o| &o.affinity))
-    }
-}
-
-/// The affinities for this binding and status.
-pub fn effective_affinities<'a>(
-    placement: &'a Placement,
-    spec: &ResourceBindingSpec,
-    status: &ResourceBindingStatus,
-) -> Affinities<'a> {
-    if let Some(a) = &placement.cluster_affinity {
-        return Affinities {
-            primary: Some(a),
-            overflow: &[],
-        };
-    }
-    let observed = &status.scheduler_observed_affinity_name;
-    let Some(term) = placement
-        .cluster_affinities
-        .iter()
-        .flatten()
-        .find(|t| &t.affinity_name == observed)
-    else {
-        return Affinities::default();
-    };
-    let overflow = match &term.overflow_affinities {
-        Some(o) if spec.is_workload() => o.as_slice(),
-        _ => &[],
-    };
-    Affinities {
-        primary: Some(&term.affinity),
-        overflow,
     }
 }
 
@@ -117,7 +61,10 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::plugins::testutil::*;
-    use karmada_api::policy::ClusterAffinityTerm;
+    use karmada_api::policy::{
+        ClusterAffinity as Affinity, ClusterAffinityTerm, OverflowClusterAffinity, Placement,
+    };
+    use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 
     fn names(n: &[&str]) -> Affinity {
         Affinity {

@@ -1,9 +1,9 @@
 //! `SpreadConstraint`: a cluster must carry the property every spread constraint groups by.
 
-use karmada_api::cluster::Cluster;
 use karmada_api::policy::SpreadFieldValue;
 
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+pub(crate) use crate::predicates::lacks;
 
 /// Registry name.
 pub const NAME: &str = "SpreadConstraint";
@@ -40,17 +40,6 @@ impl FilterPlugin for SpreadConstraint {
             return PluginResult::unschedulable(reason);
         }
         PluginResult::success()
-    }
-}
-
-/// Whether the cluster lacks the property `field` groups by (never for `cluster`).
-pub(crate) fn lacks(cluster: &Cluster, field: SpreadFieldValue) -> bool {
-    let spec = &cluster.spec;
-    match field {
-        SpreadFieldValue::Provider => spec.provider.is_empty(),
-        SpreadFieldValue::Region => spec.region.is_empty(),
-        SpreadFieldValue::Zone => spec.zones.is_empty(),
-        SpreadFieldValue::Cluster => false,
     }
 }
 

@@ -1,7 +1,6 @@
 //! `TaintToleration`: `NoSchedule`/`NoExecute` taints must be tolerated by the placement.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
-use karmada_api::cluster::Cluster;
 
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
 
@@ -44,15 +43,6 @@ impl FilterPlugin for TaintToleration {
             )),
         }
     }
-}
-
-/// Whether the cluster has a taint the filter looks at (`NoSchedule` or `NoExecute`).
-pub(crate) fn has_hard_taint(cluster: &Cluster) -> bool {
-    cluster
-        .spec
-        .taints
-        .iter()
-        .any(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
 }
 
 /// `Toleration.ToleratesTaint` with comparison operators disabled (the reference passes

@@ -1,4 +1,4 @@
-//! Selection by cluster (spec-algorithm §10.2): the best `maxGroups` clusters, swapping in
+//! Selection by cluster: the best `maxGroups` clusters, swapping in
 //! bigger ones from the rest until their capacity covers the replicas.
 
 use karmada_api::policy::SpreadConstraint;
@@ -84,7 +84,7 @@ mod tests {
         }
     }
 
-    // spec-algorithm §10.2 worked example: A(100,10) B(100,5) C(0,50) D(0,20), 40 replicas,
+    // worked example: A(100,10) B(100,5) C(0,50) D(0,20), 40 replicas,
     // max 2 → [A, C].
     #[test]
     fn worked_example() {

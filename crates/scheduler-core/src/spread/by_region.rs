@@ -1,4 +1,4 @@
-//! Selection by region (spec-algorithm §10.3): choose regions by [`select_groups`], take each
+//! Selection by region: choose regions by [`select_groups`], take each
 //! region's best cluster, then fill up to the cluster constraint's `maxGroups` from the rest.
 
 use karmada_api::policy::SpreadConstraint;

@@ -1,4 +1,4 @@
-//! Canonical cluster order and topology groups (spec-algorithm §9).
+//! Canonical cluster order and topology groups.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use karmada_api::policy::{Placement, ReplicaSchedulingType, SpreadConstraint, Sp
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 
 use crate::detail::ClusterDetail;
-use crate::framework::placement_of;
+use crate::predicates::placement_of;
 use crate::selector::cluster_matches;
 
 use super::{is_spread_constraint_existed, should_ignore_spread_constraint};
@@ -24,7 +24,7 @@ pub const UNMATCHED_OVERFLOW_ORDER: i32 = 1000;
 pub struct GroupInfo<'a> {
     /// The region/zone/provider value.
     pub name: String,
-    /// The group score of §9.3 (only region scores are ever used).
+    /// The group score (only region scores are ever used).
     pub score: i64,
     /// Sum of the members' available replicas.
     pub available_replicas: i64,
@@ -75,7 +75,7 @@ pub fn sort_clusters_by_score(clusters: &mut [ClusterDetail<'_>]) {
     });
 }
 
-/// The overflow tier of a cluster (spec-algorithm §9.1): 0 for the inline affinity (or when
+/// The overflow tier of a cluster: 0 for the inline affinity (or when
 /// `clusterAffinities` is not in use), k+1 for the k-th overflow affinity, 1000 otherwise.
 pub fn overflow_order(
     cluster: &Cluster,
@@ -212,7 +212,7 @@ fn build_groups<'a>(
     groups
 }
 
-/// The score of a group (spec-algorithm §9.3): the replicas it can take towards its share,
+/// The score of a group: the replicas it can take towards its share,
 /// times 1000, plus the average score of the clusters needed. Duplicated placements count the
 /// clusters that can hold every replica instead.
 pub fn group_score(
@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(group_score_for_duplicate(&cs, &spec), 0);
     }
 
-    // spec-algorithm §9.3 worked example: A 44100, B 45000.
+    // worked example: A 44100, B 45000.
     #[test]
     fn worked_example_group_scores() {
         let mut spec = rb_spec(90, "aggregated");

@@ -1,4 +1,4 @@
-//! Spread constraints: topology grouping (spec-algorithm §9) and cluster selection (§10).
+//! Spread constraints: topology grouping and cluster selection.
 //!
 //! [`group::group_clusters`] orders the scored clusters canonically and, when a spread
 //! constraint asks for it, builds region/zone/provider groups with their scores;
@@ -36,7 +36,7 @@ pub struct Selection<'a> {
     pub regions: Vec<String>,
 }
 
-/// Choose the candidates (spec-algorithm §10.1). Errors carry the reference's text without the
+/// Choose the candidates. Errors carry the reference's text without the
 /// `failed to select clusters: ` prefix, which the pipeline adds.
 pub fn select_best_clusters<'a>(
     placement: &Placement,

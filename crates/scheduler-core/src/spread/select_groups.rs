@@ -1,4 +1,4 @@
-//! Exhaustive group selection (spec-algorithm §10.3): every combination of groups whose size is
+//! Exhaustive group selection: every combination of groups whose size is
 //! within `[min, max]` and whose summed value reaches the target, ranked by weight, value and
 //! discovery order, preferring a shorter prefix of the winner.
 
@@ -239,7 +239,7 @@ mod tests {
         );
     }
 
-    // spec-algorithm §10.3 worked example: R2(1,8000) R1(2,8000) R3(3,7000), exactly 2, target 3.
+    // worked example: R2(1,8000) R1(2,8000) R3(3,7000), exactly 2, target 3.
     #[test]
     fn worked_example() {
         let got = run(

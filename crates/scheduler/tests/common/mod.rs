@@ -254,7 +254,7 @@ pub fn clusters_of(rb: &DynamicObject) -> Value {
 
 /// A message with the per-cluster diagnosis of a fit error cut off. For a cluster that fails
 /// several filters, the Go scheduler reports the reasons of whichever filter plugin its map
-/// iteration reaches first, which varies from run to run (spec §3.4); only the part before
+/// iteration reaches first, which varies from run to run; only the part before
 /// the diagnosis is deterministic.
 pub fn fit_insensitive(message: &str) -> String {
     match message.find("clusters are available: ") {

@@ -1,8 +1,8 @@
 //! Seeded generator of random but valid scheduling inputs for the differential test.
 //!
 //! Everything produced here is what the upstream webhooks and CRD defaulting would let into the
-//! API server (see spec-algorithm §1.4), and it stays away from the few places where upstream
-//! leaves the outcome to chance (spec-algorithm §14). Most files have at most 12 clusters, so
+//! API server, and it stays away from the few places where upstream
+//! leaves the outcome to chance. Most files have at most 12 clusters, so
 //! every replica list that Go sorts with `sort.Sort` is insertion-sorted (stable); one file in
 //! ten has 13 to 16, where Go's pdqsort is deterministic but unstable.
 //!
@@ -15,29 +15,26 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
+use testenv::rng::SplitMix64;
 
-/// SplitMix64: tiny, fast and fully deterministic across platforms and runs.
-pub struct Rng(u64);
+/// [`SplitMix64`] with the draws the generator makes.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(SplitMix64(seed))
     }
 
     /// A generator for item `index` of the run seeded with `seed`, independent of the others,
     /// so that one input file can be regenerated on its own.
     pub fn derive(seed: u64, index: u64) -> Self {
-        let mut r = Rng(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut r = Rng::new(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         r.next_u64();
         r
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (n > 0).

@@ -1,0 +1,182 @@
+//! Properties of the repository as a whole: no crate has an import cycle between its
+//! top-level modules, and nothing refers to a path or a document outside the repository.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path, ext: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if p.is_dir() {
+            if !matches!(name, "target" | "_output" | ".git" | "node_modules") {
+                files(&p, ext, out);
+            }
+        } else if ext.iter().any(|x| name.ends_with(x)) {
+            out.push(p);
+        }
+    }
+}
+
+/// Top-level module of `file` inside `src` (`None` for the crate root).
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop()?;
+    let stem = last.trim_end_matches(".rs").to_string();
+    if !matches!(stem.as_str(), "mod" | "lib" | "main") {
+        parts.push(stem);
+    }
+    parts.into_iter().next()
+}
+
+/// `crate::<module>` references of the non-test, non-comment code of each top-level module.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut list = Vec::new();
+    files(src, &[".rs"], &mut list);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in list {
+        let Some(module) = top_module(src, &f) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        let deps = graph.entry(module.clone()).or_default();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for part in line.split("crate::").skip(1) {
+                let dep: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                    .collect();
+                if !dep.is_empty() && dep != module {
+                    deps.insert(dep);
+                }
+            }
+        }
+    }
+    graph
+}
+
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        g: &BTreeMap<String, BTreeSet<String>>,
+        u: &str,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(u.to_string(), 1);
+        stack.push(u.to_string());
+        for v in g.get(u).into_iter().flatten() {
+            if !g.contains_key(v) {
+                continue;
+            }
+            match state.get(v) {
+                Some(1) => {
+                    let at = stack.iter().position(|s| s == v).unwrap_or(0);
+                    let mut cycle = stack[at..].to_vec();
+                    cycle.push(v.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(g, v, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(u.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for u in graph.keys() {
+        if !state.contains_key(u) {
+            let mut stack = Vec::new();
+            if let Some(c) = visit(graph, u, &mut state, &mut stack) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_crate_has_an_import_cycle_between_its_modules() {
+    let root = testenv::repo_root();
+    let mut srcs: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    srcs.push(root.join("hack/bench/src"));
+    let mut cycles = Vec::new();
+    for src in &srcs {
+        if let Some(c) = find_cycle(&module_graph(src)) {
+            cycles.push(format!("{}: {}", src.display(), c.join(" -> ")));
+        }
+    }
+    assert!(srcs.len() >= 7, "found the crates: {srcs:?}");
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+/// The detector itself: a cycle is found, a chain is not.
+#[test]
+fn the_cycle_detector_finds_cycles() {
+    let g = |edges: &[(&str, &str)]| {
+        let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            m.entry(a.to_string()).or_default().insert(b.to_string());
+            m.entry(b.to_string()).or_default();
+        }
+        m
+    };
+    assert_eq!(
+        find_cycle(&g(&[("a", "b"), ("b", "c"), ("c", "a")])),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(find_cycle(&g(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+}
+
+#[test]
+fn nothing_refers_outside_the_repository() {
+    let root = testenv::repo_root();
+    let mut list = Vec::new();
+    files(
+        &root,
+        &[".rs", ".md", ".sh", ".go", ".yaml", ".yml", ".toml", ".tpl"],
+        &mut list,
+    );
+    // Spelled in pieces so that this file does not find itself.
+    let outside = ["../", "shared"].concat();
+    let section = '\u{a7}';
+    let mut found = Vec::new();
+    for f in &list {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains(&outside) || line.contains(section) {
+                found.push(format!("{}:{}: {line}", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        list.len() > 100,
+        "read the repository: {} files",
+        list.len()
+    );
+    assert!(
+        found.is_empty(),
+        "references outside the repository:\n{}",
+        found.join("\n")
+    );
+}
