@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -361,10 +362,32 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 
 	karmadaClient := karmadafake.NewSimpleClientset(objects...)
 	tracker := karmadaClient.Tracker()
+	var lastPatch sync.Map // binding key -> time.Time of its last patch
 	observe := func(action clienttesting.Action) (bool, runtime.Object, error) {
+		var before runtime.Object
+		if pa, ok := action.(clienttesting.PatchAction); ok && pa.GetSubresource() == "" {
+			before, _ = tracker.Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
+		}
 		handled, obj, err := clienttesting.ObjectReaction(tracker)(action)
 		if err != nil || obj == nil {
 			return handled, obj, err
+		}
+		// The fake tracker does not bump the generation; an API server does on every spec
+		// change, and the scheduler's update handler acts on that (the echo of its own write).
+		if before != nil {
+			if bumped := bumpGeneration(before, obj); bumped != nil {
+				pa := action.(clienttesting.PatchAction)
+				if uerr := tracker.Update(pa.GetResource(), bumped, pa.GetNamespace()); uerr == nil {
+					obj = bumped
+				}
+			}
+		}
+		if m, merr := meta.Accessor(obj); merr == nil {
+			key := m.GetName()
+			if m.GetNamespace() != "" {
+				key = m.GetNamespace() + "/" + key
+			}
+			lastPatch.Store(key, time.Now())
 		}
 		if pa, ok := action.(clienttesting.PatchAction); ok && pa.GetSubresource() == "status" {
 			var conds []metav1.Condition
@@ -417,6 +440,23 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 			case <-time.After(time.Millisecond):
 			}
 		}
+		// A binding the scheduler schedules again on the echo of its own write (Duplicated,
+		// non-workload) may write another result, which is assumed in turn: wait until it has
+		// settled and record what it settled on, as the daemon reports after its echo pass.
+		if rescheduledOnEcho(bindings[scheduledIdx[n]]) {
+			for {
+				t, _ := lastPatch.Load(key)
+				if last, ok := t.(time.Time); ok && time.Since(last) > 50*time.Millisecond {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if final, err := currentObject(karmadaClient, bindings[scheduledIdx[n]]); err == nil {
+				rec.mu.Lock()
+				rec.got[key] = final
+				rec.mu.Unlock()
+			}
+		}
 	}
 
 	select {
@@ -464,6 +504,53 @@ func schedule(clusters []*clusterv1alpha1.Cluster, bindings []binding, estimates
 		}
 	}
 	return results, nil
+}
+
+// bumpGeneration returns a copy of after with the generation of before plus one when the
+// spec changed, or nil.
+func bumpGeneration(before, after runtime.Object) runtime.Object {
+	switch a := after.(type) {
+	case *workv1alpha2.ResourceBinding:
+		b, ok := before.(*workv1alpha2.ResourceBinding)
+		if !ok || equality.Semantic.DeepEqual(b.Spec, a.Spec) {
+			return nil
+		}
+		c := a.DeepCopy()
+		c.Generation = b.Generation + 1
+		return c
+	case *workv1alpha2.ClusterResourceBinding:
+		b, ok := before.(*workv1alpha2.ClusterResourceBinding)
+		if !ok || equality.Semantic.DeepEqual(b.Spec, a.Spec) {
+			return nil
+		}
+		c := a.DeepCopy()
+		c.Generation = b.Generation + 1
+		return c
+	}
+	return nil
+}
+
+// rescheduledOnEcho: the upstream scheduler schedules a Duplicated or non-workload binding
+// again when the watch event of its own result write comes back.
+func rescheduledOnEcho(b binding) bool {
+	var spec *workv1alpha2.ResourceBindingSpec
+	if b.kind == "ResourceBinding" {
+		spec = &b.rb.Spec
+	} else {
+		spec = &b.crb.Spec
+	}
+	if !spec.IsWorkload() {
+		return true
+	}
+	return spec.Placement != nil && spec.Placement.ReplicaSchedulingType() == policyv1alpha1.ReplicaSchedulingTypeDuplicated
+}
+
+// currentObject reads the binding back from the fake API server.
+func currentObject(c *karmadafake.Clientset, b binding) (runtime.Object, error) {
+	if b.kind == "ResourceBinding" {
+		return c.WorkV1alpha2().ResourceBindings(b.rb.Namespace).Get(context.Background(), b.rb.Name, metav1.GetOptions{})
+	}
+	return c.WorkV1alpha2().ClusterResourceBindings().Get(context.Background(), b.crb.Name, metav1.GetOptions{})
 }
 
 // canonicalFitErrors recomputes the message of every NoClusterFit result with the upstream

@@ -545,6 +545,7 @@ impl Context {
                 .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
             own_writes: Some(&self.own_writes),
             assumptions: self.assumptions.as_deref(),
+            want_trace: false,
         };
         let start = Instant::now();
         let mut report = None;

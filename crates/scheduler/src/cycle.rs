@@ -17,7 +17,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
-use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Scheduler};
+use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 use scheduler_core::{AssumptionSource, ScheduleError};
 use serde_json::Value;
@@ -45,11 +45,14 @@ pub enum CycleError {
 }
 
 /// What a cycle did, for the queue and the metrics.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CycleReport {
     /// `Some` when the schedule procedure ran (rows 1–5 of the ladder).
     pub schedule_type: Option<ScheduleType>,
     pub result: Result<(), CycleError>,
+    /// The algorithm's outcome with its trace, when [`Cycle::want_trace`] asked for it and
+    /// the algorithm ran.
+    pub outcome: Option<Outcome>,
 }
 
 /// Passes run for the echo of our own write of a Duplicated binding (one reorders at most;
@@ -71,6 +74,8 @@ pub struct Cycle<'a> {
     pub own_writes: Option<&'a OwnWrites>,
     /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
     pub assumptions: Option<&'a Assumptions>,
+    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
+    pub want_trace: bool,
 }
 
 fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
@@ -104,6 +109,12 @@ fn placement_error(binding: &Binding) -> String {
 impl Cycle<'_> {
     /// Run one attempt on `binding` (the latest copy known) against `snapshot`, at time `now`.
     pub async fn run(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> CycleReport {
+        let decision = self.decision(binding, snapshot);
+        self.run_decided(binding, snapshot, now, decision).await
+    }
+
+    /// The decision ladder for `binding` against `snapshot`: what [`Cycle::run`] does.
+    pub fn decision(&self, binding: &Binding, snapshot: &Snapshot) -> Decision {
         let clusters: Vec<&karmada_api::Cluster> =
             snapshot.clusters().iter().map(|c| c.as_ref()).collect();
         let multi = self
@@ -111,7 +122,19 @@ impl Cycle<'_> {
             .config()
             .gates
             .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
-        match decide(binding, &clusters, multi) {
+        decide(binding, &clusters, multi)
+    }
+
+    /// [`Cycle::run`] with the decision made already (`simulate` and `explain` turn a
+    /// decision not to act into [`Trigger::Requested`]).
+    pub async fn run_decided(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+        decision: Decision,
+    ) -> CycleReport {
+        match decision {
             Decision::Deleting => {
                 self.events.event(
                     binding,
@@ -122,10 +145,12 @@ impl Cycle<'_> {
                 CycleReport {
                     schedule_type: None,
                     result: Ok(()),
+                    outcome: None,
                 }
             }
             Decision::NoPlacement => CycleReport {
                 schedule_type: None,
+                outcome: None,
                 result: Err(CycleError::Failed(AttemptError::Other(placement_error(
                     binding,
                 )))),
@@ -135,6 +160,7 @@ impl Cycle<'_> {
             } => CycleReport {
                 schedule_type: None,
                 result: Ok(()),
+                outcome: None,
             },
             Decision::UpToDate {
                 sync_generation: Some(generation),
@@ -149,14 +175,16 @@ impl Cycle<'_> {
                 CycleReport {
                     schedule_type: None,
                     result,
+                    outcome: None,
                 }
             }
             Decision::Schedule(schedule_type, trigger) => {
                 tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
-                let result = self.schedule(binding, snapshot, now).await;
+                let (result, outcome) = self.schedule(binding, snapshot, now).await;
                 CycleReport {
                     schedule_type: Some(schedule_type),
                     result,
+                    outcome,
                 }
             }
         }
@@ -168,6 +196,18 @@ impl Cycle<'_> {
         binding: &Binding,
         snapshot: &Snapshot,
         now: Time,
+    ) -> (Result<(), CycleError>, Option<Outcome>) {
+        let mut kept = None;
+        let result = self.schedule_inner(binding, snapshot, now, &mut kept).await;
+        (result, kept)
+    }
+
+    async fn schedule_inner(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+        kept: &mut Option<Outcome>,
     ) -> Result<(), CycleError> {
         let key = binding.key();
         let placement = binding.spec.placement.clone().unwrap_or_default();
@@ -188,7 +228,13 @@ impl Cycle<'_> {
             workload_index: self.workload_index,
             assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
         };
-        let outcome = self.scheduler.schedule_binding(input, false).await;
+        let outcome = self
+            .scheduler
+            .schedule_binding(input, self.want_trace)
+            .await;
+        if self.want_trace {
+            *kept = Some(outcome.clone());
+        }
         for term in &outcome.failed_terms {
             self.events.event(
                 binding,
@@ -289,6 +335,18 @@ impl Cycle<'_> {
                 && let Some(r) = reservation.take()
             {
                 r.keep();
+                // The echo pass wrote another result (the reference assumes each it writes).
+                if let Some(a) = reserving
+                    && to_write.as_ref() != Some(result)
+                    && let Some(again) = a.assume(
+                        &format!("{}/{}", binding.namespace(), binding.name()),
+                        &binding.spec,
+                        result,
+                        healthy_clusters(&binding.status),
+                    )
+                {
+                    again.keep();
+                }
             }
             if let Some(pe) = patch_err {
                 let mut members: Vec<AttemptError> = Vec::new();
@@ -414,10 +472,13 @@ mod tests {
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
-    /// An in-memory API server for one binding: applies merge patches, checks preconditions.
+    use crate::memory::MemoryStore;
+
+    /// The daemon's [`MemoryStore`] holding one binding, with a log of the writes and
+    /// scripted faults.
     struct FakeApi {
-        object: Mutex<Value>,
-        rv: Mutex<u64>,
+        store: MemoryStore,
+        key: BindingKey,
         log: Mutex<Vec<(Target, Value)>>,
         /// Scripted faults of the next writes, in order (`Fault::None` = answer normally).
         faults: Mutex<VecDeque<Fault>>,
@@ -437,48 +498,32 @@ mod tests {
         Rejected(ApiFailure),
     }
 
-    fn merge(target: &mut Value, patch: &Value) {
-        match (target, patch) {
-            (Value::Object(t), Value::Object(p)) => {
-                for (k, v) in p {
-                    if v.is_null() {
-                        t.remove(k);
-                    } else {
-                        merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                    }
-                }
-            }
-            (t, p) => *t = p.clone(),
-        }
-    }
-
     impl FakeApi {
         fn new(object: Value) -> Self {
-            let mut object = object;
-            object["metadata"]["resourceVersion"] = json!("1");
+            let store = MemoryStore::default();
+            let key = store
+                .insert(BindingKind::ResourceBinding, object)
+                .expect("a valid binding")
+                .key();
             Self {
-                object: Mutex::new(object),
-                rv: Mutex::new(1),
+                store,
+                key,
                 log: Mutex::new(Vec::new()),
                 faults: Mutex::new(VecDeque::new()),
             }
         }
 
         fn binding(&self) -> Binding {
-            Binding::decode(
-                BindingKind::ResourceBinding,
-                self.object.lock().unwrap().clone(),
-            )
-            .unwrap()
+            self.store.binding(&self.key).expect("stored")
         }
 
         /// Someone else writes the object (bumps resourceVersion).
         fn external_write(&self, patch: Value) {
-            let mut o = self.object.lock().unwrap();
-            merge(&mut o, &patch);
-            let mut rv = self.rv.lock().unwrap();
-            *rv += 1;
-            o["metadata"]["resourceVersion"] = json!(rv.to_string());
+            self.store.external_write(&self.key, &patch);
+        }
+
+        fn apply(&self, target: Target, patch: &Value) -> Result<Binding, ApiFailure> {
+            self.store.apply(&self.key, target, patch)
         }
     }
 
@@ -518,47 +563,6 @@ mod tests {
 
         fn get<'a>(&'a self, _key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
             Box::pin(async move { Ok(self.binding()) })
-        }
-    }
-
-    impl FakeApi {
-        /// The server side of a patch: precondition, merge, generation bump.
-        fn apply(&self, target: Target, patch: &Value) -> Result<Binding, ApiFailure> {
-            let mut o = self.object.lock().unwrap();
-            let mut rv = self.rv.lock().unwrap();
-            if let Some(want) = patch.pointer("/metadata/resourceVersion")
-                && want != &json!(rv.to_string())
-            {
-                return Err(ApiFailure {
-                    code: 409,
-                    reason: "Conflict".into(),
-                    message: "the object has been modified".into(),
-                });
-            }
-            let mut p = patch.clone();
-            if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.remove("resourceVersion");
-            }
-            match target {
-                Target::Main => {
-                    if let Some(m) = p.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-                Target::Status => {
-                    p = json!({"status": p.get("status").cloned().unwrap_or(Value::Null)});
-                }
-            }
-            let spec_before = o.get("spec").cloned();
-            merge(&mut o, &p);
-            // Like the apiserver: a spec change bumps the generation.
-            if o.get("spec").cloned() != spec_before {
-                let g = o["metadata"]["generation"].as_i64().unwrap_or(0);
-                o["metadata"]["generation"] = json!(g + 1);
-            }
-            *rv += 1;
-            o["metadata"]["resourceVersion"] = json!(rv.to_string());
-            Ok(Binding::decode(BindingKind::ResourceBinding, o.clone()).unwrap())
         }
     }
 
@@ -606,6 +610,7 @@ mod tests {
             workload_index: None,
             own_writes,
             assumptions: None,
+            want_trace: false,
         }
     }
 
@@ -911,11 +916,8 @@ mod tests {
         let cycle = cycle(&s, &api, &events, Some(&own));
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
         assert_eq!(
-            report,
-            CycleReport {
-                schedule_type: Some(ScheduleType::ReconcileSchedule),
-                result: Ok(())
-            }
+            (report.schedule_type, report.result),
+            (Some(ScheduleType::ReconcileSchedule), Ok(()))
         );
         let log = api.log.lock().unwrap().clone();
         assert_eq!(log.len(), 2);
@@ -1102,13 +1104,7 @@ mod tests {
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
         let cycle = cycle(&s, &api, &events, None);
         let report = cycle.run(&api.binding(), &snapshot, now()).await;
-        assert_eq!(
-            report,
-            CycleReport {
-                schedule_type: None,
-                result: Ok(())
-            }
-        );
+        assert_eq!((report.schedule_type, report.result), (None, Ok(())));
         assert_eq!(
             api.log.lock().unwrap().clone(),
             vec![(

@@ -36,6 +36,8 @@ pub enum Trigger {
     /// Our result patch landed but the status of that attempt did not (see
     /// [`unfinished_write`]): the attempt is made again to complete it.
     UnfinishedWrite,
+    /// Not the daemon's: `simulate` and `explain` make an attempt whatever the ladder says.
+    Requested,
 }
 
 /// What to do with a binding taken from the queue.

@@ -35,20 +35,24 @@ use karmada_api::work::{
     ClusterResourceBinding, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus,
     TargetCluster,
 };
+use scheduler_core::EstimatorError;
 use scheduler_core::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator};
 use scheduler_core::features::FeatureGates;
 use scheduler_core::general::GeneralEstimator;
-use scheduler_core::schedule::{BindingInput, Decision, Outcome, ScheduleConfig, Scheduler};
+use scheduler_core::schedule::{Outcome, ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 use scheduler_core::trace::{AttemptTrace, Verdict};
-use scheduler_core::{AssumptionSource, EstimatorError, ScheduleError};
 use serde::Serialize;
 
-use karmada_scheduler::annotation::encode_placement;
-use karmada_scheduler::assume::{Assumptions, healthy_clusters};
-use karmada_scheduler::condition::SUCCESS_MESSAGE;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karmada_scheduler::assume::Assumptions;
+use karmada_scheduler::binding::{Binding as KBinding, BindingKind};
+use karmada_scheduler::condition::SCHEDULED;
+use karmada_scheduler::cycle::{Cycle, CycleError, CycleReport};
+use karmada_scheduler::decision::{Decision as CycleDecision, ScheduleType, Trigger};
+use karmada_scheduler::events::MemoryRecorder;
+use karmada_scheduler::memory::MemoryStore;
 use karmada_scheduler::options::{self as daemon_options, Invocation};
-use karmada_scheduler::patch::result_changes;
 
 const USAGE: &str = "\
 Run one scheduling pass over objects read from files and print where each binding lands.
@@ -298,8 +302,8 @@ struct Binding {
     name: String,
     spec: ResourceBindingSpec,
     status: ResourceBindingStatus,
-    /// `policy.karmada.io/applied-placement`, when present.
-    applied_placement: Option<String>,
+    /// The object as read, for the in-memory API server the daemon's cycle writes to.
+    raw: serde_json::Value,
 }
 
 fn run(opts: &Options) -> anyhow::Result<String> {
@@ -344,25 +348,41 @@ fn run(opts: &Options) -> anyhow::Result<String> {
         .gates
         .scheduling_overcommit_protection()
         .then(Assumptions::default);
+    // The daemon's own cycle, writing to memory: the decision, the algorithm, the result
+    // and status patches and the events are the daemon's.
+    let store = MemoryStore::default();
+    let events = MemoryRecorder::default();
+    let cycle = Cycle {
+        scheduler: &scheduler,
+        writer: &store,
+        events: &events,
+        workload_index: None,
+        own_writes: None,
+        assumptions: assumptions.as_ref(),
+        want_trace,
+    };
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
     for b in &input.bindings {
-        let outcome = if b.spec.placement.is_none() {
-            None
+        let kind = if b.kind == ResourceBinding::KIND {
+            BindingKind::ResourceBinding
         } else {
-            let binding = BindingInput {
-                snapshot: &snapshot,
-                spec: &b.spec,
-                status: &b.status,
-                workload_index: None,
-                assumed: assumptions.as_ref().map(|a| a as &dyn AssumptionSource),
-            };
-            Some(runtime.block_on(scheduler.schedule_binding(binding, want_trace)))
+            BindingKind::ClusterResourceBinding
         };
-        if let (Some(a), Some(o)) = (&assumptions, &outcome) {
-            assume_written(a, b, o);
-        }
-        let element = to_output(b, outcome.as_ref());
+        let binding = store
+            .insert(kind, b.raw.clone())
+            .map_err(|e| anyhow!("{} {}: {}", b.kind, e.key.describe(), e.error))?;
+        let daemon = cycle.decision(&binding, &snapshot);
+        let report =
+            runtime.block_on(cycle.run_decided(&binding, &snapshot, now.clone(), attempt(&daemon)));
+        let element = to_output(b, &report, store.binding(&binding.key()).as_ref());
         if want_trace {
-            explain(&mut explained, b, &element, outcome.as_ref());
+            explain(
+                &mut explained,
+                b,
+                &element,
+                &daemon,
+                report.outcome.as_ref(),
+            );
         }
         results.push(element);
     }
@@ -373,40 +393,14 @@ fn run(opts: &Options) -> anyhow::Result<String> {
     })
 }
 
-/// The applied-placement annotation of an object, when present.
-fn applied_placement(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<String> {
-    meta.annotations
-        .as_ref()?
-        .get(karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION)
-        .cloned()
-}
-
-/// Assume what the daemon would write for `b` (a ResourceBinding whose result changes its
-/// placement: the new clusters, or none after a fit error), as its cache does.
-fn assume_written(a: &Assumptions, b: &Binding, outcome: &Outcome) {
-    if b.kind != ResourceBinding::KIND {
-        return;
-    }
-    let result = match &outcome.result {
-        Ok(Decision::Scheduled(r)) => r.clone(),
-        Err(ScheduleError::Fit(_)) => Vec::new(),
-        _ => return,
-    };
-    let placement = encode_placement(b.spec.placement.as_ref().unwrap_or(&Default::default()));
-    if result_changes(
-        b.applied_placement.as_deref(),
-        &b.spec.clusters,
-        &placement,
-        &result,
-    ) && let Some(r) = a.assume(
-        &format!("{}/{}", b.namespace, b.name),
-        &b.spec,
-        &result,
-        healthy_clusters(&b.status),
-    ) {
-        r.keep();
+/// What `simulate` runs: the daemon's decision when it schedules or refuses the binding,
+/// otherwise an attempt anyway (the daemon would not act; `-o explain` says so).
+fn attempt(daemon: &CycleDecision) -> CycleDecision {
+    match daemon {
+        CycleDecision::Schedule(..) | CycleDecision::NoPlacement => daemon.clone(),
+        CycleDecision::Deleting | CycleDecision::UpToDate { .. } => {
+            CycleDecision::Schedule(ScheduleType::ReconcileSchedule, Trigger::Requested)
+        }
     }
 }
 
@@ -478,34 +472,24 @@ fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
     out
 }
 
-fn to_output(b: &Binding, outcome: Option<&Outcome>) -> Output {
-    let (result, clusters, message) = match outcome.map(|o| &o.result) {
-        // The daemon refuses a binding without placement before scheduling it.
-        None => {
-            let key = if b.kind == ResourceBinding::KIND {
-                format!("resourceBinding({}/{})", b.namespace, b.name)
-            } else {
-                format!("clusterResourceBinding({})", b.name)
-            };
-            (
-                "Error",
-                Vec::new(),
-                format!("failed to get placement from {key}"),
-            )
-        }
-        Some(Ok(Decision::Scheduled(c))) => ("Scheduled", sorted(c), SUCCESS_MESSAGE.to_string()),
-        Some(Ok(Decision::NoAffinityTerms)) => (
+/// The element for `b` from what the cycle wrote: the `Scheduled` condition (its reason
+/// gives the result class, its message the message) and `spec.clusters`; the cycle's error
+/// when it wrote no condition (no placement).
+fn to_output(b: &Binding, report: &CycleReport, stored: Option<&KBinding>) -> Output {
+    let condition = stored.and_then(|s| s.status.conditions.iter().find(|c| c.type_ == SCHEDULED));
+    let (result, clusters, message) = match (condition, &report.result) {
+        (Some(c), _) if c.reason == "Success" => (
             "Scheduled",
-            sorted(&b.spec.clusters),
-            SUCCESS_MESSAGE.to_string(),
+            sorted(stored.map_or(&[][..], |s| &s.spec.clusters)),
+            c.message.clone(),
         ),
-        Some(Err(e)) => {
-            let result = match e {
-                ScheduleError::Fit(_) | ScheduleError::Unschedulable(_) => "Unschedulable",
-                ScheduleError::Other(_) => "Error",
-            };
-            (result, Vec::new(), e.to_string())
+        (Some(c), _) if matches!(c.reason.as_str(), "NoClusterFit" | "Unschedulable") => {
+            ("Unschedulable", Vec::new(), c.message.clone())
         }
+        (Some(c), _) => ("Error", Vec::new(), c.message.clone()),
+        (None, Err(CycleError::Failed(e))) => ("Error", Vec::new(), e.to_string()),
+        (None, Err(CycleError::Conflict)) => ("Error", Vec::new(), "conflict".to_string()),
+        (None, Ok(())) => ("Error", Vec::new(), String::new()),
     };
     Output {
         kind: b.kind,
@@ -668,7 +652,7 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                     kind: ResourceBinding::KIND,
                     namespace: rb.metadata.namespace.clone().unwrap_or_default(),
                     name: rb.metadata.name.clone().unwrap_or_default(),
-                    applied_placement: applied_placement(&rb.metadata),
+                    raw: serde_json::to_value(&rb)?,
                     spec: rb.spec,
                     status: rb.status,
                 });
@@ -680,7 +664,7 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                     kind: ClusterResourceBinding::KIND,
                     namespace: String::new(),
                     name: crb.metadata.name.clone().unwrap_or_default(),
-                    applied_placement: applied_placement(&crb.metadata),
+                    raw: serde_json::to_value(&crb)?,
                     spec: crb.spec,
                     status: crb.status,
                 });
@@ -734,13 +718,50 @@ fn fill_condition_defaults(object: &mut serde_yaml::Mapping) {
 // ---------------------------------------------------------------------------------------------
 // -o explain
 
-fn explain(out: &mut String, b: &Binding, element: &Output, outcome: Option<&Outcome>) {
+/// What the daemon's decision ladder says about a binding, in words.
+fn describe_decision(d: &CycleDecision) -> String {
+    let why = |t: &Trigger| match t {
+        Trigger::PlacementChanged => "its placement changed",
+        Trigger::ReplicasChanged => "its replicas changed",
+        Trigger::RescheduleTriggered => "a reschedule was requested",
+        Trigger::Duplicated => "Duplicated placements are scheduled on every change",
+        Trigger::TerminatingTargetCluster => "a target cluster is being deleted",
+        Trigger::UnfinishedWrite => "an earlier write of this scheduler was left unfinished",
+        Trigger::Requested => "it was asked to",
+    };
+    match d {
+        CycleDecision::Schedule(_, t) => format!("the daemon schedules it: {}", why(t)),
+        CycleDecision::UpToDate {
+            sync_generation: None,
+        } => "the daemon would not act: its result is up to date (the attempt below is simulate's)"
+            .into(),
+        CycleDecision::UpToDate {
+            sync_generation: Some(g),
+        } => format!(
+            "the daemon would only record generation {g} as observed (the attempt below is simulate's)"
+        ),
+        CycleDecision::Deleting => {
+            "the daemon would not schedule it: it is being deleted (the attempt below is simulate's)"
+                .into()
+        }
+        CycleDecision::NoPlacement => "the daemon refuses it: it has no placement".into(),
+    }
+}
+
+fn explain(
+    out: &mut String,
+    b: &Binding,
+    element: &Output,
+    daemon: &CycleDecision,
+    outcome: Option<&Outcome>,
+) {
     let key = if b.namespace.is_empty() {
         b.name.clone()
     } else {
         format!("{}/{}", b.namespace, b.name)
     };
     let _ = writeln!(out, "{} {}: {}", b.kind, key, element.result);
+    let _ = writeln!(out, "  decision: {}", describe_decision(daemon));
     let _ = writeln!(out, "  message: {}", element.message);
     if element.result == "Scheduled" {
         let _ = writeln!(out, "  clusters: {}", format_targets(&element.clusters));
