@@ -24,7 +24,7 @@ use crate::options::{KubeClientOptions, LeaderElection, ServingOptions};
 use crate::serve::{Readiness, Servers};
 
 /// The process settings the lifecycle needs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Settings {
     /// For the first log line.
     pub version_text: String,
@@ -34,6 +34,8 @@ pub struct Settings {
     pub serving: ServingOptions,
     pub kube: KubeClientOptions,
     pub leader_election: LeaderElection,
+    /// The component's own endpoints on the probe server, if any.
+    pub health_routes: Option<axum::Router>,
 }
 
 /// What the component runs: given the client, its readiness, whether it leads now (it acts
@@ -107,6 +109,9 @@ pub async fn run_until(
     .await?;
     if serving.enable_pprof {
         servers = servers.with_pprof(&serving.profiling_bind_address).await?;
+    }
+    if let Some(routes) = settings.health_routes.clone() {
+        servers = servers.with_health_routes(routes);
     }
     let server_stop = CancellationToken::new();
     let server_task = tokio::spawn(servers.serve(server_stop.clone()));

@@ -16,6 +16,7 @@ fn settings(opts: &Options) -> Settings {
         serving: opts.serving.clone(),
         kube: opts.kube.clone(),
         leader_election: opts.leader_election.clone(),
+        health_routes: None,
     }
 }
 

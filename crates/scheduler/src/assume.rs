@@ -241,6 +241,16 @@ impl Assumptions {
         before - inner.len()
     }
 
+    /// A copy with the same assumptions, for a read-only explanation that must not change
+    /// this cache.
+    pub fn copy(&self) -> Self {
+        Self {
+            ttl: self.ttl,
+            inner: Mutex::new(self.lock().clone()),
+            reservations: tokio::sync::Mutex::new(()),
+        }
+    }
+
     /// Bindings with assumptions (tests, logs).
     pub fn len(&self) -> usize {
         self.lock().len()

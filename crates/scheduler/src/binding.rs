@@ -124,6 +124,17 @@ pub struct MalformedBinding {
 }
 
 impl Binding {
+    /// The object as JSON again (`apiVersion`, `kind`, `metadata`, `spec`, `status`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": karmada_api::work::API_VERSION,
+            "kind": self.kind.kind(),
+            "metadata": self.metadata,
+            "spec": self.spec,
+            "status": self.status,
+        })
+    }
+
     /// Decode one object of the given kind from raw JSON. On failure, the identity that could
     /// still be read is returned with the error, so that the binding itself can be told.
     pub fn decode(

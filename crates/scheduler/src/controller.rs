@@ -426,6 +426,38 @@ pub struct Context {
     pub assumptions: Option<Arc<Assumptions>>,
 }
 
+/// Where the daemon's `/debug/explain` endpoint finds the running scheduler: set once the
+/// caches have synced.
+pub type ExplainSlot = std::sync::OnceLock<Arc<Context>>;
+
+/// What the daemon would decide for the cached binding `key` now, and why (see
+/// [`crate::explain`]): its cycle on a copy, the assumptions copied too, nothing written.
+pub async fn explain_binding(ctx: &Context, key: &BindingKey) -> Option<Value> {
+    let Some(Cached::Ok(b)) = ctx.stores.binding(key) else {
+        return None;
+    };
+    let snapshot = ctx.stores.snapshot();
+    let store = crate::memory::MemoryStore::default();
+    let events = crate::events::MemoryRecorder::default();
+    let binding = store.insert(b.kind, b.to_json()).ok()?;
+    let assumptions = ctx.assumptions.as_ref().map(|a| a.copy());
+    let cycle = Cycle {
+        scheduler: &ctx.scheduler,
+        writer: &store,
+        events: &events,
+        workload_index: ctx
+            .workload
+            .as_deref()
+            .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
+        own_writes: None,
+        assumptions: assumptions.as_ref(),
+        want_trace: true,
+    };
+    let now = Time(Timestamp::now());
+    let e = crate::explain::explain(&cycle, &store, &events, &binding, &snapshot, now).await;
+    Some(e.to_json(&binding))
+}
+
 /// The assumption cache's key of a binding: ResourceBindings only (the reference never
 /// assumes ClusterResourceBindings).
 fn assumption_key(key: &BindingKey) -> Option<String> {
@@ -831,6 +863,7 @@ pub async fn run(
     ready: Readiness,
     leading: tokio_watch::Receiver<bool>,
     stop: CancellationToken,
+    explain: Option<Arc<ExplainSlot>>,
 ) -> anyhow::Result<()> {
     let estimators = if opts.enable_scheduler_estimator {
         let source = Arc::new(
@@ -975,6 +1008,9 @@ pub async fn run(
         .max(1);
     tracing::info!("caches synced; starting {worker_count} scheduling workers");
     ready.set(true);
+    if let Some(slot) = &explain {
+        let _ = slot.set(ctx.clone());
+    }
 
     // Bindings whose writes found no API server wait for it to answer again.
     watches.push(tokio::spawn(release_when_reachable(

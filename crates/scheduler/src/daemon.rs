@@ -1,42 +1,100 @@
 //! The scheduler process: component-base's lifecycle (servers, client, leader election,
-//! signals) around [`crate::controller::run`].
+//! signals) around [`crate::controller::run`], and the `/debug/explain` endpoint when asked.
 
 use std::sync::Arc;
 
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use component_base::cancel::CancellationToken;
 use component_base::lifecycle::{self, Settings, Work};
 
+use crate::binding::BindingKey;
+use crate::controller::{ExplainSlot, explain_binding};
 use crate::metrics::Metrics;
 use crate::options::Options;
 
-fn settings(opts: &Options) -> Settings {
+fn settings(opts: &Options, slot: Option<&Arc<ExplainSlot>>) -> Settings {
     Settings {
         version_text: crate::options::version_text(),
         work_name: "scheduling",
         serving: opts.serving.clone(),
         kube: opts.kube.clone(),
         leader_election: opts.leader_election.clone(),
+        health_routes: slot.map(|s| explain_routes(s.clone())),
     }
 }
 
-fn work(opts: Options, metrics: Arc<Metrics>) -> Work {
+async fn answer(slot: Arc<ExplainSlot>, key: BindingKey) -> Response {
+    let Some(ctx) = slot.get() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not scheduling yet (a standby, or the caches are not synced)\n",
+        )
+            .into_response();
+    };
+    match explain_binding(ctx, &key).await {
+        Some(v) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n",
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!(
+                "{} is not in the cache (or does not decode)\n",
+                key.describe()
+            ),
+        )
+            .into_response(),
+    }
+}
+
+/// `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`.
+fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
+    let (a, b) = (slot.clone(), slot);
+    Router::new()
+        .route(
+            "/debug/explain/{namespace}/{name}",
+            get(move |Path((ns, name)): Path<(String, String)>| {
+                answer(a.clone(), BindingKey::rb(&ns, &name))
+            }),
+        )
+        .route(
+            "/debug/explain/{name}",
+            get(move |Path(name): Path<String>| answer(b.clone(), BindingKey::crb(&name))),
+        )
+}
+
+fn work(opts: Options, metrics: Arc<Metrics>, slot: Option<Arc<ExplainSlot>>) -> Work {
     let opts = Arc::new(opts);
     Box::new(move |client, ready, leading, stop| {
-        let (opts, metrics) = (opts.clone(), metrics.clone());
+        let (opts, metrics, slot) = (opts.clone(), metrics.clone(), slot.clone());
         Box::pin(async move {
-            crate::controller::run(&opts, client, metrics, ready, leading, stop).await
+            crate::controller::run(&opts, client, metrics, ready, leading, stop, slot).await
         })
     })
+}
+
+fn parts(opts: &Options) -> (Settings, Option<Arc<ExplainSlot>>) {
+    let slot = opts
+        .enable_explain_endpoint
+        .then(|| Arc::new(ExplainSlot::new()));
+    (settings(opts, slot.as_ref()), slot)
 }
 
 /// Run until a signal or a fatal error.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
-    lifecycle::run(settings(&opts), metrics.base(), work(opts, metrics)).await
+    let (settings, slot) = parts(&opts);
+    lifecycle::run(settings, metrics.base(), work(opts, metrics, slot)).await
 }
 
 /// [`run`] with an explicit stop token (tests).
 pub async fn run_until(opts: Options, stop: CancellationToken) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
-    lifecycle::run_until(settings(&opts), metrics.base(), work(opts, metrics), stop).await
+    let (settings, slot) = parts(&opts);
+    lifecycle::run_until(settings, metrics.base(), work(opts, metrics, slot), stop).await
 }

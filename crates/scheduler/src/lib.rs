@@ -22,6 +22,7 @@ pub mod cycle;
 pub mod daemon;
 pub mod decision;
 pub mod events;
+pub mod explain;
 pub mod memory;
 pub mod metrics;
 pub mod options;

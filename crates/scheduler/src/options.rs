@@ -106,6 +106,8 @@ pub struct Options {
     /// Not a flag of the reference (which schedules one binding at a time): how many
     /// bindings are scheduled at once; `1` behaves as the reference.
     pub concurrent_binding_syncs: i64,
+    /// Not a flag of the reference: serve `/debug/explain/...` on the probe server.
+    pub enable_explain_endpoint: bool,
     pub feature_gates: FeatureGates,
     pub rate_limiter: RateLimiterOptions,
     pub logging: LoggingOptions,
@@ -126,6 +128,7 @@ impl Default for Options {
             plugins: vec!["*".into()],
             scheduler_name: DEFAULT_SCHEDULER_NAME.into(),
             concurrent_binding_syncs: DEFAULT_CONCURRENT_BINDING_SYNCS,
+            enable_explain_endpoint: false,
             feature_gates: FeatureGates::default(),
             rate_limiter: RateLimiterOptions::default(),
             logging: LoggingOptions::default(),
@@ -203,6 +206,13 @@ pub static FLAGS: &[FlagDef] = &[
         K::Int,
         "16",
         "The number of bindings scheduled at the same time (not a flag of the Go karmada-scheduler, which schedules one at a time: 1 behaves as it does). A binding is never scheduled by two workers at once, so its own writes stay ordered.",
+    ),
+    flag(
+        G,
+        "enable-explain-endpoint",
+        K::Bool,
+        "false",
+        "Serve /debug/explain/<namespace>/<name> (a ResourceBinding) and /debug/explain/<name> (a ClusterResourceBinding) on the health probe server: what this scheduler would decide for the binding in its cache now, and why, as JSON; read-only. Not a flag of the Go karmada-scheduler.",
     ),
     flag(
         G,
@@ -286,6 +296,7 @@ impl FlagSink for Options {
             }
             "scheduler-name" => self.scheduler_name = s(),
             "concurrent-binding-syncs" => self.concurrent_binding_syncs = i()?,
+            "enable-explain-endpoint" => self.enable_explain_endpoint = b()?,
             "feature-gates" => self.feature_gates.set(value).map_err(|e| e.to_string())?,
             "rate-limiter-base-delay" => self.rate_limiter.base_delay = d()?,
             "rate-limiter-max-delay" => self.rate_limiter.max_delay = d()?,
@@ -345,6 +356,10 @@ component_base::command_line!(
     long: LONG,
     tables: TABLES,
     subcommands: &[
+        (
+            "explain",
+            "Show what the scheduler would decide for one live binding, and why",
+        ),
         ("help", "Help about any command"),
         (
             "simulate",

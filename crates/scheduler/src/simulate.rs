@@ -1,8 +1,8 @@
 //! `karmada-scheduler simulate`: one scheduling pass over objects read from files.
 //!
 //! Clusters, ResourceBindings and ClusterResourceBindings are read from YAML/JSON files and every
-//! binding is scheduled, in input order, against the same clusters, through the same
-//! [`Scheduler::schedule_binding`] the daemon uses. The contract (flags, JSON shape, the stub
+//! binding is scheduled, in input order, against the same clusters, by the daemon's own
+//! cycle writing to memory (`karmada_scheduler::memory`). The contract (flags, JSON shape, the stub
 //! estimator's all-or-nothing rule) is written down in `docs/simulate.md`:
 //!
 //! ```text
@@ -39,18 +39,17 @@ use scheduler_core::EstimatorError;
 use scheduler_core::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator};
 use scheduler_core::features::FeatureGates;
 use scheduler_core::general::GeneralEstimator;
-use scheduler_core::schedule::{Outcome, ScheduleConfig, Scheduler};
+use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 use scheduler_core::trace::{AttemptTrace, Verdict};
 use serde::Serialize;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_scheduler::assume::Assumptions;
-use karmada_scheduler::binding::{Binding as KBinding, BindingKind};
-use karmada_scheduler::condition::SCHEDULED;
-use karmada_scheduler::cycle::{Cycle, CycleError, CycleReport};
-use karmada_scheduler::decision::{Decision as CycleDecision, ScheduleType, Trigger};
+use karmada_scheduler::binding::BindingKind;
+use karmada_scheduler::cycle::Cycle;
 use karmada_scheduler::events::MemoryRecorder;
+use karmada_scheduler::explain::{Explanation, describe_decision, explain};
 use karmada_scheduler::memory::MemoryStore;
 use karmada_scheduler::options::{self as daemon_options, Invocation};
 
@@ -125,14 +124,14 @@ enum OutputFormat {
 
 /// Write to stdout; a closed pipe (`simulate ... | head`) ends the output quietly instead of
 /// panicking.
-fn out(text: &str) {
+pub(crate) fn out(text: &str) {
     use std::io::Write;
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
 }
 
 /// A line on stderr, never a panic when stderr is closed.
-fn err(line: &str) {
+pub(crate) fn err(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
@@ -296,14 +295,14 @@ struct Input {
 }
 
 /// One binding of either kind, with what the output needs.
-struct Binding {
-    kind: &'static str,
-    namespace: String,
-    name: String,
-    spec: ResourceBindingSpec,
-    status: ResourceBindingStatus,
+pub(crate) struct Binding {
+    pub(crate) kind: &'static str,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) spec: ResourceBindingSpec,
+    pub(crate) status: ResourceBindingStatus,
     /// The object as read, for the in-memory API server the daemon's cycle writes to.
-    raw: serde_json::Value,
+    pub(crate) raw: serde_json::Value,
 }
 
 fn run(opts: &Options) -> anyhow::Result<String> {
@@ -371,18 +370,17 @@ fn run(opts: &Options) -> anyhow::Result<String> {
         let binding = store
             .insert(kind, b.raw.clone())
             .map_err(|e| anyhow!("{} {}: {}", b.kind, e.key.describe(), e.error))?;
-        let daemon = cycle.decision(&binding, &snapshot);
-        let report =
-            runtime.block_on(cycle.run_decided(&binding, &snapshot, now.clone(), attempt(&daemon)));
-        let element = to_output(b, &report, store.binding(&binding.key()).as_ref());
+        let e = runtime.block_on(explain(
+            &cycle,
+            &store,
+            &events,
+            &binding,
+            &snapshot,
+            now.clone(),
+        ));
+        let element = to_output(b, &e);
         if want_trace {
-            explain(
-                &mut explained,
-                b,
-                &element,
-                &daemon,
-                report.outcome.as_ref(),
-            );
+            render(&mut explained, b, &e);
         }
         results.push(element);
     }
@@ -391,17 +389,6 @@ fn run(opts: &Options) -> anyhow::Result<String> {
         OutputFormat::Yaml => serde_yaml::to_string(&results)?,
         OutputFormat::Explain => explained,
     })
-}
-
-/// What `simulate` runs: the daemon's decision when it schedules or refuses the binding,
-/// otherwise an attempt anyway (the daemon would not act; `-o explain` says so).
-fn attempt(daemon: &CycleDecision) -> CycleDecision {
-    match daemon {
-        CycleDecision::Schedule(..) | CycleDecision::NoPlacement => daemon.clone(),
-        CycleDecision::Deleting | CycleDecision::UpToDate { .. } => {
-            CycleDecision::Schedule(ScheduleType::ReconcileSchedule, Trigger::Requested)
-        }
-    }
 }
 
 /// `--enable-scheduler-estimator`: the daemon's estimator client, resolving estimator Services
@@ -445,17 +432,17 @@ async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dy
 
 /// One element of the output array.
 #[derive(Clone, Debug, Serialize)]
-struct Output {
-    kind: &'static str,
-    namespace: String,
-    name: String,
-    result: &'static str,
-    clusters: Vec<OutCluster>,
-    message: String,
+pub(crate) struct Output {
+    pub(crate) kind: &'static str,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) result: &'static str,
+    pub(crate) clusters: Vec<OutCluster>,
+    pub(crate) message: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
-struct OutCluster {
+pub(crate) struct OutCluster {
     name: String,
     replicas: i32,
 }
@@ -472,32 +459,16 @@ fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
     out
 }
 
-/// The element for `b` from what the cycle wrote: the `Scheduled` condition (its reason
-/// gives the result class, its message the message) and `spec.clusters`; the cycle's error
-/// when it wrote no condition (no placement).
-fn to_output(b: &Binding, report: &CycleReport, stored: Option<&KBinding>) -> Output {
-    let condition = stored.and_then(|s| s.status.conditions.iter().find(|c| c.type_ == SCHEDULED));
-    let (result, clusters, message) = match (condition, &report.result) {
-        (Some(c), _) if c.reason == "Success" => (
-            "Scheduled",
-            sorted(stored.map_or(&[][..], |s| &s.spec.clusters)),
-            c.message.clone(),
-        ),
-        (Some(c), _) if matches!(c.reason.as_str(), "NoClusterFit" | "Unschedulable") => {
-            ("Unschedulable", Vec::new(), c.message.clone())
-        }
-        (Some(c), _) => ("Error", Vec::new(), c.message.clone()),
-        (None, Err(CycleError::Failed(e))) => ("Error", Vec::new(), e.to_string()),
-        (None, Err(CycleError::Conflict)) => ("Error", Vec::new(), "conflict".to_string()),
-        (None, Ok(())) => ("Error", Vec::new(), String::new()),
-    };
+/// The element for `b`: the verdict of what the daemon's cycle wrote.
+pub(crate) fn to_output(b: &Binding, e: &Explanation) -> Output {
+    let v = e.verdict();
     Output {
         kind: b.kind,
         namespace: b.namespace.clone(),
         name: b.name.clone(),
-        result,
-        clusters,
-        message,
+        result: v.result,
+        clusters: sorted(&v.clusters),
+        message: v.message,
     }
 }
 
@@ -718,50 +689,17 @@ fn fill_condition_defaults(object: &mut serde_yaml::Mapping) {
 // ---------------------------------------------------------------------------------------------
 // -o explain
 
-/// What the daemon's decision ladder says about a binding, in words.
-fn describe_decision(d: &CycleDecision) -> String {
-    let why = |t: &Trigger| match t {
-        Trigger::PlacementChanged => "its placement changed",
-        Trigger::ReplicasChanged => "its replicas changed",
-        Trigger::RescheduleTriggered => "a reschedule was requested",
-        Trigger::Duplicated => "Duplicated placements are scheduled on every change",
-        Trigger::TerminatingTargetCluster => "a target cluster is being deleted",
-        Trigger::UnfinishedWrite => "an earlier write of this scheduler was left unfinished",
-        Trigger::Requested => "it was asked to",
-    };
-    match d {
-        CycleDecision::Schedule(_, t) => format!("the daemon schedules it: {}", why(t)),
-        CycleDecision::UpToDate {
-            sync_generation: None,
-        } => "the daemon would not act: its result is up to date (the attempt below is simulate's)"
-            .into(),
-        CycleDecision::UpToDate {
-            sync_generation: Some(g),
-        } => format!(
-            "the daemon would only record generation {g} as observed (the attempt below is simulate's)"
-        ),
-        CycleDecision::Deleting => {
-            "the daemon would not schedule it: it is being deleted (the attempt below is simulate's)"
-                .into()
-        }
-        CycleDecision::NoPlacement => "the daemon refuses it: it has no placement".into(),
-    }
-}
-
-fn explain(
-    out: &mut String,
-    b: &Binding,
-    element: &Output,
-    daemon: &CycleDecision,
-    outcome: Option<&Outcome>,
-) {
+/// `-o explain` (and `karmada-scheduler explain`'s text) for one binding.
+pub(crate) fn render(out: &mut String, b: &Binding, e: &Explanation) {
+    let element = to_output(b, e);
+    let outcome = e.report.outcome.as_ref();
     let key = if b.namespace.is_empty() {
         b.name.clone()
     } else {
         format!("{}/{}", b.namespace, b.name)
     };
     let _ = writeln!(out, "{} {}: {}", b.kind, key, element.result);
-    let _ = writeln!(out, "  decision: {}", describe_decision(daemon));
+    let _ = writeln!(out, "  decision: {}", describe_decision(&e.daemon));
     let _ = writeln!(out, "  message: {}", element.message);
     if element.result == "Scheduled" {
         let _ = writeln!(out, "  clusters: {}", format_targets(&element.clusters));

@@ -146,6 +146,17 @@ impl Servers {
         Self::listen(plan).await
     }
 
+    /// Serve `extra` next to `/healthz` and `/readyz` on the probe server (a component's own
+    /// read-only endpoints); nothing when the probe server is off.
+    pub fn with_health_routes(mut self, extra: Router) -> Self {
+        for (name, _, router) in &mut self.servers {
+            if name.starts_with("healthz") {
+                *router = std::mem::take(router).merge(extra.clone());
+            }
+        }
+        self
+    }
+
     /// Add the `--enable-pprof` server on `addr` (`crate::pprof`: CPU profiles that
     /// `go tool pprof` reads).
     pub async fn with_pprof(mut self, addr: &str) -> anyhow::Result<Self> {

@@ -1,0 +1,178 @@
+//! `karmada-scheduler explain` against the local control plane with real Go estimators: for
+//! bindings of every replica strategy, explain (which runs the daemon's cycle against a copy
+//! in memory) says the daemon will act, and the clusters it reports are the ones the daemon
+//! then writes. Once they are scheduled, explain says the daemon would not act, and its
+//! attempt still lands where the daemon's did; the daemon's own `/debug/explain` endpoint
+//! (`--enable-explain-endpoint`), answering from its live cache, says the same.
+//!
+//! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use testenv::{TestEnv, tools_or_skip};
+
+use common::*;
+
+fn cases() -> Vec<(&'static str, i32, Value)> {
+    let members = json!({"clusterNames": ["member1", "member2", "member3"]});
+    vec![
+        (
+            "x-dup",
+            2,
+            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}),
+        ),
+        (
+            "x-dynamic",
+            6,
+            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted", "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}),
+        ),
+        (
+            "x-aggregated",
+            5,
+            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Aggregated"}}),
+        ),
+        (
+            "x-static",
+            4,
+            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "Weighted", "weightPreference": {"staticWeightList": [
+                    {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1},
+                    {"targetCluster": {"clusterNames": ["member2"]}, "weight": 3}]}}}),
+        ),
+        (
+            "x-nofit",
+            1,
+            json!({"clusterAffinity": {"clusterNames": ["nowhere"]}}),
+        ),
+    ]
+}
+
+fn explain(env: &TestEnv, name: &str) -> anyhow::Result<Value> {
+    let out = Command::new(Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")))
+        .args(["explain", name, "-n", "default", "-o", "json"])
+        .arg(format!("--kubeconfig={}", env.kubeconfig().display()))
+        .arg("--enable-scheduler-estimator=true")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "explain {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// `spec.clusters` as sorted (name, replicas).
+fn placed(v: &Value) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or_default().to_string(),
+                c["replicas"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// GET `path` on `addr`; the body as JSON when the answer is 200.
+async fn http_get_json(addr: &str, path: &str) -> anyhow::Result<Value> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await?;
+    anyhow::ensure!(buf.starts_with("HTTP/1.1 200"), "GET {path}: {buf}");
+    let body = buf.split("\r\n\r\n").nth(1).unwrap_or_default();
+    Ok(serde_json::from_str(body)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_says_what_the_daemon_then_writes() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("explain_says_what_the_daemon_then_writes") else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).start().await?;
+    let rbs = rb_api(&env).await?;
+    let mut before = Vec::new();
+    for (name, replicas, placement) in cases() {
+        env.apply_json(&binding(name, replicas, placement, "default-scheduler"))
+            .await?;
+        let e = explain(&env, name)?;
+        assert_eq!(e["daemonActs"], true, "{name}: {e}");
+        before.push((name, e));
+    }
+    let health = format!("127.0.0.1:{}", testenv::free_port());
+    let health_flag = format!("--health-probe-bind-address={health}");
+    let ours = OurScheduler::start(
+        &env,
+        &[
+            "--enable-scheduler-estimator=true",
+            "--enable-explain-endpoint=true",
+            &health_flag,
+        ],
+    )
+    .await?;
+    for (name, e) in &before {
+        let rb = wait_scheduled(&rbs, name)
+            .await
+            .map_err(|err| ours.explain(err))?;
+        let cond = scheduled_condition(&rb).unwrap_or_default();
+        assert_eq!(
+            placed(&clusters_of(&rb)),
+            placed(&e["clusters"]),
+            "{name}: explain said {e}"
+        );
+        assert_eq!(cond["message"], e["message"], "{name}");
+        let scheduled = cond["status"] == "True";
+        assert_eq!(scheduled, e["result"] == "Scheduled", "{name}: {cond}");
+        // What explain showed as the result patch is what landed.
+        if scheduled {
+            let main = e["patches"]
+                .as_array()
+                .and_then(|p| p.iter().find(|p| p["target"] == "main"))
+                .unwrap_or_else(|| panic!("{name}: no result patch in {e}"));
+            assert_eq!(
+                placed(&main["patch"]["spec"]["clusters"]),
+                placed(&clusters_of(&rb)),
+                "{name}"
+            );
+        }
+    }
+    // Scheduled: the daemon would not act on them any more ("no action" decisions), and an
+    // attempt still gives what was written.
+    for (name, _) in &before {
+        let rb = rbs.get(name).await?;
+        if scheduled_condition(&rb).is_some_and(|c| c["status"] == "True") {
+            let e = explain(&env, name)?;
+            let dup = *name == "x-dup";
+            // Duplicated placements are scheduled again on every change, as upstream.
+            assert_eq!(e["daemonActs"], dup, "{name}: {e}");
+            assert_eq!(placed(&e["clusters"]), placed(&clusters_of(&rb)), "{name}");
+            // The daemon's endpoint, from its live cache, says the same.
+            let live = http_get_json(&health, &format!("/debug/explain/default/{name}")).await?;
+            assert_eq!(live["daemonActs"], dup, "{name}: {live}");
+            assert_eq!(
+                placed(&live["clusters"]),
+                placed(&clusters_of(&rb)),
+                "{name}"
+            );
+            assert_eq!(live["decision"], e["decision"], "{name}");
+        }
+    }
+    let missing = http_get_json(&health, "/debug/explain/default/no-such-binding").await;
+    assert!(missing.is_err(), "{missing:?}");
+    ours.shutdown().await?;
+    env.stop();
+    Ok(())
+}
