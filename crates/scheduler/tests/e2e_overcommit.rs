@@ -12,10 +12,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use testenv::overcommit::{Burst, BurstResult, run};
+use testenv::overcommit::{BurstResult, GATE, run, standard_runs};
 use testenv::{TestEnv, tools_or_skip};
-
-const GATE: &str = "--feature-gates=SchedulingOvercommitProtection=true";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gate_keeps_a_burst_within_the_clusters_room() -> anyhow::Result<()> {
@@ -35,29 +33,11 @@ async fn the_gate_keeps_a_burst_within_the_clusters_room() -> anyhow::Result<()>
     let bindings = usize::try_from(room).unwrap_or(1).max(1);
     let ours = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")).to_path_buf();
     let mut results: Vec<BurstResult> = Vec::new();
-    for (tag, program, args) in [
-        ("rs-1-off", &ours, vec!["--concurrent-binding-syncs=1"]),
-        ("rs-16-off", &ours, vec!["--concurrent-binding-syncs=16"]),
-        ("go-off", &go, vec![]),
-        ("rs-1-on", &ours, vec!["--concurrent-binding-syncs=1", GATE]),
-        (
-            "rs-16-on",
-            &ours,
-            vec!["--concurrent-binding-syncs=16", GATE],
-        ),
-        ("go-on", &go, vec![GATE]),
-    ] {
-        let burst = Burst {
-            tag: tag.to_string(),
-            program: program.clone(),
-            extra_args: args.iter().map(|a| a.to_string()).collect(),
-            bindings,
-            replicas_each: 2,
-        };
+    for burst in standard_runs(&ours, &go, bindings) {
         let r = run(&env, &burst, Duration::from_secs(180)).await?;
         eprintln!(
-            "{tag}: placed {:?} of room {:?}: {} overcommitted; {} scheduled, {} unschedulable, {:.1}s",
-            r.placed, r.room, r.overcommitted, r.scheduled, r.unschedulable, r.seconds
+            "{}: placed {:?} of room {:?}: {} overcommitted; {} scheduled, {} unschedulable, {:.1}s",
+            r.tag, r.placed, r.room, r.overcommitted, r.scheduled, r.unschedulable, r.seconds
         );
         results.push(r);
     }

@@ -36,6 +36,32 @@ pub struct Burst {
     pub replicas_each: i32,
 }
 
+/// `--feature-gates` that turns the protection on.
+pub const GATE: &str = "--feature-gates=SchedulingOvercommitProtection=true";
+
+/// The six runs both the test and the bench make: ours at 1 and 16 workers and the Go
+/// scheduler, the gate off then on; tags `rs-1-off`, `rs-16-off`, `go-off`, `rs-1-on`,
+/// `rs-16-on`, `go-on`.
+pub fn standard_runs(ours: &std::path::Path, go: &std::path::Path, bindings: usize) -> Vec<Burst> {
+    let runs: [(&str, &std::path::Path, &[&str]); 6] = [
+        ("rs-1-off", ours, &["--concurrent-binding-syncs=1"]),
+        ("rs-16-off", ours, &["--concurrent-binding-syncs=16"]),
+        ("go-off", go, &[]),
+        ("rs-1-on", ours, &["--concurrent-binding-syncs=1", GATE]),
+        ("rs-16-on", ours, &["--concurrent-binding-syncs=16", GATE]),
+        ("go-on", go, &[GATE]),
+    ];
+    runs.iter()
+        .map(|(tag, program, args)| Burst {
+            tag: tag.to_string(),
+            program: program.to_path_buf(),
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            bindings,
+            replicas_each: 2,
+        })
+        .collect()
+}
+
 /// What a run placed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BurstResult {

@@ -227,6 +227,36 @@ fn write_report(
     Ok(())
 }
 
+/// When, where and from which commit a report was made.
+struct Stamp {
+    date: String,
+    machine: String,
+    git_commit: String,
+}
+
+fn stamp(root: &Path) -> Stamp {
+    Stamp {
+        date: sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        machine: machine(),
+        git_commit: git_commit(root),
+    }
+}
+
+/// Print a report and, unless `--no-write`, write it with its JSON as `<stem>.md/.json`.
+fn publish(
+    cli: &Cli,
+    root: &Path,
+    stem: &str,
+    value: &impl serde::Serialize,
+    md: &str,
+) -> anyhow::Result<()> {
+    println!("\n{md}");
+    if !cli.no_write {
+        write_report(cli, root, stem, value, md)?;
+    }
+    Ok(())
+}
+
 fn git_commit(root: &Path) -> String {
     sh(
         "git",
@@ -308,15 +338,16 @@ async fn main() -> anyhow::Result<()> {
             go_bin: cfg.go_bin.clone(),
         })
         .await?;
-        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-        b.machine = machine();
-        b.git_commit = git_commit(&root);
+        let st = stamp(&root);
+        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = faults::markdown(&b);
-        println!("\n{md}");
-        if !cli.no_write {
-            let stem = format!("faults-{}k-{}b", b.kills, b.bindings);
-            write_report(&cli, &root, &stem, &b, &md)?;
-        }
+        publish(
+            &cli,
+            &root,
+            &format!("faults-{}k-{}b", b.kills, b.bindings),
+            &b,
+            &md,
+        )?;
         return Ok(());
     }
     if cli.overcommit_only {
@@ -327,15 +358,10 @@ async fn main() -> anyhow::Result<()> {
             go_bin: cfg.go_bin.clone(),
         })
         .await?;
-        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-        b.machine = machine();
-        b.git_commit = git_commit(&root);
+        let st = stamp(&root);
+        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = overcommit::markdown(&b);
-        println!("\n{md}");
-        if !cli.no_write {
-            let stem = format!("overcommit-{}m", b.members);
-            write_report(&cli, &root, &stem, &b, &md)?;
-        }
+        publish(&cli, &root, &format!("overcommit-{}m", b.members), &b, &md)?;
         return Ok(());
     }
     if cli.descheduler_only {
@@ -352,28 +378,30 @@ async fn main() -> anyhow::Result<()> {
             timeout: Duration::from_secs(cli.settle_timeout),
         })
         .await?;
-        b.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-        b.machine = machine();
-        b.git_commit = git_commit(&root);
+        let st = stamp(&root);
+        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = desched::markdown(&b);
-        println!("\n{md}");
-        if !cli.no_write {
-            let stem = format!("descheduler-{}c-{}b", b.clusters, b.bindings);
-            write_report(&cli, &root, &stem, &b, &md)?;
-        }
+        publish(
+            &cli,
+            &root,
+            &format!("descheduler-{}c-{}b", b.clusters, b.bindings),
+            &b,
+            &md,
+        )?;
         return Ok(());
     }
     if cli.memory_only {
         let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;
-        m.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-        m.machine = machine();
-        m.git_commit = git_commit(&root);
+        let st = stamp(&root);
+        (m.date, m.machine, m.git_commit) = (st.date, st.machine, st.git_commit);
         let md = memory::markdown(&m);
-        println!("\n{md}");
-        if !cli.no_write {
-            let stem = format!("memory-{}c-{}b", m.clusters, m.bindings);
-            write_report(&cli, &root, &stem, &m, &md)?;
-        }
+        publish(
+            &cli,
+            &root,
+            &format!("memory-{}c-{}b", m.clusters, m.bindings),
+            &m,
+            &md,
+        )?;
         return Ok(());
     }
     let result = match &cli.from_results {
@@ -383,9 +411,8 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("decoding {}", path.display()))?,
         None => {
             let mut result = run::run(&cfg).await?;
-            result.date = sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-            result.machine = machine();
-            result.git_commit = git_commit(&root);
+            let st = stamp(&root);
+            (result.date, result.machine, result.git_commit) = (st.date, st.machine, st.git_commit);
             result
         }
     };

@@ -9,12 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use testenv::TestEnv;
-use testenv::overcommit::{Burst, BurstResult, room, run as run_burst};
+use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_runs};
 use tokio::time::Instant;
 
 use crate::run::log;
-
-const GATE: &str = "--feature-gates=SchedulingOvercommitProtection=true";
 
 /// What the flags ask for.
 #[derive(Clone, Debug)]
@@ -59,43 +57,13 @@ pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
         format!("room for {room} replicas; bursts of {bindings} bindings × 2"),
     );
     let mut runs = Vec::new();
-    for (tag, program, args) in [
-        (
-            "rs-1-off",
-            &flags.rust_bin,
-            vec!["--concurrent-binding-syncs=1"],
-        ),
-        (
-            "rs-16-off",
-            &flags.rust_bin,
-            vec!["--concurrent-binding-syncs=16"],
-        ),
-        ("go-off", &go, vec![]),
-        (
-            "rs-1-on",
-            &flags.rust_bin,
-            vec!["--concurrent-binding-syncs=1", GATE],
-        ),
-        (
-            "rs-16-on",
-            &flags.rust_bin,
-            vec!["--concurrent-binding-syncs=16", GATE],
-        ),
-        ("go-on", &go, vec![GATE]),
-    ] {
-        let burst = Burst {
-            tag: tag.to_string(),
-            program: program.clone(),
-            extra_args: args.iter().map(|a| a.to_string()).collect(),
-            bindings,
-            replicas_each: 2,
-        };
+    for burst in standard_runs(&flags.rust_bin, &go, bindings) {
         let r = run_burst(&env, &burst, Duration::from_secs(600)).await?;
         log(
             t0,
             format!(
-                "{tag}: {} overcommitted, {} scheduled, {} unschedulable, {:.1}s",
-                r.overcommitted, r.scheduled, r.unschedulable, r.seconds
+                "{}: {} overcommitted, {} scheduled, {} unschedulable, {:.1}s",
+                r.tag, r.overcommitted, r.scheduled, r.unschedulable, r.seconds
             ),
         );
         runs.push(r);
