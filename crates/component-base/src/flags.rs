@@ -108,6 +108,30 @@ pub trait FlagSink {
     fn set(&mut self, name: &str, value: &str, first_use: bool) -> Result<(), String>;
 }
 
+/// The value [`FlagSink::set`] takes for a flag's `--help` default (`[*]` → `*`, `:0` →
+/// empty), or `None` when there is nothing to apply (an empty default).
+pub fn settable_default(def: &FlagDef) -> Option<String> {
+    let d = def.default;
+    let v = match def.kind {
+        Kind::Strings => d.trim_start_matches('[').trim_end_matches(']'),
+        Kind::TraceLocation if d == ":0" => "",
+        _ => d,
+    };
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+/// Apply the `--help` default of every flag of `tables` to `sink`, so that a type's defaults
+/// come from its flag table rather than a second statement of them.
+pub fn apply_defaults(tables: &[&[FlagDef]], sink: &mut dyn FlagSink) {
+    for def in tables.iter().flat_map(|t| t.iter()) {
+        if let Some(v) = settable_default(def)
+            && let Err(e) = sink.set(def.name, &v, true)
+        {
+            debug_assert!(false, "--{}: default {v:?} does not parse: {e}", def.name);
+        }
+    }
+}
+
 /// A command-line error: print the usage, then `Error: <message>`, exit 1.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

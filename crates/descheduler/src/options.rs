@@ -16,9 +16,6 @@ use estimator_client::flags::EstimatorFlags;
 /// The component name: the command, the Lease and the events' source.
 pub const COMPONENT: &str = "karmada-descheduler";
 
-/// Default of `--concurrent-descheduling-syncs`.
-pub const DEFAULT_CONCURRENT_SYNCS: i64 = 16;
-
 /// What the command line asks for.
 pub type Invocation = GenericInvocation<Options>;
 
@@ -42,18 +39,21 @@ pub struct Options {
 }
 
 impl Default for Options {
+    /// The shared groups' defaults, then every default of [`FLAGS`].
     fn default() -> Self {
-        Self {
+        let mut o = Self {
             leader_election: LeaderElection::new(COMPONENT),
             kube: KubeClientOptions::default(),
-            serving: ServingOptions::new(":10358"),
+            serving: ServingOptions::new(""),
             estimator: EstimatorFlags::default(),
-            descheduling_interval: GoDuration::from_secs(120),
-            unschedulable_threshold: GoDuration::from_secs(300),
-            concurrent_syncs: DEFAULT_CONCURRENT_SYNCS,
+            descheduling_interval: GoDuration(0),
+            unschedulable_threshold: GoDuration(0),
+            concurrent_syncs: 0,
             logging: LoggingOptions::default(),
             changed: Vec::new(),
-        }
+        };
+        flags::apply_defaults(&[FLAGS], &mut o);
+        o
     }
 }
 

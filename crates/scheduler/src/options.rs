@@ -31,10 +31,6 @@ pub const COMPONENT: &str = "karmada-scheduler";
 /// `spec.schedulerName` of bindings handled by default.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
-/// Default of `--concurrent-binding-syncs`: enough requests in flight to keep an apiserver
-/// busy while each binding waits for its two writes.
-pub const DEFAULT_CONCURRENT_BINDING_SYNCS: i64 = 16;
-
 /// In-tree plugin names, as `--help` lists them (the workload-affinity pair only exists with
 /// the `WorkloadAffinity` gate and is not listed, as upstream).
 pub const IN_TREE_PLUGINS: &[&str] = &[
@@ -116,24 +112,28 @@ pub struct Options {
 }
 
 impl Default for Options {
+    /// The shared groups' defaults, then every default of [`FLAGS`] (the scheduler's own
+    /// flags are stated once, in that table).
     fn default() -> Self {
-        Self {
+        let mut o = Self {
             leader_election: LeaderElection::new(COMPONENT),
             kube: KubeClientOptions::default(),
-            serving: ServingOptions::new(":10351"),
+            serving: ServingOptions::new(""),
             enable_scheduler_estimator: false,
             disable_scheduler_estimator_in_pull_mode: false,
             estimator: EstimatorFlags::default(),
             enable_empty_workload_propagation: false,
-            plugins: vec!["*".into()],
-            scheduler_name: DEFAULT_SCHEDULER_NAME.into(),
-            concurrent_binding_syncs: DEFAULT_CONCURRENT_BINDING_SYNCS,
+            plugins: Vec::new(),
+            scheduler_name: String::new(),
+            concurrent_binding_syncs: 0,
             enable_explain_endpoint: false,
             feature_gates: FeatureGates::default(),
             rate_limiter: RateLimiterOptions::default(),
             logging: LoggingOptions::default(),
             changed: Vec::new(),
-        }
+        };
+        flags::apply_defaults(&[FLAGS], &mut o);
+        o
     }
 }
 
@@ -197,7 +197,7 @@ pub static FLAGS: &[FlagDef] = &[
         G,
         "scheduler-name",
         K::Str,
-        "default-scheduler",
+        DEFAULT_SCHEDULER_NAME,
         "SchedulerName represents the name of the scheduler. default is 'default-scheduler'.",
     ),
     flag(
