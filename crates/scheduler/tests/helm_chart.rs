@@ -81,6 +81,31 @@ fn defaults_render_the_reference_defaults() {
     assert!(!kinds.contains(&"ServiceMonitor"));
 }
 
+/// `0` given on the command line (`--set`) is a number to Helm: it still turns the servers off.
+#[test]
+fn zero_addresses_disable_the_servers() {
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
+    let docs = render(
+        &helm,
+        &[
+            "scheduler.metricsBindAddress=0",
+            "scheduler.healthProbeBindAddress=0",
+        ],
+    );
+    let opts = options(&deployment_args(&docs));
+    assert_eq!(opts.serving.metrics_bind_address, "0");
+    assert_eq!(opts.serving.health_probe_bind_address, "0");
+    let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        c["livenessProbe"].is_null() && c["ports"].is_null(),
+        "{c:?}"
+    );
+    assert!(!docs.iter().any(|d| d["kind"] == "Service"));
+}
+
 #[test]
 fn every_flag_value_reaches_the_binary() {
     let Some(helm) = helm_or_skip("helm_chart") else {
@@ -105,6 +130,11 @@ fn every_flag_value_reaches_the_binary() {
             "scheduler.schedulerName=rs-scheduler",
             "scheduler.featureGates.PriorityBasedScheduling=true",
             "scheduler.rateLimiterQps=20",
+            "scheduler.exitOnLostLease=true",
+            "scheduler.schedulerEstimatorTlsServerName=estimator.example",
+            "scheduler.schedulerEstimatorEndpointRouting=true",
+            "scheduler.schedulerEstimatorFailurePolicy=per-cluster",
+            "scheduler.enableExplainEndpoint=true",
             "logging.format=json",
             "logging.v=4",
             "logging.logDir=/var/log/ks",
@@ -127,6 +157,11 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.scheduler_name, "rs-scheduler");
     assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));
     assert_eq!(opts.rate_limiter.qps, 20);
+    assert!(opts.leader_election.exit_on_lost_lease);
+    assert_eq!(opts.estimator.tls_server_name, "estimator.example");
+    assert!(opts.estimator.endpoint_routing);
+    assert_eq!(opts.estimator.failure_policy, "per-cluster");
+    assert!(opts.enable_explain_endpoint);
     assert_eq!(opts.logging.format, "json");
     assert_eq!(opts.logging.verbosity, 4);
     assert_eq!(opts.logging.log_dir, "/var/log/ks");

@@ -87,6 +87,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - "--rate-limiter-max-delay={{ $s.rateLimiterMaxDelay }}"
 - "--rate-limiter-qps={{ $s.rateLimiterQps }}"
 - "--rate-limiter-bucket-size={{ $s.rateLimiterBucketSize }}"
+- "--exit-on-lost-lease={{ $s.exitOnLostLease }}"
+{{- if $s.schedulerEstimatorTlsServerName }}
+- "--scheduler-estimator-tls-server-name={{ $s.schedulerEstimatorTlsServerName }}"
+{{- end }}
+- "--scheduler-estimator-endpoint-routing={{ $s.schedulerEstimatorEndpointRouting }}"
+- "--scheduler-estimator-failure-policy={{ $s.schedulerEstimatorFailurePolicy }}"
+- "--enable-explain-endpoint={{ $s.enableExplainEndpoint }}"
 {{- include "ksrs.loggingArgs" $l }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
