@@ -23,15 +23,15 @@ use tokio::sync::watch as tokio_watch;
 use tokio::time::Instant;
 
 use crate::assume::Assumptions;
-use crate::binding::{BindingKey, BindingKind};
-use crate::condition::ScheduledCondition;
+use crate::config::options::Options;
 use crate::cycle::{Cycle, CycleError};
 use crate::kube::release_when_reachable;
 pub use crate::kube::{KubeWriter, REQUEST_TIMEOUT, resource};
 use crate::metrics::{
     CLUSTER_RECONCILE_WORKER, IncomingEvent, Metrics, SCHEDULER_ESTIMATOR_WORKER, SCHEDULER_QUEUE,
 };
-use crate::options::Options;
+use crate::model::binding::{BindingKey, BindingKind};
+use crate::model::condition::ScheduledCondition;
 use crate::own_writes::OwnWrites;
 use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::queue::{Outcome, SchedulingQueue};
@@ -533,8 +533,8 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binding::Binding;
-    use crate::condition::ApiFailure;
+    use crate::model::binding::Binding;
+    use crate::model::condition::ApiFailure;
     use scheduler_core::estimator::BoxFuture;
     use serde_json::json;
 
@@ -882,8 +882,8 @@ mod tests {
     /// reference's behaviour.
     #[test]
     fn estimator_connection_flags_reach_the_client() {
-        let parse = |args: &[&str]| match crate::options::parse(args) {
-            Ok(crate::options::Invocation::Run(o)) => *o,
+        let parse = |args: &[&str]| match crate::config::options::parse(args) {
+            Ok(crate::config::options::Invocation::Run(o)) => *o,
             other => panic!("{other:?}"),
         };
         let d = estimator_options(&parse(&[]));

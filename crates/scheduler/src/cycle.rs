@@ -22,11 +22,11 @@ use scheduler_core::snapshot::Snapshot;
 use scheduler_core::{AssumptionSource, ScheduleError};
 use serde_json::Value;
 
-use crate::annotation::encode_placement;
 use crate::assume::{Assumptions, healthy_clusters};
-use crate::binding::{Binding, BindingKey, BindingKind};
-use crate::condition::{ApiFailure, AttemptError, condition_for};
-use crate::decision::{Decision, ScheduleType, always_rescheduled, decide};
+use crate::model::annotation::encode_placement;
+use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::model::condition::{ApiFailure, AttemptError, condition_for};
+use crate::model::decision::{Decision, ScheduleType, always_rescheduled, decide};
 use crate::own_writes::OwnWrites;
 use crate::patch::{
     REASON_FAILED, REASON_SUCCEED, StatusUpdate, deleting_event_message, observed_generation_patch,
@@ -881,7 +881,7 @@ mod tests {
                     "{case}"
                 );
                 assert!(b.status.last_scheduled_time.is_some(), "{case}");
-                assert!(!crate::decision::unfinished_write(&b), "{case}");
+                assert!(!crate::model::decision::unfinished_write(&b), "{case}");
                 // Every placement written is the one decision's.
                 let log = api.log.lock().unwrap().clone();
                 for (target, patch) in &log {

@@ -11,14 +11,14 @@ use axum::routing::get;
 use component_base::cancel::CancellationToken;
 use component_base::lifecycle::{self, Settings, Work};
 
-use crate::binding::BindingKey;
+use crate::config::options::Options;
 use crate::controller::{ExplainSlot, explain_binding};
 use crate::metrics::Metrics;
-use crate::options::Options;
+use crate::model::binding::BindingKey;
 
 fn settings(opts: &Options, slot: Option<&Arc<ExplainSlot>>) -> Settings {
     Settings {
-        version_text: crate::options::version_text(),
+        version_text: crate::config::options::version_text(),
         work_name: "scheduling",
         serving: opts.serving.clone(),
         kube: opts.kube.clone(),

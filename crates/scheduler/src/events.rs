@@ -6,7 +6,7 @@ use std::sync::Arc;
 use component_base::events::{PendingEvent, Recorder};
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use crate::binding::{Binding, BindingKind};
+use crate::model::binding::{Binding, BindingKind};
 use crate::sink::EventSink;
 
 /// The two involved objects of a scheduling event: the binding and its template.
@@ -64,7 +64,7 @@ impl EventSink for MemoryRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binding::BindingKind;
+    use crate::model::binding::BindingKind;
     use serde_json::json;
 
     #[test]

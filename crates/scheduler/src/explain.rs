@@ -8,10 +8,10 @@ use karmada_api::work::TargetCluster;
 use scheduler_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
-use crate::binding::Binding;
-use crate::condition::SCHEDULED;
 use crate::cycle::{Cycle, CycleError, CycleReport};
-use crate::decision::{Decision, ScheduleType, Trigger};
+use crate::model::binding::Binding;
+use crate::model::condition::SCHEDULED;
+use crate::model::decision::{Decision, ScheduleType, Trigger};
 use component_base::events::PendingEvent;
 
 use crate::events::MemoryRecorder;

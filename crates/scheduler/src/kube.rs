@@ -9,8 +9,8 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use scheduler_core::estimator::BoxFuture;
 use serde_json::Value;
 
-use crate::binding::{Binding, BindingKey, BindingKind};
-use crate::condition::ApiFailure;
+use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
 use crate::queue::SchedulingQueue;
 use crate::sink::{Target, Writer};
 use crate::store::AssigningCache;

@@ -13,20 +13,17 @@
 //! - [`assume`]: the assumption cache of `SchedulingOvercommitProtection`;
 //! - [`controller`]: watches, caches and workers; [`daemon`]: the process around them.
 
-pub mod annotation;
 pub mod assume;
-pub mod binding;
-pub mod condition;
+pub mod config;
 pub mod controller;
 pub mod cycle;
 pub mod daemon;
-pub mod decision;
 pub mod events;
 pub mod explain;
 pub mod kube;
 pub mod memory;
 pub mod metrics;
-pub mod options;
+pub mod model;
 pub mod own_writes;
 pub mod patch;
 pub mod queue;

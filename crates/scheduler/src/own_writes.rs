@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::binding::BindingKey;
+use crate::model::binding::BindingKey;
 
 /// Expected generations of our own result patches, by binding: a range, because one cycle
 /// may write `spec.clusters` more than once (see `cycle.rs`, the echo passes).
@@ -81,7 +81,7 @@ impl OwnWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binding::BindingKind;
+    use crate::model::binding::BindingKind;
 
     fn key(name: &str) -> BindingKey {
         BindingKey {

@@ -11,10 +11,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use karmada_api::work::{ResourceBindingStatus, TargetCluster};
 use serde_json::{Map, Value, json};
 
-use crate::binding::{
+use crate::model::binding::{
     APPLIED_PLACEMENT_ANNOTATION, Binding, BindingKind, RESULT_GENERATION_ANNOTATION,
 };
-use crate::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition};
+use crate::model::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition};
 
 /// `{name, replicas}` as v1.18.2 encodes a `TargetCluster` (`replicas` omitted when 0).
 fn target_json(t: &TargetCluster) -> Value {
@@ -297,7 +297,7 @@ mod tests {
         );
         let now = t("2026-07-01T10:00:00Z");
         let update = StatusUpdate {
-            condition: crate::condition::condition_for(None).0,
+            condition: crate::model::condition::condition_for(None).0,
             scheduled_generation: Some(4),
             affinity_name: None,
         };
@@ -343,7 +343,7 @@ mod tests {
         assert_eq!(status_patch(&again, &update, &now), None);
         // Flip to success: new transition time.
         let ok = StatusUpdate {
-            condition: crate::condition::condition_for(None).0,
+            condition: crate::model::condition::condition_for(None).0,
             scheduled_generation: Some(4),
             affinity_name: Some("b".into()),
         };

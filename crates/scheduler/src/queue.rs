@@ -24,9 +24,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::binding::BindingKey;
+use crate::config::options::RateLimiterOptions;
 use crate::metrics::{WorkToken, WorkqueueMetrics};
-use crate::options::RateLimiterOptions;
+use crate::model::binding::BindingKey;
 
 /// Backoff of the priority queue: 1 s initial, doubling, capped at 10 s.
 const PQ_INITIAL_BACKOFF: Duration = Duration::from_secs(1);

@@ -46,12 +46,12 @@ use serde::Serialize;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_scheduler::assume::Assumptions;
-use karmada_scheduler::binding::BindingKind;
+use karmada_scheduler::config::options::{self as daemon_options, Invocation};
 use karmada_scheduler::cycle::Cycle;
 use karmada_scheduler::events::MemoryRecorder;
 use karmada_scheduler::explain::{Explanation, describe_decision, explain};
 use karmada_scheduler::memory::MemoryStore;
-use karmada_scheduler::options::{self as daemon_options, Invocation};
+use karmada_scheduler::model::binding::BindingKind;
 
 const USAGE: &str = "\
 Run one scheduling pass over objects read from files and print where each binding lands.

@@ -4,8 +4,8 @@
 use scheduler_core::estimator::BoxFuture;
 use serde_json::Value;
 
-use crate::binding::{Binding, BindingKey};
-use crate::condition::ApiFailure;
+use crate::model::binding::{Binding, BindingKey};
+use crate::model::condition::ApiFailure;
 
 /// Which endpoint a patch goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

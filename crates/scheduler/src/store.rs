@@ -13,9 +13,9 @@ use karmada_api::work::{ResourceBinding, ResourceBindingSpec, ResourceBindingSta
 use scheduler_core::snapshot::Snapshot;
 use serde_json::Value;
 
-use crate::binding::{Binding, BindingKey, BindingKind, passes_filter};
-use crate::decision::affinity_index;
 use crate::metrics::IncomingEvent;
+use crate::model::binding::{Binding, BindingKey, BindingKind, passes_filter};
+use crate::model::decision::affinity_index;
 
 /// A binding as cached: decoded, or kept with its decode error.
 #[derive(Clone, Debug)]
@@ -57,7 +57,7 @@ pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
         .and_then(|s| s.get("schedulerName"))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .unwrap_or(crate::options::DEFAULT_SCHEDULER_NAME);
+        .unwrap_or(crate::config::options::DEFAULT_SCHEDULER_NAME);
     let suspended = spec
         .and_then(|s| s.pointer("/suspension/scheduling"))
         .and_then(Value::as_bool)

@@ -2,7 +2,7 @@
 //! verify` and its flags parse; the example estimator Services have the shape the resolver
 //! needs.
 
-use karmada_scheduler::options::{Invocation, parse};
+use karmada_scheduler::config::options::{Invocation, parse};
 
 #[test]
 fn systemd_unit_flags_parse_and_validate() {

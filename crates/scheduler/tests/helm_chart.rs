@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use karmada_scheduler::options::{Invocation, Options, parse};
+use karmada_scheduler::config::options::{Invocation, Options, parse};
 use serde_yaml::Value;
 use testenv::helm::{chart, helm_or_skip, render};
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use component_base::cancel::CancellationToken;
-use karmada_scheduler::options::{Invocation, parse};
+use karmada_scheduler::config::options::{Invocation, parse};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};

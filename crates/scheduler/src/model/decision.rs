@@ -7,7 +7,7 @@ use karmada_api::Cluster;
 use karmada_api::policy::{ClusterAffinityTerm, Placement, ReplicaSchedulingType};
 use karmada_api::work::ResourceBindingSpec;
 
-use crate::binding::Binding;
+use crate::model::binding::Binding;
 
 /// The `schedule_type` metric label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,7 +110,7 @@ pub fn unfinished_write(binding: &Binding) -> bool {
         .status
         .conditions
         .iter()
-        .any(|c| c.type_ == crate::condition::SCHEDULED && c.status == "False");
+        .any(|c| c.type_ == crate::model::condition::SCHEDULED && c.status == "False");
     !(failed && binding.spec.clusters.is_empty())
 }
 
@@ -239,7 +239,7 @@ pub fn affinity_index(terms: &[ClusterAffinityTerm], observed: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::binding::BindingKind;
+    use crate::model::binding::BindingKind;
     use serde_json::json;
 
     fn binding(v: serde_json::Value) -> Binding {
@@ -329,7 +329,7 @@ mod tests {
         let mut b = divided(Some(APPLIED), 3, json!([{"name": "m1", "replicas": 3}]));
         let marker = |b: &mut Binding, v: &str| {
             b.metadata.annotations.get_or_insert_default().insert(
-                crate::binding::RESULT_GENERATION_ANNOTATION.into(),
+                crate::model::binding::RESULT_GENERATION_ANNOTATION.into(),
                 v.into(),
             );
         };

@@ -211,7 +211,7 @@ impl Binding {
     /// `spec.schedulerName`, with empty meaning `default-scheduler`.
     pub fn scheduler_name(&self) -> &str {
         if self.spec.scheduler_name.is_empty() {
-            crate::options::DEFAULT_SCHEDULER_NAME
+            crate::config::options::DEFAULT_SCHEDULER_NAME
         } else {
             &self.spec.scheduler_name
         }

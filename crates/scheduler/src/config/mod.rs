@@ -1,0 +1,3 @@
+//! Configuration: every flag of the reference, parsed as pflag parses them ([`options`]).
+
+pub mod options;
