@@ -22,8 +22,10 @@ use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
 use tokio::time::Instant;
 
-use crate::assume::Assumptions;
 use crate::config::options::Options;
+use crate::cycle::assume::Assumptions;
+use crate::cycle::patch::{REASON_FAILED, StatusUpdate, status_patch};
+use crate::cycle::sink::{EventSink, Target, Writer};
 use crate::cycle::{Cycle, CycleError};
 use crate::kube::release_when_reachable;
 pub use crate::kube::{KubeWriter, REQUEST_TIMEOUT, resource};
@@ -33,9 +35,7 @@ use crate::metrics::{
 use crate::model::binding::{BindingKey, BindingKind};
 use crate::model::condition::ScheduledCondition;
 use crate::own_writes::OwnWrites;
-use crate::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::queue::{Outcome, SchedulingQueue};
-use crate::sink::{EventSink, Target, Writer};
 pub use crate::store::*;
 use component_base::cancel::CancellationToken;
 use component_base::serve::Readiness;
@@ -73,8 +73,8 @@ pub async fn explain_binding(ctx: &Context, key: &BindingKey) -> Option<Value> {
         return None;
     };
     let snapshot = ctx.stores.snapshot();
-    let store = crate::memory::MemoryStore::default();
-    let events = crate::events::MemoryRecorder::default();
+    let store = crate::cycle::memory::MemoryStore::default();
+    let events = crate::cycle::events::MemoryRecorder::default();
     let binding = store.insert(b.kind, b.to_json()).ok()?;
     let assumptions = ctx.assumptions.as_ref().map(|a| a.copy());
     let cycle = Cycle {
@@ -412,7 +412,7 @@ pub async fn run(
     let mut watches = Vec::new();
     let mut synced = Vec::new();
     if let Some(a) = &assumptions {
-        watches.push(tokio::spawn(crate::assume::gc_loop(a.clone())));
+        watches.push(tokio::spawn(crate::cycle::assume::gc_loop(a.clone())));
     }
     for kind in [
         BindingKind::ResourceBinding,
@@ -652,7 +652,10 @@ mod tests {
     }
 
     /// A worker context over in-memory parts, default flags.
-    fn test_context(writer: Arc<Recording>, events: crate::events::MemoryRecorder) -> Context {
+    fn test_context(
+        writer: Arc<Recording>,
+        events: crate::cycle::events::MemoryRecorder,
+    ) -> Context {
         let metrics = Arc::new(Metrics::new());
         Context {
             scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
@@ -674,7 +677,7 @@ mod tests {
     #[tokio::test]
     async fn a_malformed_binding_is_told_and_the_others_go_on() {
         let writer = Arc::new(Recording::default());
-        let events = crate::events::MemoryRecorder::default();
+        let events = crate::cycle::events::MemoryRecorder::default();
         let ctx = test_context(writer.clone(), events.clone());
         let mut bad = raw(
             lbl(),
@@ -726,7 +729,10 @@ mod tests {
     #[tokio::test]
     async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours() {
         let writer = Arc::new(Recording::default());
-        let ctx = test_context(writer.clone(), crate::events::MemoryRecorder::default());
+        let ctx = test_context(
+            writer.clone(),
+            crate::cycle::events::MemoryRecorder::default(),
+        );
         let key = BindingKey::rb("ns", "b");
         let other = json!({"schedulerName": "other", "clusters": [{"name": "m1", "replicas": 1}]});
         ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, other.clone()));
@@ -760,7 +766,7 @@ mod tests {
     async fn queue_depth_follows_pops() {
         let ctx = test_context(
             Arc::new(Recording::default()),
-            crate::events::MemoryRecorder::default(),
+            crate::cycle::events::MemoryRecorder::default(),
         );
         ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
         let depth = |ctx: &Context| {
@@ -785,7 +791,7 @@ mod tests {
     async fn the_echo_of_our_own_write_is_not_queued() {
         let ctx = test_context(
             Arc::new(Recording::default()),
-            crate::events::MemoryRecorder::default(),
+            crate::cycle::events::MemoryRecorder::default(),
         );
         let key = BindingKey::rb("ns", "b");
         ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));

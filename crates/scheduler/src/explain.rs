@@ -1,5 +1,5 @@
 //! What the daemon would decide for a binding, and why: the daemon's cycle run against an
-//! in-memory copy ([`crate::memory`]), kept with its decision, outcome, patches and events.
+//! in-memory copy ([`crate::cycle::memory`]), kept with its decision, outcome, patches and events.
 //! `simulate`, `karmada-scheduler explain` and the daemon's `/debug/explain` endpoint all go
 //! through [`explain`], so they report exactly what the daemon does.
 
@@ -14,9 +14,9 @@ use crate::model::condition::SCHEDULED;
 use crate::model::decision::{Decision, ScheduleType, Trigger};
 use component_base::events::PendingEvent;
 
-use crate::events::MemoryRecorder;
-use crate::memory::MemoryStore;
-use crate::sink::Target;
+use crate::cycle::events::MemoryRecorder;
+use crate::cycle::memory::MemoryStore;
+use crate::cycle::sink::Target;
 
 /// One binding explained.
 #[derive(Clone, Debug)]

@@ -30,11 +30,11 @@ use scheduler_core::snapshot::Snapshot;
 
 use karmada_scheduler::config::options::{self as daemon_options, Invocation, Options};
 use karmada_scheduler::cycle::Cycle;
-use karmada_scheduler::events::MemoryRecorder;
+use karmada_scheduler::cycle::events::MemoryRecorder;
+use karmada_scheduler::cycle::memory::MemoryStore;
+use karmada_scheduler::cycle::sink::Target;
 use karmada_scheduler::explain::explain;
-use karmada_scheduler::memory::MemoryStore;
 use karmada_scheduler::model::binding::BindingKind;
-use karmada_scheduler::sink::Target;
 
 use crate::simulate::{self, err, out};
 

@@ -9,10 +9,10 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use scheduler_core::estimator::BoxFuture;
 use serde_json::Value;
 
+use crate::cycle::sink::{Target, Writer};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
 use crate::queue::SchedulingQueue;
-use crate::sink::{Target, Writer};
 use crate::store::AssigningCache;
 use component_base::api::api_failure;
 

@@ -13,19 +13,14 @@
 //! - [`assume`]: the assumption cache of `SchedulingOvercommitProtection`;
 //! - [`controller`]: watches, caches and workers; [`daemon`]: the process around them.
 
-pub mod assume;
 pub mod config;
 pub mod controller;
 pub mod cycle;
 pub mod daemon;
-pub mod events;
 pub mod explain;
 pub mod kube;
-pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod own_writes;
-pub mod patch;
 pub mod queue;
-pub mod sink;
 pub mod store;

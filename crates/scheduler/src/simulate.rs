@@ -2,7 +2,7 @@
 //!
 //! Clusters, ResourceBindings and ClusterResourceBindings are read from YAML/JSON files and every
 //! binding is scheduled, in input order, against the same clusters, by the daemon's own
-//! cycle writing to memory (`karmada_scheduler::memory`). The contract (flags, JSON shape, the stub
+//! cycle writing to memory (`karmada_scheduler::cycle::memory`). The contract (flags, JSON shape, the stub
 //! estimator's all-or-nothing rule) is written down in `docs/simulate.md`:
 //!
 //! ```text
@@ -45,12 +45,12 @@ use scheduler_core::trace::{AttemptTrace, Verdict};
 use serde::Serialize;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use karmada_scheduler::assume::Assumptions;
 use karmada_scheduler::config::options::{self as daemon_options, Invocation};
 use karmada_scheduler::cycle::Cycle;
-use karmada_scheduler::events::MemoryRecorder;
+use karmada_scheduler::cycle::assume::Assumptions;
+use karmada_scheduler::cycle::events::MemoryRecorder;
+use karmada_scheduler::cycle::memory::MemoryStore;
 use karmada_scheduler::explain::{Explanation, describe_decision, explain};
-use karmada_scheduler::memory::MemoryStore;
 use karmada_scheduler::model::binding::BindingKind;
 
 const USAGE: &str = "\

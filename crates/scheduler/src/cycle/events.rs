@@ -6,8 +6,8 @@ use std::sync::Arc;
 use component_base::events::{PendingEvent, Recorder};
 use k8s_openapi::api::core::v1::ObjectReference;
 
+use crate::cycle::sink::EventSink;
 use crate::model::binding::{Binding, BindingKind};
-use crate::sink::EventSink;
 
 /// The two involved objects of a scheduling event: the binding and its template.
 pub fn events_for(

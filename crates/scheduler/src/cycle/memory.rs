@@ -10,9 +10,9 @@ use std::sync::Mutex;
 use scheduler_core::estimator::BoxFuture;
 use serde_json::{Value, json};
 
+use crate::cycle::sink::{Target, Writer};
 use crate::model::binding::{Binding, BindingKey, BindingKind, MalformedBinding};
 use crate::model::condition::ApiFailure;
-use crate::sink::{Target, Writer};
 
 /// RFC 7386 merge of `patch` into `target` (`null` removes a field).
 pub fn merge(target: &mut Value, patch: &Value) {

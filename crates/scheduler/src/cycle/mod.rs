@@ -1,0 +1,184 @@
+//! One scheduling attempt for one binding: decide, run the algorithm, write.
+//!
+//! The cycle reads nothing but its arguments and talks to the API only through [`Writer`] and
+//! [`EventSink`], so tests drive it with in-memory fakes and the daemon with the kube client.
+//!
+//! Writes (our improvement over the reference's three blind patches):
+//! - the result patch carries a `metadata.resourceVersion` precondition: a result computed from
+//!   a stale cache copy is rejected with 409 instead of overwriting a newer `spec.clusters`
+//!   (e.g. a graceful eviction). The cycle then returns [`CycleError::Conflict`] and the caller
+//!   re-reads the binding from the API and runs the cycle again on the fresh object;
+//! - one status patch carries the `Scheduled` condition, the observed generation,
+//!   `lastScheduledTime` and the observed affinity name. It is computed against the object the
+//!   result patch returned (or the cache copy when no result patch was needed) and also carries
+//!   the resourceVersion; on 409 only the status patch is recomputed on a fresh GET and resent,
+//!   so a condition written meanwhile by another controller (`FullyApplied`) is never clobbered.
+
+//!
+//! The attempt is [`Cycle::run`] here; the schedule procedure (the algorithm, the assumption
+//! and the echo pass) is in `schedule.rs`, the preconditioned writes in `write.rs`. Beside
+//! it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`], [`events`]), the
+//! assumption cache of `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API
+//! server the cycle runs against in tests, `simulate` and `explain` ([`memory`]).
+
+pub mod assume;
+pub mod events;
+pub mod memory;
+pub mod patch;
+mod schedule;
+pub mod sink;
+mod write;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
+use scheduler_core::schedule::{Outcome, Scheduler};
+use scheduler_core::snapshot::Snapshot;
+
+use crate::cycle::assume::Assumptions;
+use crate::cycle::patch::{REASON_FAILED, deleting_event_message, observed_generation_patch};
+use crate::model::binding::{Binding, BindingKind};
+use crate::model::condition::AttemptError;
+use crate::model::decision::{Decision, ScheduleType, decide};
+use crate::own_writes::OwnWrites;
+
+use crate::cycle::sink::{EventSink, Target, Writer};
+
+/// Why a cycle did not finish normally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CycleError {
+    /// The result patch hit a newer object: re-read and run again.
+    Conflict,
+    /// The attempt failed; the queue retries it (with backoff, or parked when unschedulable).
+    Failed(AttemptError),
+}
+
+/// What a cycle did, for the queue and the metrics.
+#[derive(Clone, Debug)]
+pub struct CycleReport {
+    /// `Some` when the schedule procedure ran (rows 1–5 of the ladder).
+    pub schedule_type: Option<ScheduleType>,
+    pub result: Result<(), CycleError>,
+    /// The algorithm's outcome with its trace, when [`Cycle::want_trace`] asked for it and
+    /// the algorithm ran.
+    pub outcome: Option<Outcome>,
+}
+
+/// The collaborators of a cycle.
+pub struct Cycle<'a> {
+    pub scheduler: &'a Scheduler,
+    pub writer: &'a dyn Writer,
+    pub events: &'a dyn EventSink,
+    /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
+    pub workload_index: Option<&'a dyn scheduler_core::framework::WorkloadGroupIndex>,
+    /// Where the generation bump of our own result patch is announced, so that its watch
+    /// event does not queue the binding again (see [`crate::own_writes`]).
+    pub own_writes: Option<&'a OwnWrites>,
+    /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
+    pub assumptions: Option<&'a Assumptions>,
+    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
+    pub want_trace: bool,
+}
+
+fn placement_error(binding: &Binding) -> String {
+    match binding.kind {
+        BindingKind::ResourceBinding => format!(
+            "failed to get placement from resourceBinding({}/{})",
+            binding.namespace(),
+            binding.name()
+        ),
+        BindingKind::ClusterResourceBinding => {
+            format!(
+                "failed to get placement from clusterResourceBinding({})",
+                binding.name()
+            )
+        }
+    }
+}
+
+impl Cycle<'_> {
+    /// Run one attempt on `binding` (the latest copy known) against `snapshot`, at time `now`.
+    pub async fn run(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> CycleReport {
+        let decision = self.decision(binding, snapshot);
+        self.run_decided(binding, snapshot, now, decision).await
+    }
+
+    /// The decision ladder for `binding` against `snapshot`: what [`Cycle::run`] does.
+    pub fn decision(&self, binding: &Binding, snapshot: &Snapshot) -> Decision {
+        let clusters: Vec<&karmada_api::Cluster> =
+            snapshot.clusters().iter().map(|c| c.as_ref()).collect();
+        let multi = self
+            .scheduler
+            .config()
+            .gates
+            .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
+        decide(binding, &clusters, multi)
+    }
+
+    /// [`Cycle::run`] with the decision made already (`simulate` and `explain` turn a
+    /// decision not to act into [`Trigger::Requested`]).
+    pub async fn run_decided(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+        decision: Decision,
+    ) -> CycleReport {
+        match decision {
+            Decision::Deleting => {
+                self.events.event(
+                    binding,
+                    true,
+                    REASON_FAILED,
+                    deleting_event_message(binding),
+                );
+                CycleReport {
+                    schedule_type: None,
+                    result: Ok(()),
+                    outcome: None,
+                }
+            }
+            Decision::NoPlacement => CycleReport {
+                schedule_type: None,
+                outcome: None,
+                result: Err(CycleError::Failed(AttemptError::Other(placement_error(
+                    binding,
+                )))),
+            },
+            Decision::UpToDate {
+                sync_generation: None,
+            } => CycleReport {
+                schedule_type: None,
+                result: Ok(()),
+                outcome: None,
+            },
+            Decision::UpToDate {
+                sync_generation: Some(generation),
+            } => {
+                let key = binding.key();
+                let result = self
+                    .writer
+                    .patch(&key, Target::Status, observed_generation_patch(generation))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| CycleError::Failed(e.into()));
+                CycleReport {
+                    schedule_type: None,
+                    result,
+                    outcome: None,
+                }
+            }
+            Decision::Schedule(schedule_type, trigger) => {
+                tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
+                let (result, outcome) = self.schedule(binding, snapshot, now).await;
+                CycleReport {
+                    schedule_type: Some(schedule_type),
+                    result,
+                    outcome,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

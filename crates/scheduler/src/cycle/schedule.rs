@@ -1,0 +1,245 @@
+//! The schedule procedure of a [`Cycle`]: the algorithm under the assumption cache's lock,
+//! the reservation of what is about to be written, the result patch with the echo pass the
+//! reference would run on its watch event, the events, then the status patch.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use karmada_api::work::TargetCluster;
+use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Outcome};
+use scheduler_core::snapshot::Snapshot;
+use scheduler_core::{AssumptionSource, ScheduleError};
+
+use super::{Cycle, CycleError};
+use crate::cycle::assume::healthy_clusters;
+use crate::cycle::patch::{
+    REASON_FAILED, REASON_SUCCEED, StatusUpdate, result_patch, success_event_message,
+};
+use crate::model::annotation::encode_placement;
+use crate::model::binding::{Binding, BindingKind};
+use crate::model::condition::{AttemptError, condition_for};
+use crate::model::decision::always_rescheduled;
+
+/// Passes run for the echo of our own write of a Duplicated binding (one reorders at most;
+/// the bound only guards against a result that would never settle).
+const ECHO_PASSES: usize = 2;
+
+impl Cycle<'_> {
+    /// Schedule and write, with our write sequence.
+    pub(super) async fn schedule(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+    ) -> (Result<(), CycleError>, Option<Outcome>) {
+        let mut kept = None;
+        let result = self.schedule_inner(binding, snapshot, now, &mut kept).await;
+        (result, kept)
+    }
+
+    async fn schedule_inner(
+        &self,
+        binding: &Binding,
+        snapshot: &Snapshot,
+        now: Time,
+        kept: &mut Option<Outcome>,
+    ) -> Result<(), CycleError> {
+        let key = binding.key();
+        let placement = binding.spec.placement.clone().unwrap_or_default();
+        let placement_json = encode_placement(&placement);
+        // A workload's estimate and its reservation happen under one lock, so that concurrent
+        // cycles never spend the same free capacity (see `crate::cycle::assume`).
+        let reserving = self
+            .assumptions
+            .filter(|_| binding.kind == BindingKind::ResourceBinding && binding.spec.is_workload());
+        let reservation_lock = match reserving {
+            Some(a) => Some(a.reserve().await),
+            None => None,
+        };
+        let input = BindingInput {
+            snapshot,
+            spec: &binding.spec,
+            status: &binding.status,
+            workload_index: self.workload_index,
+            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
+        };
+        let outcome = self
+            .scheduler
+            .schedule_binding(input, self.want_trace)
+            .await;
+        if self.want_trace {
+            *kept = Some(outcome.clone());
+        }
+        for term in &outcome.failed_terms {
+            self.events.event(
+                binding,
+                true,
+                REASON_FAILED,
+                format!(
+                    "failed to schedule {} with clusterAffiliates index({}): {}",
+                    key.describe(),
+                    term.index,
+                    term.error
+                ),
+            );
+        }
+        let uses_terms = placement.cluster_affinities.is_some();
+
+        // The result to write, if any, and the algorithm error that goes with it.
+        let (to_write, algo_err): (Option<Vec<TargetCluster>>, Option<ScheduleError>) =
+            match outcome.result {
+                Ok(CoreDecision::Scheduled(result)) => (Some(result), None),
+                Ok(CoreDecision::NoAffinityTerms) => (None, None),
+                Err(e @ ScheduleError::Fit(_)) => (Some(Vec::new()), Some(e)),
+                Err(e) => {
+                    if !uses_terms {
+                        self.events
+                            .event(binding, true, REASON_FAILED, e.to_string());
+                    }
+                    (None, Some(e))
+                }
+            };
+
+        // Reserve what is about to be written; rolled back if the write is refused.
+        let mut reservation = None;
+        if let (Some(a), Some(result)) = (reserving, &to_write)
+            && result_patch(binding, &placement_json, result).is_some()
+        {
+            let key = format!("{}/{}", binding.namespace(), binding.name());
+            reservation = a.assume(
+                &key,
+                &binding.spec,
+                result,
+                healthy_clusters(&binding.status),
+            );
+        }
+        drop(reservation_lock);
+
+        let mut fresh: Option<Binding> = None;
+        let mut final_err: Option<AttemptError> = algo_err.clone().map(AttemptError::Schedule);
+        if let Some(result) = &to_write {
+            let mut patch_err = None;
+            let mut result = result.clone();
+            let mut passes = 0;
+            loop {
+                let base = fresh.as_ref().unwrap_or(binding);
+                let Some(patch) = result_patch(base, &placement_json, &result) else {
+                    break;
+                };
+                let bumps_generation = patch.get("spec").is_some();
+                let stored = match self.send_result(&key, base, patch, bumps_generation).await {
+                    Ok(stored) => stored,
+                    Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
+                    // No verdict on the write, which may have landed: no failure status either
+                    // (it could overwrite the status of a write that did land, and tells
+                    // nothing). The binding is retried as soon as the server answers; if the
+                    // patch landed, its marker makes the retry complete it. The reservation
+                    // stays meanwhile: the write may have landed.
+                    Err(e) if e.is_transient() => {
+                        if let Some(r) = reservation.take() {
+                            r.keep();
+                        }
+                        return Err(CycleError::Failed(AttemptError::Api(e)));
+                    }
+                    Err(e) => {
+                        patch_err = Some(AttemptError::Api(e));
+                        break;
+                    }
+                };
+                // The reference schedules a Duplicated or non-workload binding again when the
+                // watch event of its own `spec.clusters` write comes back, and the clusters
+                // it already holds then score higher (ClusterLocality), which can reorder
+                // them. That echo is not queued here (see `own_writes`), so run the same pass
+                // now, against the same snapshot, and write the order it converges to.
+                passes += 1;
+                let echo =
+                    bumps_generation && passes <= ECHO_PASSES && always_rescheduled(&binding.spec);
+                let again = if echo {
+                    self.echo_pass(snapshot, &stored).await
+                } else {
+                    None
+                };
+                fresh = Some(stored);
+                match again {
+                    Some(r) => result = r,
+                    None => break,
+                }
+            }
+            let result = &result;
+            if fresh.is_some()
+                && let Some(r) = reservation.take()
+            {
+                r.keep();
+                // The echo pass wrote another result (the reference assumes each it writes).
+                if let Some(a) = reserving
+                    && to_write.as_ref() != Some(result)
+                    && let Some(again) = a.assume(
+                        &format!("{}/{}", binding.namespace(), binding.name()),
+                        &binding.spec,
+                        result,
+                        healthy_clusters(&binding.status),
+                    )
+                {
+                    again.keep();
+                }
+            }
+            if let Some(pe) = patch_err {
+                let mut members: Vec<AttemptError> = Vec::new();
+                if let Some(e) = final_err.take() {
+                    members.push(e);
+                }
+                members.push(pe);
+                final_err = AttemptError::aggregate(members);
+            }
+            match &final_err {
+                None => self.events.event(
+                    binding,
+                    false,
+                    REASON_SUCCEED,
+                    success_event_message(binding.kind, result),
+                ),
+                Some(e) => self
+                    .events
+                    .event(binding, true, REASON_FAILED, e.to_string()),
+            }
+        }
+
+        let (condition, swallow) = condition_for(final_err.as_ref());
+        let succeeded = algo_err.is_none();
+        let update = StatusUpdate {
+            condition,
+            // The generation our own result patch produced when there was one: it is the
+            // scheduled spec plus our `spec.clusters` (the patch was preconditioned), so the
+            // reference's later sync of the observed generation is not needed.
+            scheduled_generation: final_err
+                .is_none()
+                .then(|| fresh.as_ref().unwrap_or(binding).generation()),
+            affinity_name: if succeeded {
+                outcome.affinity_name.clone()
+            } else {
+                None
+            },
+        };
+        self.write_status(&key, fresh.as_ref().unwrap_or(binding), &update, &now)
+            .await?;
+        match final_err {
+            Some(_) if swallow => Ok(()),
+            Some(e) => Err(CycleError::Failed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// The pass the reference runs on the echo of our write: the clusters it would write for
+    /// `stored` now, or `None` when it would not schedule.
+    async fn echo_pass(&self, snapshot: &Snapshot, stored: &Binding) -> Option<Vec<TargetCluster>> {
+        let input = BindingInput {
+            snapshot,
+            spec: &stored.spec,
+            status: &stored.status,
+            workload_index: self.workload_index,
+            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
+        };
+        match self.scheduler.schedule_binding(input, false).await.result {
+            Ok(CoreDecision::Scheduled(r)) => Some(r),
+            _ => None,
+        }
+    }
+}

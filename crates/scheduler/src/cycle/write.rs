@@ -1,0 +1,80 @@
+//! The writes of a [`Cycle`], preconditioned on the resourceVersion they were computed
+//! against: the result patch (announced to `own_writes`) and the status patch, recomputed on
+//! a fresh read when it conflicts.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::Value;
+
+use super::{Cycle, CycleError};
+use crate::cycle::patch::{StatusUpdate, status_patch};
+use crate::cycle::sink::Target;
+use crate::model::binding::{Binding, BindingKey};
+use crate::model::condition::{ApiFailure, AttemptError};
+
+/// Attempts at the status patch when it keeps conflicting with concurrent writers.
+const STATUS_PATCH_ATTEMPTS: usize = 5;
+
+fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
+    if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
+        let meta = map
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(meta) = meta {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+    }
+    patch
+}
+
+impl Cycle<'_> {
+    /// Send a result patch computed against `base`, preconditioned on its resourceVersion;
+    /// a patch that bumps the generation is announced to `own_writes` first (and withdrawn if
+    /// it fails), so that its watch echo is not queued.
+    pub(super) async fn send_result(
+        &self,
+        key: &BindingKey,
+        base: &Binding,
+        patch: Value,
+        bumps_generation: bool,
+    ) -> Result<Binding, ApiFailure> {
+        let patch = with_precondition(patch, base.resource_version());
+        let own = self.own_writes.filter(|_| bumps_generation);
+        if let Some(own) = own {
+            own.expect(key, base.generation());
+        }
+        let sent = self.writer.patch(key, Target::Main, patch).await;
+        if let (Err(_), Some(own)) = (&sent, own) {
+            own.withdraw(key);
+        }
+        sent
+    }
+
+    /// Send the status patch against `base`, re-reading and recomputing on conflicts.
+    pub(super) async fn write_status(
+        &self,
+        key: &BindingKey,
+        base: &Binding,
+        update: &StatusUpdate,
+        now: &Time,
+    ) -> Result<(), CycleError> {
+        let mut base = base.clone();
+        for _ in 0..STATUS_PATCH_ATTEMPTS {
+            let Some(patch) = status_patch(&base.status, update, now) else {
+                return Ok(());
+            };
+            let patch = with_precondition(patch, base.resource_version());
+            match self.writer.patch(key, Target::Status, patch).await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.is_conflict() => match self.writer.get(key).await {
+                    Ok(b) => base = b,
+                    Err(e) => return Err(CycleError::Failed(e.into())),
+                },
+                Err(e) => return Err(CycleError::Failed(e.into())),
+            }
+        }
+        Err(CycleError::Failed(AttemptError::Other(format!(
+            "status of {} kept changing during {STATUS_PATCH_ATTEMPTS} attempts",
+            key.describe()
+        ))))
+    }
+}
