@@ -34,9 +34,11 @@ use crate::metrics::{
 };
 use crate::model::binding::{BindingKey, BindingKind};
 use crate::model::condition::ScheduledCondition;
-use crate::own_writes::OwnWrites;
 use crate::queue::{Outcome, SchedulingQueue};
-pub use crate::store::*;
+use crate::store::filter::*;
+use crate::store::own_writes::OwnWrites;
+use crate::store::workload::*;
+use crate::store::*;
 use component_base::cancel::CancellationToken;
 use component_base::serve::Readiness;
 use component_base::watch::{all_synced, watch_all};

@@ -13,7 +13,7 @@ use crate::cycle::sink::{Target, Writer};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
 use crate::queue::SchedulingQueue;
-use crate::store::AssigningCache;
+use crate::store::workload::AssigningCache;
 use component_base::api::api_failure;
 
 /// Longest wait for the answer to one binding read or write. The client has no read timeout

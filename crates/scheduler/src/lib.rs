@@ -21,6 +21,5 @@ pub mod explain;
 pub mod kube;
 pub mod metrics;
 pub mod model;
-pub mod own_writes;
 pub mod queue;
 pub mod store;

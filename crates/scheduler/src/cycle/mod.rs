@@ -39,7 +39,7 @@ use crate::cycle::patch::{REASON_FAILED, deleting_event_message, observed_genera
 use crate::model::binding::{Binding, BindingKind};
 use crate::model::condition::AttemptError;
 use crate::model::decision::{Decision, ScheduleType, decide};
-use crate::own_writes::OwnWrites;
+use crate::store::own_writes::OwnWrites;
 
 use crate::cycle::sink::{EventSink, Target, Writer};
 
@@ -71,7 +71,7 @@ pub struct Cycle<'a> {
     /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
     pub workload_index: Option<&'a dyn scheduler_core::framework::WorkloadGroupIndex>,
     /// Where the generation bump of our own result patch is announced, so that its watch
-    /// event does not queue the binding again (see [`crate::own_writes`]).
+    /// event does not queue the binding again (see [`crate::store::own_writes`]).
     pub own_writes: Option<&'a OwnWrites>,
     /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
     pub assumptions: Option<&'a Assumptions>,

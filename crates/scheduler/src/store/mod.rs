@@ -1,0 +1,158 @@
+//! The scheduler's caches: bindings as watched (decoded, or kept with their decode error, and
+//! summarised for the event filter), the clusters and the snapshot shared until a cluster
+//! changes, and, with `WorkloadAffinity`, the index of workload groups with the results just
+//! written. Pure data structures: the watch handlers of [`crate::controller`] feed them.
+//!
+//! Beside the caches: which watch events queue which bindings ([`filter`]), the workload
+//! group index ([`workload`]) and the generations of our own writes, whose watch echoes are
+//! not queued ([`own_writes`]).
+
+pub mod filter;
+pub mod own_writes;
+pub mod workload;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use karmada_api::Cluster;
+use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
+use scheduler_core::snapshot::Snapshot;
+use serde_json::Value;
+
+use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::store::filter::Summary;
+
+/// A binding as cached: decoded, or kept with its decode error.
+#[derive(Clone, Debug)]
+pub enum Cached {
+    Ok(Arc<Binding>),
+    Malformed(Arc<Malformed>),
+}
+
+/// A binding that does not decode, with what could still be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Malformed {
+    /// Identity, labels, generation; with a default spec (and the template reference when it
+    /// could be read), so that events can be recorded on it.
+    pub binding: Binding,
+    /// `spec.x.y: message`.
+    pub error: String,
+}
+
+/// The caches the workers read.
+#[derive(Default)]
+pub struct Stores {
+    /// Every binding's filter summary; the decoded object only where this scheduler may need
+    /// it (see [`Context::upsert_binding`]). At 1,000 clusters a placed Duplicated binding holds
+    /// hundreds of `spec.clusters` entries, and the other schedulers' bindings are most of the
+    /// cache on a shared control plane.
+    pub(crate) bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
+    pub(crate) clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
+    /// Bumped (under the `clusters` write lock) by every cluster change.
+    pub(crate) cluster_version: AtomicU64,
+    /// The snapshot of `clusters` at a `cluster_version`. Kept until a cluster changes, because
+    /// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries)
+    /// that then serve every binding scheduled meanwhile.
+    pub(crate) snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
+}
+
+impl Stores {
+    pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .and_then(|(c, _)| c.clone())
+    }
+
+    /// The clusters as a snapshot, shared until the next cluster change.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
+        // Read under the lock, so the version describes exactly these clusters.
+        let version = self.cluster_version.load(Ordering::Acquire);
+        let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, s)) = cached.as_ref()
+            && *v == version
+        {
+            return s.clone();
+        }
+        let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
+        *cached = Some((version, fresh.clone()));
+        fresh
+    }
+
+    /// Insert or replace a cluster; the previous object, if any.
+    pub(crate) fn put_cluster(&self, cluster: Arc<Cluster>) -> Option<Arc<Cluster>> {
+        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        self.cluster_version.fetch_add(1, Ordering::AcqRel);
+        clusters.insert(cluster.name().to_string(), cluster)
+    }
+
+    pub(crate) fn drop_cluster(&self, name: &str) {
+        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
+        self.cluster_version.fetch_add(1, Ordering::AcqRel);
+        clusters.remove(name);
+    }
+
+    pub(crate) fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(k, (c, s))| match c {
+                Some(Cached::Ok(b)) => Some((k.clone(), b.clone(), s.priority)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The key of a raw binding (name and namespace read leniently, as the decoder does).
+pub(crate) fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
+    let field = |f: &str| {
+        raw.get("metadata")
+            .and_then(|m| m.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match kind {
+        BindingKind::ResourceBinding => BindingKey::rb(field("namespace"), field("name")),
+        BindingKind::ClusterResourceBinding => BindingKey::crb(field("name")),
+    }
+}
+
+/// Decode one raw binding into the cache form.
+pub fn decode_cached(kind: BindingKind, mut raw: Value) -> Cached {
+    if let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    match Binding::decode(kind, raw.clone()) {
+        Ok(b) => Cached::Ok(Arc::new(b)),
+        Err(m) => {
+            let status: ResourceBindingStatus = raw
+                .get("status")
+                .cloned()
+                .and_then(|s| serde_json::from_value(s).ok())
+                .unwrap_or_default();
+            let resource = raw
+                .pointer("/spec/resource")
+                .cloned()
+                .and_then(|r| serde_json::from_value(r).ok())
+                .unwrap_or_default();
+            let binding = Binding {
+                kind,
+                metadata: m.metadata.clone(),
+                spec: ResourceBindingSpec {
+                    resource,
+                    ..Default::default()
+                },
+                status,
+            };
+            Cached::Malformed(Arc::new(Malformed {
+                binding,
+                error: m.error.clone(),
+            }))
+        }
+    }
+}
