@@ -27,8 +27,9 @@ use crate::cycle::assume::Assumptions;
 use crate::cycle::patch::{REASON_FAILED, StatusUpdate, status_patch};
 use crate::cycle::sink::{EventSink, Target, Writer};
 use crate::cycle::{Cycle, CycleError};
-use crate::kube::release_when_reachable;
-pub use crate::kube::{KubeWriter, REQUEST_TIMEOUT, resource};
+use crate::kube::probe::release_when_reachable;
+use crate::kube::resource;
+use crate::kube::writer::KubeWriter;
 use crate::metrics::{
     CLUSTER_RECONCILE_WORKER, IncomingEvent, Metrics, SCHEDULER_ESTIMATOR_WORKER, SCHEDULER_QUEUE,
 };

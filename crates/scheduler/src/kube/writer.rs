@@ -1,0 +1,105 @@
+//! The [`Writer`] of binding patches and reads through the kube client, every request bounded
+//! by [`REQUEST_TIMEOUT`].
+
+use std::sync::Arc;
+
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use scheduler_core::estimator::BoxFuture;
+use serde_json::Value;
+
+use crate::cycle::sink::{Target, Writer};
+use crate::kube::{REQUEST_TIMEOUT, bounded, resource};
+use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
+use crate::store::workload::AssigningCache;
+
+/// Writes through the kube client.
+pub struct KubeWriter {
+    rb: ApiResource,
+    crb: ApiResource,
+    client: kube::Client,
+    /// Told about every successful result patch (gate `WorkloadAffinity`).
+    assigning: Option<Arc<AssigningCache>>,
+}
+
+impl KubeWriter {
+    pub fn new(client: kube::Client, assigning: Option<Arc<AssigningCache>>) -> Self {
+        Self {
+            rb: resource(BindingKind::ResourceBinding),
+            crb: resource(BindingKind::ClusterResourceBinding),
+            client,
+            assigning,
+        }
+    }
+
+    fn api(&self, key: &BindingKey) -> Api<DynamicObject> {
+        match key.kind {
+            BindingKind::ResourceBinding => {
+                Api::namespaced_with(self.client.clone(), &key.namespace, &self.rb)
+            }
+            BindingKind::ClusterResourceBinding => Api::all_with(self.client.clone(), &self.crb),
+        }
+    }
+}
+
+fn to_binding(kind: BindingKind, obj: DynamicObject) -> Result<Binding, ApiFailure> {
+    let raw = serde_json::to_value(obj).map_err(|e| ApiFailure {
+        code: 0,
+        reason: String::new(),
+        message: e.to_string(),
+    })?;
+    Binding::decode(kind, raw).map_err(|m| ApiFailure {
+        code: 0,
+        reason: String::new(),
+        message: m.error.clone(),
+    })
+}
+
+impl Writer for KubeWriter {
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        Box::pin(async move {
+            let api = self.api(key);
+            let params = PatchParams::default();
+            // Formatted only when the request times out.
+            let what = || format!("patching {}", key.describe());
+            let res = match target {
+                Target::Main => {
+                    bounded(
+                        what,
+                        REQUEST_TIMEOUT,
+                        api.patch(&key.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await
+                }
+                Target::Status => {
+                    bounded(
+                        what,
+                        REQUEST_TIMEOUT,
+                        api.patch_status(&key.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await
+                }
+            };
+            let stored = to_binding(key.kind, res?)?;
+            if let (Target::Main, Some(a)) = (target, &self.assigning) {
+                a.written(&stored);
+            }
+            Ok(stored)
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        Box::pin(async move {
+            let what = || format!("reading {}", key.describe());
+            to_binding(
+                key.kind,
+                bounded(what, REQUEST_TIMEOUT, self.api(key).get(&key.name)).await?,
+            )
+        })
+    }
+}
