@@ -3,18 +3,13 @@
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::Path;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use component_base::cancel::CancellationToken;
 use component_base::lifecycle::{self, Settings, Work};
 
 use crate::config::options::Options;
-use crate::controller::{ExplainSlot, explain_binding};
+use crate::controller::ExplainSlot;
+use crate::explain::endpoint::explain_routes;
 use crate::metrics::Metrics;
-use crate::model::binding::BindingKey;
 
 fn settings(opts: &Options, slot: Option<&Arc<ExplainSlot>>) -> Settings {
     Settings {
@@ -25,47 +20,6 @@ fn settings(opts: &Options, slot: Option<&Arc<ExplainSlot>>) -> Settings {
         leader_election: opts.leader_election.clone(),
         health_routes: slot.map(|s| explain_routes(s.clone())),
     }
-}
-
-async fn answer(slot: Arc<ExplainSlot>, key: BindingKey) -> Response {
-    let Some(ctx) = slot.get() else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not scheduling yet (a standby, or the caches are not synced)\n",
-        )
-            .into_response();
-    };
-    match explain_binding(ctx, &key).await {
-        Some(v) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n",
-        )
-            .into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            format!(
-                "{} is not in the cache (or does not decode)\n",
-                key.describe()
-            ),
-        )
-            .into_response(),
-    }
-}
-
-/// `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`.
-fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
-    let (a, b) = (slot.clone(), slot);
-    Router::new()
-        .route(
-            "/debug/explain/{namespace}/{name}",
-            get(move |Path((ns, name)): Path<(String, String)>| {
-                answer(a.clone(), BindingKey::rb(&ns, &name))
-            }),
-        )
-        .route(
-            "/debug/explain/{name}",
-            get(move |Path(name): Path<String>| answer(b.clone(), BindingKey::crb(&name))),
-        )
 }
 
 fn work(opts: Options, metrics: Arc<Metrics>, slot: Option<Arc<ExplainSlot>>) -> Work {

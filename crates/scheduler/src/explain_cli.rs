@@ -213,7 +213,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
             KubeServiceSource::new(client.clone())
                 .with_endpoint_routing(opts.estimator.endpoint_routing),
         );
-        let options = karmada_scheduler::controller::estimator_options(opts);
+        let options = karmada_scheduler::config::build::estimator_options(opts);
         let cache = Arc::new(ConnectionCache::new(options.clone(), source));
         for c in &clusters {
             if let Err(e) = cache.ensure(c).await {
@@ -230,7 +230,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     } else {
         None
     };
-    let scheduler = karmada_scheduler::controller::build_scheduler(opts, accurate)?;
+    let scheduler = karmada_scheduler::config::build::build_scheduler(opts, accurate)?;
     let snapshot = Snapshot::from_clusters(clusters);
 
     let store = MemoryStore::default();

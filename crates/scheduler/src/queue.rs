@@ -24,8 +24,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::config::options::RateLimiterOptions;
-use crate::metrics::{WorkToken, WorkqueueMetrics};
+use crate::config::options::{Options, RateLimiterOptions};
+use crate::metrics::{Metrics, SCHEDULER_QUEUE, WorkToken, WorkqueueMetrics};
 use crate::model::binding::BindingKey;
 
 /// Backoff of the priority queue: 1 s initial, doubling, capped at 10 s.
@@ -436,6 +436,20 @@ pub struct QueueLengths {
     pub active: usize,
     pub backoff: usize,
     pub unschedulable: usize,
+}
+
+/// The queue for these flags: the priority queue with `PriorityBasedScheduling`, else the
+/// legacy queue with its workqueue metrics.
+pub fn for_options(opts: &Options, metrics: &Metrics) -> SchedulingQueue {
+    let priority_mode = opts
+        .feature_gates
+        .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING);
+    let mut queue = SchedulingQueue::new(priority_mode, opts.rate_limiter);
+    if !priority_mode {
+        // The reference's priority queue registers no workqueue metrics; its legacy one does.
+        queue = queue.with_metrics(metrics.workqueue(SCHEDULER_QUEUE));
+    }
+    queue
 }
 
 fn pq_backoff(attempts: u32) -> Duration {

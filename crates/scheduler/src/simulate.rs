@@ -280,7 +280,7 @@ fn estimator_options(flags: &[String]) -> anyhow::Result<Option<EstimatorOptions
     parsed.validate().map_err(|e| anyhow!("{e}"))?;
     Ok(parsed
         .enable_scheduler_estimator
-        .then(|| karmada_scheduler::controller::estimator_options(&parsed)))
+        .then(|| karmada_scheduler::config::build::estimator_options(&parsed)))
 }
 
 /// Everything read from the input files.

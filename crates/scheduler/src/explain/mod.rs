@@ -1,7 +1,10 @@
 //! What the daemon would decide for a binding, and why: the daemon's cycle run against an
 //! in-memory copy ([`crate::cycle::memory`]), kept with its decision, outcome, patches and events.
 //! `simulate`, `karmada-scheduler explain` and the daemon's `/debug/explain` endpoint all go
-//! through [`explain`], so they report exactly what the daemon does.
+//! through [`explain`], so they report exactly what the daemon does; the endpoint itself is
+//! [`endpoint`].
+
+pub mod endpoint;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;

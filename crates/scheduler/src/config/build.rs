@@ -1,0 +1,107 @@
+//! What the flags build: the scheduler-core pipeline, the estimator client options and, with
+//! `--enable-scheduler-estimator`, the estimator sync that follows Clusters and Services.
+
+use std::sync::Arc;
+
+use estimator_client::sync::EstimatorSync;
+use scheduler_core::estimator::Estimator;
+use scheduler_core::schedule::{ScheduleConfig, Scheduler};
+
+use crate::config::options::Options;
+use crate::metrics::{Metrics, SCHEDULER_ESTIMATOR_WORKER};
+
+/// Build the scheduler-core pipeline for these flags.
+pub fn build_scheduler(
+    opts: &Options,
+    accurate: Option<Arc<dyn Estimator>>,
+) -> anyhow::Result<Scheduler> {
+    let config = ScheduleConfig {
+        enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
+        gates: opts.feature_gates.clone(),
+    };
+    let general = scheduler_core::general::GeneralEstimator::new(
+        opts.feature_gates.customized_cluster_resource_modeling(),
+    );
+    let mut s = Scheduler::from_plugins_flag(&opts.plugins, config)
+        .map_err(|e| anyhow::anyhow!("couldn't create scheduler: {e}"))?
+        .with_estimator(Arc::new(general));
+    if let Some(a) = accurate {
+        s = s.with_estimator(a);
+    }
+    Ok(s)
+}
+
+/// The estimator client options for these flags.
+pub fn estimator_options(opts: &Options) -> estimator_client::EstimatorOptions {
+    opts.estimator
+        .to_options(opts.disable_scheduler_estimator_in_pull_mode)
+}
+
+/// The estimator connections (and the sync that keeps them) when
+/// `--enable-scheduler-estimator` is set; their metrics are registered on `metrics`.
+pub fn estimator_sync(
+    opts: &Options,
+    client: &kube::Client,
+    metrics: &Metrics,
+) -> Option<Arc<EstimatorSync>> {
+    if !opts.enable_scheduler_estimator {
+        return None;
+    }
+    let source = Arc::new(
+        estimator_client::KubeServiceSource::new(client.clone())
+            .with_endpoint_routing(opts.estimator.endpoint_routing),
+    );
+    let cache = Arc::new(estimator_client::ConnectionCache::new(
+        estimator_options(opts),
+        source,
+    ));
+    metrics.register(|r| cache.register_metrics(r));
+    Some(EstimatorSync::new(
+        cache,
+        metrics.workqueue(SCHEDULER_ESTIMATOR_WORKER),
+    ))
+}
+
+/// The accurate estimator over the estimator connections, if any.
+pub fn accurate_estimator(estimators: Option<&Arc<EstimatorSync>>) -> Option<Arc<dyn Estimator>> {
+    estimators.map(|e| {
+        Arc::new(estimator_client::SchedulerEstimator::new(e.cache().clone())) as Arc<dyn Estimator>
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our estimator connection flags reach the estimator client; unset, they are the
+    /// reference's behaviour.
+    #[test]
+    fn estimator_connection_flags_reach_the_client() {
+        let parse = |args: &[&str]| match crate::config::options::parse(args) {
+            Ok(crate::config::options::Invocation::Run(o)) => *o,
+            other => panic!("{other:?}"),
+        };
+        let d = estimator_options(&parse(&[]));
+        assert_eq!(
+            (d.server_name, d.endpoint_routing, d.failure_policy),
+            (None, false, estimator_client::FailurePolicy::FailAll)
+        );
+        let o = estimator_options(&parse(&[
+            "--scheduler-estimator-tls-server-name=estimator.test",
+            "--scheduler-estimator-endpoint-routing=true",
+            "--scheduler-estimator-failure-policy=per-cluster",
+        ]));
+        assert_eq!(
+            (
+                o.server_name.as_deref(),
+                o.endpoint_routing,
+                o.failure_policy
+            ),
+            (
+                Some("estimator.test"),
+                true,
+                estimator_client::FailurePolicy::PerCluster
+            )
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! The leader's scheduling loop: the [`Context`] the handlers and workers share, and [`run`],
+//! which wires the pieces (the pipeline and estimator connections of [`crate::config::build`],
+//! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
+//! the queue, the watches and the workers) and starts them.
+//!
+//! - `handlers.rs`: what each watch event does to the caches and the queue;
+//! - `watches.rs`: the watches that call the handlers;
+//! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
+//!
+//! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
+//! break the watch: it is cached as [`Cached::Malformed`] and, when it passes the event filter,
+//! gets a `Scheduled=False` condition (reason `SchedulerError`) and a Warning event naming the
+//! offending field. Watch errors, `410 Gone` and dropped connections are retried with backoff
+//! by kube-runtime's watcher; every relist is diffed against the cache, so objects added,
+//! changed or deleted while disconnected produce the same handler calls as live events.
+
+mod handlers;
+mod watches;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use scheduler_core::schedule::Scheduler;
+use tokio::sync::watch as tokio_watch;
+
+use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
+use crate::config::options::Options;
+use crate::cycle::assume::Assumptions;
+use crate::cycle::sink::{EventSink, Writer};
+use crate::kube::probe::release_when_reachable;
+use crate::kube::writer::KubeWriter;
+use crate::metrics::{Metrics, StepTimer};
+use crate::queue::SchedulingQueue;
+use crate::store::Stores;
+use crate::store::own_writes::OwnWrites;
+use crate::store::workload::{AssigningCache, WorkloadIndex};
+use component_base::cancel::CancellationToken;
+use component_base::serve::Readiness;
+use component_base::watch::all_synced;
+use estimator_client::sync::EstimatorSync;
+
+/// Everything a worker needs.
+pub struct Context {
+    pub scheduler: Scheduler,
+    pub scheduler_name: String,
+    pub stores: Arc<Stores>,
+    pub queue: Arc<SchedulingQueue>,
+    pub writer: Arc<dyn Writer>,
+    pub events: Arc<dyn EventSink>,
+    pub metrics: Arc<Metrics>,
+    /// Present with the `WorkloadAffinity` gate.
+    pub workload: Option<Arc<WorkloadIndex>>,
+    /// Generation bumps of our own result patches, whose watch events are not queued.
+    pub own_writes: OwnWrites,
+    /// Present with the `SchedulingOvercommitProtection` gate.
+    pub assumptions: Option<Arc<Assumptions>>,
+}
+
+/// Where the daemon's `/debug/explain` endpoint finds the running scheduler: set once the
+/// caches have synced.
+pub type ExplainSlot = std::sync::OnceLock<Arc<Context>>;
+
+/// Run the scheduler until `stop`: watches, cache sync, workers. Caches are filled before the
+/// first cycle; `ready` turns true once they are.
+pub async fn run(
+    opts: &Options,
+    client: kube::Client,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    leading: tokio_watch::Receiver<bool>,
+    stop: CancellationToken,
+    explain: Option<Arc<ExplainSlot>>,
+) -> anyhow::Result<()> {
+    let estimators = estimator_sync(opts, &client, &metrics);
+    let ctx = Arc::new(context(opts, &client, metrics, estimators.as_ref())?);
+
+    let mut watches = Vec::new();
+    if let Some(a) = &ctx.assumptions {
+        watches.push(tokio::spawn(crate::cycle::assume::gc_loop(a.clone())));
+    }
+    let synced = watches::start(&ctx, &client, opts, estimators, &mut watches);
+
+    // All caches synced before the first cycle.
+    tokio::select! {
+        r = all_synced(synced) => r?,
+        _ = stop.cancelled() => {
+            watches.iter().for_each(|w| w.abort());
+            return Ok(());
+        }
+    }
+    // `--concurrent-binding-syncs` (the reference runs one); keys are exclusive per worker.
+    let worker_count = usize::try_from(opts.concurrent_binding_syncs)
+        .unwrap_or(1)
+        .max(1);
+    tracing::info!("caches synced; starting {worker_count} scheduling workers");
+    ready.set(true);
+    if let Some(slot) = &explain {
+        let _ = slot.set(ctx.clone());
+    }
+
+    // Bindings whose writes found no API server wait for it to answer again.
+    watches.push(tokio::spawn(release_when_reachable(
+        ctx.queue.clone(),
+        client.clone(),
+    )));
+    let workers = worker::spawn(&ctx, worker_count, &leading);
+    stop.cancelled().await;
+    ctx.queue.shutdown();
+    for w in workers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+    }
+    watches.iter().for_each(|w| w.abort());
+    Ok(())
+}
+
+/// The workers' context for these flags: the pipeline (timed by the metrics), the queue, the
+/// caches, the kube writer and the event recorder, and what the gates add.
+fn context(
+    opts: &Options,
+    client: &kube::Client,
+    metrics: Arc<Metrics>,
+    estimators: Option<&Arc<EstimatorSync>>,
+) -> anyhow::Result<Context> {
+    let scheduler = build_scheduler(opts, accurate_estimator(estimators))?
+        .with_step_observer(Arc::new(StepTimer::new(metrics.clone())));
+    let queue = crate::queue::for_options(opts, &metrics);
+    let stores = Arc::new(Stores::default());
+    let workload = opts
+        .feature_gates
+        .enabled(scheduler_core::features::WORKLOAD_AFFINITY)
+        .then(|| {
+            Arc::new(WorkloadIndex {
+                stores: stores.clone(),
+                assigning: Arc::new(AssigningCache::default()),
+            })
+        });
+    let assumptions = opts
+        .feature_gates
+        .scheduling_overcommit_protection()
+        .then(|| Arc::new(Assumptions::default()));
+    Ok(Context {
+        scheduler,
+        scheduler_name: opts.scheduler_name.clone(),
+        stores,
+        queue: Arc::new(queue),
+        writer: Arc::new(KubeWriter::new(
+            client.clone(),
+            workload.as_ref().map(|w| w.assigning.clone()),
+        )),
+        events: Arc::new(component_base::events::start(
+            client.clone(),
+            opts.scheduler_name.clone(),
+        )) as Arc<dyn EventSink>,
+        metrics,
+        workload,
+        own_writes: OwnWrites::default(),
+        assumptions,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,445 @@
+//! The handlers and the workers on in-memory parts: filtering, malformed bindings, the
+//! snapshot, the echo of our own writes, the workload index and the cluster fan-out.
+
+use std::sync::Arc;
+
+use karmada_api::Cluster;
+use scheduler_core::estimator::BoxFuture;
+use scheduler_core::schedule::{ScheduleConfig, Scheduler};
+use serde_json::{Value, json};
+
+use super::Context;
+use crate::cycle::sink::{Target, Writer};
+use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
+use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
+use crate::queue::{Outcome, SchedulingQueue};
+use crate::store::filter::{
+    Summary, binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
+};
+use crate::store::own_writes::OwnWrites;
+use crate::store::workload::{AssigningCache, WorkloadIndex};
+use crate::store::{Cached, Stores, decode_cached};
+
+fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
+    let mut spec = json!({"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": {}});
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra_spec) {
+        s.extend(e);
+    }
+    json!({"metadata": {"name": "b", "namespace": "ns", "generation": generation, "labels": labels}, "spec": spec})
+}
+
+fn lbl() -> Value {
+    json!({"propagationpolicy.karmada.io/permanent-id": "p"})
+}
+
+#[test]
+fn filtering_handler_semantics() {
+    let s = |v: &Value| summarize(v, "default-scheduler");
+    let a = s(&raw(lbl(), 1, json!({})));
+    let b = s(&raw(lbl(), 2, json!({})));
+    let same = s(&raw(lbl(), 1, json!({})));
+    let suspended = s(&raw(lbl(), 2, json!({"suspension": {"scheduling": true}})));
+    let other = s(&raw(lbl(), 2, json!({"schedulerName": "other"})));
+    let unlabeled = s(&raw(json!({}), 2, json!({})));
+    assert_eq!(
+        binding_change(None, Some(&a)),
+        Some(IncomingEvent::BindingAdd)
+    );
+    assert_eq!(binding_change(None, Some(&unlabeled)), None);
+    assert_eq!(
+        binding_change(Some(&a), Some(&b)),
+        Some(IncomingEvent::BindingUpdate)
+    );
+    assert_eq!(
+        binding_change(Some(&a), Some(&same)),
+        None,
+        "no generation change"
+    );
+    assert_eq!(
+        binding_change(Some(&suspended), Some(&b)),
+        Some(IncomingEvent::BindingAdd),
+        "suspension lifted"
+    );
+    assert_eq!(binding_change(Some(&a), Some(&suspended)), None);
+    assert_eq!(binding_change(Some(&a), Some(&other)), None);
+    assert_eq!(binding_change(Some(&a), None), None);
+    assert_eq!(
+        s(&raw(lbl(), 1, json!({"schedulePriority": {"priority": 7}}))).priority,
+        7
+    );
+}
+
+#[test]
+fn malformed_bindings_are_cached_with_their_error() {
+    let r = raw(
+        lbl(),
+        1,
+        json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
+    );
+    assert!(summarize(&r, "default-scheduler").passes);
+    match decode_cached(BindingKind::ResourceBinding, r) {
+        Cached::Malformed(m) => {
+            assert_eq!(m.binding.key(), BindingKey::rb("ns", "b"));
+            assert!(
+                m.error
+                    .starts_with("spec.placement.spreadConstraints[0].spreadByField"),
+                "{}",
+                m.error
+            );
+            assert_eq!(m.binding.spec.resource.kind, "ConfigMap");
+        }
+        Cached::Ok(_) => panic!("should not decode"),
+    }
+}
+
+fn cluster(v: Value) -> Cluster {
+    let mut base = json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "m1", "generation": 1}, "spec": {}});
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, v) {
+        for (k, val) in e {
+            b.insert(k, val);
+        }
+    }
+    serde_json::from_value(base).unwrap()
+}
+
+/// Records patches; answers with the object it was given.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<(BindingKey, Target, Value)>>);
+
+impl Writer for Recording {
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        self.0.lock().unwrap().push((key.clone(), target, patch));
+        Box::pin(async {
+            Err(ApiFailure {
+                code: 404,
+                reason: "NotFound".into(),
+                message: "gone".into(),
+            })
+        })
+    }
+    fn get<'a>(&'a self, _key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        Box::pin(async {
+            Err(ApiFailure {
+                code: 404,
+                reason: "NotFound".into(),
+                message: "gone".into(),
+            })
+        })
+    }
+}
+
+/// A worker context over in-memory parts, default flags.
+fn test_context(writer: Arc<Recording>, events: crate::cycle::events::MemoryRecorder) -> Context {
+    let metrics = Arc::new(Metrics::new());
+    Context {
+        scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
+        scheduler_name: "default-scheduler".into(),
+        stores: Arc::new(Stores::default()),
+        queue: Arc::new(
+            SchedulingQueue::new(false, Default::default())
+                .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
+        ),
+        writer,
+        events: Arc::new(events),
+        metrics,
+        workload: None,
+        own_writes: OwnWrites::default(),
+        assumptions: None,
+    }
+}
+
+#[tokio::test]
+async fn a_malformed_binding_is_told_and_the_others_go_on() {
+    let writer = Arc::new(Recording::default());
+    let events = crate::cycle::events::MemoryRecorder::default();
+    let ctx = test_context(writer.clone(), events.clone());
+    let mut bad = raw(
+        lbl(),
+        1,
+        json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
+    );
+    bad["metadata"]["name"] = json!("bad");
+    ctx.upsert_binding(BindingKind::ResourceBinding, bad);
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    let first = ctx.queue.pop().await.unwrap();
+    assert_eq!(first.key, BindingKey::rb("ns", "bad"));
+    ctx.process(&first.key).await;
+    let log = writer.0.lock().unwrap().clone();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].1, Target::Status);
+    let cond = &log[0].2["status"]["conditions"][0];
+    assert_eq!(cond["reason"], "SchedulerError");
+    assert_eq!(cond["status"], "False");
+    let msg = cond["message"].as_str().unwrap();
+    assert!(msg.starts_with("failed to decode ResourceBinding(ns/bad): spec.placement.spreadConstraints[0].spreadByField"), "{msg}");
+    let ev = events.0.lock().unwrap().clone();
+    assert_eq!(ev.len(), 2, "on the binding and on its template");
+    assert!(ev[0].warning && ev[0].message == msg);
+    // The good binding is still queued and schedulable.
+    assert_eq!(
+        ctx.queue.pop().await.unwrap().key,
+        BindingKey::rb("ns", "b")
+    );
+}
+
+#[test]
+fn the_snapshot_is_shared_until_a_cluster_changes() {
+    let stores = Stores::default();
+    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m1"}}))));
+    let a = stores.snapshot();
+    assert!(Arc::ptr_eq(&a, &stores.snapshot()));
+    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m2"}}))));
+    let b = stores.snapshot();
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(b.num_of_clusters(), 2);
+    stores.drop_cluster("m1");
+    let c = stores.snapshot();
+    assert_eq!(c.num_of_clusters(), 1);
+    assert_eq!(c.clusters()[0].name(), "m2");
+}
+
+/// Another scheduler's binding is not decoded into the cache (only its summary is kept);
+/// when it is handed to this scheduler, the update brings the whole object and queues it.
+#[tokio::test]
+async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours() {
+    let writer = Arc::new(Recording::default());
+    let ctx = test_context(
+        writer.clone(),
+        crate::cycle::events::MemoryRecorder::default(),
+    );
+    let key = BindingKey::rb("ns", "b");
+    let other = json!({"schedulerName": "other", "clusters": [{"name": "m1", "replicas": 1}]});
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, other.clone()));
+    assert!(ctx.stores.binding(&key).is_none(), "not decoded");
+    assert_eq!(ctx.queue.lengths().active, 0);
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, other));
+    assert_eq!(ctx.queue.lengths().active, 0, "not ours: not queued");
+
+    let ours = json!({"schedulerName": "default-scheduler"});
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, ours));
+    assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
+    assert_eq!(
+        ctx.queue.lengths().active,
+        1,
+        "handed over: queued as an add"
+    );
+
+    // Handed away again while queued: the worker finds nothing of ours and writes nothing.
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        raw(lbl(), 3, json!({"schedulerName": "other"})),
+    );
+    let item = ctx.queue.pop().await.unwrap();
+    assert_eq!(ctx.process(&item.key).await, Outcome::Success);
+    assert!(ctx.stores.binding(&key).is_none());
+    assert!(writer.0.lock().unwrap().is_empty(), "no write");
+}
+
+/// The depth gauge goes back to zero once the queue is drained.
+#[tokio::test]
+async fn queue_depth_follows_pops() {
+    let ctx = test_context(
+        Arc::new(Recording::default()),
+        crate::cycle::events::MemoryRecorder::default(),
+    );
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    let depth = |ctx: &Context| {
+        ctx.metrics
+            .encode()
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("workqueue_depth{") && l.contains(r#"name="scheduler-queue""#))
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+    };
+    assert_eq!(depth(&ctx).as_deref(), Some("1"));
+    let item = ctx.queue.pop().await.unwrap();
+    assert_eq!(depth(&ctx).as_deref(), Some("0"));
+    ctx.queue.done(item, Outcome::Success);
+    assert_eq!(depth(&ctx).as_deref(), Some("0"));
+}
+
+/// The watch event of our own result patch is not queued; anyone else's bump still is.
+#[tokio::test]
+async fn the_echo_of_our_own_write_is_not_queued() {
+    let ctx = test_context(
+        Arc::new(Recording::default()),
+        crate::cycle::events::MemoryRecorder::default(),
+    );
+    let key = BindingKey::rb("ns", "b");
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    let item = ctx.queue.pop().await.unwrap();
+    ctx.queue.done(item, Outcome::Success);
+    assert_eq!(ctx.queue.lengths().active, 0);
+
+    ctx.own_writes.expect(&key, 1);
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, json!({})));
+    assert_eq!(ctx.queue.lengths().active, 0, "our own write");
+    assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
+
+    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 3, json!({})));
+    assert_eq!(ctx.queue.lengths().active, 1, "someone else's spec change");
+}
+
+#[test]
+fn workload_index_finds_groups_and_prefers_newer_written_copies() {
+    use scheduler_core::framework::WorkloadGroupIndex as _;
+    let stores = Arc::new(Stores::default());
+    let index = WorkloadIndex {
+        stores: stores.clone(),
+        assigning: Arc::new(AssigningCache::default()),
+    };
+    let rb = |name: &str, group: &str, rv: &str| {
+        Binding::decode(
+            BindingKind::ResourceBinding,
+            json!({
+                "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+                "spec": {"resource": {"apiVersion": "v1", "kind": "Pod", "name": name},
+                         "workloadAffinityGroups": {"affinityGroup": group}}
+            }),
+        )
+        .unwrap()
+    };
+    for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
+        let s = Summary {
+            passes: true,
+            owned: true,
+            generation: 1,
+            priority: 0,
+        };
+        stores
+            .bindings
+            .write()
+            .unwrap()
+            .insert(b.key(), (Some(Cached::Ok(Arc::new(b))), s));
+    }
+    let mut names: Vec<String> = index
+        .by_affinity_group("g1")
+        .unwrap()
+        .iter()
+        .map(|b| b.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert!(index.by_anti_affinity_group("g1").unwrap().is_empty());
+    // A written copy is served until the watch catches up, then follows the watch.
+    index.assigning.written(&rb("a", "g1", "9"));
+    assert_eq!(
+        index
+            .assigning("ns", "a")
+            .unwrap()
+            .metadata
+            .resource_version
+            .as_deref(),
+        Some("9")
+    );
+    index.assigning.observed(&rb("a", "g1", "8"));
+    assert_eq!(
+        index
+            .assigning("ns", "a")
+            .unwrap()
+            .metadata
+            .resource_version
+            .as_deref(),
+        Some("9")
+    );
+    index.assigning.observed(&rb("a", "g1", "10"));
+    assert_eq!(
+        index
+            .assigning("ns", "a")
+            .unwrap()
+            .metadata
+            .resource_version
+            .as_deref(),
+        Some("10")
+    );
+    index.assigning.removed(&BindingKey::rb("ns", "a"));
+    assert!(index.assigning("ns", "a").is_none());
+}
+
+#[test]
+fn cluster_update_rules() {
+    let c1 = cluster(json!({}));
+    let status_only = cluster(json!({"status": {"kubernetesVersion": "v1"}}));
+    assert!(cluster_update_fanout(&c1, &status_only).is_empty());
+    let relabeled =
+        cluster(json!({"metadata": {"name": "m1", "generation": 1, "labels": {"a": "b"}}}));
+    assert_eq!(cluster_update_fanout(&c1, &relabeled).len(), 2);
+    let tainted = cluster(json!({"metadata": {"name": "m1", "generation": 2}}));
+    assert_eq!(cluster_update_fanout(&c1, &tainted).len(), 2);
+    let deleting = cluster(
+        json!({"metadata": {"name": "m1", "generation": 1, "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+    );
+    assert_eq!(cluster_update_fanout(&c1, &deleting).len(), 1);
+}
+
+#[test]
+fn fan_out_matches_the_observed_affinity() {
+    let b = |placement: Value, status: Value| {
+        Binding::decode(BindingKind::ResourceBinding, json!({
+            "metadata": {"name": "b", "namespace": "ns", "generation": 2},
+            "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": placement},
+            "status": status
+        })).unwrap()
+    };
+    let m1 = cluster(json!({}));
+    assert!(requeue_on_cluster_change(
+        &b(json!({}), json!({})),
+        &m1,
+        "default-scheduler"
+    ));
+    assert!(requeue_on_cluster_change(
+        &b(
+            json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+            json!({})
+        ),
+        &m1,
+        "default-scheduler"
+    ));
+    assert!(!requeue_on_cluster_change(
+        &b(
+            json!({"clusterAffinity": {"clusterNames": ["m2"]}}),
+            json!({})
+        ),
+        &m1,
+        "default-scheduler"
+    ));
+    assert!(!requeue_on_cluster_change(
+        &b(json!({}), json!({})),
+        &m1,
+        "other"
+    ));
+    let terms = json!({"clusterAffinities": [
+        {"affinityName": "a", "clusterNames": ["m2"]},
+        {"affinityName": "b", "clusterNames": ["m1"]}
+    ]});
+    assert!(
+        requeue_on_cluster_change(
+            &b(terms.clone(), json!({"schedulerObservedGeneration": 1})),
+            &m1,
+            "default-scheduler"
+        ),
+        "generation not observed"
+    );
+    assert!(!requeue_on_cluster_change(
+        &b(
+            terms.clone(),
+            json!({"schedulerObservedGeneration": 2, "schedulerObservingAffinityName": "a"})
+        ),
+        &m1,
+        "default-scheduler"
+    ));
+    assert!(requeue_on_cluster_change(
+        &b(
+            terms,
+            json!({"schedulerObservedGeneration": 2, "schedulerObservingAffinityName": "b"})
+        ),
+        &m1,
+        "default-scheduler"
+    ));
+}

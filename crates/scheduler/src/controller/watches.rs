@@ -1,0 +1,121 @@
+//! The watches that feed the handlers: ResourceBindings, ClusterResourceBindings and Clusters
+//! (the caches the first cycle waits for) and, with estimators, the estimator Services.
+
+use std::sync::Arc;
+
+use karmada_api::Cluster;
+use kube::api::ApiResource;
+use serde_json::Value;
+use tokio::sync::watch as tokio_watch;
+use tokio::task::JoinHandle;
+
+use super::Context;
+use crate::config::options::Options;
+use crate::kube::resource;
+use crate::model::binding::{BindingKey, BindingKind};
+use component_base::watch::watch_all;
+use estimator_client::sync::{ClusterLookup, EstimatorSync};
+
+fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
+    let (ns, name) = k.split_once('/').unwrap_or(("", k));
+    match kind {
+        BindingKind::ResourceBinding => BindingKey::rb(ns, name),
+        BindingKind::ClusterResourceBinding => BindingKey::crb(name),
+    }
+}
+
+/// Start the watches, their tasks pushed to `tasks`; one receiver per cache, true once it has
+/// synced.
+pub(super) fn start(
+    ctx: &Arc<Context>,
+    client: &kube::Client,
+    opts: &Options,
+    estimators: Option<Arc<EstimatorSync>>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Vec<tokio_watch::Receiver<bool>> {
+    let mut synced = Vec::new();
+    for kind in [
+        BindingKind::ResourceBinding,
+        BindingKind::ClusterResourceBinding,
+    ] {
+        let (task, rx) = watch_bindings(ctx, client, kind);
+        tasks.push(task);
+        synced.push(rx);
+    }
+    let (task, rx) = watch_clusters(ctx, client, estimators.clone());
+    tasks.push(task);
+    synced.push(rx);
+    if let Some(est) = estimators {
+        // Not part of the sync gate: scheduling does not wait for the estimator Services.
+        tasks.extend(est.watch_services(
+            client.clone(),
+            &opts.estimator.service_namespace,
+            &opts.estimator.service_prefix,
+        ));
+    }
+    synced
+}
+
+fn watch_bindings(
+    ctx: &Arc<Context>,
+    client: &kube::Client,
+    kind: BindingKind,
+) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
+    let (c1, c2) = (ctx.clone(), ctx.clone());
+    watch_all(
+        client.clone(),
+        &resource(kind),
+        kind.plural(),
+        move |raw: Value| c1.upsert_binding(kind, raw),
+        move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
+    )
+}
+
+fn watch_clusters(
+    ctx: &Arc<Context>,
+    client: &kube::Client,
+    estimators: Option<Arc<EstimatorSync>>,
+) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
+    let (c1, c2) = (ctx.clone(), ctx.clone());
+    let (est1, est2) = (estimators.clone(), estimators);
+    watch_all(
+        client.clone(),
+        &ApiResource::erase::<Cluster>(&()),
+        "clusters",
+        move |raw: Value| cluster_upserted(&c1, est1.as_ref(), raw),
+        move |k: &str| cluster_removed(&c2, est2.as_ref(), k),
+    )
+}
+
+/// A Cluster added or changed: the estimator sync follows it (reading the cached clusters),
+/// then the handler.
+fn cluster_upserted(ctx: &Arc<Context>, estimators: Option<&Arc<EstimatorSync>>, raw: Value) {
+    match karmada_api::from_json_value::<Cluster>(raw) {
+        Ok(mut c) => {
+            c.metadata.managed_fields = None;
+            if let Some(e) = estimators {
+                let stores = ctx.stores.clone();
+                let current: ClusterLookup = Arc::new(move |name: &str| {
+                    stores
+                        .clusters
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(name)
+                        .cloned()
+                });
+                e.ensure(Arc::new(c.clone()), current);
+            }
+            ctx.upsert_cluster(c);
+        }
+        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+    }
+}
+
+/// A Cluster deleted: the handler, then the estimator sync.
+fn cluster_removed(ctx: &Arc<Context>, estimators: Option<&Arc<EstimatorSync>>, k: &str) {
+    let name = k.trim_start_matches('/');
+    ctx.remove_cluster(name);
+    if let Some(e) = estimators {
+        e.cluster_deleted(name);
+    }
+}
