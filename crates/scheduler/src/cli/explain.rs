@@ -36,7 +36,7 @@ use karmada_scheduler::cycle::sink::Target;
 use karmada_scheduler::explain::explain;
 use karmada_scheduler::model::binding::BindingKind;
 
-use crate::simulate::{self, err, out};
+use crate::cli::simulate::{self, err, out};
 
 const USAGE: &str = "\
 Show what karmada-scheduler would decide for one binding of a live control plane, and why.
