@@ -8,11 +8,12 @@
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
-//! break the watch: it is cached as [`Cached::Malformed`] and, when it passes the event filter,
-//! gets a `Scheduled=False` condition (reason `SchedulerError`) and a Warning event naming the
-//! offending field. Watch errors, `410 Gone` and dropped connections are retried with backoff
-//! by kube-runtime's watcher; every relist is diffed against the cache, so objects added,
-//! changed or deleted while disconnected produce the same handler calls as live events.
+//! break the watch: it is cached as [`Cached::Malformed`](crate::store::Cached::Malformed)
+//! and, when it passes the event filter, gets a `Scheduled=False` condition (reason
+//! `SchedulerError`) and a Warning event naming the offending field. Watch errors, `410 Gone`
+//! and dropped connections are retried with backoff by kube-runtime's watcher; every relist is
+//! diffed against the cache, so objects added, changed or deleted while disconnected produce
+//! the same handler calls as live events.
 
 mod handlers;
 mod watches;

@@ -115,7 +115,8 @@ impl Cycle<'_> {
     }
 
     /// [`Cycle::run`] with the decision made already (`simulate` and `explain` turn a
-    /// decision not to act into [`Trigger::Requested`]).
+    /// decision not to act into
+    /// [`Trigger::Requested`](crate::model::decision::Trigger::Requested)).
     pub async fn run_decided(
         &self,
         binding: &Binding,

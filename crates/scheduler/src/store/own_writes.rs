@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use crate::model::binding::BindingKey;
 
 /// Expected generations of our own result patches, by binding: a range, because one cycle
-/// may write `spec.clusters` more than once (see `cycle.rs`, the echo passes).
+/// may write `spec.clusters` more than once (see `cycle/schedule.rs`, the echo passes).
 #[derive(Debug, Default)]
 pub struct OwnWrites(Mutex<HashMap<BindingKey, (i64, i64)>>);
 
