@@ -6,6 +6,7 @@ mod algo;
 mod ceiling;
 mod chart;
 mod desched;
+mod estload;
 mod faults;
 mod jobs;
 mod memory;
@@ -166,6 +167,34 @@ struct Cli {
     /// `--overcommit-only`: member clusters (with real Go estimators).
     #[arg(long, default_value_t = 2)]
     overcommit_members: usize,
+    /// Estimator bench only: the schedulers with the accurate estimators on, each cluster's
+    /// estimator behind an `ExternalName` Service, at each of `--est-scales` (one control plane
+    /// each): both together, each alone, fault rows at the largest stub scale; writes
+    /// `estimators-<L>ms.md`, `.json` and `estimators-<L>ms.png`.
+    #[arg(long)]
+    estimators_only: bool,
+    /// `--estimators-only`: cluster counts (comma separated).
+    #[arg(long, default_value = "10,100,1000", value_delimiter = ',')]
+    est_scales: Vec<usize>,
+    /// `--estimators-only`: bindings of the together phase (half for each scheduler).
+    #[arg(long, default_value_t = 200)]
+    est_bindings: usize,
+    /// `--estimators-only`: bindings each scheduler schedules alone (the same for both).
+    #[arg(long, default_value_t = 100)]
+    est_alone: usize,
+    /// `--estimators-only`: scales up to this many clusters use real Go estimators (members
+    /// of the control plane); larger ones the bench's stub.
+    #[arg(long, default_value_t = 10)]
+    est_real_max: usize,
+    /// `--estimators-only`: the stub's latency per call, in milliseconds.
+    #[arg(long, default_value_t = 1)]
+    est_latency_ms: u64,
+    /// `--estimators-only`: skip the fault rows.
+    #[arg(long)]
+    est_no_faults: bool,
+    /// `--estimators-only`: Divided bindings per scheduler per fault row.
+    #[arg(long, default_value_t = 20)]
+    est_fault_bindings: usize,
     /// Do not run: read these results (a `results-*.json` written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
@@ -388,6 +417,39 @@ async fn main() -> anyhow::Result<()> {
             &b,
             &md,
         )?;
+        return Ok(());
+    }
+    if cli.estimators_only {
+        let mut b = estload::run(
+            &cfg,
+            &estload::EstFlags {
+                scales: cli.est_scales.clone(),
+                bindings: cli.est_bindings,
+                alone: cli.est_alone,
+                real_max: cli.est_real_max,
+                latency: Duration::from_millis(cli.est_latency_ms),
+                faults: !cli.est_no_faults,
+                fault_bindings: cli.est_fault_bindings,
+            },
+        )
+        .await?;
+        let st = stamp(&root);
+        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+        let stem = format!("estimators-{}ms", cli.est_latency_ms);
+        let out = cli
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| root.join("docs/bench"));
+        let chart = if cli.no_write {
+            None
+        } else {
+            std::fs::create_dir_all(&out)?;
+            let points: Vec<chart::Point> = b.scales.iter().map(estload::chart_point).collect();
+            Some(chart::draw(&out.join(format!("{stem}.png")), &points)?)
+        };
+        let png = format!("{stem}.png");
+        let md = estload::markdown(&b, chart.map(|step| (png.as_str(), step)));
+        publish(&cli, &root, &stem, &b, &md)?;
         return Ok(());
     }
     if cli.memory_only {

@@ -202,3 +202,43 @@ impl RssSampler {
         s.iter().map(|(_, r)| r[idx]).max().unwrap_or(0)
     }
 }
+
+/// Established TCP connections of process `pid` whose remote port is one of `ports` (on any
+/// address): its open estimator connections when `ports` are the estimators' ports. Read from
+/// `/proc/<pid>/fd` (the socket inodes it holds) and `/proc/<pid>/net/tcp{,6}`.
+pub fn connections_to(pid: u32, ports: &std::collections::HashSet<u16>) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().to_string();
+            l.strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .map(str::to_string)
+        })
+        .collect();
+    let mut n = 0;
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let (Some(remote), Some(state), Some(inode)) = (f.get(2), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let port = remote
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if *state == "01" && port.is_some_and(|p| ports.contains(&p)) && inodes.contains(*inode)
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}

@@ -26,7 +26,7 @@ use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools}
 use crate::results::{Agreement, ChurnPlan, Disagreement, Hist, Phase, Quiet, Run, Side};
 use crate::rng::Rng;
 use crate::stats;
-use crate::workload::{self, NAMESPACES, Workload};
+use crate::workload::{self, BindingTemplate, NAMESPACES, Workload};
 
 const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
 const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
@@ -416,32 +416,14 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         if i == 0 && cfg.replay_ceiling {
             // The ceiling for these very writes: a client that only writes what the Rust
             // scheduler wrote, with no decision to make.
-            let mut writes = Vec::new();
-            for b in &wl.bindings[..solo_n] {
-                let api = binding_api(client, b.namespace.as_deref());
-                let done = serde_json::to_value(api.get(&format!("{}{}", b.name, SOLO[0])).await?)?;
-                writes.push(BindingWrites::from_scheduled(
-                    &done,
-                    &format!("{}{}", b.name, REPLAY),
-                ));
-            }
-            for &c in &cfg.ceiling_concurrency {
-                match crate::ceiling::replay_writes(client, &writes, c).await {
-                    Ok(r) => {
-                        log(
-                            t0,
-                            format!(
-                                "replay ceiling (the Rust solo batch's writes, {c} in flight): {r:.1} bindings/s"
-                            ),
-                        );
-                        replay_by.insert(c.to_string(), r);
-                    }
-                    Err(e) => log(
-                        t0,
-                        format!("replay ceiling with {c} in flight failed: {e:#}"),
-                    ),
-                }
-            }
+            replay_by = replay_ceiling(
+                client,
+                &wl.bindings[..solo_n],
+                SOLO[0],
+                &cfg.ceiling_concurrency,
+                t0,
+            )
+            .await?;
         }
         // Gone again, so that the churn phases meet the same bindings as without this phase.
         delete_bindings(client, &items, cfg.create_concurrency).await?;
@@ -856,6 +838,46 @@ fn hist(h: &Histogram) -> Hist {
     }
 }
 
+/// The rate (bindings/s, per number of requests in flight) at which a bare client writes what
+/// a scheduler wrote for `bindings` (named `name + suffix`): their PATCHes and Events, in
+/// order per binding, with no decision to make.
+pub async fn replay_ceiling(
+    client: &Client,
+    bindings: &[BindingTemplate],
+    suffix: &str,
+    concurrency: &[usize],
+    t0: Instant,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let mut writes = Vec::new();
+    for b in bindings {
+        let api = binding_api(client, b.namespace.as_deref());
+        let done = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
+        writes.push(BindingWrites::from_scheduled(
+            &done,
+            &format!("{}{REPLAY}", b.name),
+        ));
+    }
+    let mut by = BTreeMap::new();
+    for &c in concurrency {
+        match crate::ceiling::replay_writes(client, &writes, c).await {
+            Ok(r) => {
+                log(
+                    t0,
+                    format!(
+                        "replay ceiling ({suffix} batch's writes, {c} in flight): {r:.1} bindings/s"
+                    ),
+                );
+                by.insert(c.to_string(), r);
+            }
+            Err(e) => log(
+                t0,
+                format!("replay ceiling with {c} in flight failed: {e:#}"),
+            ),
+        }
+    }
+    Ok(by)
+}
+
 pub fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
     items
         .iter()
@@ -883,10 +905,22 @@ async fn create_clusters(
                     .as_object_mut()
                     .and_then(|m| m.remove("status"))
                     .unwrap_or(Value::Null);
-                let obj: DynamicObject = serde_json::from_value(body)?;
-                api.create(&PostParams::default(), &obj)
-                    .await
-                    .with_context(|| format!("creating cluster {name}"))?;
+                let obj: DynamicObject = serde_json::from_value(body.clone())?;
+                match api.create(&PostParams::default(), &obj).await {
+                    Ok(_) => {}
+                    // A member of the control plane (real estimator): it takes the
+                    // workload's labels, spec and status.
+                    Err(kube::Error::Api(e)) if e.code == 409 => {
+                        let patch = json!({"metadata": {"labels": body["metadata"]["labels"]},
+                                           "spec": body["spec"]});
+                        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .with_context(|| format!("updating member cluster {name}"))?;
+                    }
+                    Err(e) => {
+                        return Err(anyhow!(e).context(format!("creating cluster {name}")));
+                    }
+                }
                 api.patch_status(
                     &name,
                     &PatchParams::default(),
@@ -940,7 +974,7 @@ pub async fn create_bindings(
 }
 
 /// Deletes `(key, scheduler, object)` bindings, `concurrency` at a time.
-async fn delete_bindings(
+pub async fn delete_bindings(
     client: &Client,
     items: &[(String, String, Value)],
     concurrency: usize,
@@ -1058,7 +1092,7 @@ async fn settle_keys(
 /// Waits until neither scheduler has bindings queued and neither finished an attempt during a
 /// window of `quiet` (at least ten mean attempts, capped at 30 s): a scheduler that spends
 /// seconds per attempt can go without writing for a while and still be busy.
-async fn wait_queues_idle(scheds: &[&Sched], quiet: Duration, timeout: Duration) {
+pub async fn wait_queues_idle(scheds: &[&Sched], quiet: Duration, timeout: Duration) {
     let start = Instant::now();
     let mut last: Option<Vec<f64>> = None;
     loop {
@@ -1119,7 +1153,7 @@ fn secs(t: Instant, origin: Instant) -> f64 {
 /// Throughput (decisions) and latency (creation to `Scheduled=True`) of a creation phase.
 /// Completions/s of `keys` after `from` (first to last completion after it), when at least
 /// ten completed after it.
-fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64> {
+pub fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64> {
     let times: Vec<f64> = observer
         .snapshot(keys)
         .iter()
@@ -1131,7 +1165,12 @@ fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64
     (times.len() >= 10 && last > 0.0).then(|| times.len() as f64 / last)
 }
 
-fn creation_phase(observer: &Observer, keys: &[String], start: Instant, settled: bool) -> Phase {
+pub fn creation_phase(
+    observer: &Observer,
+    keys: &[String],
+    start: Instant,
+    settled: bool,
+) -> Phase {
     let snap = observer.snapshot(keys);
     let times: Vec<f64> = snap
         .iter()
@@ -1248,7 +1287,7 @@ async fn scrape_both(a: &Sched, b: &Sched) -> anyhow::Result<[Vec<promtext::Samp
     ])
 }
 
-fn cpu_snapshot(pids: &[u32]) -> Vec<f64> {
+pub fn cpu_snapshot(pids: &[u32]) -> Vec<f64> {
     pids.iter()
         .map(|p| cpu_seconds(*p).unwrap_or(0.0))
         .collect()

@@ -1,0 +1,1084 @@
+//! `--estimators-only`: the schedulers with the accurate estimators on, at several scales, ours
+//! and the Go v1.18.2 one in the same run, every cluster's estimator behind an `ExternalName`
+//! Service `karmada-scheduler-estimator-<cluster>` (the deployment this project exists for).
+//!
+//! At small scale the estimators are the real Go ones of the control plane's members; above
+//! that, one [`MultiStub`] of this process serves a port per cluster and answers from a
+//! per-cluster formula after a fixed latency, so that the schedulers, not the estimators, are
+//! measured. Per scale: both schedulers together on their halves of the workload, then each
+//! alone on the same batch (bindings/s, creation-to-`Scheduled` latency, estimator RPCs per
+//! binding, open estimator connections, CPU, placement agreement), the replay ceiling of our
+//! batch, and peak RSS. At the largest stub scale, fault rows: one estimator hung, a tenth
+//! refusing connections, a tenth of the VIPs moved mid-run.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use testenv::apply_value;
+use tokio::time::Instant;
+
+use crate::jobs::in_flight;
+use crate::observe::{Obs, Observer};
+use crate::procs::{RssSampler, Sched, connections_to};
+use crate::promtext::{self, Histogram};
+use crate::results::Phase;
+use crate::run::{
+    self, Config, Plane, create_bindings, creation_phase, keys_of, log, rate_after,
+    wait_queues_idle,
+};
+use crate::stub_estimator::MultiStub;
+use crate::workload::BindingTemplate;
+
+/// Batch suffixes of the alone phase, ours then Go's.
+const ALONE: [&str; 2] = ["-ar", "-ag"];
+/// The estimator Services' port (the schedulers' default `--scheduler-estimator-port`).
+const SERVICE_PORT: u16 = 10352;
+const SERVICE_NAMESPACE: &str = "karmada-system";
+const SERVICE_PREFIX: &str = "karmada-scheduler-estimator";
+/// The schedulers' default `--scheduler-estimator-timeout`.
+const ESTIMATOR_TIMEOUT_S: f64 = 3.0;
+const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
+const ESTIMATOR_REQUESTS: &str = "karmada_scheduler_estimator_estimating_request_total";
+
+/// What the flags ask for.
+#[derive(Clone, Debug)]
+pub struct EstFlags {
+    /// Cluster counts, one control plane each.
+    pub scales: Vec<usize>,
+    /// Bindings shared by both schedulers in the together phase (half each).
+    pub bindings: usize,
+    /// Bindings each scheduler schedules alone (the same templates for both).
+    pub alone: usize,
+    /// Scales up to this use the real Go estimators of members; above, the stub.
+    pub real_max: usize,
+    pub latency: Duration,
+    /// Run the fault rows (at the largest stub scale).
+    pub faults: bool,
+    /// Bindings per scheduler per fault row.
+    pub fault_bindings: usize,
+}
+
+/// One scheduler in one phase.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SideFigures {
+    pub phase: Phase,
+    /// Estimator calls answered during the phase, per binding of the phase (alone phases and
+    /// fault rows only: the together phase shares the estimators).
+    pub rpcs_per_binding: Option<f64>,
+    /// Most established estimator connections seen during the phase.
+    pub connections: usize,
+    pub cpu_s: f64,
+}
+
+/// One scale.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Scale {
+    pub clusters: usize,
+    /// `real Go estimators` or `stub, N ms`.
+    pub estimators: String,
+    pub bindings: usize,
+    pub alone_bindings: usize,
+    /// `[ours, Go]`.
+    pub together: [SideFigures; 2],
+    pub alone: [SideFigures; 2],
+    /// Bindings/s of a bare client writing what ours wrote in its alone batch, per requests in
+    /// flight.
+    pub replay_ceiling: BTreeMap<String, f64>,
+    pub peak_rss_kib: [u64; 2],
+    /// Alone batches: templates both placed the same way, of all.
+    pub agree: usize,
+    pub pairs: usize,
+    pub disagreements: Vec<String>,
+    pub faults: Vec<FaultRow>,
+}
+
+/// One fault, one scheduler.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultRow {
+    pub fault: String,
+    /// `ours` or `Go`.
+    pub scheduler: String,
+    pub phase: Phase,
+    /// Attempt durations (the scheduler's own e2e histogram over the row): p50, p99, seconds.
+    pub attempt_p50_s: Option<f64>,
+    pub attempt_p99_s: Option<f64>,
+    /// Creation to the first `Scheduled` condition, per binding: median and worst, seconds.
+    /// With `sequential` (each binding created once the previous one was decided) this is one
+    /// attempt and its writes.
+    pub decide_p50_s: Option<f64>,
+    pub decide_max_s: Option<f64>,
+    pub sequential: bool,
+    /// Answers per binding from the estimators the fault did not touch.
+    pub healthy_answers_per_binding: f64,
+    /// Answers per binding from the faulty estimators (a moved one answering at its new
+    /// address counts here).
+    pub faulty_answers_per_binding: f64,
+    /// Calls per binding that reached a hung estimator.
+    pub hung_calls_per_binding: f64,
+    /// Placements equal to the same templates' in the fault-free alone phase, of all.
+    pub same_as_fault_free: usize,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EstBench {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub latency_ms: f64,
+    pub scales: Vec<Scale>,
+}
+
+/// Where the estimators are and how many calls they answered.
+enum Estimators {
+    /// The members' Go estimators: `(gRPC port, metrics address)`.
+    Real(Vec<(u16, String)>),
+    Stub(MultiStub),
+}
+
+impl Estimators {
+    fn ports(&self) -> HashSet<u16> {
+        match self {
+            Estimators::Real(m) => m.iter().map(|(p, _)| *p).collect(),
+            Estimators::Stub(s) => s.ports().into_iter().collect(),
+        }
+    }
+
+    /// Estimating calls answered so far, over all clusters.
+    async fn answered(&self) -> u64 {
+        match self {
+            Estimators::Real(m) => {
+                let mut n = 0.0;
+                for (_, metrics) in m {
+                    if let Ok((200, text)) = crate::procs::http_get(metrics, "/metrics").await {
+                        n += promtext::sum(&promtext::parse(&text), ESTIMATOR_REQUESTS, &[]);
+                    }
+                }
+                n as u64
+            }
+            Estimators::Stub(s) => s.calls().iter().map(|c| c.answered).sum(),
+        }
+    }
+}
+
+fn service(cluster: &str, port: u16) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": format!("{SERVICE_PREFIX}-{cluster}"), "namespace": SERVICE_NAMESPACE},
+        "spec": {"type": "ExternalName", "externalName": "127.0.0.1",
+                 "ports": [{"name": "grpc", "protocol": "TCP", "port": SERVICE_PORT, "targetPort": port}]}
+    })
+}
+
+/// Points the Service of `cluster` at `port` (a moved VIP).
+async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<()> {
+    let api: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), SERVICE_NAMESPACE);
+    let patch = json!({"spec": {"ports": [{"name": "grpc", "protocol": "TCP", "port": SERVICE_PORT, "targetPort": port}]}});
+    api.patch(
+        &format!("{SERVICE_PREFIX}-{cluster}"),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .with_context(|| format!("moving the estimator Service of {cluster}"))?;
+    Ok(())
+}
+
+/// Samples both schedulers' estimator connections until aborted; the maxima.
+type Maxima = std::sync::Arc<std::sync::Mutex<Vec<usize>>>;
+
+/// Samples the estimator connections of `pids` every half second until aborted; the maxima,
+/// in the order of `pids`.
+fn sample_connections(
+    pids: Vec<u32>,
+    ports: HashSet<u16>,
+) -> (Maxima, tokio::task::JoinHandle<()>) {
+    let max: Maxima = std::sync::Arc::new(std::sync::Mutex::new(vec![0; pids.len()]));
+    let m = max.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let now: Vec<usize> = pids.iter().map(|p| connections_to(*p, &ports)).collect();
+            {
+                let mut m = m.lock().expect("connections lock");
+                for (m, n) in m.iter_mut().zip(now) {
+                    *m = (*m).max(n);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    (max, task)
+}
+
+fn batch(templates: &[BindingTemplate], suffix: &str, sched: &str) -> Vec<(String, String, Value)> {
+    templates
+        .iter()
+        .map(|b| (b.key(suffix), sched.to_string(), b.object(suffix, sched)))
+        .collect()
+}
+
+fn decided(o: &Obs) -> bool {
+    o.decided_at.is_some()
+}
+
+/// The e2e attempt histogram of a scheduler now.
+async fn e2e_histogram(s: &Sched) -> Histogram {
+    match s.scrape().await {
+        Ok(text) => Histogram::read(&promtext::parse(&text), E2E, &[]),
+        Err(_) => Histogram::default(),
+    }
+}
+
+/// `after - before`, bucket by bucket.
+fn histogram_delta(before: &Histogram, after: &Histogram) -> Histogram {
+    let buckets = after
+        .buckets
+        .iter()
+        .map(|&(le, c)| {
+            let b = before
+                .buckets
+                .iter()
+                .find(|(l, _)| l.to_bits() == le.to_bits())
+                .map_or(0.0, |(_, c)| *c);
+            (le, c - b)
+        })
+        .collect();
+    Histogram {
+        buckets,
+        sum: after.sum - before.sum,
+        count: after.count - before.count,
+    }
+}
+
+/// One scheduler alone on `items`: the phase, answered estimator calls per binding, the most
+/// connections seen, its CPU seconds.
+async fn alone(
+    plane: &Plane,
+    cfg: &Config,
+    est: &Estimators,
+    sched: &Sched,
+    items: &[(String, String, Value)],
+) -> anyhow::Result<SideFigures> {
+    let keys = keys_of(items, &sched.name);
+    let calls0 = est.answered().await;
+    let cpu0 = crate::procs::cpu_seconds(sched.pid()).unwrap_or(0.0);
+    let (conns, sampler) = sample_connections(vec![sched.pid()], est.ports());
+    let start = Instant::now();
+    create_bindings(
+        &plane.client,
+        &plane.observer,
+        items,
+        cfg.create_concurrency,
+    )
+    .await?;
+    let created = Instant::now();
+    let ok = plane
+        .observer
+        .settle(
+            &keys,
+            &[sched.name.as_str()],
+            decided,
+            cfg.quiet,
+            cfg.settle_timeout,
+        )
+        .await;
+    sampler.abort();
+    let calls = est.answered().await - calls0;
+    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
+    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, created);
+    let connections = conns.lock().expect("connections lock")[0];
+    Ok(SideFigures {
+        phase,
+        rpcs_per_binding: Some(calls as f64 / keys.len().max(1) as f64),
+        connections,
+        cpu_s: crate::procs::cpu_seconds(sched.pid()).unwrap_or(0.0) - cpu0,
+    })
+}
+
+/// A row of the fault table: what is done to the [`MultiStub`] around one scheduler's batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Nothing: the reference row (its "faulty" clusters are the hung row's).
+    None,
+    /// One estimator accepts calls and never answers.
+    Hung,
+    /// A tenth of the estimators refuse connections.
+    Refusing,
+    /// A tenth of the estimators move to new ports halfway through the batch; their Services
+    /// follow, the old ports then refuse.
+    Moved,
+    /// The batch after [`Fault::Moved`], for the other scheduler: the estimators already at
+    /// their new addresses, the old ones refusing.
+    AfterMove,
+}
+
+impl Fault {
+    fn label(self) -> &'static str {
+        match self {
+            Fault::None => "none (reference)",
+            Fault::Hung => "1 estimator hung",
+            Fault::Refusing => "10 % refusing connections",
+            Fault::Moved | Fault::AfterMove => "10 % of the VIPs moved mid-run",
+        }
+    }
+}
+
+/// Applies `fault` to the `faulty` clusters around one scheduler's batch of `templates`
+/// (with `suffix`) and measures the row.
+#[allow(clippy::too_many_arguments)]
+async fn fault_row(
+    plane: &Plane,
+    cfg: &Config,
+    stub: &MultiStub,
+    fault: Fault,
+    faulty: &HashSet<usize>,
+    sched: &Sched,
+    label: &str,
+    templates: &[BindingTemplate],
+    suffix: &str,
+    fault_free: &BTreeMap<String, Vec<(String, i64)>>,
+    t0: Instant,
+) -> anyhow::Result<FaultRow> {
+    let before = stub.calls();
+    let h0 = e2e_histogram(sched).await;
+    match fault {
+        Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, true)),
+        Fault::Refusing => {
+            for &i in faulty {
+                stub.refuse(i).await;
+            }
+        }
+        Fault::None | Fault::Moved | Fault::AfterMove => {}
+    }
+    let items = batch(templates, suffix, &sched.name);
+    let keys = keys_of(&items, &sched.name);
+    let start = Instant::now();
+    if matches!(fault, Fault::None | Fault::Hung) {
+        // One at a time, so that each binding's creation-to-decision time is one attempt
+        // (no queueing behind the others): what a hung estimator costs a cycle.
+        for (item, key) in items.iter().zip(&keys) {
+            create_bindings(
+                &plane.client,
+                &plane.observer,
+                std::slice::from_ref(item),
+                1,
+            )
+            .await?;
+            plane
+                .observer
+                .settle(
+                    std::slice::from_ref(key),
+                    &[],
+                    decided,
+                    Duration::ZERO,
+                    cfg.settle_timeout,
+                )
+                .await;
+        }
+    }
+    let sequential = matches!(fault, Fault::None | Fault::Hung);
+    let half = if sequential {
+        items.len()
+    } else {
+        items.len() / 2
+    };
+    if !sequential {
+        create_bindings(
+            &plane.client,
+            &plane.observer,
+            &items[..half],
+            cfg.create_concurrency,
+        )
+        .await?;
+    }
+    if fault == Fault::Moved {
+        // Let the first half be decided against the old addresses first.
+        plane
+            .observer
+            .settle(
+                &keys[..half],
+                &[],
+                decided,
+                Duration::ZERO,
+                cfg.settle_timeout,
+            )
+            .await;
+        for &i in faulty {
+            let port = stub.start_moved(i).await?;
+            retarget(&plane.client, &stub.clusters()[i], port).await?;
+        }
+        // The Services are written; a moment for watchers, then the old addresses go away.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for &i in faulty {
+            stub.close_previous(i).await;
+        }
+        log(t0, format!("{label}: {} estimators moved", faulty.len()));
+    }
+    let second_half = Instant::now();
+    create_bindings(
+        &plane.client,
+        &plane.observer,
+        &items[half..],
+        cfg.create_concurrency,
+    )
+    .await?;
+    let ok = plane
+        .observer
+        .settle(
+            &keys,
+            &[sched.name.as_str()],
+            decided,
+            cfg.quiet,
+            cfg.settle_timeout,
+        )
+        .await;
+    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
+    if fault == Fault::Moved {
+        // The move itself (and its pause) is not the scheduler's time.
+        phase.whole_rate_per_s =
+            crate::run::rate_after(&plane.observer, &keys[half..], second_half);
+    }
+    let h = histogram_delta(&h0, &e2e_histogram(sched).await);
+    let decide_ms: Vec<f64> = plane
+        .observer
+        .snapshot(&keys)
+        .iter()
+        .filter_map(|o| {
+            Some(
+                o.decided_at?
+                    .saturating_duration_since(o.created_at?)
+                    .as_secs_f64(),
+            )
+        })
+        .collect();
+    // Undo the fault (moved estimators stay moved).
+    match fault {
+        Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, false)),
+        Fault::Refusing => {
+            for &i in faulty {
+                stub.restore(i).await?;
+            }
+        }
+        Fault::None | Fault::Moved | Fault::AfterMove => {}
+    }
+    let after = stub.calls();
+    let n = keys.len().max(1) as f64;
+    let (mut healthy, mut faulty_answers, mut hung) = (0u64, 0u64, 0u64);
+    for (i, (a, b)) in after.iter().zip(&before).enumerate() {
+        let answered = a.answered - b.answered;
+        if faulty.contains(&i) {
+            faulty_answers += answered;
+            hung += a.hung - b.hung;
+        } else {
+            healthy += answered;
+        }
+    }
+    let same = templates
+        .iter()
+        .filter(|t| {
+            let got = plane.observer.get(&t.key(suffix)).map(|o| o.clusters);
+            got.is_some() && got.as_ref() == fault_free.get(&t.key(""))
+        })
+        .count();
+    Ok(FaultRow {
+        fault: fault.label().to_string(),
+        scheduler: label.to_string(),
+        phase,
+        attempt_p50_s: h.quantile(0.5),
+        attempt_p99_s: h.quantile(0.99),
+        decide_p50_s: crate::stats::percentile(&decide_ms, 0.5),
+        decide_max_s: decide_ms.iter().copied().reduce(f64::max),
+        sequential,
+        healthy_answers_per_binding: healthy as f64 / n,
+        faulty_answers_per_binding: faulty_answers as f64 / n,
+        hung_calls_per_binding: hung as f64 / n,
+        same_as_fault_free: same,
+    })
+}
+
+/// One scale on a fresh control plane.
+async fn scale(
+    base: &Config,
+    flags: &EstFlags,
+    clusters: usize,
+    with_faults: bool,
+    t0: Instant,
+) -> anyhow::Result<Scale> {
+    let real = clusters <= flags.real_max;
+    let mut cfg = base.clone();
+    cfg.clusters = clusters;
+    cfg.bindings = flags.bindings.max(flags.alone);
+    cfg.flags.estimator = true;
+    cfg.estimator_members = if real { clusters } else { 0 };
+    let plane = run::start_plane(&cfg, t0).await?;
+    let est = if real {
+        Estimators::Real(
+            plane
+                .env
+                .members()
+                .iter()
+                .map(|m| {
+                    (
+                        m.estimator_port,
+                        format!("127.0.0.1:{}", m.estimator_metrics_port),
+                    )
+                })
+                .collect(),
+        )
+    } else {
+        let stub = MultiStub::start(&plane.wl.cluster_names, flags.latency).await?;
+        let services: Vec<Value> = (0..clusters)
+            .map(|i| service(&plane.wl.cluster_names[i], stub.port(i)))
+            .collect();
+        let client = &plane.client;
+        in_flight(
+            services
+                .into_iter()
+                .map(|v| async move { apply_value(client, &v).await.map(|_| ()) }),
+            cfg.create_concurrency,
+        )
+        .await
+        .context("creating the estimator Services")?;
+        Estimators::Stub(stub)
+    };
+    let estimators = if real {
+        "real Go estimators".to_string()
+    } else {
+        format!("stub, {:.0} ms", flags.latency.as_secs_f64() * 1000.0)
+    };
+    log(t0, format!("{clusters} clusters, estimators: {estimators}"));
+
+    let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
+    let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
+    let sides = [rust.name.clone(), go.name.clone()];
+    let wl = &plane.wl;
+
+    // ---- Together: both schedulers on their halves at once.
+    let mut together_wl = run::originals(wl, &sides);
+    together_wl.truncate(flags.bindings);
+    let cpu0 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
+    let (conns, conn_task) = sample_connections(vec![rust.pid(), go.pid()], est.ports());
+    let start = Instant::now();
+    create_bindings(
+        &plane.client,
+        &plane.observer,
+        &together_wl,
+        cfg.create_concurrency,
+    )
+    .await?;
+    let keys = [
+        keys_of(&together_wl, &sides[0]),
+        keys_of(&together_wl, &sides[1]),
+    ];
+    let (rs_only, go_only) = ([sides[0].as_str()], [sides[1].as_str()]);
+    let (ok_r, ok_g) = tokio::join!(
+        plane
+            .observer
+            .settle(&keys[0], &rs_only, decided, cfg.quiet, cfg.settle_timeout),
+        plane
+            .observer
+            .settle(&keys[1], &go_only, decided, cfg.quiet, cfg.settle_timeout),
+    );
+    conn_task.abort();
+    let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
+    let c = conns.lock().expect("connections lock").clone();
+    let together = [
+        SideFigures {
+            phase: creation_phase(&plane.observer, &keys[0], start, ok_r),
+            rpcs_per_binding: None,
+            connections: c[0],
+            cpu_s: cpu1[0] - cpu0[0],
+        },
+        SideFigures {
+            phase: creation_phase(&plane.observer, &keys[1], start, ok_g),
+            rpcs_per_binding: None,
+            connections: c[1],
+            cpu_s: cpu1[1] - cpu0[1],
+        },
+    ];
+    log(
+        t0,
+        format!(
+            "together: ours {:.1}/s, Go {:.1}/s",
+            together[0].phase.steady_rate_per_s.unwrap_or(0.0),
+            together[1].phase.steady_rate_per_s.unwrap_or(0.0)
+        ),
+    );
+    rust.check_alive()?;
+    go.check_alive()?;
+
+    // ---- Alone: the same batch for each, the other idle.
+    let templates: Vec<BindingTemplate> =
+        wl.bindings[..flags.alone.min(wl.bindings.len())].to_vec();
+    let templates = &templates[..];
+    let mut alone_figs: [SideFigures; 2] = Default::default();
+    // Calls per cluster during our alone batch (stub only).
+    let mut asked: Vec<u64> = Vec::new();
+    for (i, s) in [&rust, &go].into_iter().enumerate() {
+        wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+        let items = batch(templates, ALONE[i], &s.name);
+        let calls0 = match &est {
+            Estimators::Stub(stub) => stub.calls(),
+            Estimators::Real(_) => Vec::new(),
+        };
+        alone_figs[i] = alone(&plane, &cfg, &est, s, &items).await?;
+        if let (0, Estimators::Stub(stub)) = (i, &est) {
+            asked = stub
+                .calls()
+                .iter()
+                .zip(&calls0)
+                .map(|(a, b)| a.answered - b.answered)
+                .collect();
+        }
+        log(
+            t0,
+            format!(
+                "alone {}: {:.1}/s steady, p99 {:.0} ms, {:.1} estimator calls/binding, {} connections",
+                s.label,
+                alone_figs[i].phase.steady_rate_per_s.unwrap_or(0.0),
+                alone_figs[i].phase.latency_p99_ms.unwrap_or(0.0),
+                alone_figs[i].rpcs_per_binding.unwrap_or(0.0),
+                alone_figs[i].connections
+            ),
+        );
+    }
+    let replay_ceiling = run::replay_ceiling(
+        &plane.client,
+        templates,
+        ALONE[0],
+        &cfg.ceiling_concurrency,
+        t0,
+    )
+    .await?;
+    let placement = |o: &Observer, k: &str| o.get(k).map(|o| (o.clusters, o.condition));
+    let mut disagreements = Vec::new();
+    let mut agree = 0;
+    for t in templates {
+        let (a, b) = (
+            placement(&plane.observer, &t.key(ALONE[0])),
+            placement(&plane.observer, &t.key(ALONE[1])),
+        );
+        let same = match (&a, &b) {
+            (Some((pa, ca)), Some((pb, cb))) => {
+                pa == pb && ca.as_ref().map(|c| &c.0) == cb.as_ref().map(|c| &c.0)
+            }
+            _ => false,
+        };
+        if same {
+            agree += 1;
+        } else if disagreements.len() < 10 {
+            disagreements.push(format!(
+                "{} [{}]: ours {:?}, Go {:?}",
+                t.key(""),
+                t.strategy,
+                a,
+                b
+            ));
+        }
+    }
+    log(
+        t0,
+        format!("alone batches agree: {agree}/{}", templates.len()),
+    );
+
+    // ---- Faults (stub only).
+    let mut faults = Vec::new();
+    if let (true, Estimators::Stub(stub)) = (with_faults, &est) {
+        let fault_free: BTreeMap<String, Vec<(String, i64)>> = templates
+            .iter()
+            .filter_map(|t| {
+                let o = plane.observer.get(&t.key(ALONE[0]))?;
+                Some((t.key(""), o.clusters))
+            })
+            .collect();
+        // Only the templates that ask the estimators (replicas to divide) say something.
+        let divided: Vec<BindingTemplate> = templates
+            .iter()
+            .filter(|t| {
+                t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
+            })
+            .take(flags.fault_bindings)
+            .cloned()
+            .collect();
+        // The clusters the batch asks most come first: a fault there matters.
+        let mut ranked: Vec<usize> = (0..asked.len()).collect();
+        ranked.sort_by_key(|&i| std::cmp::Reverse(asked[i]));
+        let hung: HashSet<usize> = ranked.iter().copied().take(1).collect();
+        let tenth: HashSet<usize> = ranked.iter().copied().step_by(10).collect();
+        let rows = [
+            (Fault::None, &hung, Fault::None),
+            (Fault::Hung, &hung, Fault::Hung),
+            (Fault::Refusing, &tenth, Fault::Refusing),
+            // A move is one event: the second scheduler meets the moved addresses.
+            (Fault::Moved, &tenth, Fault::AfterMove),
+        ];
+        for (k, (first, set, second)) in rows.into_iter().enumerate() {
+            for (i, s) in [&rust, &go].into_iter().enumerate() {
+                wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+                let label = ["ours", "Go"][i];
+                let suffix = format!("-f{k}{}", ["r", "g"][i]);
+                let fault = if i == 0 { first } else { second };
+                let row = fault_row(
+                    &plane,
+                    &cfg,
+                    stub,
+                    fault,
+                    set,
+                    s,
+                    label,
+                    &divided,
+                    &suffix,
+                    &fault_free,
+                    t0,
+                )
+                .await?;
+                log(
+                    t0,
+                    format!(
+                        "fault '{}' {label}: {}/{} decided, attempt p99 {:.2}s, {:.1} healthy answers/binding, {:.1} hung calls/binding, {}/{} as without the fault",
+                        row.fault,
+                        row.phase.done,
+                        row.phase.bindings,
+                        row.attempt_p99_s.unwrap_or(0.0),
+                        row.healthy_answers_per_binding,
+                        row.hung_calls_per_binding,
+                        row.same_as_fault_free,
+                        row.phase.bindings
+                    ),
+                );
+                faults.push(row);
+            }
+        }
+    }
+
+    rss_task.abort();
+    let peak = [rss.max(0), rss.max(1)];
+    rust.proc.kill();
+    go.proc.kill();
+    plane.stop();
+    Ok(Scale {
+        clusters,
+        estimators,
+        bindings: together_wl.len(),
+        alone_bindings: templates.len(),
+        together,
+        alone: alone_figs,
+        replay_ceiling,
+        peak_rss_kib: peak,
+        agree,
+        pairs: templates.len(),
+        disagreements,
+        faults,
+    })
+}
+
+/// The chart's bars of one scale: alone bindings/s and alone p99 latency.
+pub fn chart_point(s: &Scale) -> crate::chart::Point {
+    crate::chart::Point {
+        rust_rate: s.alone[0].phase.steady_rate_per_s.unwrap_or(0.0),
+        go_rate: s.alone[1].phase.steady_rate_per_s.unwrap_or(0.0),
+        rust_p99_ms: s.alone[0].phase.latency_p99_ms.unwrap_or(0.0),
+        go_p99_ms: s.alone[1].phase.latency_p99_ms.unwrap_or(0.0),
+    }
+}
+
+/// Runs every scale.
+pub async fn run(base: &Config, flags: &EstFlags) -> anyhow::Result<EstBench> {
+    let t0 = Instant::now();
+    let largest_stub = flags
+        .scales
+        .iter()
+        .copied()
+        .filter(|&c| c > flags.real_max)
+        .max();
+    let mut scales = Vec::new();
+    for &c in &flags.scales {
+        let with_faults = flags.faults && Some(c) == largest_stub;
+        scales.push(scale(base, flags, c, with_faults, t0).await?);
+    }
+    Ok(EstBench {
+        latency_ms: flags.latency.as_secs_f64() * 1000.0,
+        scales,
+        ..Default::default()
+    })
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
+}
+
+fn ratio(num: Option<f64>, den: Option<f64>) -> String {
+    match (num, den) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".to_string(),
+    }
+}
+
+/// The Markdown report.
+pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
+    let mut out = format!(
+        "# The estimator path: ours vs Go v1.18.2 with the accurate estimators on\n\n\
+         {} · {} · commit {}\n\n\
+         Both schedulers run with `--enable-scheduler-estimator=true` against one local \
+         kube-apiserver; every cluster's estimator is published as an `ExternalName` Service \
+         `{SERVICE_PREFIX}-<cluster>` in `{SERVICE_NAMESPACE}` (externalName `127.0.0.1`, the \
+         estimator's port in `targetPort`). Small scales use the members' real Go \
+         karmada-scheduler-estimator; larger ones a stub of the bench serving one port per \
+         cluster that answers `MaxAvailableReplicas`/`MaxAvailableComponentSets` with 4–63 \
+         (a hash of the cluster name) after {:.0} ms. *Together*: both at once, each on half of \
+         the workload. *Alone*: each on the same batch while the other is idle; agreement \
+         compares the two batches. Latency runs from the bench's POST to `Scheduled=True`. \
+         Estimator RPCs are the calls the estimators answered during the alone phase, per \
+         binding; connections are the most established TCP connections from the scheduler \
+         process to estimator ports seen in a phase.\n\n",
+        b.date, b.machine, b.git_commit, b.latency_ms
+    );
+    out.push_str("## Targets\n\n| scale | target | measured | verdict |\n|---|---|---|---|\n");
+    for s in &b.scales {
+        let (r, g) = (&s.alone[0], &s.alone[1]);
+        let rr = r.phase.steady_rate_per_s;
+        let gr = g.phase.steady_rate_per_s;
+        let x = match (rr, gr) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        if s.clusters >= 100 {
+            out.push_str(&format!(
+                "| {} clusters | ≥ 10× Go's bindings/s | alone {} vs {} /s = {} | {} |\n",
+                s.clusters,
+                opt(rr, 1),
+                opt(gr, 1),
+                opt(x, 1) + "×",
+                if x.is_some_and(|x| x >= 10.0) {
+                    "met"
+                } else {
+                    "missed"
+                }
+            ));
+            let ceiling = s.replay_ceiling.values().copied().reduce(f64::max);
+            let share = match (r.phase.rate_after_creation_per_s.or(rr), ceiling) {
+                (Some(a), Some(c)) if c > 0.0 => Some(a / c),
+                _ => None,
+            };
+            out.push_str(&format!(
+                "| {} clusters | ≥ 90 % of the replay ceiling | {} /s after the last creation vs {} /s: {} % | {} |\n",
+                s.clusters,
+                opt(r.phase.rate_after_creation_per_s.or(rr), 1),
+                opt(ceiling, 1),
+                opt(share.map(|s| s * 100.0), 0),
+                if share.is_some_and(|s| s >= 0.9) { "met" } else { "missed" }
+            ));
+        }
+        let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
+        out.push_str(&format!(
+            "| {} clusters | peak RSS ≤ 1/3 of Go's | {:.1} vs {:.1} MiB = {:.2} | {} |\n",
+            s.clusters,
+            s.peak_rss_kib[0] as f64 / 1024.0,
+            s.peak_rss_kib[1] as f64 / 1024.0,
+            mem,
+            if mem <= 1.0 / 3.0 { "met" } else { "missed" }
+        ));
+        out.push_str(&format!(
+            "| {} clusters | 100 % placement agreement | {}/{} | {} |\n",
+            s.clusters,
+            s.agree,
+            s.pairs,
+            if s.agree == s.pairs { "met" } else { "missed" }
+        ));
+        let row = |fault: &str| {
+            s.faults
+                .iter()
+                .find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
+        };
+        if let (Some(h), Some(r)) = (row("1 estimator hung"), row("none")) {
+            // At most one timeout more than the same batch without the fault (each binding
+            // alone in the queue), and every other estimator's answer still asked for.
+            let bound = r.decide_max_s.map(|p| p + ESTIMATOR_TIMEOUT_S);
+            let time_ok = matches!((h.decide_max_s, bound), (Some(p), Some(b)) if p <= b);
+            let answers_ok = h.healthy_answers_per_binding >= r.healthy_answers_per_binding;
+            out.push_str(&format!(
+                "| {} clusters | 1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers | slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it | {} |\n",
+                s.clusters,
+                s.clusters,
+                opt(h.decide_max_s, 2),
+                opt(r.decide_max_s, 2),
+                opt(bound, 2),
+                h.healthy_answers_per_binding,
+                r.healthy_answers_per_binding,
+                h.same_as_fault_free,
+                h.phase.bindings,
+                if time_ok && answers_ok { "met" } else { "missed" }
+            ));
+        }
+    }
+    if let Some((path, step)) = chart {
+        out.push_str(&format!(
+            "\n![alone bindings/s (left) and alone p99 latency (right) per scale]({path})\n\n\
+             Chart: per scale (left to right: {}), ours (orange) and Go (blue); left, alone \
+             bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n",
+            b.scales
+                .iter()
+                .map(|s| format!("{} clusters", s.clusters))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for s in &b.scales {
+        out.push_str(&format!(
+            "\n## {} clusters ({}), {} bindings together, {} alone\n\n\
+             | figure | ours | Go | ratio |\n|---|---:|---:|---:|\n",
+            s.clusters, s.estimators, s.bindings, s.alone_bindings
+        ));
+        let row =
+            |out: &mut String, name: &str, a: Option<f64>, b: Option<f64>, d: usize, inv: bool| {
+                let r = if inv { ratio(b, a) } else { ratio(a, b) };
+                let r = if inv && r != "–" {
+                    format!("{r} (Go/ours)")
+                } else {
+                    r
+                };
+                out.push_str(&format!(
+                    "| {name} | {} | {} | {r} |\n",
+                    opt(a, d),
+                    opt(b, d)
+                ));
+            };
+        for (title, f) in [("together", &s.together), ("alone", &s.alone)] {
+            row(
+                &mut out,
+                &format!("{title}: bindings/s (10–90 %)"),
+                f[0].phase.steady_rate_per_s,
+                f[1].phase.steady_rate_per_s,
+                1,
+                false,
+            );
+            row(
+                &mut out,
+                &format!("{title}: p50 creation→Scheduled (ms)"),
+                f[0].phase.latency_p50_ms,
+                f[1].phase.latency_p50_ms,
+                0,
+                true,
+            );
+            row(
+                &mut out,
+                &format!("{title}: p99 creation→Scheduled (ms)"),
+                f[0].phase.latency_p99_ms,
+                f[1].phase.latency_p99_ms,
+                0,
+                true,
+            );
+            row(
+                &mut out,
+                &format!("{title}: decided / bindings"),
+                Some(f[0].phase.done as f64 / f[0].phase.bindings.max(1) as f64),
+                Some(f[1].phase.done as f64 / f[1].phase.bindings.max(1) as f64),
+                2,
+                false,
+            );
+            row(
+                &mut out,
+                &format!("{title}: CPU seconds"),
+                Some(f[0].cpu_s),
+                Some(f[1].cpu_s),
+                2,
+                true,
+            );
+            row(
+                &mut out,
+                &format!("{title}: open estimator connections (max)"),
+                Some(f[0].connections as f64),
+                Some(f[1].connections as f64),
+                0,
+                false,
+            );
+        }
+        row(
+            &mut out,
+            "alone: bindings/s after the last creation",
+            s.alone[0].phase.rate_after_creation_per_s,
+            s.alone[1].phase.rate_after_creation_per_s,
+            1,
+            false,
+        );
+        row(
+            &mut out,
+            "alone: estimator RPCs per binding",
+            s.alone[0].rpcs_per_binding,
+            s.alone[1].rpcs_per_binding,
+            1,
+            false,
+        );
+        row(
+            &mut out,
+            "peak RSS (MiB)",
+            Some(s.peak_rss_kib[0] as f64 / 1024.0),
+            Some(s.peak_rss_kib[1] as f64 / 1024.0),
+            1,
+            true,
+        );
+        out.push_str(&format!(
+            "\nReplay ceiling (a bare client writing our alone batch's results): {}. \
+             Placement agreement of the alone batches: {}/{}.\n",
+            s.replay_ceiling
+                .iter()
+                .map(|(c, r)| format!("{r:.1}/s with {c} in flight"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.agree,
+            s.pairs
+        ));
+        for d in &s.disagreements {
+            out.push_str(&format!("- {d}\n"));
+        }
+        if !s.faults.is_empty() {
+            out.push_str(&format!(
+                "\n### Faults at {} clusters\n\n\
+                 Each row: one scheduler alone on the same {} Divided bindings, the other \
+                 idle. The reference and hung rows create them one at a time (each once the \
+                 previous one was decided), so that creation→decision is one attempt; the \
+                 others at once (the moved VIPs: half before the move, half after). *Attempt* \
+                 is the scheduler's own `{E2E}` over the row (bucket resolution); *healthy \
+                 answers* are answers from the estimators the fault did not touch, *faulty \
+                 answers* from the others (the hung one, the refusing tenth, the moved tenth at \
+                 either address); *as without* counts placements equal to the fault-free alone \
+                 batch's (a missing answer makes a scheduler fall back to the general estimate \
+                 for that cluster). The faulty clusters are those our alone batch asked most \
+                 (the hung one) and every tenth of them in that order. The estimator timeout is \
+                 {ESTIMATOR_TIMEOUT_S:.0} s (both defaults). The VIPs move during our row; Go's \
+                 row runs after it, against the moved addresses.\n\n\
+                 | fault | scheduler | decided | bindings/s | creation→decision p50 / max (s) | attempt p50 / p99 (s, histogram) | healthy answers / binding | faulty answers / binding | hung calls / binding | as without |\n\
+                 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                s.clusters,
+                s.faults.first().map_or(0, |f| f.phase.bindings),
+            ));
+            for f in &s.faults {
+                out.push_str(&format!(
+                    "| {}{} | {} | {}/{} | {} | {} / {} | {} / {} | {:.1} | {:.1} | {:.1} | {}/{} |\n",
+                    f.fault,
+                    if f.sequential { " (one at a time)" } else { "" },
+                    f.scheduler,
+                    f.phase.done,
+                    f.phase.bindings,
+                    opt(f.phase.whole_rate_per_s, 1),
+                    opt(f.decide_p50_s, 2),
+                    opt(f.decide_max_s, 2),
+                    opt(f.attempt_p50_s, 2),
+                    opt(f.attempt_p99_s, 2),
+                    f.healthy_answers_per_binding,
+                    f.faulty_answers_per_binding,
+                    f.hung_calls_per_binding,
+                    f.same_as_fault_free,
+                    f.phase.bindings
+                ));
+            }
+        }
+    }
+    out
+}
