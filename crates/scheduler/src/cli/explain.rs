@@ -248,7 +248,16 @@ async fn run(args: &Args) -> anyhow::Result<String> {
         .insert(kind, raw.clone())
         .map_err(|e| anyhow!("{}: {}", e.key.describe(), e.error))?;
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let e = explain(&cycle, &store, &events, &binding, &snapshot, now).await;
+    let e = explain(
+        &cycle,
+        &store,
+        &events,
+        &binding,
+        &snapshot,
+        now,
+        &opts.scheduler_name,
+    )
+    .await;
     if args.json {
         return Ok(serde_json::to_string_pretty(&e.to_json(&binding))? + "\n");
     }

@@ -8,7 +8,7 @@
 //! ```text
 //! karmada-scheduler simulate -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...]
 //!     [--plugins LIST] [--enable-empty-workload-propagation] [--feature-gates LIST]
-//!     [-o json|yaml|explain]
+//!     [--scheduler-name NAME] [-o json|yaml|explain]
 //!     [--enable-scheduler-estimator [--scheduler-estimator-* ...]]
 //! ```
 //!
@@ -50,7 +50,7 @@ use karmada_scheduler::cycle::Cycle;
 use karmada_scheduler::cycle::assume::Assumptions;
 use karmada_scheduler::cycle::events::MemoryRecorder;
 use karmada_scheduler::cycle::memory::MemoryStore;
-use karmada_scheduler::explain::{Explanation, describe_decision, explain};
+use karmada_scheduler::explain::{Explanation, explain};
 use karmada_scheduler::model::binding::BindingKind;
 
 const USAGE: &str = "\
@@ -70,6 +70,10 @@ Flags:
       --plugins LIST                        --plugins of the daemon (default *)
       --enable-empty-workload-propagation   --enable-empty-workload-propagation of the daemon
       --feature-gates LIST                  --feature-gates of the daemon (Name=bool,...)
+      --scheduler-name NAME                 --scheduler-name of the daemon (default
+                                            default-scheduler): the daemon never queues a
+                                            binding for another scheduler name, and the
+                                            decision says so (the attempt is made anyway)
   -o, --output FORMAT                       json (default), yaml or explain
   -h, --help                                this text
 
@@ -106,6 +110,8 @@ struct Options {
     plugins: Option<Vec<String>>,
     enable_empty_workload_propagation: bool,
     gates: FeatureGates,
+    /// The daemon's `--scheduler-name`, for its event filter.
+    scheduler_name: String,
     output: OutputFormat,
     /// The daemon's estimator flags as given, handed to its own parser (see
     /// [`estimator_flag`]).
@@ -163,7 +169,10 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
-    let mut o = Options::default();
+    let mut o = Options {
+        scheduler_name: daemon_options::DEFAULT_SCHEDULER_NAME.to_string(),
+        ..Options::default()
+    };
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -235,6 +244,12 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
                 o.gates
                     .set(&v)
                     .map_err(|e| anyhow!("invalid argument {v:?} for --feature-gates: {e}"))?;
+            }
+            "--scheduler-name" => {
+                o.scheduler_name = value()?;
+                if o.scheduler_name.is_empty() {
+                    bail!("--scheduler-name: should not be empty");
+                }
             }
             "-o" | "--output" => {
                 o.output = match value()?.as_str() {
@@ -377,6 +392,7 @@ fn run(opts: &Options) -> anyhow::Result<String> {
             &binding,
             &snapshot,
             now.clone(),
+            &opts.scheduler_name,
         ));
         let element = to_output(b, &e);
         if want_trace {
@@ -439,6 +455,12 @@ pub(crate) struct Output {
     pub(crate) result: &'static str,
     pub(crate) clusters: Vec<OutCluster>,
     pub(crate) message: String,
+    /// The daemon's decision in words (its event filter's, then its ladder's).
+    pub(crate) decision: String,
+    /// Whether the daemon would act on the binding at all; when not, the result fields are
+    /// those of an attempt made anyway.
+    #[serde(rename = "daemonActs")]
+    pub(crate) daemon_acts: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -469,6 +491,8 @@ pub(crate) fn to_output(b: &Binding, e: &Explanation) -> Output {
         result: v.result,
         clusters: sorted(&v.clusters),
         message: v.message,
+        decision: e.decision(),
+        daemon_acts: e.daemon_acts(),
     }
 }
 
@@ -699,7 +723,7 @@ pub(crate) fn render(out: &mut String, b: &Binding, e: &Explanation) {
         format!("{}/{}", b.namespace, b.name)
     };
     let _ = writeln!(out, "{} {}: {}", b.kind, key, element.result);
-    let _ = writeln!(out, "  decision: {}", describe_decision(&e.daemon));
+    let _ = writeln!(out, "  decision: {}", element.decision);
     let _ = writeln!(out, "  message: {}", element.message);
     if element.result == "Scheduled" {
         let _ = writeln!(out, "  clusters: {}", format_targets(&element.clusters));

@@ -43,7 +43,16 @@ pub async fn explain_binding(ctx: &Context, key: &BindingKey) -> Option<Value> {
         want_trace: true,
     };
     let now = Time(Timestamp::now());
-    let e = crate::explain::explain(&cycle, &store, &events, &binding, &snapshot, now).await;
+    let e = crate::explain::explain(
+        &cycle,
+        &store,
+        &events,
+        &binding,
+        &snapshot,
+        now,
+        &ctx.scheduler_name,
+    )
+    .await;
     Some(e.to_json(&binding))
 }
 

@@ -34,6 +34,9 @@ pub struct Explanation {
     pub patches: Vec<(Target, Value)>,
     /// The events it recorded.
     pub events: Vec<PendingEvent>,
+    /// Why the daemon's event filter drops the binding (it is never queued, so the ladder is
+    /// never asked), if it does: [`filtered_out`].
+    pub filtered: Option<String>,
 }
 
 /// The class of an attempt's result, as `simulate` prints it.
@@ -55,6 +58,38 @@ pub fn attempt(daemon: &Decision) -> Decision {
         Decision::Deleting | Decision::UpToDate { .. } => {
             Decision::Schedule(ScheduleType::ReconcileSchedule, Trigger::Requested)
         }
+    }
+}
+
+/// Why the daemon named `scheduler_name` never queues `binding`: the event filter
+/// ([`Binding::passes_filter`]) in words; `None` when it passes.
+pub fn filtered_out(binding: &Binding, scheduler_name: &str) -> Option<String> {
+    if binding.passes_filter(scheduler_name) {
+        return None;
+    }
+    Some(if binding.scheduler_name() != scheduler_name {
+        format!(
+            "spec.schedulerName is {:?}, not {scheduler_name:?}",
+            binding.scheduler_name()
+        )
+    } else if binding.spec.scheduling_suspended() {
+        "its scheduling is suspended (spec.suspension.scheduling)".to_string()
+    } else {
+        format!(
+            "it carries none of the labels {}",
+            crate::model::binding::FILTER_LABELS.join(", ")
+        )
+    })
+}
+
+/// The daemon's answer, in words: its event filter's when that drops the binding, otherwise
+/// the decision ladder's.
+pub fn describe(d: &Decision, filtered: Option<&str>) -> String {
+    match filtered {
+        Some(why) => format!(
+            "the daemon would not act: its event filter drops it, {why} (the attempt shown is not the daemon's)"
+        ),
+        None => describe_decision(d),
     }
 }
 
@@ -89,7 +124,10 @@ pub fn describe_decision(d: &Decision) -> String {
 }
 
 /// Run `cycle` (whose writer is `store` and whose event sink is `events`) on `binding`, which
-/// `store` holds, as [`attempt`] asks, and collect what it did.
+/// `store` holds, as [`attempt`] asks, and collect what it did. `scheduler_name` is the
+/// daemon's `--scheduler-name`, for its event filter: a binding the filter drops is attempted
+/// all the same (as if the ladder were asked), and the explanation says the daemon would not
+/// act.
 pub async fn explain(
     cycle: &Cycle<'_>,
     store: &MemoryStore,
@@ -97,6 +135,7 @@ pub async fn explain(
     binding: &Binding,
     snapshot: &Snapshot,
     now: Time,
+    scheduler_name: &str,
 ) -> Explanation {
     let key = binding.key();
     let daemon = cycle.decision(binding, snapshot);
@@ -111,13 +150,19 @@ pub async fn explain(
         stored: store.binding(&key),
         patches: store.patches_of(&key).split_off(patches_before),
         events: events.0.lock().unwrap_or_else(|p| p.into_inner())[events_before..].to_vec(),
+        filtered: filtered_out(binding, scheduler_name),
     }
 }
 
 impl Explanation {
     /// Whether the daemon would act on the binding at all.
     pub fn daemon_acts(&self) -> bool {
-        matches!(self.daemon, Decision::Schedule(..))
+        self.filtered.is_none() && matches!(self.daemon, Decision::Schedule(..))
+    }
+
+    /// The daemon's answer in words ([`describe`]).
+    pub fn decision(&self) -> String {
+        describe(&self.daemon, self.filtered.as_deref())
     }
 
     /// The result from what the attempt wrote: the `Scheduled` condition's reason gives the
@@ -174,7 +219,7 @@ impl Explanation {
             "kind": binding.kind.kind(),
             "namespace": binding.namespace(),
             "name": binding.name(),
-            "decision": describe_decision(&self.daemon),
+            "decision": self.decision(),
             "daemonActs": self.daemon_acts(),
             "result": v.result,
             "clusters": v.clusters.iter().map(|c| json!({"name": c.name.to_string(), "replicas": c.replicas})).collect::<Vec<_>>(),
