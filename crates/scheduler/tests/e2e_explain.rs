@@ -12,46 +12,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::{Value, json};
-use testenv::{TestEnv, tools_or_skip};
+use serde_json::Value;
+use testenv::{TestEnv, fixtures, tools_or_skip};
 
 use common::*;
-
-fn cases() -> Vec<(&'static str, i32, Value)> {
-    let members = json!({"clusterNames": ["member1", "member2", "member3"]});
-    vec![
-        (
-            "x-dup",
-            2,
-            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}),
-        ),
-        (
-            "x-dynamic",
-            6,
-            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "Weighted", "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}),
-        ),
-        (
-            "x-aggregated",
-            5,
-            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "Aggregated"}}),
-        ),
-        (
-            "x-static",
-            4,
-            json!({"clusterAffinity": members, "replicaScheduling": {"replicaSchedulingType": "Divided",
-                "replicaDivisionPreference": "Weighted", "weightPreference": {"staticWeightList": [
-                    {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1},
-                    {"targetCluster": {"clusterNames": ["member2"]}, "weight": 3}]}}}),
-        ),
-        (
-            "x-nofit",
-            1,
-            json!({"clusterAffinity": {"clusterNames": ["nowhere"]}}),
-        ),
-    ]
-}
 
 fn explain(env: &TestEnv, name: &str) -> anyhow::Result<Value> {
     let out = Command::new(Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")))
@@ -105,7 +69,7 @@ async fn explain_says_what_the_daemon_then_writes() -> anyhow::Result<()> {
     let env = TestEnv::builder().tools(tools).start().await?;
     let rbs = rb_api(&env).await?;
     let mut before = Vec::new();
-    for (name, replicas, placement) in cases() {
+    for (name, replicas, placement) in fixtures::explain_cases() {
         env.apply_json(&binding(name, replicas, placement, "default-scheduler"))
             .await?;
         let e = explain(&env, name)?;

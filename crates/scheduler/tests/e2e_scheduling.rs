@@ -12,100 +12,13 @@ mod common;
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use testenv::{TestEnv, tools_or_skip};
+use serde_json::json;
+use testenv::{TestEnv, fixtures, tools_or_skip};
 
 use common::*;
 
 /// How long twins may take to agree after both were scheduled.
 const SETTLE: Duration = Duration::from_secs(30);
-
-/// (twin name, replicas, placement): one per strategy and outcome.
-fn cases() -> Vec<(&'static str, i32, Value)> {
-    vec![
-        (
-            "dup",
-            2,
-            json!({
-                "clusterAffinity": {"labelSelector": {"matchLabels": {"tier": "edge"}}},
-                "replicaScheduling": {"replicaSchedulingType": "Duplicated"}
-            }),
-        ),
-        (
-            "static",
-            7,
-            json!({
-                "clusterAffinity": {"clusterNames": ["edge-1", "edge-2", "edge-3"]},
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {"staticWeightList": [
-                        {"targetCluster": {"clusterNames": ["edge-1"]}, "weight": 1},
-                        {"targetCluster": {"clusterNames": ["edge-2", "edge-3"]}, "weight": 2}
-                    ]}}
-            }),
-        ),
-        (
-            "dynamic",
-            6,
-            json!({
-                "clusterAffinity": {"clusterNames": ["member1", "member2", "edge-1"]},
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
-            }),
-        ),
-        (
-            "aggregated",
-            5,
-            json!({
-                "clusterAffinity": {"labelSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["edge"]}]}},
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
-            }),
-        ),
-        (
-            "spread",
-            4,
-            json!({
-                "spreadConstraints": [{"spreadByField": "cluster", "maxGroups": 2, "minGroups": 2}],
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-                    "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
-            }),
-        ),
-        (
-            "failover",
-            3,
-            json!({
-                "clusterAffinities": [
-                    {"affinityName": "nowhere", "clusterNames": ["no-such-cluster"]},
-                    {"affinityName": "edge", "clusterNames": ["edge-2"]}
-                ],
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
-            }),
-        ),
-        (
-            "nofit",
-            2,
-            json!({
-                "clusterAffinity": {"clusterNames": ["no-such-cluster"]},
-                "replicaScheduling": {"replicaSchedulingType": "Duplicated"}
-            }),
-        ),
-        (
-            "toomany",
-            100000,
-            json!({
-                "clusterAffinity": {"clusterNames": ["edge-1", "edge-2"]},
-                "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}
-            }),
-        ),
-        (
-            "tainted",
-            1,
-            json!({
-                "clusterAffinity": {"clusterNames": ["edge-tainted"]},
-                "replicaScheduling": {"replicaSchedulingType": "Duplicated"}
-            }),
-        ),
-    ]
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
@@ -113,19 +26,8 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
         return Ok(());
     };
     let env = TestEnv::builder().tools(tools).members(2).start().await?;
-    for (name, cpu, labels, taints) in [
-        ("edge-1", "8", json!({"tier": "edge"}), json!([])),
-        ("edge-2", "4", json!({"tier": "edge"}), json!([])),
-        ("edge-3", "2", json!({"tier": "edge"}), json!([])),
-        (
-            "edge-tainted",
-            "8",
-            json!({"tier": "tainted"}),
-            json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
-        ),
-    ] {
-        env.apply_json(&extra_cluster(name, cpu, labels, taints))
-            .await?;
+    for cluster in fixtures::extra_clusters() {
+        env.apply_json(&cluster).await?;
     }
     let mut go = env.spawn_go_scheduler(&[
         "--enable-scheduler-estimator=true",
@@ -136,7 +38,7 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
 
     let rbs = rb_api(&env).await?;
     let mut accepted = Vec::new();
-    for (name, replicas, placement) in cases() {
+    for (name, replicas, placement) in fixtures::scheduling_cases() {
         let mut ok = true;
         for (sched, suffix) in [("default-scheduler", "rs"), ("go-scheduler", "go")] {
             let b = binding(
@@ -173,16 +75,7 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
 
     // Cluster-scoped twins.
     let crbs = crb_api(&env).await?;
-    let crb_cases = [
-        (
-            "crb-dup",
-            json!({"clusterAffinity": {"clusterNames": ["edge-1", "edge-2"]}}),
-        ),
-        (
-            "crb-nofit",
-            json!({"clusterAffinity": {"clusterNames": ["no-such-cluster"]}}),
-        ),
-    ];
+    let crb_cases = fixtures::scheduling_crb_cases();
     for (name, placement) in &crb_cases {
         for (sched, suffix) in [("default-scheduler", "rs"), ("go-scheduler", "go")] {
             env.apply_json(&cluster_binding(

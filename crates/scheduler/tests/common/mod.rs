@@ -12,57 +12,8 @@ use testenv::{TestEnv, wait_for};
 
 pub const WAIT: Duration = Duration::from_secs(90);
 
-/// A Cluster with the status a cluster-status controller would report.
-pub fn extra_cluster(name: &str, cpu: &str, labels: Value, taints: Value) -> Value {
-    json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1",
-        "kind": "Cluster",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1", "provider": "local",
-                 "region": "edge", "zones": ["edge-1"], "taints": taints},
-        "status": {
-            "kubernetesVersion": "v1.35.3",
-            "apiEnablements": [
-                {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
-                {"groupVersion": "v1", "resources": [{"name": "pods", "kind": "Pod"},
-                                                     {"name": "namespaces", "kind": "Namespace"}]}
-            ],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
-                            "message": "cluster is healthy and ready to accept workloads",
-                            "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-            "resourceSummary": {
-                "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
-                "allocated": {"cpu": "0", "memory": "0", "pods": "0"}
-            }
-        }
-    })
-}
-
-/// A labelled ResourceBinding for a Deployment needing 500m CPU per replica.
-///
-/// Twins (`x-rs` for our scheduler, `x-go` for the Go one) share `spec.resource.uid`: the uid's
-/// hash parity decides how Webster ties break, so twins with different uids could legitimately
-/// get different placements.
-pub fn binding(name: &str, replicas: i32, placement: Value, scheduler: &str) -> Value {
-    let twin = name
-        .strip_suffix("-rs")
-        .or_else(|| name.strip_suffix("-go"))
-        .unwrap_or(name);
-    json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {"name": name, "namespace": "default",
-                     "labels": {"propagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
-        "spec": {
-            "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default",
-                         "name": name, "uid": format!("{twin}-uid")},
-            "replicas": replicas,
-            "replicaRequirements": {"resourceRequest": {"cpu": "500m", "memory": "256Mi"}},
-            "schedulerName": scheduler,
-            "placement": placement
-        }
-    })
-}
+#[allow(unused_imports)]
+pub use testenv::fixtures::{binding, cluster_binding, extra_cluster};
 
 pub async fn rb_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
     let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
@@ -80,21 +31,6 @@ pub async fn crb_api(env: &TestEnv) -> anyhow::Result<Api<DynamicObject>> {
         "ClusterResourceBinding",
     ));
     Ok(Api::all_with(env.client().await?, &ar))
-}
-
-/// A labelled ClusterResourceBinding for a Namespace.
-pub fn cluster_binding(name: &str, placement: Value, scheduler: &str) -> Value {
-    json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ClusterResourceBinding",
-        "metadata": {"name": name,
-                     "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": format!("{name}-id")}},
-        "spec": {
-            "resource": {"apiVersion": "v1", "kind": "Namespace", "name": name},
-            "schedulerName": scheduler,
-            "placement": placement
-        }
-    })
 }
 
 /// `(type, reason, message)` of the Events about one object, sorted.
