@@ -346,3 +346,53 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn the_daemons_event_filter_is_part_of_the_decision() {
+    let labels = "  placement: {clusterAffinity: {clusterNames: [member2]}}\n";
+    let labelled = |name: &str, extra: &str| {
+        binding(name, 1, &format!("{labels}{extra}")).replacen(
+            "namespace: default}",
+            "namespace: default, labels: {propagationpolicy.karmada.io/permanent-id: x}}",
+            1,
+        )
+    };
+    let input = format!(
+        "{CLUSTERS}{}{}{}{}",
+        labelled("ours", ""),
+        labelled("theirs", "  schedulerName: other\n"),
+        labelled("suspended", "  suspension: {scheduling: true}\n"),
+        binding("unlabelled", 1, labels),
+    );
+    let out = json(&simulate(&["-f", "-"], Some(&input)));
+    let acts: Vec<(&str, bool)> = out
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["daemonActs"] == true))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            ("ours", true),
+            ("theirs", false),
+            ("suspended", false),
+            ("unlabelled", false)
+        ]
+    );
+    // The attempt is made anyway.
+    assert!(out.iter().all(|e| e["result"] == "Scheduled"), "{out:?}");
+    assert!(
+        out[1]["decision"]
+            .as_str()
+            .unwrap()
+            .contains("schedulerName"),
+        "{}",
+        out[1]
+    );
+    // With the other name, the other binding is the daemon's.
+    let out = json(&simulate(
+        &["-f", "-", "--scheduler-name", "other"],
+        Some(&input),
+    ));
+    assert_eq!(out[0]["daemonActs"], false, "{}", out[0]);
+    assert_eq!(out[1]["daemonActs"], true, "{}", out[1]);
+}
