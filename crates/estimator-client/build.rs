@@ -22,6 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         // Deterministic map order: the same request always has the same bytes.
         .btree_map(".")
+        // Buffers sized for the protocol's small messages (see src/codec.rs).
+        .codec_path("crate::codec::EstimatorCodec")
         .include_file("estimator_protocol.rs")
         .compile_fds(fds)?;
     Ok(())

@@ -968,3 +968,64 @@ async fn endpoint_routing_dials_a_cluster_ip_services_endpoints() {
         "{err}"
     );
 }
+
+/// The estimator codec starts from small buffers: a request far larger than them (and than
+/// the point where a large encode yields) still arrives whole.
+#[tokio::test]
+async fn a_request_much_larger_than_the_codec_buffers_arrives_whole() {
+    let fake = FakeEstimator::default().with("m1", Behaviour::Answer(3));
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
+    );
+    let mut reqs = requirements();
+    let selector: std::collections::BTreeMap<String, String> = (0..2000)
+        .map(|i| {
+            (
+                format!("label-{i:05}"),
+                format!("value-{i:05}-{}", "x".repeat(24)),
+            )
+        })
+        .collect();
+    reqs.node_claim.as_mut().unwrap().node_selector = selector.clone();
+    let resource = deployment();
+    let m1 = cluster("m1");
+    let answer = s
+        .estimator
+        .max_available_replicas(
+            &[&m1],
+            EstimateRequest {
+                resource: &resource,
+                replica_requirements: Some(&reqs),
+                components: &[],
+                namespace: "default",
+                assumed: None,
+            },
+        )
+        .await
+        .map_err(|e| e.0)
+        .unwrap();
+    assert_eq!(answer, [("m1".to_string(), 3)]);
+    let seen = fake.seen();
+    let claim = seen[0]
+        .replicas_request
+        .clone()
+        .unwrap()
+        .replica_requirements
+        .unwrap()
+        .node_claim
+        .unwrap();
+    assert_eq!(claim.node_selector.len(), 2000);
+    assert_eq!(
+        claim
+            .node_selector
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        selector
+    );
+    assert!(
+        estimator_client::codec::BUFFER_SIZE * 100 < selector.len() * 40,
+        "the request must dwarf the codec's buffers"
+    );
+}
