@@ -43,6 +43,9 @@ const SERVICE_PREFIX: &str = "karmada-scheduler-estimator";
 /// The schedulers' default `--scheduler-estimator-timeout`.
 const ESTIMATOR_TIMEOUT_S: f64 = 3.0;
 const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
+const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
+/// Our estimator client's call latency (the Go scheduler has none).
+const ESTIMATOR_CALL: &str = "karmada_scheduler_estimator_client_request_duration_seconds";
 const ESTIMATOR_REQUESTS: &str = "karmada_scheduler_estimator_estimating_request_total";
 
 /// What the flags ask for.
@@ -73,6 +76,21 @@ pub struct SideFigures {
     /// Most established estimator connections seen during the phase.
     pub connections: usize,
     pub cpu_s: f64,
+    /// Alone phases: wall seconds of the phase and CPU seconds of every process on the cores
+    /// meanwhile (the scheduler, the apiserver, etcd, the bench with its stub estimators):
+    /// where the time goes.
+    #[serde(default)]
+    pub wall_s: f64,
+    #[serde(default)]
+    pub cpu_by_process: BTreeMap<String, f64>,
+    /// Alone phases: mean milliseconds per attempt from the scheduler's own histograms over
+    /// the batch: `e2e`, each algorithm step, and (ours) one estimator call (`estimator call`,
+    /// `estimator call p99`).
+    #[serde(default)]
+    pub attempt_ms: BTreeMap<String, f64>,
+    /// `perf report` of our scheduler during its alone batch (`--perf`).
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 /// One scale.
@@ -90,6 +108,9 @@ pub struct Scale {
     /// flight.
     pub replay_ceiling: BTreeMap<String, f64>,
     pub peak_rss_kib: [u64; 2],
+    /// RSS once started and connected to every estimator, before any binding.
+    #[serde(default)]
+    pub idle_rss_kib: [u64; 2],
     /// Alone batches: templates both placed the same way, of all.
     pub agree: usize,
     pub pairs: usize,
@@ -267,7 +288,23 @@ async fn alone(
 ) -> anyhow::Result<SideFigures> {
     let keys = keys_of(items, &sched.name);
     let calls0 = est.answered().await;
-    let cpu0 = crate::procs::cpu_seconds(sched.pid()).unwrap_or(0.0);
+    let pids = [
+        sched.pid(),
+        plane.apiserver_pid,
+        plane.etcd_pid,
+        std::process::id(),
+    ];
+    let cpu0 = run::cpu_snapshot(&pids);
+    let metrics0 = sched
+        .scrape()
+        .await
+        .map(|t| promtext::parse(&t))
+        .unwrap_or_default();
+    let perf = if cfg.perf && sched.label == "rust" {
+        run::start_perf(&plane.env, &[("rust", sched.pid())])
+    } else {
+        Vec::new()
+    };
     let (conns, sampler) = sample_connections(vec![sched.pid()], est.ports());
     let start = Instant::now();
     create_bindings(
@@ -289,6 +326,36 @@ async fn alone(
         )
         .await;
     sampler.abort();
+    let wall_s = start.elapsed().as_secs_f64();
+    let cpu: Vec<f64> = run::cpu_snapshot(&pids)
+        .iter()
+        .zip(&cpu0)
+        .map(|(b, a)| b - a)
+        .collect();
+    let (profile, _) = run::stop_perf(perf).await;
+    let metrics1 = sched
+        .scrape()
+        .await
+        .map(|t| promtext::parse(&t))
+        .unwrap_or_default();
+    let mut attempt_ms = BTreeMap::new();
+    let mut put = |label: String, name: &str, filter: &[(&str, &str)], p99: bool| {
+        let d = histogram_delta(
+            &Histogram::read(&metrics0, name, filter),
+            &Histogram::read(&metrics1, name, filter),
+        );
+        if let Some(m) = d.mean() {
+            attempt_ms.insert(label.clone(), m * 1000.0);
+        }
+        if p99 && let Some(q) = d.quantile(0.99) {
+            attempt_ms.insert(format!("{label} p99"), q * 1000.0);
+        }
+    };
+    put("e2e".into(), E2E, &[], false);
+    for step in ["Filter", "Score", "Select", "AssignReplicas"] {
+        put(step.into(), ALGO, &[("schedule_step", step)], false);
+    }
+    put("estimator call".into(), ESTIMATOR_CALL, &[], true);
     let calls = est.answered().await - calls0;
     let mut phase = creation_phase(&plane.observer, &keys, start, ok);
     phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, created);
@@ -297,7 +364,20 @@ async fn alone(
         phase,
         rpcs_per_binding: Some(calls as f64 / keys.len().max(1) as f64),
         connections,
-        cpu_s: crate::procs::cpu_seconds(sched.pid()).unwrap_or(0.0) - cpu0,
+        cpu_s: cpu[0],
+        wall_s,
+        attempt_ms,
+        cpu_by_process: [
+            "scheduler",
+            "kube-apiserver",
+            "etcd",
+            "bench (stub estimators, watches)",
+        ]
+        .iter()
+        .zip(&cpu)
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect(),
+        profile,
     })
 }
 
@@ -555,6 +635,12 @@ async fn scale(
     log(t0, format!("{clusters} clusters, estimators: {estimators}"));
 
     let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
+    // Connected to every estimator, nothing to schedule yet: what the connections cost.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_rss_kib = [
+        crate::procs::memory_kib(rust.pid()).map_or(0, |m| m.0),
+        crate::procs::memory_kib(go.pid()).map_or(0, |m| m.0),
+    ];
     let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
     let sides = [rust.name.clone(), go.name.clone()];
     let wl = &plane.wl;
@@ -594,12 +680,14 @@ async fn scale(
             rpcs_per_binding: None,
             connections: c[0],
             cpu_s: cpu1[0] - cpu0[0],
+            ..Default::default()
         },
         SideFigures {
             phase: creation_phase(&plane.observer, &keys[1], start, ok_g),
             rpcs_per_binding: None,
             connections: c[1],
             cpu_s: cpu1[1] - cpu0[1],
+            ..Default::default()
         },
     ];
     log(
@@ -771,6 +859,7 @@ async fn scale(
         alone: alone_figs,
         replay_ceiling,
         peak_rss_kib: peak,
+        idle_rss_kib,
         agree,
         pairs: templates.len(),
         disagreements,
@@ -1017,12 +1106,49 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
         );
         row(
             &mut out,
+            "RSS connected, idle (MiB)",
+            Some(s.idle_rss_kib[0] as f64 / 1024.0),
+            Some(s.idle_rss_kib[1] as f64 / 1024.0),
+            1,
+            true,
+        );
+        row(
+            &mut out,
             "peak RSS (MiB)",
             Some(s.peak_rss_kib[0] as f64 / 1024.0),
             Some(s.peak_rss_kib[1] as f64 / 1024.0),
             1,
             true,
         );
+        for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
+            if f.wall_s > 0.0 {
+                out.push_str(&format!(
+                    "\nWhere the time goes, {who} alone ({:.1} s wall, {:.1} CPU seconds available on 2 cores): {}.\n",
+                    f.wall_s,
+                    2.0 * f.wall_s,
+                    f.cpu_by_process
+                        .iter()
+                        .map(|(p, c)| format!("{p} {c:.1} s"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if !f.attempt_ms.is_empty() {
+                out.push_str(&format!(
+                    "Mean per attempt from {who}'s own histograms over the batch (ms): {}.\n",
+                    f.attempt_ms
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v:.1}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if let Some(p) = &f.profile {
+                out.push_str(&format!(
+                    "\n<details><summary>perf profile of our scheduler, alone batch</summary>\n\n```text\n{p}\n```\n</details>\n"
+                ));
+            }
+        }
         out.push_str(&format!(
             "\nReplay ceiling (a bare client writing our alone batch's results): {}. \
              Placement agreement of the alone batches: {}/{}.\n",

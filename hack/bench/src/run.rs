@@ -1459,7 +1459,10 @@ fn fmt_placement(p: &[(String, i64)]) -> String {
 }
 
 /// Starts `perf record` on each pid (when perf is installed); stopped by [`stop_perf`].
-fn start_perf(env: &TestEnv, pids: &[(&str, u32)]) -> Vec<(String, std::process::Child, PathBuf)> {
+pub fn start_perf(
+    env: &TestEnv,
+    pids: &[(&str, u32)],
+) -> Vec<(String, std::process::Child, PathBuf)> {
     let mut out = Vec::new();
     for (label, pid) in pids {
         let data = env.state_dir().join(format!("perf-{label}.data"));
@@ -1479,7 +1482,7 @@ fn start_perf(env: &TestEnv, pids: &[(&str, u32)]) -> Vec<(String, std::process:
 }
 
 /// Stops the recorders and returns the top of `perf report` for rust and the apiserver.
-async fn stop_perf(
+pub async fn stop_perf(
     recs: Vec<(String, std::process::Child, PathBuf)>,
 ) -> (Option<String>, Option<String>) {
     let mut rust = None;

@@ -124,7 +124,11 @@ impl Serving {
             let _ = Server::builder()
                 .serve_with_incoming_shutdown(
                     EstimatorServer::new(stub),
-                    TcpIncoming::from(listener),
+                    // As a Go estimator's sockets (Go sets TCP_NODELAY on every TCP
+                    // connection): without it, Nagle holds an answer behind the unacknowledged
+                    // previous one on the same connection, and concurrent callers wait for the
+                    // peer's delayed ACK (tens of milliseconds) instead of the latency asked.
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
                     async {
                         let _ = stopped.await;
                     },
