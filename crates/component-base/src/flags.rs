@@ -132,6 +132,40 @@ pub fn apply_defaults(tables: &[&[FlagDef]], sink: &mut dyn FlagSink) {
     }
 }
 
+/// A flag group's defaults: `blank` with the `--help` default of every flag of `tables` applied
+/// by the group's own setter, so that the tables are the only statement of the defaults.
+pub fn with_defaults<T>(
+    mut blank: T,
+    tables: &[&[FlagDef]],
+    set: fn(&mut T, &str, &str) -> Option<Result<(), String>>,
+) -> T {
+    for def in tables.iter().flat_map(|t| t.iter()) {
+        if let Some(v) = settable_default(def) {
+            let applied = set(&mut blank, def.name, &v);
+            debug_assert!(
+                matches!(applied, Some(Ok(()))),
+                "--{}: default {v:?} not applied: {applied:?}",
+                def.name
+            );
+        }
+    }
+    blank
+}
+
+/// The flags of `tables` that `sink` does not know (its setter answers "no such flag"): a
+/// table entry without a setter arm would be listed by `--help` and then rejected.
+pub fn unknown_to<'t>(sink: &mut dyn FlagSink, tables: &[&'t [FlagDef]]) -> Vec<&'t str> {
+    tables
+        .iter()
+        .flat_map(|t| t.iter())
+        .filter(|def| {
+            let value = settable_default(def).unwrap_or_default();
+            matches!(sink.set(def.name, &value, true), Err(e) if e.starts_with("no such flag"))
+        })
+        .map(|def| def.name)
+        .collect()
+}
+
 /// A command-line error: print the usage, then `Error: <message>`, exit 1.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

@@ -2,7 +2,7 @@
 //! table, how a value is applied and how the configuration is validated (component-base's
 //! `ValidateAndApply`). [`crate::logging::Router`] then honours them as klog does.
 
-use crate::flags::{FlagDef, Kind as K, LOGS as L, flag};
+use crate::flags::{FlagDef, Kind as K, LOGS as L, flag, with_defaults};
 use crate::goparse::{self, GoDuration, go_quote};
 
 /// Logging flags of component-base and klog, validated as component-base validates them and
@@ -31,28 +31,30 @@ pub struct LoggingOptions {
 }
 
 impl Default for LoggingOptions {
+    /// The defaults of [`FLAGS`] and [`format_flag`].
     fn default() -> Self {
-        Self {
-            format: "text".into(),
+        let blank = Self {
+            format: String::new(),
             verbosity: 0,
             vmodule: Vec::new(),
-            flush_frequency: GoDuration::from_secs(5),
+            flush_frequency: GoDuration::default(),
             text_split_stream: false,
-            text_info_buffer_size: "0".into(),
+            text_info_buffer_size: String::new(),
             json_split_stream: false,
-            json_info_buffer_size: "0".into(),
+            json_info_buffer_size: String::new(),
             log_dir: String::new(),
             log_file: String::new(),
-            log_file_max_size: 1800,
-            logtostderr: true,
+            log_file_max_size: 0,
+            logtostderr: false,
             alsologtostderr: false,
             add_dir_header: false,
             skip_headers: false,
             one_output: false,
             skip_log_headers: false,
-            stderrthreshold: 2,
+            stderrthreshold: 0,
             log_backtrace_at: String::new(),
-        }
+        };
+        with_defaults(blank, &[&[format_flag(FORMAT_USAGE)], FLAGS], Self::set)
     }
 }
 

@@ -2,7 +2,7 @@
 //! election, the control-plane client, and the metrics/profiling servers. Each group is one
 //! table of [`FlagDef`] and one setter; a component lists the tables it offers.
 
-use crate::flags::{FlagDef, GENERIC as G, Kind as K, flag};
+use crate::flags::{FlagDef, GENERIC as G, Kind as K, flag, with_defaults};
 use crate::goparse::{self, GoDuration};
 
 /// Namespace of the Go components' Leases and estimator Services.
@@ -25,17 +25,18 @@ pub struct LeaderElection {
 }
 
 impl LeaderElection {
-    /// The reference's defaults, with the Lease named after `component`.
+    /// The defaults of [`LEADER_FLAGS`], with the Lease named after `component`.
     pub fn new(component: &str) -> Self {
-        Self {
-            leader_elect: true,
+        let blank = Self {
+            leader_elect: false,
             resource_name: component.into(),
-            resource_namespace: KARMADA_SYSTEM.into(),
-            lease_duration: GoDuration::from_secs(15),
-            renew_deadline: GoDuration::from_secs(10),
-            retry_period: GoDuration::from_secs(2),
+            resource_namespace: String::new(),
+            lease_duration: GoDuration::default(),
+            renew_deadline: GoDuration::default(),
+            retry_period: GoDuration::default(),
             exit_on_lost_lease: false,
-        }
+        };
+        with_defaults(blank, &[LEADER_FLAGS], Self::set)
     }
 
     /// Apply `value` if `name` is one of [`LEADER_FLAGS`] or `leader-elect-resource-name`.
@@ -132,13 +133,15 @@ pub struct KubeClientOptions {
 }
 
 impl Default for KubeClientOptions {
+    /// The defaults of [`KUBE_FLAGS`].
     fn default() -> Self {
-        Self {
+        let blank = Self {
             kubeconfig: String::new(),
             master: String::new(),
-            kube_api_qps: 40.0,
-            kube_api_burst: 60,
-        }
+            kube_api_qps: 0.0,
+            kube_api_burst: 0,
+        };
+        with_defaults(blank, &[KUBE_FLAGS], Self::set)
     }
 }
 
@@ -203,14 +206,15 @@ pub struct ServingOptions {
 }
 
 impl ServingOptions {
-    /// The reference's defaults; the health-probe port differs per component.
+    /// The defaults of [`SERVING_FLAGS`]; the health-probe port differs per component.
     pub fn new(health_probe_bind_address: &str) -> Self {
-        Self {
-            metrics_bind_address: ":8080".into(),
+        let blank = Self {
+            metrics_bind_address: String::new(),
             health_probe_bind_address: health_probe_bind_address.into(),
             enable_pprof: false,
-            profiling_bind_address: ":6060".into(),
-        }
+            profiling_bind_address: String::new(),
+        };
+        with_defaults(blank, &[SERVING_FLAGS], Self::set)
     }
 
     /// Apply `value` if `name` is one of [`SERVING_FLAGS`] or `health-probe-bind-address`.

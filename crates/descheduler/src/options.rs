@@ -199,6 +199,12 @@ mod tests {
     }
 
     #[test]
+    fn every_listed_flag_has_a_setter() {
+        let mut o = Options::default();
+        assert_eq!(flags::unknown_to(&mut o, TABLES), Vec::<&str>::new());
+    }
+
+    #[test]
     fn defaults_are_the_references() {
         let o = run(&[]);
         assert!(o.leader_election.leader_elect);

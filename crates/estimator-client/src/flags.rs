@@ -3,7 +3,7 @@
 //! (plus our three extensions), one setter, the reference's validation messages, and the
 //! mapping onto [`EstimatorOptions`].
 
-use component_base::flags::{FlagDef, GENERIC as G, Kind as K, flag};
+use component_base::flags::{self, FlagDef, GENERIC as G, Kind as K, flag};
 use component_base::goparse::{self, GoDuration, go_quote};
 
 use crate::options::{EstimatorOptions, FailurePolicy};
@@ -34,20 +34,22 @@ pub struct EstimatorFlags {
 }
 
 impl Default for EstimatorFlags {
+    /// The defaults of [`FLAGS`].
     fn default() -> Self {
-        Self {
-            timeout: GoDuration::from_secs(3),
-            service_namespace: crate::options::DEFAULT_SERVICE_NAMESPACE.into(),
-            service_prefix: crate::options::DEFAULT_SERVICE_PREFIX.into(),
-            port: i64::from(crate::options::DEFAULT_PORT),
+        let blank = Self {
+            timeout: GoDuration::default(),
+            service_namespace: String::new(),
+            service_prefix: String::new(),
+            port: 0,
             cert_file: String::new(),
             key_file: String::new(),
             ca_file: String::new(),
             insecure_skip_verify: false,
             tls_server_name: String::new(),
             endpoint_routing: false,
-            failure_policy: FAILURE_POLICY_ALL.into(),
-        }
+            failure_policy: String::new(),
+        };
+        flags::with_defaults(blank, &[FLAGS], Self::set)
     }
 }
 

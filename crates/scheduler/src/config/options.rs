@@ -77,13 +77,30 @@ impl RateLimiterOptions {
 }
 
 impl Default for RateLimiterOptions {
+    /// The defaults of [`RATE_LIMITER_FLAGS`].
     fn default() -> Self {
-        Self {
-            base_delay: GoDuration::from_millis(5),
-            max_delay: GoDuration::from_secs(1000),
-            qps: 10,
-            bucket_size: 100,
-        }
+        let blank = Self {
+            base_delay: GoDuration::default(),
+            max_delay: GoDuration::default(),
+            qps: 0,
+            bucket_size: 0,
+        };
+        flags::with_defaults(blank, &[RATE_LIMITER_FLAGS], Self::set)
+    }
+}
+
+impl RateLimiterOptions {
+    /// Apply `value` if `name` is one of [`RATE_LIMITER_FLAGS`].
+    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        let d = || GoDuration::parse(value);
+        let i = || goparse::parse_int(value);
+        Some(match name {
+            "rate-limiter-base-delay" => d().map(|v| self.base_delay = v),
+            "rate-limiter-max-delay" => d().map(|v| self.max_delay = v),
+            "rate-limiter-qps" => i().map(|v| self.qps = v),
+            "rate-limiter-bucket-size" => i().map(|v| self.bucket_size = v),
+            _ => return None,
+        })
     }
 }
 
@@ -112,8 +129,8 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// The shared groups' defaults, then every default of [`FLAGS`] (the scheduler's own
-    /// flags are stated once, in that table).
+    /// The groups' defaults (each from its own table), then every default of [`FLAGS`]: a
+    /// default is stated once, in its flag's table.
     fn default() -> Self {
         let mut o = Self {
             leader_election: LeaderElection::new(COMPONENT),
@@ -221,6 +238,10 @@ pub static FLAGS: &[FlagDef] = &[
         "",
         FEATURE_GATES_USAGE,
     ),
+];
+
+/// The `--rate-limiter-*` flags ([`RateLimiterOptions`]).
+pub static RATE_LIMITER_FLAGS: &[FlagDef] = &[
     flag(
         G,
         "rate-limiter-base-delay",
@@ -261,6 +282,7 @@ const TABLES: &[&[FlagDef]] = &[
     KUBE_FLAGS,
     SERVING_FLAGS,
     estimator_client::flags::FLAGS,
+    RATE_LIMITER_FLAGS,
     FLAGS,
 ];
 
@@ -272,13 +294,13 @@ impl FlagSink for Options {
             .or_else(|| self.leader_election.set(name, value))
             .or_else(|| self.kube.set(name, value))
             .or_else(|| self.serving.set(name, value))
-            .or_else(|| self.estimator.set(name, value));
+            .or_else(|| self.estimator.set(name, value))
+            .or_else(|| self.rate_limiter.set(name, value));
         if let Some(r) = shared {
             return r;
         }
         let b = || goparse::parse_bool(value);
         let s = || value.to_string();
-        let d = || GoDuration::parse(value);
         let i = || goparse::parse_int(value);
         match name {
             "enable-scheduler-estimator" => self.enable_scheduler_estimator = b()?,
@@ -298,10 +320,6 @@ impl FlagSink for Options {
             "concurrent-binding-syncs" => self.concurrent_binding_syncs = i()?,
             "enable-explain-endpoint" => self.enable_explain_endpoint = b()?,
             "feature-gates" => self.feature_gates.set(value).map_err(|e| e.to_string())?,
-            "rate-limiter-base-delay" => self.rate_limiter.base_delay = d()?,
-            "rate-limiter-max-delay" => self.rate_limiter.max_delay = d()?,
-            "rate-limiter-qps" => self.rate_limiter.qps = i()?,
-            "rate-limiter-bucket-size" => self.rate_limiter.bucket_size = i()?,
             other => return Err(format!("no such flag -{other}")),
         }
         Ok(())
@@ -386,6 +404,16 @@ mod tests {
             Err(e) => e.message,
             other => panic!("expected an error for {args:?}, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn every_listed_flag_has_a_setter() {
+        let mut o = Options::default();
+        assert_eq!(flags::unknown_to(&mut o, TABLES), Vec::<&str>::new());
+        assert_eq!(
+            flags::unknown_to(&mut o, &[&[flag(G, "no-such", K::Str, "", "")]]),
+            ["no-such"]
+        );
     }
 
     #[test]
