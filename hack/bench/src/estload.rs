@@ -88,6 +88,12 @@ pub struct SideFigures {
     /// `estimator call p99`).
     #[serde(default)]
     pub attempt_ms: BTreeMap<String, f64>,
+    /// Alone phases: the scheduler's attempts over the batch by `result/schedule_type`
+    /// (`karmada_scheduler_schedule_attempts_total`) and the bindings queued by event
+    /// (`queue/<event>`, `karmada_scheduler_queue_incoming_bindings_total`): why a binding
+    /// cost more than one attempt.
+    #[serde(default)]
+    pub attempts: BTreeMap<String, f64>,
     /// `perf report` of our scheduler during its alone batch (`--perf`).
     #[serde(default)]
     pub profile: Option<String>,
@@ -277,6 +283,35 @@ fn histogram_delta(before: &Histogram, after: &Histogram) -> Histogram {
     }
 }
 
+/// Differences of the attempt and queue counters between two scrapes, keyed
+/// `result/schedule_type` and `queue/<event>` (zero differences left out).
+fn counter_deltas(
+    before: &[promtext::Sample],
+    after: &[promtext::Sample],
+) -> BTreeMap<String, f64> {
+    const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
+    const QUEUED: &str = "karmada_scheduler_queue_incoming_bindings_total";
+    let label = |s: &promtext::Sample, k: &str| s.labels.get(k).cloned().unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for s in after {
+        let key = if s.name == ATTEMPTS {
+            format!("{}/{}", label(s, "result"), label(s, "schedule_type"))
+        } else if s.name == QUEUED {
+            format!("queue/{}", label(s, "event"))
+        } else {
+            continue;
+        };
+        let was = before
+            .iter()
+            .find(|b| b.name == s.name && b.labels == s.labels)
+            .map_or(0.0, |b| b.value);
+        if s.value - was > 0.0 {
+            *out.entry(key).or_insert(0.0) += s.value - was;
+        }
+    }
+    out
+}
+
 /// One scheduler alone on `items`: the phase, answered estimator calls per binding, the most
 /// connections seen, its CPU seconds.
 async fn alone(
@@ -356,6 +391,7 @@ async fn alone(
         put(step.into(), ALGO, &[("schedule_step", step)], false);
     }
     put("estimator call".into(), ESTIMATOR_CALL, &[], true);
+    let attempts = counter_deltas(&metrics0, &metrics1);
     let calls = est.answered().await - calls0;
     let mut phase = creation_phase(&plane.observer, &keys, start, ok);
     phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, created);
@@ -367,6 +403,7 @@ async fn alone(
         cpu_s: cpu[0],
         wall_s,
         attempt_ms,
+        attempts,
         cpu_by_process: [
             "scheduler",
             "kube-apiserver",
@@ -1139,6 +1176,16 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     f.attempt_ms
                         .iter()
                         .map(|(k, v)| format!("{k} {v:.1}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if !f.attempts.is_empty() {
+                out.push_str(&format!(
+                    "Attempts and queued bindings over the batch ({who}'s counters): {}.\n",
+                    f.attempts
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v:.0}"))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
