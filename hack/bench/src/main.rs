@@ -195,7 +195,8 @@ struct Cli {
     /// `--estimators-only`: Divided bindings per scheduler per fault row.
     #[arg(long, default_value_t = 20)]
     est_fault_bindings: usize,
-    /// Do not run: read these results (a `results-*.json` written earlier) and write their
+    /// Do not run: read these results (a `results-*.json`, or with `--estimators-only` an
+    /// `estimators-*.json`, written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
     from_results: Option<PathBuf>,
@@ -420,21 +421,30 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     if cli.estimators_only {
-        let mut b = estload::run(
-            &cfg,
-            &estload::EstFlags {
-                scales: cli.est_scales.clone(),
-                bindings: cli.est_bindings,
-                alone: cli.est_alone,
-                real_max: cli.est_real_max,
-                latency: Duration::from_millis(cli.est_latency_ms),
-                faults: !cli.est_no_faults,
-                fault_bindings: cli.est_fault_bindings,
-            },
-        )
-        .await?;
-        let st = stamp(&root);
-        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+        let b: estload::EstBench = match &cli.from_results {
+            Some(path) => serde_json::from_slice(
+                &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+            )
+            .with_context(|| format!("decoding {}", path.display()))?,
+            None => {
+                let mut b = estload::run(
+                    &cfg,
+                    &estload::EstFlags {
+                        scales: cli.est_scales.clone(),
+                        bindings: cli.est_bindings,
+                        alone: cli.est_alone,
+                        real_max: cli.est_real_max,
+                        latency: Duration::from_millis(cli.est_latency_ms),
+                        faults: !cli.est_no_faults,
+                        fault_bindings: cli.est_fault_bindings,
+                    },
+                )
+                .await?;
+                let st = stamp(&root);
+                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+                b
+            }
+        };
         let stem = format!("estimators-{}ms", cli.est_latency_ms);
         let out = cli
             .out_dir
