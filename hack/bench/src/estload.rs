@@ -1297,6 +1297,21 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
         for d in &s.disagreements {
             out.push_str(&format!("- {d}\n"));
         }
+        let reasons = |f: &SideFigures| {
+            f.phase
+                .by_reason
+                .iter()
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push_str(&format!(
+            "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
+             A binding that does not fit is retried with backoff by both, so its failed \
+             attempts count in the attempt figures above.\n",
+            reasons(&s.alone[0]),
+            reasons(&s.alone[1])
+        ));
         if !s.faults.is_empty() {
             out.push_str(&format!(
                 "\n### Faults at {} clusters\n\n\
