@@ -6,9 +6,12 @@
 //! `--x=v` and `--x v`; booleans only as `--x` or `--x=false`; `-v 3`, `-v=3`, `-v3`; `--`
 //! ends flags; `_` in names normalised to `-` (component-base's `WordSepNormalizeFunc`).
 //!
-//! A component declares its flags as tables of [`FlagDef`] (name, type, default and help in one
-//! place) and applies values through a [`FlagSink`]; groups of flags that several components
-//! share ([`crate::logging::FLAGS`], [`crate::options`]) bring their own table and setter.
+//! A component declares its flags as tables of [`FlagDef`] (name, type, default, help and
+//! setter in one place) and applies values through a [`FlagSink`], which routes each to the
+//! options group its setter names ([`apply`]); groups of flags that several components share
+//! ([`crate::logflags::FLAGS`], [`crate::options`]) bring their own tables.
+
+use std::any::Any;
 
 use crate::goparse::{self, go_quote};
 
@@ -70,8 +73,14 @@ pub const LOGS: &str = "Logs";
 /// The help section of a component's own flags.
 pub const GENERIC: &str = "Generic";
 
-/// One flag: everything about it that is not its value.
-#[derive(Clone, Copy, Debug)]
+/// How a flag's value reaches its field: given the options group the flag belongs to (any
+/// other group answers `None`), the value and whether this is the flag's first use on the
+/// command line. Written with [`setter!`](crate::setter) beside the flag's name, type,
+/// default and help, so that a flag is declared in one place.
+pub type Apply = fn(&mut dyn Any, &str, bool) -> Option<Result<(), String>>;
+
+/// One flag: its name, type, default, help and setter.
+#[derive(Clone, Copy)]
 pub struct FlagDef {
     pub name: &'static str,
     pub shorthand: Option<char>,
@@ -81,6 +90,67 @@ pub struct FlagDef {
     pub usage: &'static str,
     /// The `--help` section title ([`LOGS`], [`GENERIC`]).
     pub section: &'static str,
+    /// The setter ([`FlagDef::set`]); a table entry without one is a bug that
+    /// [`unknown_to`] finds.
+    pub apply: Option<Apply>,
+}
+
+impl std::fmt::Debug for FlagDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlagDef")
+            .field("name", &self.name)
+            .field("shorthand", &self.shorthand)
+            .field("kind", &self.kind)
+            .field("default", &self.default)
+            .field("section", &self.section)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FlagDef {
+    /// The flag with its setter.
+    pub const fn set(self, apply: Apply) -> Self {
+        Self {
+            apply: Some(apply),
+            ..self
+        }
+    }
+
+    /// The flag with a one-letter shorthand (`-v`).
+    pub const fn short(self, c: char) -> Self {
+        Self {
+            shorthand: Some(c),
+            ..self
+        }
+    }
+}
+
+/// Runs a [`setter!`](crate::setter) body (a closure, so that `?` returns from it).
+#[doc(hidden)]
+pub fn run_setter(body: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    body()
+}
+
+/// An [`Apply`] for the options group `$ty`: `setter!(Group, |o, v| o.field = parse(v)?)`, or
+/// with a third name bound to the first-use flag: `setter!(Group, |o, v, first| ...)`.
+#[macro_export]
+macro_rules! setter {
+    ($ty:ty, |$o:ident, $v:ident| $body:expr) => {
+        $crate::setter!($ty, |$o, $v, _first| $body)
+    };
+    ($ty:ty, |$o:ident, $v:ident, $first:ident| $body:expr) => {
+        |group: &mut dyn ::std::any::Any,
+         $v: &str,
+         $first: bool|
+         -> ::std::option::Option<::std::result::Result<(), ::std::string::String>> {
+            let $o = group.downcast_mut::<$ty>()?;
+            let _ = $first;
+            ::std::option::Option::Some($crate::flags::run_setter(|| {
+                $body;
+                ::std::result::Result::Ok(())
+            }))
+        }
+    };
 }
 
 /// A flag without shorthand.
@@ -98,6 +168,7 @@ pub const fn flag(
         default,
         usage,
         section,
+        apply: None,
     }
 }
 
@@ -132,16 +203,12 @@ pub fn apply_defaults(tables: &[&[FlagDef]], sink: &mut dyn FlagSink) {
     }
 }
 
-/// A flag group's defaults: `blank` with the `--help` default of every flag of `tables` applied
-/// by the group's own setter, so that the tables are the only statement of the defaults.
-pub fn with_defaults<T>(
-    mut blank: T,
-    tables: &[&[FlagDef]],
-    set: fn(&mut T, &str, &str) -> Option<Result<(), String>>,
-) -> T {
+/// A flag group's defaults: `blank` with the `--help` default of every flag of `tables`
+/// applied by the flag's own setter, so that the tables are the only statement of them.
+pub fn with_defaults<T: Any>(mut blank: T, tables: &[&[FlagDef]]) -> T {
     for def in tables.iter().flat_map(|t| t.iter()) {
         if let Some(v) = settable_default(def) {
-            let applied = set(&mut blank, def.name, &v);
+            let applied = def.apply.and_then(|apply| apply(&mut blank, &v, true));
             debug_assert!(
                 matches!(applied, Some(Ok(()))),
                 "--{}: default {v:?} not applied: {applied:?}",
@@ -150,6 +217,53 @@ pub fn with_defaults<T>(
         }
     }
     blank
+}
+
+/// The flag `name` of `tables`.
+pub fn find<'t>(tables: &[&'t [FlagDef]], name: &str) -> Option<&'t FlagDef> {
+    tables
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|def| def.name == name)
+}
+
+/// Applies `value` of the flag `name` of `tables` to whichever of `groups` the flag belongs
+/// to: what a component's [`FlagSink`] does.
+pub fn apply(
+    tables: &[&[FlagDef]],
+    groups: &mut [&mut dyn Any],
+    name: &str,
+    value: &str,
+    first_use: bool,
+) -> Result<(), String> {
+    let no_such = || format!("no such flag -{name}");
+    let apply = find(tables, name)
+        .and_then(|d| d.apply)
+        .ok_or_else(no_such)?;
+    groups
+        .iter_mut()
+        .find_map(|g| apply(&mut **g, value, first_use))
+        .unwrap_or_else(|| Err(no_such()))
+}
+
+/// A component's [`FlagSink::set`]: the flag `name` of `tables` applied to `owner` when its
+/// setter names the owner's type (the component's own flags), else to whichever of
+/// `groups(owner)` it belongs to (the shared groups).
+pub fn apply_to<O: Any>(
+    tables: &[&[FlagDef]],
+    owner: &mut O,
+    groups: fn(&mut O) -> Vec<&mut dyn Any>,
+    name: &str,
+    value: &str,
+    first_use: bool,
+) -> Result<(), String> {
+    let own = find(tables, name)
+        .and_then(|d| d.apply)
+        .and_then(|apply| apply(owner, value, first_use));
+    match own {
+        Some(r) => r,
+        None => apply(tables, &mut groups(owner), name, value, first_use),
+    }
 }
 
 /// The flags of `tables` that `sink` does not know (its setter answers "no such flag"): a
@@ -489,5 +603,83 @@ pub fn aggregate(errs: &[String]) -> String {
         errs[0].clone()
     } else {
         format!("[{}]", errs.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Group {
+        name: String,
+        count: i64,
+        items: Vec<String>,
+    }
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Other {
+        on: bool,
+    }
+
+    static TABLE: &[FlagDef] = &[
+        flag(GENERIC, "name", Kind::Str, "x", "").set(setter!(Group, |o, v| o.name = v.into())),
+        flag(GENERIC, "count", Kind::Int, "3", "")
+            .set(setter!(Group, |o, v| o.count = goparse::parse_int(v)?)),
+        flag(GENERIC, "items", Kind::Strings, "[a]", "").set(setter!(Group, |o, v, first| {
+            let items = read_csv(v)?;
+            if first {
+                o.items = items;
+            } else {
+                o.items.extend(items);
+            }
+        })),
+        flag(GENERIC, "on", Kind::Bool, "false", "")
+            .set(setter!(Other, |o, v| o.on = goparse::parse_bool(v)?)),
+        flag(GENERIC, "orphan", Kind::Str, "", ""),
+    ];
+
+    #[test]
+    fn a_value_reaches_the_group_its_flag_names() {
+        let (mut g, mut o) = (Group::default(), Other::default());
+        let mut set = |name: &str, value: &str, first: bool| {
+            apply(&[TABLE], &mut [&mut g, &mut o], name, value, first)
+        };
+        assert_eq!(set("name", "n", true), Ok(()));
+        assert_eq!(set("on", "true", true), Ok(()));
+        assert_eq!(set("items", "b,c", true), Ok(()));
+        assert_eq!(set("items", "d", false), Ok(()));
+        assert!(
+            set("count", "x", true)
+                .unwrap_err()
+                .contains("parsing \"x\"")
+        );
+        assert_eq!(set("orphan", "v", true), Err("no such flag -orphan".into()));
+        assert_eq!(
+            set("missing", "v", true),
+            Err("no such flag -missing".into())
+        );
+        assert_eq!(
+            g,
+            Group {
+                name: "n".into(),
+                count: 0,
+                items: vec!["b".into(), "c".into(), "d".into()],
+            }
+        );
+        assert!(o.on);
+    }
+
+    #[test]
+    fn defaults_come_from_the_table() {
+        let g = with_defaults(Group::default(), &[&TABLE[..3]]);
+        assert_eq!(
+            g,
+            Group {
+                name: "x".into(),
+                count: 3,
+                items: vec!["a".into()],
+            }
+        );
     }
 }

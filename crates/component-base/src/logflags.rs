@@ -4,6 +4,7 @@
 
 use crate::flags::{FlagDef, Kind as K, LOGS as L, flag, with_defaults};
 use crate::goparse::{self, GoDuration, go_quote};
+use crate::setter;
 
 /// Logging flags of component-base and klog, validated as component-base validates them and
 /// honoured by `crate::logging` as klog honours them.
@@ -54,8 +55,14 @@ impl Default for LoggingOptions {
             stderrthreshold: 0,
             log_backtrace_at: String::new(),
         };
-        with_defaults(blank, &[&[format_flag(FORMAT_USAGE)], FLAGS], Self::set)
+        with_defaults(blank, &[&[format_flag(FORMAT_USAGE)], FLAGS])
     }
+}
+
+/// A `quantity` flag value that must be zero (`log-*-info-buffer-size`), kept as given.
+fn quantity_zero(v: &str) -> Result<String, String> {
+    goparse::parse_quantity_is_zero(v)?;
+    Ok(v.to_string())
 }
 
 /// `--logging-format`'s text where the component registers its feature gates as a flag (the
@@ -68,6 +75,7 @@ pub const FORMAT_USAGE_GATED: &str =
 /// `--logging-format` with `usage` ([`FORMAT_USAGE`] or [`FORMAT_USAGE_GATED`]).
 pub const fn format_flag(usage: &'static str) -> FlagDef {
     flag(L, "logging-format", K::Str, "text", usage)
+        .set(setter!(LoggingOptions, |o, v| o.format = v.into()))
 }
 
 /// Every other logging flag, with the reference's name, type, default and usage text.
@@ -79,50 +87,51 @@ pub static FLAGS: &[FlagDef] = &[
         K::Duration,
         "5s",
         "Maximum number of seconds between log flushes",
-    ),
-    FlagDef {
-        name: "v",
-        shorthand: Some('v'),
-        kind: K::Level,
-        default: "0",
-        usage: "number for the log level verbosity",
-        section: L,
-    },
+    )
+    .set(setter!(LoggingOptions, |o, v| o.flush_frequency = GoDuration::parse(v)?)),
+    flag(L, "v", K::Level, "0", "number for the log level verbosity")
+        .short('v')
+        .set(setter!(LoggingOptions, |o, v| o.verbosity = goparse::parse_level(v)?)),
     flag(
         L,
         "vmodule",
         K::VModule,
         "",
         "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.vmodule.extend(parse_vmodule(v)?))),
     flag(
         L,
         "log-text-split-stream",
         K::Bool,
         "false",
         "[Alpha] In text format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.text_split_stream = goparse::parse_bool(v)?)),
     flag(
         L,
         "log-text-info-buffer-size",
         K::Quantity,
         "0",
         "[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.text_info_buffer_size = quantity_zero(v)?)),
     flag(
         L,
         "log-json-split-stream",
         K::Bool,
         "false",
         "[Alpha] In JSON format, write error messages to stderr and info messages to stdout. The default is to write a single stream to stdout. Enable the LoggingAlphaOptions feature gate to use this.",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.json_split_stream = goparse::parse_bool(v)?)),
     flag(
         L,
         "log-json-info-buffer-size",
         K::Quantity,
         "0",
         "[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. The default value of zero bytes disables buffering. The size can be specified as number of bytes (512), multiples of 1000 (1K), multiples of 1024 (2Ki), or powers of those (3M, 4G, 5Mi, 6Gi). Enable the LoggingAlphaOptions feature gate to use this.",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.json_info_buffer_size = quantity_zero(v)?)),
     // --- logs: klog (registered with underscores; shown normalised)
     flag(
         L,
@@ -130,125 +139,91 @@ pub static FLAGS: &[FlagDef] = &[
         K::Str,
         "",
         "If non-empty, write log files in this directory (no effect when -logtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.log_dir = v.into())),
     flag(
         L,
         "log-file",
         K::Str,
         "",
         "If non-empty, use this log file (no effect when -logtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.log_file = v.into())),
     flag(
         L,
         "log-file-max-size",
         K::Uint,
         "1800",
         "Defines the maximum size a log file can grow to (no effect when -logtostderr=true). Unit is megabytes. If the value is 0, the maximum file size is unlimited.",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.log_file_max_size = goparse::parse_uint64(v)?)),
     flag(
         L,
         "logtostderr",
         K::Bool,
         "true",
         "log to standard error instead of files",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.logtostderr = goparse::parse_bool(v)?)),
     flag(
         L,
         "alsologtostderr",
         K::Bool,
         "false",
         "log to standard error as well as files (no effect when -logtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.alsologtostderr = goparse::parse_bool(v)?)),
     flag(
         L,
         "add-dir-header",
         K::Bool,
         "false",
         "If true, adds the file directory to the header of the log messages",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.add_dir_header = goparse::parse_bool(v)?)),
     flag(
         L,
         "skip-headers",
         K::Bool,
         "false",
         "If true, avoid header prefixes in the log messages",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.skip_headers = goparse::parse_bool(v)?)),
     flag(
         L,
         "one-output",
         K::Bool,
         "false",
         "If true, only write logs to their native severity level (vs also writing to each lower severity level; no effect when -logtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.one_output = goparse::parse_bool(v)?)),
     flag(
         L,
         "skip-log-headers",
         K::Bool,
         "false",
         "If true, avoid headers when opening log files (no effect when -logtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.skip_log_headers = goparse::parse_bool(v)?)),
     flag(
         L,
         "stderrthreshold",
         K::Severity,
         "2",
         "logs at or above this threshold go to stderr when writing to files and stderr (no effect when -logtostderr=true or -alsologtostderr=true)",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.stderrthreshold = parse_severity(v)?)),
     flag(
         L,
         "log-backtrace-at",
         K::TraceLocation,
         ":0",
         "when logging hits line file:N, emit a stack trace",
-    ),
+    )
+    .set(setter!(LoggingOptions, |o, v| o.log_backtrace_at = parse_trace_location(v)?)),
 ];
 
 impl LoggingOptions {
-    /// Apply `value` if `name` is a logging flag (`None`: not one of them).
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        (name == "logging-format" || FLAGS.iter().any(|f| f.name == name))
-            .then(|| self.apply(name, value))
-    }
-
-    fn apply(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let b = || goparse::parse_bool(value);
-        let s = || value.to_string();
-        let d = || GoDuration::parse(value);
-        let lg = self;
-        match name {
-            "logging-format" => lg.format = s(),
-            "log-flush-frequency" => lg.flush_frequency = d()?,
-            "v" => lg.verbosity = goparse::parse_level(value)?,
-            "vmodule" => {
-                let items = parse_vmodule(value)?;
-                lg.vmodule.extend(items);
-            }
-            "log-text-split-stream" => lg.text_split_stream = b()?,
-            "log-text-info-buffer-size" => {
-                goparse::parse_quantity_is_zero(value)?;
-                lg.text_info_buffer_size = s();
-            }
-            "log-json-split-stream" => lg.json_split_stream = b()?,
-            "log-json-info-buffer-size" => {
-                goparse::parse_quantity_is_zero(value)?;
-                lg.json_info_buffer_size = s();
-            }
-            "log-dir" => lg.log_dir = s(),
-            "log-file" => lg.log_file = s(),
-            "log-file-max-size" => lg.log_file_max_size = goparse::parse_uint64(value)?,
-            "logtostderr" => lg.logtostderr = b()?,
-            "alsologtostderr" => lg.alsologtostderr = b()?,
-            "add-dir-header" => lg.add_dir_header = b()?,
-            "skip-headers" => lg.skip_headers = b()?,
-            "one-output" => lg.one_output = b()?,
-            "skip-log-headers" => lg.skip_log_headers = b()?,
-            "stderrthreshold" => lg.stderrthreshold = parse_severity(value)?,
-            "log-backtrace-at" => lg.log_backtrace_at = parse_trace_location(value)?,
-            other => return Err(format!("no such flag -{other}")),
-        }
-        Ok(())
-    }
-
     /// component-base's validation of the logging configuration; `gate` answers whether a
     /// feature gate (`LoggingAlphaOptions`, `LoggingBetaOptions`) is on.
     pub fn validate(&self, gate: &dyn Fn(&str) -> bool) -> Vec<String> {

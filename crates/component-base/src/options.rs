@@ -4,6 +4,7 @@
 
 use crate::flags::{FlagDef, GENERIC as G, Kind as K, flag, with_defaults};
 use crate::goparse::{self, GoDuration};
+use crate::setter;
 
 /// Namespace of the Go components' Leases and estimator Services.
 pub const KARMADA_SYSTEM: &str = "karmada-system";
@@ -36,31 +37,7 @@ impl LeaderElection {
             retry_period: GoDuration::default(),
             exit_on_lost_lease: false,
         };
-        with_defaults(blank, &[LEADER_FLAGS], Self::set)
-    }
-
-    /// Apply `value` if `name` is one of [`LEADER_FLAGS`] or `leader-elect-resource-name`.
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        let b = || goparse::parse_bool(value);
-        let d = || GoDuration::parse(value);
-        let r = (|| {
-            match name {
-                "leader-elect" => self.leader_elect = b()?,
-                "leader-elect-resource-name" => self.resource_name = value.into(),
-                "leader-elect-resource-namespace" => self.resource_namespace = value.into(),
-                "leader-elect-lease-duration" => self.lease_duration = d()?,
-                "leader-elect-renew-deadline" => self.renew_deadline = d()?,
-                "leader-elect-retry-period" => self.retry_period = d()?,
-                "exit-on-lost-lease" => self.exit_on_lost_lease = b()?,
-                _ => return Err(None),
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => Some(Ok(())),
-            Err(None) => None,
-            Err(Some(e)) => Some(Err(e)),
-        }
+        with_defaults(blank, &[LEADER_FLAGS])
     }
 }
 
@@ -73,42 +50,48 @@ pub static LEADER_FLAGS: &[FlagDef] = &[
         K::Bool,
         "true",
         "Enable leader election, which must be true when running multi instances.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.leader_elect = goparse::parse_bool(v)?)),
     flag(
         G,
         "leader-elect-resource-namespace",
         K::Str,
         "karmada-system",
         "The namespace of resource object that is used for locking during leader election.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.resource_namespace = v.into())),
     flag(
         G,
         "leader-elect-lease-duration",
         K::Duration,
         "15s",
         "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.lease_duration = GoDuration::parse(v)?)),
     flag(
         G,
         "leader-elect-renew-deadline",
         K::Duration,
         "10s",
         "The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than or equal to the lease duration. This is only applicable if leader election is enabled.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.renew_deadline = GoDuration::parse(v)?)),
     flag(
         G,
         "leader-elect-retry-period",
         K::Duration,
         "2s",
         "The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.retry_period = GoDuration::parse(v)?)),
     flag(
         G,
         "exit-on-lost-lease",
         K::Bool,
         "false",
         "Exit with code 255 when the leader Lease cannot be renewed, as the Go Karmada components do. By default this component pauses its work, keeps its caches and campaigns again (an API server outage longer than the renew deadline no longer ends the process). Not a flag of the Go Karmada components.",
-    ),
+    )
+    .set(setter!(LeaderElection, |o, v| o.exit_on_lost_lease = goparse::parse_bool(v)?)),
 ];
 
 /// `--leader-elect-resource-name`, for a component whose Lease name is a flag; its default
@@ -121,6 +104,7 @@ pub const fn leader_resource_name_flag(default: &'static str) -> FlagDef {
         default,
         "The name of resource object that is used for locking during leader election.",
     )
+    .set(setter!(LeaderElection, |o, v| o.resource_name = v.into()))
 }
 
 /// How the component reaches the Karmada API server.
@@ -141,26 +125,7 @@ impl Default for KubeClientOptions {
             kube_api_qps: 0.0,
             kube_api_burst: 0,
         };
-        with_defaults(blank, &[KUBE_FLAGS], Self::set)
-    }
-}
-
-impl KubeClientOptions {
-    /// Apply `value` if `name` is one of [`KUBE_FLAGS`].
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        Some(match name {
-            "kubeconfig" => {
-                self.kubeconfig = value.into();
-                Ok(())
-            }
-            "master" => {
-                self.master = value.into();
-                Ok(())
-            }
-            "kube-api-qps" => goparse::parse_float32(value).map(|v| self.kube_api_qps = v),
-            "kube-api-burst" => goparse::parse_int(value).map(|v| self.kube_api_burst = v),
-            _ => return None,
-        })
+        with_defaults(blank, &[KUBE_FLAGS])
     }
 }
 
@@ -172,28 +137,32 @@ pub static KUBE_FLAGS: &[FlagDef] = &[
         K::Str,
         "",
         "Path to karmada control plane kubeconfig file.",
-    ),
+    )
+    .set(setter!(KubeClientOptions, |o, v| o.kubeconfig = v.into())),
     flag(
         G,
         "master",
         K::Str,
         "",
         "The address of the Kubernetes API server. Overrides any value in KubeConfig. Only required if out-of-cluster.",
-    ),
+    )
+    .set(setter!(KubeClientOptions, |o, v| o.master = v.into())),
     flag(
         G,
         "kube-api-qps",
         K::Float32,
         "40",
         "QPS to use while talking with karmada-apiserver.",
-    ),
+    )
+    .set(setter!(KubeClientOptions, |o, v| o.kube_api_qps = goparse::parse_float32(v)?)),
     flag(
         G,
         "kube-api-burst",
         K::Int,
         "60",
         "Burst to use while talking with karmada-apiserver.",
-    ),
+    )
+    .set(setter!(KubeClientOptions, |o, v| o.kube_api_burst = goparse::parse_int(v)?)),
 ];
 
 /// The HTTP servers of the process: probes, metrics and profiling.
@@ -214,22 +183,7 @@ impl ServingOptions {
             enable_pprof: false,
             profiling_bind_address: String::new(),
         };
-        with_defaults(blank, &[SERVING_FLAGS], Self::set)
-    }
-
-    /// Apply `value` if `name` is one of [`SERVING_FLAGS`] or `health-probe-bind-address`.
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        let slot = match name {
-            "metrics-bind-address" => &mut self.metrics_bind_address,
-            "health-probe-bind-address" => &mut self.health_probe_bind_address,
-            "profiling-bind-address" => &mut self.profiling_bind_address,
-            "enable-pprof" => {
-                return Some(goparse::parse_bool(value).map(|v| self.enable_pprof = v));
-            }
-            _ => return None,
-        };
-        *slot = value.into();
-        Some(Ok(()))
+        with_defaults(blank, &[SERVING_FLAGS])
     }
 }
 
@@ -242,24 +196,30 @@ pub static SERVING_FLAGS: &[FlagDef] = &[
         K::Str,
         ":8080",
         "The TCP address that the server should bind to for serving prometheus metrics(e.g. 127.0.0.1:8080, :8080). It can be set to \"0\" to disable the metrics serving. Defaults to 0.0.0.0:8080.",
-    ),
+    )
+    .set(setter!(ServingOptions, |o, v| o.metrics_bind_address = v.into())),
     flag(
         G,
         "enable-pprof",
         K::Bool,
         "false",
         "Enable profiling via web interface host:port/debug/pprof/.",
-    ),
+    )
+    .set(setter!(ServingOptions, |o, v| o.enable_pprof = goparse::parse_bool(v)?)),
     flag(
         G,
         "profiling-bind-address",
         K::Str,
         ":6060",
         "The TCP address for serving profiling(e.g. 127.0.0.1:6060, :6060). This is only applicable if profiling is enabled.",
-    ),
+    )
+    .set(setter!(ServingOptions, |o, v| o.profiling_bind_address = v.into())),
 ];
 
 /// `--health-probe-bind-address` with its default and the text that names it.
 pub const fn health_probe_flag(default: &'static str, usage: &'static str) -> FlagDef {
     flag(G, "health-probe-bind-address", K::Str, default, usage)
+        .set(setter!(ServingOptions, |o, v| o
+            .health_probe_bind_address =
+            v.into()))
 }

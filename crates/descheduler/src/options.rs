@@ -11,6 +11,7 @@ use component_base::options::{
     KUBE_FLAGS, KubeClientOptions, LEADER_FLAGS, LeaderElection, SERVING_FLAGS, ServingOptions,
     health_probe_flag,
 };
+use component_base::setter;
 use estimator_client::flags::EstimatorFlags;
 
 /// The component name: the command, the Lease and the events' source.
@@ -69,21 +70,24 @@ pub static FLAGS: &[FlagDef] = &[
         K::Duration,
         "2m0s",
         "Time interval between two consecutive descheduler executions. Setting this value instructs the descheduler to run in a continuous loop at the interval specified.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.descheduling_interval = GoDuration::parse(v)?)),
     flags::flag(
         G,
         "unschedulable-threshold",
         K::Duration,
         "5m0s",
         "The period of pod unschedulable condition. This value is considered as a classification standard of unschedulable replicas.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.unschedulable_threshold = GoDuration::parse(v)?)),
     flags::flag(
         G,
         "concurrent-descheduling-syncs",
         K::Int,
         "16",
         "The number of bindings descheduled at the same time (not a flag of the Go karmada-descheduler, which handles one at a time: 1 behaves as it does).",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.concurrent_syncs = goparse::parse_int(v)?)),
 ];
 
 /// The Go descheduler registers no `--leader-elect-resource-name` and no `--feature-gates`.
@@ -101,26 +105,22 @@ const TABLES: &[&[FlagDef]] = &[
 
 impl FlagSink for Options {
     fn set(&mut self, name: &str, value: &str, _first_use: bool) -> Result<(), String> {
-        if name == "leader-elect-resource-name" {
-            return Err(format!("no such flag -{name}"));
-        }
-        let shared = self
-            .logging
-            .set(name, value)
-            .or_else(|| self.leader_election.set(name, value))
-            .or_else(|| self.kube.set(name, value))
-            .or_else(|| self.serving.set(name, value))
-            .or_else(|| self.estimator.set(name, value));
-        if let Some(r) = shared {
-            return r;
-        }
-        match name {
-            "descheduling-interval" => self.descheduling_interval = GoDuration::parse(value)?,
-            "unschedulable-threshold" => self.unschedulable_threshold = GoDuration::parse(value)?,
-            "concurrent-descheduling-syncs" => self.concurrent_syncs = goparse::parse_int(value)?,
-            other => return Err(format!("no such flag -{other}")),
-        }
-        Ok(())
+        flags::apply_to(
+            TABLES,
+            self,
+            |o| {
+                vec![
+                    &mut o.logging,
+                    &mut o.leader_election,
+                    &mut o.kube,
+                    &mut o.serving,
+                    &mut o.estimator,
+                ]
+            },
+            name,
+            value,
+            true,
+        )
     }
 }
 

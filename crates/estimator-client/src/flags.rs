@@ -5,6 +5,7 @@
 
 use component_base::flags::{self, FlagDef, GENERIC as G, Kind as K, flag};
 use component_base::goparse::{self, GoDuration, go_quote};
+use component_base::setter;
 
 use crate::options::{EstimatorOptions, FailurePolicy};
 
@@ -49,40 +50,11 @@ impl Default for EstimatorFlags {
             endpoint_routing: false,
             failure_policy: String::new(),
         };
-        flags::with_defaults(blank, &[FLAGS], Self::set)
+        flags::with_defaults(blank, &[FLAGS])
     }
 }
 
 impl EstimatorFlags {
-    /// Apply `value` if `name` is one of [`FLAGS`].
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        let b = || goparse::parse_bool(value);
-        let slot = match name {
-            "scheduler-estimator-timeout" => {
-                return Some(GoDuration::parse(value).map(|d| self.timeout = d));
-            }
-            "scheduler-estimator-port" => {
-                return Some(goparse::parse_int(value).map(|p| self.port = p));
-            }
-            "insecure-skip-estimator-verify" => {
-                return Some(b().map(|v| self.insecure_skip_verify = v));
-            }
-            "scheduler-estimator-endpoint-routing" => {
-                return Some(b().map(|v| self.endpoint_routing = v));
-            }
-            "scheduler-estimator-service-namespace" => &mut self.service_namespace,
-            "scheduler-estimator-service-prefix" => &mut self.service_prefix,
-            "scheduler-estimator-cert-file" => &mut self.cert_file,
-            "scheduler-estimator-key-file" => &mut self.key_file,
-            "scheduler-estimator-ca-file" => &mut self.ca_file,
-            "scheduler-estimator-tls-server-name" => &mut self.tls_server_name,
-            "scheduler-estimator-failure-policy" => &mut self.failure_policy,
-            _ => return None,
-        };
-        *slot = value.to_string();
-        Some(Ok(()))
-    }
-
     /// The reference's `Options.SchedulerEstimatorPort` check.
     pub fn port_error(&self) -> Option<String> {
         (!(0..=65535).contains(&self.port)).then(|| {
@@ -149,75 +121,86 @@ pub static FLAGS: &[FlagDef] = &[
         K::Duration,
         "3s",
         "Specifies the timeout period of calling the scheduler estimator service.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.timeout = GoDuration::parse(v)?)),
     flag(
         G,
         "scheduler-estimator-service-namespace",
         K::Str,
         "karmada-system",
         "The namespace to be used for discovering scheduler estimator services.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.service_namespace = v.into())),
     flag(
         G,
         "scheduler-estimator-service-prefix",
         K::Str,
         "karmada-scheduler-estimator",
         "The prefix of scheduler estimator service name",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.service_prefix = v.into())),
     flag(
         G,
         "scheduler-estimator-port",
         K::Int,
         "10352",
         "The secure port on which to connect the accurate scheduler estimator.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.port = goparse::parse_int(v)?)),
     flag(
         G,
         "scheduler-estimator-cert-file",
         K::Str,
         "",
         "SSL certification file used to secure scheduler estimator communication.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.cert_file = v.into())),
     flag(
         G,
         "scheduler-estimator-key-file",
         K::Str,
         "",
         "SSL key file used to secure scheduler estimator communication.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.key_file = v.into())),
     flag(
         G,
         "scheduler-estimator-ca-file",
         K::Str,
         "",
         "SSL Certificate Authority file used to secure scheduler estimator communication.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.ca_file = v.into())),
     flag(
         G,
         "insecure-skip-estimator-verify",
         K::Bool,
         "false",
         "Controls whether verifies the scheduler estimator's certificate chain and host name.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.insecure_skip_verify = goparse::parse_bool(v)?)),
     flag(
         G,
         "scheduler-estimator-tls-server-name",
         K::Str,
         "",
         "The name the scheduler estimators' certificates are verified against instead of the host dialled, e.g. the DNS name in the certificate of estimators reached through a virtual IP. The annotation estimator.karmada-scheduler-rs.io/tls-server-name on an estimator Service overrides it for that estimator. Not a flag of the Go Karmada components.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.tls_server_name = v.into())),
     flag(
         G,
         "scheduler-estimator-endpoint-routing",
         K::Bool,
         "false",
         "Dial the ready endpoints listed in the EndpointSlices of a ClusterIP estimator Service instead of its cluster IP, for control planes without kube-proxy (as kube-apiserver's --enable-aggregator-routing). Not a flag of the Go Karmada components.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.endpoint_routing = goparse::parse_bool(v)?)),
     flag(
         G,
         "scheduler-estimator-failure-policy",
         K::Str,
         "all",
         "What an estimator that fails does to a binding's estimates: 'all' discards every answer of the scheduler estimators for that binding (as the Go Karmada components do), 'per-cluster' discards only that cluster's. Not a flag of the Go Karmada components.",
-    ),
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.failure_policy = v.into())),
 ];

@@ -15,6 +15,7 @@ use component_base::options::{
     KUBE_FLAGS, KubeClientOptions, LEADER_FLAGS, LeaderElection, SERVING_FLAGS, ServingOptions,
     health_probe_flag, leader_resource_name_flag,
 };
+use component_base::setter;
 use estimator_client::flags::EstimatorFlags;
 pub use estimator_client::flags::{FAILURE_POLICY_ALL, FAILURE_POLICY_PER_CLUSTER};
 use scheduler_core::features::FeatureGates;
@@ -85,22 +86,7 @@ impl Default for RateLimiterOptions {
             qps: 0,
             bucket_size: 0,
         };
-        flags::with_defaults(blank, &[RATE_LIMITER_FLAGS], Self::set)
-    }
-}
-
-impl RateLimiterOptions {
-    /// Apply `value` if `name` is one of [`RATE_LIMITER_FLAGS`].
-    pub fn set(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        let d = || GoDuration::parse(value);
-        let i = || goparse::parse_int(value);
-        Some(match name {
-            "rate-limiter-base-delay" => d().map(|v| self.base_delay = v),
-            "rate-limiter-max-delay" => d().map(|v| self.max_delay = v),
-            "rate-limiter-qps" => i().map(|v| self.qps = v),
-            "rate-limiter-bucket-size" => i().map(|v| self.bucket_size = v),
-            _ => return None,
-        })
+        flags::with_defaults(blank, &[RATE_LIMITER_FLAGS])
     }
 }
 
@@ -188,56 +174,64 @@ pub static FLAGS: &[FlagDef] = &[
         K::Bool,
         "false",
         "Enable calling cluster scheduler estimator for adjusting replicas.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.enable_scheduler_estimator = goparse::parse_bool(v)?)),
     flag(
         G,
         "disable-scheduler-estimator-in-pull-mode",
         K::Bool,
         "false",
         "Disable the scheduler estimator for clusters in pull mode, which takes effect only when enable-scheduler-estimator is true.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.disable_scheduler_estimator_in_pull_mode = goparse::parse_bool(v)?)),
     flag(
         G,
         "enable-empty-workload-propagation",
         K::Bool,
         "false",
         "Enable workload with replicas 0 to be propagated to member clusters.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.enable_empty_workload_propagation = goparse::parse_bool(v)?)),
     flag(
         G,
         "plugins",
         K::Strings,
         "[*]",
         "A list of plugins to enable. '*' enables all build-in and customized plugins, 'foo' enables the plugin named 'foo', '*,-foo' disables the plugin named 'foo'.\nAll build-in plugins: APIEnablement,ClusterAffinity,ClusterEviction,ClusterLocality,SpreadConstraint,TaintToleration.",
-    ),
+    )
+    .set(setter!(Options, |o, v, first| { let items = flags::read_csv(v)?; if first { o.plugins = items } else { o.plugins.extend(items) } })),
     flag(
         G,
         "scheduler-name",
         K::Str,
         DEFAULT_SCHEDULER_NAME,
         "SchedulerName represents the name of the scheduler. default is 'default-scheduler'.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.scheduler_name = v.into())),
     flag(
         G,
         "concurrent-binding-syncs",
         K::Int,
         "16",
         "The number of bindings scheduled at the same time (not a flag of the Go karmada-scheduler, which schedules one at a time: 1 behaves as it does). A binding is never scheduled by two workers at once, so its own writes stay ordered.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.concurrent_binding_syncs = goparse::parse_int(v)?)),
     flag(
         G,
         "enable-explain-endpoint",
         K::Bool,
         "false",
         "Serve /debug/explain/<namespace>/<name> (a ResourceBinding) and /debug/explain/<name> (a ClusterResourceBinding) on the health probe server: what this scheduler would decide for the binding in its cache now, and why, as JSON; read-only. Not a flag of the Go karmada-scheduler.",
-    ),
+    )
+    .set(setter!(Options, |o, v| o.enable_explain_endpoint = goparse::parse_bool(v)?)),
     flag(
         G,
         "feature-gates",
         K::MapStringBool,
         "",
         FEATURE_GATES_USAGE,
-    ),
+    )
+    .set(setter!(Options, |o, v| o.feature_gates.set(v).map_err(|e| e.to_string())?)),
 ];
 
 /// The `--rate-limiter-*` flags ([`RateLimiterOptions`]).
@@ -248,28 +242,35 @@ pub static RATE_LIMITER_FLAGS: &[FlagDef] = &[
         K::Duration,
         "5ms",
         "The base delay for rate limiter.",
-    ),
+    )
+    .set(setter!(RateLimiterOptions, |o, v| o.base_delay =
+        GoDuration::parse(v)?)),
     flag(
         G,
         "rate-limiter-max-delay",
         K::Duration,
         "16m40s",
         "The max delay for rate limiter.",
-    ),
+    )
+    .set(setter!(RateLimiterOptions, |o, v| o.max_delay =
+        GoDuration::parse(v)?)),
     flag(
         G,
         "rate-limiter-qps",
         K::Int,
         "10",
         "The QPS for rate limier.",
-    ),
+    )
+    .set(setter!(RateLimiterOptions, |o, v| o.qps = goparse::parse_int(v)?)),
     flag(
         G,
         "rate-limiter-bucket-size",
         K::Int,
         "100",
         "The bucket size for rate limier.",
-    ),
+    )
+    .set(setter!(RateLimiterOptions, |o, v| o.bucket_size =
+        goparse::parse_int(v)?)),
 ];
 
 /// Every table the command line is parsed against.
@@ -288,41 +289,23 @@ const TABLES: &[&[FlagDef]] = &[
 
 impl FlagSink for Options {
     fn set(&mut self, name: &str, value: &str, first_use: bool) -> Result<(), String> {
-        let shared = self
-            .logging
-            .set(name, value)
-            .or_else(|| self.leader_election.set(name, value))
-            .or_else(|| self.kube.set(name, value))
-            .or_else(|| self.serving.set(name, value))
-            .or_else(|| self.estimator.set(name, value))
-            .or_else(|| self.rate_limiter.set(name, value));
-        if let Some(r) = shared {
-            return r;
-        }
-        let b = || goparse::parse_bool(value);
-        let s = || value.to_string();
-        let i = || goparse::parse_int(value);
-        match name {
-            "enable-scheduler-estimator" => self.enable_scheduler_estimator = b()?,
-            "disable-scheduler-estimator-in-pull-mode" => {
-                self.disable_scheduler_estimator_in_pull_mode = b()?
-            }
-            "enable-empty-workload-propagation" => self.enable_empty_workload_propagation = b()?,
-            "plugins" => {
-                let items = flags::read_csv(value)?;
-                if first_use {
-                    self.plugins = items;
-                } else {
-                    self.plugins.extend(items);
-                }
-            }
-            "scheduler-name" => self.scheduler_name = s(),
-            "concurrent-binding-syncs" => self.concurrent_binding_syncs = i()?,
-            "enable-explain-endpoint" => self.enable_explain_endpoint = b()?,
-            "feature-gates" => self.feature_gates.set(value).map_err(|e| e.to_string())?,
-            other => return Err(format!("no such flag -{other}")),
-        }
-        Ok(())
+        flags::apply_to(
+            TABLES,
+            self,
+            |o| {
+                vec![
+                    &mut o.logging,
+                    &mut o.leader_election,
+                    &mut o.kube,
+                    &mut o.serving,
+                    &mut o.estimator,
+                    &mut o.rate_limiter,
+                ]
+            },
+            name,
+            value,
+            first_use,
+        )
     }
 }
 
