@@ -267,7 +267,7 @@ pub fn apply_to<O: Any>(
 }
 
 /// The flags of `tables` that `sink` does not know (its setter answers "no such flag"): a
-/// table entry without a setter arm would be listed by `--help` and then rejected.
+/// table entry without a setter would be listed by `--help` and then rejected.
 pub fn unknown_to<'t>(sink: &mut dyn FlagSink, tables: &[&'t [FlagDef]]) -> Vec<&'t str> {
     tables
         .iter()
