@@ -206,16 +206,14 @@ pub fn apply_defaults(tables: &[&[FlagDef]], sink: &mut dyn FlagSink) {
 /// A flag group's defaults: `blank` with the `--help` default of every flag of `tables`
 /// applied by the flag's own setter, so that the tables are the only statement of them.
 pub fn with_defaults<T: Any>(mut blank: T, tables: &[&[FlagDef]]) -> T {
-    for def in tables.iter().flat_map(|t| t.iter()) {
-        if let Some(v) = settable_default(def) {
-            let applied = def.apply.and_then(|apply| apply(&mut blank, &v, true));
-            debug_assert!(
-                matches!(applied, Some(Ok(()))),
-                "--{}: default {v:?} not applied: {applied:?}",
-                def.name
-            );
+    /// The group alone as a sink.
+    struct Alone<'a, T>(&'a [&'a [FlagDef]], &'a mut T);
+    impl<T: Any> FlagSink for Alone<'_, T> {
+        fn set(&mut self, name: &str, value: &str, first_use: bool) -> Result<(), String> {
+            apply(self.0, &mut [&mut *self.1], name, value, first_use)
         }
     }
+    apply_defaults(tables, &mut Alone(tables, &mut blank));
     blank
 }
 
@@ -227,8 +225,33 @@ pub fn find<'t>(tables: &[&'t [FlagDef]], name: &str) -> Option<&'t FlagDef> {
         .find(|def| def.name == name)
 }
 
+fn no_such_flag(name: &str) -> String {
+    format!("no such flag -{name}")
+}
+
+/// The setter of the flag `name` of `tables`.
+fn setter_of(tables: &[&[FlagDef]], name: &str) -> Result<Apply, String> {
+    find(tables, name)
+        .and_then(|d| d.apply)
+        .ok_or_else(|| no_such_flag(name))
+}
+
+/// `value` through `apply` into the first of `groups` it belongs to.
+fn route(
+    apply: Apply,
+    groups: &mut [&mut dyn Any],
+    name: &str,
+    value: &str,
+    first_use: bool,
+) -> Result<(), String> {
+    groups
+        .iter_mut()
+        .find_map(|g| apply(&mut **g, value, first_use))
+        .unwrap_or_else(|| Err(no_such_flag(name)))
+}
+
 /// Applies `value` of the flag `name` of `tables` to whichever of `groups` the flag belongs
-/// to: what a component's [`FlagSink`] does.
+/// to.
 pub fn apply(
     tables: &[&[FlagDef]],
     groups: &mut [&mut dyn Any],
@@ -236,14 +259,7 @@ pub fn apply(
     value: &str,
     first_use: bool,
 ) -> Result<(), String> {
-    let no_such = || format!("no such flag -{name}");
-    let apply = find(tables, name)
-        .and_then(|d| d.apply)
-        .ok_or_else(no_such)?;
-    groups
-        .iter_mut()
-        .find_map(|g| apply(&mut **g, value, first_use))
-        .unwrap_or_else(|| Err(no_such()))
+    route(setter_of(tables, name)?, groups, name, value, first_use)
 }
 
 /// A component's [`FlagSink::set`]: the flag `name` of `tables` applied to `owner` when its
@@ -257,12 +273,10 @@ pub fn apply_to<O: Any>(
     value: &str,
     first_use: bool,
 ) -> Result<(), String> {
-    let own = find(tables, name)
-        .and_then(|d| d.apply)
-        .and_then(|apply| apply(owner, value, first_use));
-    match own {
+    let apply = setter_of(tables, name)?;
+    match apply(owner, value, first_use) {
         Some(r) => r,
-        None => apply(tables, &mut groups(owner), name, value, first_use),
+        None => route(apply, &mut groups(owner), name, value, first_use),
     }
 }
 
