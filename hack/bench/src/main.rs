@@ -244,10 +244,7 @@ fn write_report(
     value: &impl serde::Serialize,
     md: &str,
 ) -> anyhow::Result<()> {
-    let out = cli
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("docs/bench"));
+    let out = out_dir(cli, root);
     std::fs::create_dir_all(&out)?;
     let json_path = out.join(format!("{stem}.json"));
     write_json(&json_path, value)?;
@@ -270,6 +267,19 @@ fn stamp(root: &Path) -> Stamp {
         machine: machine(),
         git_commit: git_commit(root),
     }
+}
+
+/// The output directory: `--out-dir`, else docs/bench.
+fn out_dir(cli: &Cli, root: &Path) -> PathBuf {
+    cli.out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("docs/bench"))
+}
+
+/// Results written by an earlier run (`--from-results`).
+fn read_results<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("decoding {}", path.display()))
 }
 
 /// Print a report and, unless `--no-write`, write it with its JSON as `<stem>.md/.json`.
@@ -422,10 +432,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if cli.estimators_only {
         let b: estload::EstBench = match &cli.from_results {
-            Some(path) => serde_json::from_slice(
-                &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
-            )
-            .with_context(|| format!("decoding {}", path.display()))?,
+            Some(path) => read_results(path)?,
             None => {
                 let mut b = estload::run(
                     &cfg,
@@ -446,10 +453,7 @@ async fn main() -> anyhow::Result<()> {
             }
         };
         let stem = format!("estimators-{}ms", cli.est_latency_ms);
-        let out = cli
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| root.join("docs/bench"));
+        let out = out_dir(&cli, &root);
         let chart = if cli.no_write {
             None
         } else {
@@ -477,10 +481,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let result = match &cli.from_results {
-        Some(path) => serde_json::from_slice(
-            &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
-        )
-        .with_context(|| format!("decoding {}", path.display()))?,
+        Some(path) => read_results(path)?,
         None => {
             let mut result = run::run(&cfg).await?;
             let st = stamp(&root);
@@ -511,10 +512,7 @@ async fn main() -> anyhow::Result<()> {
     if cli.no_write {
         return Ok(());
     }
-    let out = cli
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("docs/bench"));
+    let out = out_dir(&cli, &root);
     std::fs::create_dir_all(&out)?;
     let tag = format!("{}c-{}b", result.clusters, result.bindings);
     let json_path = out.join(format!("results-{tag}.json"));
