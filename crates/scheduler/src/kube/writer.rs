@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::future::Either;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use scheduler_core::estimator::BoxFuture;
 use serde_json::Value;
@@ -67,24 +68,12 @@ impl Writer for KubeWriter {
             let params = PatchParams::default();
             // Formatted only when the request times out.
             let what = || format!("patching {}", key.describe());
-            let res = match target {
-                Target::Main => {
-                    bounded(
-                        what,
-                        REQUEST_TIMEOUT,
-                        api.patch(&key.name, &params, &Patch::Merge(&patch)),
-                    )
-                    .await
-                }
-                Target::Status => {
-                    bounded(
-                        what,
-                        REQUEST_TIMEOUT,
-                        api.patch_status(&key.name, &params, &Patch::Merge(&patch)),
-                    )
-                    .await
-                }
+            let merge = Patch::Merge(&patch);
+            let request = match target {
+                Target::Main => Either::Left(api.patch(&key.name, &params, &merge)),
+                Target::Status => Either::Right(api.patch_status(&key.name, &params, &merge)),
             };
+            let res = bounded(what, REQUEST_TIMEOUT, request).await;
             let stored = to_binding(key.kind, res?)?;
             if let (Target::Main, Some(a)) = (target, &self.assigning) {
                 a.written(&stored);
