@@ -84,16 +84,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Args>> {
             Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
             _ => (arg, None),
         };
-        let mut value = || -> anyhow::Result<String> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            let v = args
-                .get(i)
-                .ok_or_else(|| anyhow!("flag needs an argument: {flag}"))?;
-            i += 1;
-            Ok(v.clone())
-        };
+        let mut value = || super::flag_value(args, &mut i, inline.as_deref(), flag);
         match flag {
             "-h" | "--help" => return Ok(None),
             "-n" | "--namespace" => namespace = value()?,

@@ -197,29 +197,13 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
         }
         if let Some((flag, boolean)) = estimator_flag(name) {
             let v = match inline {
-                Some(v) => v,
                 None if boolean => "true".to_string(),
-                None => {
-                    let v = args
-                        .get(i)
-                        .ok_or_else(|| anyhow!("flag needs an argument: {name}"))?;
-                    i += 1;
-                    v.clone()
-                }
+                inline => super::flag_value(args, &mut i, inline.as_deref(), name)?,
             };
             o.estimator_flags.push(format!("--{flag}={v}"));
             continue;
         }
-        let mut value = || -> anyhow::Result<String> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            let v = args
-                .get(i)
-                .ok_or_else(|| anyhow!("flag needs an argument: {name}"))?;
-            i += 1;
-            Ok(v.clone())
-        };
+        let mut value = || super::flag_value(args, &mut i, inline.as_deref(), name);
         match name {
             "-f" | "--filename" => o.files.push(value()?),
             "--estimator-replicas" => {
