@@ -1033,6 +1033,43 @@ fn misses(b: &EstBench) -> String {
     out
 }
 
+/// The per-phase rows of a scale's table: label, the figure, decimals, and whether lower is
+/// better (the ratio is then Go's over ours).
+type PhaseRow = (&'static str, fn(&SideFigures) -> Option<f64>, usize, bool);
+const PHASE_ROWS: &[PhaseRow] = &[
+    (
+        "bindings/s (10–90 %)",
+        |f| f.phase.steady_rate_per_s,
+        1,
+        false,
+    ),
+    (
+        "p50 creation→Scheduled (ms)",
+        |f| f.phase.latency_p50_ms,
+        0,
+        true,
+    ),
+    (
+        "p99 creation→Scheduled (ms)",
+        |f| f.phase.latency_p99_ms,
+        0,
+        true,
+    ),
+    (
+        "decided / bindings",
+        |f| Some(f.phase.done as f64 / f.phase.bindings.max(1) as f64),
+        2,
+        false,
+    ),
+    ("CPU seconds", |f| Some(f.cpu_s), 2, true),
+    (
+        "open estimator connections (max)",
+        |f| Some(f.connections as f64),
+        0,
+        false,
+    ),
+];
+
 /// The Markdown report.
 pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
     let mut out = format!(
@@ -1164,54 +1201,16 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 ));
             };
         for (title, f) in [("together", &s.together), ("alone", &s.alone)] {
-            row(
-                &mut out,
-                &format!("{title}: bindings/s (10–90 %)"),
-                f[0].phase.steady_rate_per_s,
-                f[1].phase.steady_rate_per_s,
-                1,
-                false,
-            );
-            row(
-                &mut out,
-                &format!("{title}: p50 creation→Scheduled (ms)"),
-                f[0].phase.latency_p50_ms,
-                f[1].phase.latency_p50_ms,
-                0,
-                true,
-            );
-            row(
-                &mut out,
-                &format!("{title}: p99 creation→Scheduled (ms)"),
-                f[0].phase.latency_p99_ms,
-                f[1].phase.latency_p99_ms,
-                0,
-                true,
-            );
-            row(
-                &mut out,
-                &format!("{title}: decided / bindings"),
-                Some(f[0].phase.done as f64 / f[0].phase.bindings.max(1) as f64),
-                Some(f[1].phase.done as f64 / f[1].phase.bindings.max(1) as f64),
-                2,
-                false,
-            );
-            row(
-                &mut out,
-                &format!("{title}: CPU seconds"),
-                Some(f[0].cpu_s),
-                Some(f[1].cpu_s),
-                2,
-                true,
-            );
-            row(
-                &mut out,
-                &format!("{title}: open estimator connections (max)"),
-                Some(f[0].connections as f64),
-                Some(f[1].connections as f64),
-                0,
-                false,
-            );
+            for (label, figure, digits, inverse) in PHASE_ROWS {
+                row(
+                    &mut out,
+                    &format!("{title}: {label}"),
+                    figure(&f[0]),
+                    figure(&f[1]),
+                    *digits,
+                    *inverse,
+                );
+            }
         }
         row(
             &mut out,
