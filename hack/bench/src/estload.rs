@@ -99,6 +99,21 @@ pub struct SideFigures {
     pub profile: Option<String>,
 }
 
+/// The key of [`SideFigures::attempts`] that counts algorithm passes.
+const PASSES: &str = "algorithm passes";
+
+impl SideFigures {
+    /// Attempts over the batch, whatever their result and type (the `result/type` keys of
+    /// [`SideFigures::attempts`]).
+    fn attempts_made(&self) -> f64 {
+        self.attempts
+            .iter()
+            .filter(|(k, _)| !k.starts_with("queue/") && k.as_str() != PASSES)
+            .map(|(_, v)| v)
+            .sum()
+    }
+}
+
 /// One scale.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Scale {
@@ -398,7 +413,7 @@ async fn alone(
     )
     .count;
     if passes > 0.0 {
-        attempts.insert("algorithm passes".into(), passes);
+        attempts.insert(PASSES.into(), passes);
     }
     let calls = est.answered().await - calls0;
     let mut phase = creation_phase(&plane.observer, &keys, start, ok);
@@ -971,20 +986,10 @@ fn misses(b: &EstBench) -> String {
         }
         let select = r.attempt_ms.get("Select").copied().unwrap_or(0.0);
         let call = r.attempt_ms.get("estimator call").copied().unwrap_or(0.0);
-        let passes = r.attempts.get("algorithm passes").copied().unwrap_or(0.0);
-        let attempts: f64 = r
-            .attempts
-            .iter()
-            .filter(|(k, _)| !k.starts_with("queue/") && *k != "algorithm passes")
-            .map(|(_, v)| v)
-            .sum();
+        let passes = r.attempts.get(PASSES).copied().unwrap_or(0.0);
+        let attempts = r.attempts_made();
         let used: f64 = r.cpu_by_process.values().sum();
-        let go_attempts: f64 = g
-            .attempts
-            .iter()
-            .filter(|(k, _)| !k.starts_with("queue/") && *k != "algorithm passes")
-            .map(|(_, v)| v)
-            .sum();
+        let go_attempts = g.attempts_made();
         out.push_str(&format!(
             "- **{} clusters.** Ours alone works on up to {CONCURRENT_SYNCS} bindings at once \
              (`--concurrent-binding-syncs`' default) and an attempt took {e2e:.0} ms on average \
