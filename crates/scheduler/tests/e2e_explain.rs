@@ -33,17 +33,7 @@ fn explain(env: &TestEnv, name: &str) -> anyhow::Result<Value> {
 
 /// `spec.clusters` as sorted (name, replicas).
 fn placed(v: &Value) -> Vec<(String, i64)> {
-    let mut out: Vec<(String, i64)> = v
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap_or_default().to_string(),
-                c["replicas"].as_i64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let mut out = testenv::fixtures::placement_in(v);
     out.sort();
     out
 }

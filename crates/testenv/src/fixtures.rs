@@ -368,3 +368,21 @@ pub fn all() -> Vec<Fixture> {
     out.extend(no_action_cases());
     out
 }
+
+/// A list of `{name, replicas}` target clusters (as in `spec.clusters`, a `simulate` result or
+/// an explanation) as `(name, replicas)` pairs in the list's order; empty when `v` is not a
+/// list.
+pub fn placement_in(v: &Value) -> Vec<(String, i64)> {
+    v.as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or_default().to_string(),
+                        c["replicas"].as_i64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

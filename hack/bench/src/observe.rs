@@ -15,6 +15,8 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio::time::Instant;
 
+pub use testenv::fixtures::placement_in;
+
 /// `(cluster name, replicas)` pairs of `spec.clusters`, in the order written.
 pub type Placement = Vec<(String, i64)>;
 
@@ -330,22 +332,5 @@ impl Observer {
 pub fn placement_of(d: &Value) -> Placement {
     d.pointer("/spec/clusters")
         .map(placement_in)
-        .unwrap_or_default()
-}
-
-/// A list of `{name, replicas}` target clusters (as in `spec.clusters` or a `simulate`
-/// result) as `(name, replicas)` pairs; empty when `v` is not a list.
-pub fn placement_in(v: &Value) -> Placement {
-    v.as_array()
-        .map(|cs| {
-            cs.iter()
-                .map(|c| {
-                    (
-                        c["name"].as_str().unwrap_or_default().to_string(),
-                        c["replicas"].as_i64().unwrap_or(0),
-                    )
-                })
-                .collect()
-        })
         .unwrap_or_default()
 }
