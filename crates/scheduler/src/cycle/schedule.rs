@@ -23,6 +23,17 @@ use crate::model::decision::always_rescheduled;
 const ECHO_PASSES: usize = 2;
 
 impl Cycle<'_> {
+    /// The algorithm's input for `binding` as it is now.
+    fn input<'a>(&'a self, snapshot: &'a Snapshot, binding: &'a Binding) -> BindingInput<'a> {
+        BindingInput {
+            snapshot,
+            spec: &binding.spec,
+            status: &binding.status,
+            workload_index: self.workload_index,
+            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
+        }
+    }
+
     /// Schedule and write, with our write sequence.
     pub(super) async fn schedule(
         &self,
@@ -54,16 +65,9 @@ impl Cycle<'_> {
             Some(a) => Some(a.reserve().await),
             None => None,
         };
-        let input = BindingInput {
-            snapshot,
-            spec: &binding.spec,
-            status: &binding.status,
-            workload_index: self.workload_index,
-            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
-        };
         let outcome = self
             .scheduler
-            .schedule_binding(input, self.want_trace)
+            .schedule_binding(self.input(snapshot, binding), self.want_trace)
             .await;
         if self.want_trace {
             *kept = Some(outcome.clone());
@@ -230,13 +234,7 @@ impl Cycle<'_> {
     /// The pass the reference runs on the echo of our write: the clusters it would write for
     /// `stored` now, or `None` when it would not schedule.
     async fn echo_pass(&self, snapshot: &Snapshot, stored: &Binding) -> Option<Vec<TargetCluster>> {
-        let input = BindingInput {
-            snapshot,
-            spec: &stored.spec,
-            status: &stored.status,
-            workload_index: self.workload_index,
-            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
-        };
+        let input = self.input(snapshot, stored);
         match self.scheduler.schedule_binding(input, false).await.result {
             Ok(CoreDecision::Scheduled(r)) => Some(r),
             _ => None,
