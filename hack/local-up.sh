@@ -256,8 +256,39 @@ apiserver_ready() { # <port>
 # No controllers run here: ServiceAccount admission would reject pods for lack
 # of a "default" ServiceAccount, and TaintNodesByCondition would leave every
 # fake node tainted not-ready (nobody removes it), so both are disabled.
+# The Karmada API server keeps an audit log of the writes that matter to the tests (bindings,
+# their status, Events, Leases): who wrote what and when, by source address, so the fencing
+# suite can attribute every binding write to the replica that made it and check it held the
+# Lease then. Lease writes carry their request body (the holder identity).
+AUDIT_POLICY="${STATE}/audit-policy.yaml"
+cat >"${AUDIT_POLICY}" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  resources:
+  - group: work.karmada.io
+    resources: ["resourcebindings", "resourcebindings/status", "clusterresourcebindings", "clusterresourcebindings/status"]
+  - group: ""
+    resources: ["events"]
+- level: None
+EOF
+audit_flags() { # <name>
+  [[ "$1" == karmada-apiserver ]] || return 0
+  echo "--audit-policy-file=${AUDIT_POLICY}" "--audit-log-path=${STATE}/karmada-apiserver-audit.log" \
+    "--audit-log-format=json" "--audit-log-mode=blocking" "--audit-log-maxsize=200" "--audit-log-maxbackup=1"
+}
+
 start_apiserver() { # <name> <port> <etcd-prefix>
-  start_proc "$1" "${KUBE_APISERVER}" \
+  # shellcheck disable=SC2046 # one word per flag
+  start_proc "$1" "${KUBE_APISERVER}" $(audit_flags "$1") \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$2" \
     --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" --etcd-prefix="$3" \
     --tls-cert-file="${CERTS}/apiserver.crt" --tls-private-key-file="${CERTS}/apiserver.key" \

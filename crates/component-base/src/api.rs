@@ -20,6 +20,12 @@ impl ApiFailure {
         self.code == 404
     }
 
+    /// Not sent: the write fence refused it because this replica's lease lapsed
+    /// ([`crate::fence`]). The work belongs to whoever leads now.
+    pub fn is_fenced(&self) -> bool {
+        self.code == 0 && self.reason == crate::fence::FENCED_REASON
+    }
+
     /// The API server did not act on the request as a judgement of it: no answer at all
     /// (refused, reset, timed out, the response lost), throttling, or a server-side error.
     /// Whether the write landed is unknown; the binding waits for the server to answer again

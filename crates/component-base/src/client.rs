@@ -64,7 +64,19 @@ pub async fn rest_config(opts: &Options) -> anyhow::Result<Config> {
 /// (`RetryPolicy::server_retry`, as kube's `default_retry` installs it), over a buffer that
 /// makes the stack cloneable for the retries (kube's `Client` holds one the same way). The
 /// bucket stays outermost, where it was: one token per call.
-pub fn build(mut config: Config, qps: f32, burst: i64) -> anyhow::Result<Client> {
+pub fn build(config: Config, qps: f32, burst: i64) -> anyhow::Result<Client> {
+    build_fenced(config, qps, burst, None)
+}
+
+/// [`build`], with writes refused while `fence` is not valid: checked for each attempt right
+/// before it goes to the wire (below the limiter, the buffer and the retries), so a request
+/// that waited out a stall in any of them is not sent after the lease lapsed.
+pub fn build_fenced(
+    mut config: Config,
+    qps: f32,
+    burst: i64,
+    fence: Option<crate::fence::Fence>,
+) -> anyhow::Result<Client> {
     let host = host_label(&config.cluster_url);
     let retry = std::mem::replace(&mut config.default_retry, false);
     let builder =
@@ -72,6 +84,9 @@ pub fn build(mut config: Config, qps: f32, burst: i64) -> anyhow::Result<Client>
     // `tower`'s `buffer` and `retry` features are those kube-client enables for its own stack.
     let counted = builder
         .with_layer(&RequestMetricsLayer::new(host, rest_client()))
+        .with_layer(&tower::util::option_layer(
+            fence.map(crate::fence::FenceLayer),
+        ))
         .with_layer(&tower::buffer::BufferLayer::<
             http::Request<kube::client::Body>,
         >::new(1024))

@@ -12,6 +12,12 @@
 //! Improvement: on shutdown the leader releases the Lease the way client-go's
 //! `ReleaseOnCancel` does (empty holder, `leaseDurationSeconds: 1`), so a standby takes over
 //! after one retry period instead of a whole lease duration.
+//!
+//! Improvement: every successful renewal extends the process's write [`Fence`] to its start
+//! plus the renew deadline, on a clock that counts through stalls (see [`crate::fence`]). The
+//! renew loop watches that deadline: after a freeze it finds the lapse at once and reports the
+//! lease lost, instead of sending a renewal and waiting for it to time out while the work goes
+//! on. Seeing another holder while leading also ends leading at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +31,11 @@ use tokio::time::Instant;
 use crate::BoxFuture;
 use crate::api::{ApiFailure, api_failure};
 use crate::cancel::CancellationToken;
+use crate::fence::Fence;
+
+/// How often the renew loop looks at the fence's deadline between renewals: after a suspend
+/// (which tokio's monotonic timers do not see) the lapse is noticed within this.
+const LAPSE_CHECK: Duration = Duration::from_millis(250);
 
 /// Lease access, so tests can run the state machine against an in-memory Lease.
 pub trait LeaseApi: Send + Sync {
@@ -133,6 +144,8 @@ pub struct Elector {
     observed_raw: Option<String>,
     observed_at: Instant,
     lease: Option<Lease>,
+    /// Opened and extended by successful renewals, closed when leading ends.
+    fence: Fence,
 }
 
 impl Elector {
@@ -144,7 +157,26 @@ impl Elector {
             observed_raw: None,
             observed_at: Instant::now(),
             lease: None,
+            fence: Fence::closed(),
         }
+    }
+
+    /// Drive `fence` (closed until the Lease is acquired) instead of a private one.
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        fence.close();
+        self.fence = fence;
+        self
+    }
+
+    /// The fence this elector opens while it leads.
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// A renewal that started at `started` succeeded.
+    fn renewed(&mut self, record: Record, started: u64) {
+        self.set_observed(record);
+        self.fence.renewed(started, self.cfg.renew_deadline);
     }
 
     pub fn identity(&self) -> &str {
@@ -192,6 +224,7 @@ impl Elector {
 
     /// client-go's `tryAcquireOrRenew`.
     pub async fn try_acquire_or_renew(&mut self) -> bool {
+        let started = self.fence.now();
         let now = Self::now_micro();
         let mut record = Record {
             holder: self.cfg.identity.clone(),
@@ -207,7 +240,7 @@ impl Elector {
             record.transitions = old.transitions;
             match self.update(&record).await {
                 Ok(()) => {
-                    self.set_observed(record);
+                    self.renewed(record, started);
                     return true;
                 }
                 Err(e) => tracing::error!(
@@ -231,7 +264,7 @@ impl Elector {
                 return match self.api.create(lease).await {
                     Ok(stored) => {
                         self.lease = Some(stored);
-                        self.set_observed(record);
+                        self.renewed(record, started);
                         true
                     }
                     Err(e) => {
@@ -258,6 +291,8 @@ impl Elector {
         }
         if !old.holder.is_empty() && self.lease_valid(Instant::now()) && !self.is_leader() {
             tracing::debug!("lock is held by {} and has not yet expired", old.holder);
+            // Held by another: whatever we believed, we do not lead.
+            self.fence.close();
             return false;
         }
         if self.is_leader() {
@@ -268,7 +303,7 @@ impl Elector {
         }
         match self.update(&record).await {
             Ok(()) => {
-                self.set_observed(record);
+                self.renewed(record, started);
                 true
             }
             Err(e) => {
@@ -311,45 +346,64 @@ impl Elector {
     }
 
     /// Keep renewing until the lease is lost or `stop` fires (then release it).
+    ///
+    /// Lost means: the fence's deadline (start of the last successful renewal plus the renew
+    /// deadline, on a clock that counts through stalls) passed without a renewal, or the Lease
+    /// is seen held by another replica. The fence is closed before this returns.
     pub async fn renew(&mut self, stop: &CancellationToken) -> LeadingEnded {
         loop {
-            let deadline = Instant::now() + self.cfg.renew_deadline;
-            let mut renewed = false;
-            while Instant::now() < deadline {
-                if stop.is_cancelled() {
-                    self.release().await;
-                    return LeadingEnded::Stopped;
-                }
-                let attempt = tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await;
-                if matches!(attempt, Ok(true)) {
-                    renewed = true;
-                    break;
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => {}
-                    _ = tokio::time::sleep(self.cfg.retry_period.min(deadline.saturating_duration_since(Instant::now()))) => {}
-                }
+            if stop.is_cancelled() {
+                self.release().await;
+                return LeadingEnded::Stopped;
             }
-            if !renewed {
-                tracing::info!(
-                    "failed to renew lease {}/{}: timed out",
-                    self.cfg.namespace,
-                    self.cfg.name
-                );
-                return LeadingEnded::Lost;
+            if !self.fence.is_valid_now() {
+                return self.lost("no successful renewal within the renew deadline");
             }
+            // A renewal may take only what is left of the deadline.
+            let left = self.fence.remaining();
+            let renewed: bool = tokio::time::timeout(left, self.try_acquire_or_renew())
+                .await
+                .unwrap_or_default();
+            if !renewed && !self.is_leader() {
+                return self.lost("the lease is held by another replica");
+            }
+            let pause = if renewed {
+                self.cfg.retry_period
+            } else {
+                self.cfg.retry_period.min(self.fence.remaining())
+            };
             tokio::select! {
-                _ = stop.cancelled() => {
-                    self.release().await;
-                    return LeadingEnded::Stopped;
-                }
-                _ = tokio::time::sleep(self.cfg.retry_period) => {}
+                _ = stop.cancelled() => {}
+                _ = tokio::time::sleep(pause) => {}
+                _ = self.fence_lapses() => {}
             }
         }
     }
 
+    /// Resolves once the fence's deadline has passed (checked every [`LAPSE_CHECK`]).
+    async fn fence_lapses(&self) {
+        loop {
+            tokio::time::sleep(LAPSE_CHECK).await;
+            if !self.fence.is_valid_now() {
+                return;
+            }
+        }
+    }
+
+    fn lost(&mut self, why: &str) -> LeadingEnded {
+        self.fence.close();
+        tracing::info!(
+            "failed to renew lease {}/{}: {why}",
+            self.cfg.namespace,
+            self.cfg.name
+        );
+        LeadingEnded::Lost
+    }
+
     /// client-go's `release`: empty holder, 1-second lease, transitions kept.
     pub async fn release(&mut self) -> bool {
+        // No write of ours after this point, whether or not the release itself lands.
+        self.fence.close();
         if !self.is_leader() {
             return true;
         }
@@ -496,6 +550,14 @@ mod tests {
         }
     }
 
+    /// An elector whose fence runs on tokio's (pausable) clock.
+    fn elector(id: &str, api: &Arc<MemLease>) -> Elector {
+        let base = Instant::now();
+        let clock: crate::fence::Clock =
+            Arc::new(move || Instant::now().duration_since(base).as_nanos() as u64 + 1);
+        Elector::new(cfg(id), api.clone()).with_fence(Fence::closed_with_clock(clock))
+    }
+
     fn cfg(id: &str) -> ElectionConfig {
         ElectionConfig {
             namespace: "karmada-system".into(),
@@ -510,8 +572,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn first_candidate_creates_the_lease_second_waits_for_expiry() {
         let api = Arc::new(MemLease::default());
-        let mut a = Elector::new(cfg("a"), api.clone());
-        let mut b = Elector::new(cfg("b"), api.clone());
+        let mut a = elector("a", &api);
+        let mut b = elector("b", &api);
         assert!(a.try_acquire_or_renew().await);
         let spec = api.spec();
         assert_eq!(spec.holder_identity.as_deref(), Some("a"));
@@ -540,8 +602,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn release_lets_a_standby_in_after_one_second() {
         let api = Arc::new(MemLease::default());
-        let mut a = Elector::new(cfg("a"), api.clone());
-        let mut b = Elector::new(cfg("b"), api.clone());
+        let mut a = elector("a", &api);
+        let mut b = elector("b", &api);
         assert!(a.try_acquire_or_renew().await);
         assert!(!b.try_acquire_or_renew().await);
         assert!(a.release().await);
@@ -556,7 +618,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn leader_gives_up_after_the_renew_deadline() {
         let api = Arc::new(MemLease::default());
-        let mut a = Elector::new(cfg("a"), api.clone());
+        let mut a = elector("a", &api);
         let stop = CancellationToken::new();
         assert!(a.acquire(&stop).await);
         *api.down.lock().unwrap() = true;
@@ -568,9 +630,57 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_frozen_leader_finds_the_lapse_at_once_and_its_old_work_stays_refused() {
+        let api = Arc::new(MemLease::default());
+        let mut a = elector("a", &api);
+        let stop = CancellationToken::new();
+        assert!(a.acquire(&stop).await);
+        let before = a.fence().permit().expect("leading");
+        // Frozen for longer than the renew deadline (nobody else campaigns): on waking the
+        // fence is already closed to writes, and the renew loop reports the loss without
+        // sending a request and waiting for its timeout.
+        tokio::time::advance(Duration::from_secs(12)).await;
+        assert!(before.check().is_err());
+        let start = Instant::now();
+        assert_eq!(a.renew(&stop).await, LeadingEnded::Lost);
+        assert_eq!(Instant::now() - start, Duration::ZERO);
+        assert!(!*a.fence().leading().borrow());
+        // Campaigning again wins (the lease is still ours), in a new term.
+        assert!(a.acquire(&stop).await);
+        let after = a.fence().permit().expect("leading again");
+        assert!(after.check().is_ok());
+        assert!(before.check().is_err(), "work of the old term is dropped");
+        assert!(after.term() > before.term());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn another_holder_ends_leading_at_once() {
+        let api = Arc::new(MemLease::default());
+        let mut a = elector("a", &api);
+        let stop = CancellationToken::new();
+        assert!(a.acquire(&stop).await);
+        // Someone else writes the Lease (e.g. after a partition only we saw).
+        {
+            let mut l = api.lease.lock().unwrap();
+            let lease = l.as_mut().unwrap();
+            lease.spec.as_mut().unwrap().holder_identity = Some("b".into());
+            let mut rv = api.rv.lock().unwrap();
+            *rv += 1;
+            lease.metadata.resource_version = Some(rv.to_string());
+        }
+        let start = Instant::now();
+        assert_eq!(a.renew(&stop).await, LeadingEnded::Lost);
+        assert!(
+            Instant::now() - start <= Duration::from_secs(2),
+            "one retry period at most"
+        );
+        assert!(a.fence().permit().is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn stop_releases() {
         let api = Arc::new(MemLease::default());
-        let mut a = Elector::new(cfg("a"), api.clone());
+        let mut a = elector("a", &api);
         let stop = CancellationToken::new();
         assert!(a.acquire(&stop).await);
         let s2 = stop.clone();

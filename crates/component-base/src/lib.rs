@@ -10,6 +10,7 @@ pub mod cancel;
 pub mod cli;
 pub mod client;
 pub mod events;
+pub mod fence;
 pub mod flags;
 pub mod goparse;
 pub mod leader;

@@ -14,10 +14,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use tokio::sync::watch;
-
 use crate::BoxFuture;
 use crate::cancel::CancellationToken;
+use crate::fence::Fence;
 use crate::leader::{ElectionConfig, Elector, KubeLease, LeadingEnded};
 use crate::metrics::ComponentMetrics as Metrics;
 use crate::options::{KubeClientOptions, LeaderElection, ServingOptions};
@@ -38,13 +37,15 @@ pub struct Settings {
     pub health_routes: Option<axum::Router>,
 }
 
-/// What the component runs: given the client, its readiness, whether it leads now (it acts
-/// only while this is `true`) and its stop token, the work until stopped.
+/// What the component runs: given the client, its readiness, the write fence (it acts only
+/// while the fence is open, and checks a [`Permit`](crate::fence::Permit) of the term it took
+/// its work in right before each write) and its stop token, the work until stopped. The
+/// client itself refuses writes while the fence is not valid ([`crate::fence::FenceLayer`]).
 pub type Work = Box<
     dyn Fn(
             kube::Client,
             Readiness,
-            watch::Receiver<bool>,
+            Fence,
             CancellationToken,
         ) -> BoxFuture<'static, anyhow::Result<()>>
         + Send
@@ -131,11 +132,20 @@ async fn run_work(
 ) -> anyhow::Result<()> {
     let kube = &settings.kube;
     let config = crate::client::rest_config(kube).await?;
-    let client = crate::client::build(config, kube.kube_api_qps, kube.kube_api_burst)?;
+    let fence = if settings.leader_election.leader_elect {
+        Fence::closed()
+    } else {
+        Fence::unfenced()
+    };
+    let client = crate::client::build_fenced(
+        config,
+        kube.kube_api_qps,
+        kube.kube_api_burst,
+        Some(fence.clone()),
+    )?;
 
     if !settings.leader_election.leader_elect {
-        let (_always, leading) = watch::channel(true);
-        return work(client, ready, leading, stop).await;
+        return work(client, ready, fence, stop).await;
     }
 
     let le = &settings.leader_election;
@@ -154,7 +164,8 @@ async fn run_work(
             &le.resource_namespace,
             &le.resource_name,
         )),
-    );
+    )
+    .with_fence(fence.clone());
     tracing::info!(identity = elector.identity(), "campaigning for leadership");
     metrics.set_leader(false);
     // A standby is healthy and ready: it serves probes and waits.
@@ -164,13 +175,12 @@ async fn run_work(
     }
     metrics.set_leader(true);
     ready.set(false);
-    // The work acts only while this is true; its watches and caches run throughout.
-    let (leading_tx, leading) = watch::channel(true);
+    // The work acts only while the fence is open; its watches and caches run throughout.
     let sched_stop = CancellationToken::new();
     let mut sched = tokio::spawn(work(
         client.clone(),
         ready.clone(),
-        leading,
+        fence.clone(),
         sched_stop.clone(),
     ));
     // Renew until lost; a stop request is watched alongside, so that the work ends before the
@@ -186,9 +196,9 @@ async fn run_work(
         if outcome != LeadingEnded::Lost || le.exit_on_lost_lease {
             break (outcome, finished);
         }
-        // Our addition: stop taking work (what is in flight ends; writes carry
-        // resourceVersion preconditions), keep the caches, and campaign again.
-        let _ = leading_tx.send(false);
+        // Our addition: stop taking work (the fence, closed by the elector, refuses every
+        // write of the ended term: what was taken or computed is dropped and requeued), keep
+        // the caches, and campaign again.
         metrics.set_leader(false);
         tracing::error!(
             "leaderelection lost; {} paused, campaigning again",
@@ -202,7 +212,6 @@ async fn run_work(
             break (LeadingEnded::Stopped, None);
         }
         metrics.set_leader(true);
-        let _ = leading_tx.send(true);
         tracing::info!("leading again; {} resumes", settings.work_name);
     };
     sched_stop.cancel();

@@ -8,6 +8,10 @@
 //! changed meanwhile is never overwritten (the reference PUTs the cached object, with the same
 //! guard). A refused write is decided again from the newer object a few times within the pass;
 //! the next pass takes up whatever is left.
+//!
+//! A pass runs under the [`Permit`] of the leadership term it started in; each write checks
+//! it right before it is sent, so a pass that outlived its term (the process was frozen, the
+//! lease lapsed) stops writing at once and leaves the rest to whoever leads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -16,6 +20,7 @@ use std::time::Duration;
 use component_base::api::{ApiFailure, api_failure};
 use component_base::cancel::CancellationToken;
 use component_base::events::{PendingEvent, Recorder};
+use component_base::fence::{Fence, Permit};
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
 use component_base::watch::{all_synced, watch_all};
@@ -27,7 +32,6 @@ use karmada_api::Cluster;
 use karmada_api::work::{API_VERSION, ResourceBinding};
 use kube::api::{Api, ApiResource, Patch, PatchParams};
 use serde_json::{Value, json};
-use tokio::sync::watch as tokio_watch;
 
 use crate::options::{COMPONENT, Options};
 use crate::rules::{self, Skip};
@@ -126,6 +130,8 @@ pub enum Outcome {
     Descheduled { total: i32 },
     /// The write failed (after its tries).
     Failed(String),
+    /// Not written: this replica's lease lapsed during the pass.
+    Fenced,
 }
 
 fn key_of(namespace: &str, name: &str) -> String {
@@ -241,13 +247,13 @@ impl Descheduler {
     }
 
     /// One pass over every candidate, `concurrency` bindings at a time.
-    pub async fn pass(&self, concurrency: usize) -> Vec<(String, Outcome)> {
+    pub async fn pass(&self, concurrency: usize, permit: &Permit) -> Vec<(String, Outcome)> {
         let keys = self.candidates();
         let added: Vec<_> = keys.iter().map(|_| self.queue.added()).collect();
         futures::stream::iter(keys.into_iter().zip(added))
             .map(|(key, added)| async move {
                 let token = self.queue.started(Some(added));
-                let outcome = self.deschedule(&key).await;
+                let outcome = self.deschedule(&key, permit).await;
                 self.queue.finished(token);
                 if matches!(outcome, Outcome::Failed(_)) {
                     self.queue.retried();
@@ -260,12 +266,13 @@ impl Descheduler {
     }
 
     /// Deschedule one binding, deciding again from the cache when a write is refused.
-    pub async fn deschedule(&self, key: &str) -> Outcome {
+    pub async fn deschedule(&self, key: &str, permit: &Permit) -> Outcome {
         let mut pause = Duration::from_millis(100);
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.attempt(key).await {
+            match self.attempt(key, permit).await {
+                Err(failure) if failure.is_fenced() => return Outcome::Fenced,
                 Err(failure)
                     if tries < WRITE_TRIES && (failure.is_conflict() || failure.is_transient()) =>
                 {
@@ -279,7 +286,8 @@ impl Descheduler {
         }
     }
 
-    async fn attempt(&self, key: &str) -> Result<Outcome, ApiFailure> {
+    async fn attempt(&self, key: &str, permit: &Permit) -> Result<Outcome, ApiFailure> {
+        permit.check()?;
         let Some(rb) = self.binding(key) else {
             tracing::info!("ResourceBinding({key}) in work queue no longer exists, ignore.");
             return Ok(Outcome::Skipped);
@@ -328,6 +336,8 @@ impl Descheduler {
             rb.metadata.name.as_deref().unwrap_or_default(),
         );
         let rv = rb.metadata.resource_version.as_deref().unwrap_or_default();
+        // Right before the request: the decision may have outlived the term it was made in.
+        permit.check()?;
         match self
             .writer
             .write_clusters(namespace, name, rv, clusters)
@@ -369,7 +379,7 @@ pub async fn run(
     client: kube::Client,
     metrics: Arc<ComponentMetrics>,
     ready: Readiness,
-    mut leading: tokio_watch::Receiver<bool>,
+    fence: Fence,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let source = Arc::new(
@@ -471,12 +481,12 @@ pub async fn run(
         "caches synced; descheduling every {interval:?}, {concurrency} binding(s) at a time"
     );
     loop {
-        tokio::select! {
-            r = leading.wait_for(|l| *l) => if r.is_err() { break },
+        let permit = tokio::select! {
+            p = fence.wait_permit() => p,
             _ = stop.cancelled() => break,
-        }
+        };
         let outcomes = tokio::select! {
-            o = d.pass(concurrency) => o,
+            o = d.pass(concurrency, &permit) => o,
             _ = stop.cancelled() => break,
         };
         let descheduled = outcomes

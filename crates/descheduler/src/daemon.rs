@@ -22,11 +22,11 @@ fn settings(opts: &Options) -> Settings {
 
 fn work(opts: Options, metrics: Arc<ComponentMetrics>) -> Work {
     let opts = Arc::new(opts);
-    Box::new(move |client, ready, leading, stop| {
+    Box::new(move |client, ready, fence, stop| {
         let (opts, metrics) = (opts.clone(), metrics.clone());
-        Box::pin(async move {
-            crate::controller::run(opts, client, metrics, ready, leading, stop).await
-        })
+        Box::pin(
+            async move { crate::controller::run(opts, client, metrics, ready, fence, stop).await },
+        )
     })
 }
 

@@ -24,10 +24,10 @@ fn settings(opts: &Options, slot: Option<&Arc<ExplainSlot>>) -> Settings {
 
 fn work(opts: Options, metrics: Arc<Metrics>, slot: Option<Arc<ExplainSlot>>) -> Work {
     let opts = Arc::new(opts);
-    Box::new(move |client, ready, leading, stop| {
+    Box::new(move |client, ready, fence, stop| {
         let (opts, metrics, slot) = (opts.clone(), metrics.clone(), slot.clone());
         Box::pin(async move {
-            crate::controller::run(&opts, client, metrics, ready, leading, stop, slot).await
+            crate::controller::run(&opts, client, metrics, ready, fence, stop, slot).await
         })
     })
 }

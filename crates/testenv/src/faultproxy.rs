@@ -112,6 +112,9 @@ struct Shared {
     dropped_responses: AtomicU64,
     refused: AtomicU64,
     delayed_chunks: AtomicU64,
+    /// The loopback address upstream connections come from (the upstream sees it as the
+    /// client's address, e.g. in the API server's audit log).
+    source: Mutex<Option<std::net::IpAddr>>,
 }
 
 impl Shared {
@@ -189,6 +192,24 @@ impl FaultProxy {
             refused: get(&s.refused),
             delayed_chunks: get(&s.delayed_chunks),
         }
+    }
+
+    /// Connect upstream from `source` (a loopback address such as 127.0.0.2), so that the
+    /// upstream can tell this proxy's clients from others (the API server's audit log records
+    /// it as the source IP). Applies to new connections.
+    pub fn set_source(&self, source: std::net::IpAddr) -> io::Result<()> {
+        if !source.to_canonical().is_loopback() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("fault proxy source {source} is not a loopback address"),
+            ));
+        }
+        *self
+            .shared
+            .source
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(source);
+        Ok(())
     }
 
     /// Resets every connection open now, on both sides, as a network partition
@@ -274,6 +295,23 @@ enum Flow {
     Cut,
 }
 
+/// A connection to `upstream`, from `source` when given.
+async fn connect_from(
+    source: Option<std::net::IpAddr>,
+    upstream: SocketAddr,
+) -> io::Result<TcpStream> {
+    let Some(ip) = source else {
+        return TcpStream::connect(upstream).await;
+    };
+    let socket = if ip.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(upstream).await
+}
+
 async fn connection(
     mut client: TcpStream,
     upstream: SocketAddr,
@@ -282,9 +320,13 @@ async fn connection(
     generation: u64,
     [mut c2s_rng, mut s2c_rng]: [SplitMix64; 2],
 ) {
+    let source = *shared
+        .source
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let connected = tokio::select! {
         () = cancelled(&mut cut, generation) => None,
-        connected = TcpStream::connect(upstream) => connected.ok(),
+        connected = connect_from(source, upstream) => connected.ok(),
     };
     let Some(mut server) = connected else {
         reset(&client);

@@ -148,13 +148,13 @@ impl FaultReport {
 }
 
 /// A seeded duration in `[lo, hi]`.
-fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
+pub(crate) fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
     let span = hi.saturating_sub(lo).as_millis() as u64;
     lo + Duration::from_millis(rng.below(span + 1))
 }
 
 /// The placements of the stream, one per replica strategy (and a non-workload).
-fn placement(strategy: usize) -> (bool, Value) {
+pub(crate) fn placement(strategy: usize) -> (bool, Value) {
     let names = json!({"clusterNames": ["member1", "member2"]});
     match strategy {
         0 => (
@@ -186,11 +186,11 @@ fn placement(strategy: usize) -> (bool, Value) {
 
 /// Strategies of the stream: the five of [`placement`] on ResourceBindings, and a
 /// ClusterResourceBinding of a Namespace.
-const STRATEGIES: u64 = 6;
-const CLUSTER_SCOPED: usize = 5;
+pub(crate) const STRATEGIES: u64 = 6;
+pub(crate) const CLUSTER_SCOPED: usize = 5;
 
 /// A labelled binding of the stream.
-fn binding(name: &str, scheduler: &str, strategy: usize, replicas: i32) -> Value {
+pub(crate) fn binding(name: &str, scheduler: &str, strategy: usize, replicas: i32) -> Value {
     let (workload, placement) = placement(strategy);
     if strategy == CLUSTER_SCOPED {
         return json!({
@@ -231,13 +231,13 @@ fn binding_resource(kind: &str) -> ApiResource {
 
 /// Both binding kinds of the API server.
 #[derive(Clone)]
-struct Bindings {
-    rb: Api<DynamicObject>,
-    crb: Api<DynamicObject>,
+pub(crate) struct Bindings {
+    pub(crate) rb: Api<DynamicObject>,
+    pub(crate) crb: Api<DynamicObject>,
 }
 
 impl Bindings {
-    fn new(client: &kube::Client) -> Self {
+    pub(crate) fn new(client: &kube::Client) -> Self {
         Self {
             rb: Api::namespaced_with(
                 client.clone(),
@@ -248,7 +248,7 @@ impl Bindings {
         }
     }
 
-    fn of(&self, kind: &str) -> &Api<DynamicObject> {
+    pub(crate) fn of(&self, kind: &str) -> &Api<DynamicObject> {
         if kind == "ClusterResourceBinding" {
             &self.crb
         } else {
@@ -448,7 +448,11 @@ impl Drop for ApiServer<'_> {
 }
 
 /// A kubeconfig like the environment's, whose server is the proxy.
-fn proxied_kubeconfig(env: &TestEnv, proxy: SocketAddr, tag: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn proxied_kubeconfig(
+    env: &TestEnv,
+    proxy: SocketAddr,
+    tag: &str,
+) -> anyhow::Result<PathBuf> {
     let text = std::fs::read_to_string(env.kubeconfig())?;
     let mut kc: serde_yaml::Value = serde_yaml::from_str(&text)?;
     if let Some(clusters) = kc.get_mut("clusters").and_then(|c| c.as_sequence_mut()) {
@@ -536,10 +540,10 @@ fn scheduler_name(tag: &str) -> String {
 }
 
 /// What the run's own watch saw: per binding and generation, the placements written.
-type History = Arc<Mutex<HashMap<(String, i64), BTreeSet<String>>>>;
+pub(crate) type History = Arc<Mutex<HashMap<(String, i64), BTreeSet<String>>>>;
 
 /// Watch the bindings of both kinds directly (not through the proxy), recording every version.
-fn record_history(
+pub(crate) fn record_history(
     bindings: &Bindings,
     prefix: String,
 ) -> (History, Vec<tokio::task::JoinHandle<()>>) {
@@ -575,7 +579,7 @@ fn record_kind(api: Api<DynamicObject>, prefix: String, h: History) -> tokio::ta
 }
 
 /// `spec.clusters` as `name:replicas` sorted by name (the order is not part of the check).
-fn canonical_clusters(v: Option<&Value>) -> String {
+pub(crate) fn canonical_clusters(v: Option<&Value>) -> String {
     let mut entries: Vec<String> = v
         .and_then(Value::as_array)
         .map(|a| {
@@ -595,7 +599,11 @@ fn canonical_clusters(v: Option<&Value>) -> String {
 }
 
 /// Create (or, after a lost answer, find) a binding; retried while the API server is away.
-async fn create(bindings: &Bindings, obj: &Value, deadline: Instant) -> anyhow::Result<()> {
+pub(crate) async fn create(
+    bindings: &Bindings,
+    obj: &Value,
+    deadline: Instant,
+) -> anyhow::Result<()> {
     let api = bindings.of(obj["kind"].as_str().unwrap_or_default());
     let o: DynamicObject = serde_json::from_value(obj.clone())?;
     loop {
@@ -619,7 +627,7 @@ async fn create(bindings: &Bindings, obj: &Value, deadline: Instant) -> anyhow::
 }
 
 /// Set `spec.replicas` of a binding; retried while the API server is away.
-async fn scale(
+pub(crate) async fn scale(
     api: &Api<DynamicObject>,
     name: &str,
     replicas: i32,
@@ -644,7 +652,7 @@ async fn scale(
 }
 
 /// `status.schedulerObservedGeneration`, 0 when absent.
-fn observed_generation(o: &DynamicObject) -> i64 {
+pub(crate) fn observed_generation(o: &DynamicObject) -> i64 {
     o.data
         .pointer("/status/schedulerObservedGeneration")
         .and_then(Value::as_i64)
@@ -652,7 +660,7 @@ fn observed_generation(o: &DynamicObject) -> i64 {
 }
 
 /// Why a binding is not complete, or `None` when it is.
-fn incomplete(o: &DynamicObject) -> Option<String> {
+pub(crate) fn incomplete(o: &DynamicObject) -> Option<String> {
     let generation = o.metadata.generation.unwrap_or_default();
     let observed = observed_generation(o);
     let condition = o
@@ -702,7 +710,10 @@ fn incomplete(o: &DynamicObject) -> Option<String> {
 }
 
 /// The run's bindings of both kinds as the API server has them now.
-async fn list_ours(bindings: &Bindings, prefix: &str) -> anyhow::Result<Vec<DynamicObject>> {
+pub(crate) async fn list_ours(
+    bindings: &Bindings,
+    prefix: &str,
+) -> anyhow::Result<Vec<DynamicObject>> {
     let mut out = Vec::new();
     for (api, kind) in [
         (&bindings.rb, "ResourceBinding"),
@@ -781,9 +792,9 @@ async fn settle(
 }
 
 /// Compare the final placements with `simulate` over the final objects.
-async fn simulate_check(
+pub(crate) async fn simulate_check(
     env: &TestEnv,
-    cfg: &FaultConfig,
+    simulate_bin: &Path,
     tag: &str,
     objs: &[DynamicObject],
 ) -> anyhow::Result<Vec<String>> {
@@ -822,7 +833,7 @@ async fn simulate_check(
     let bpath = dir.join("bindings.yaml");
     std::fs::write(&cpath, stream(&cluster_docs))?;
     std::fs::write(&bpath, stream(&binding_docs))?;
-    let out = Command::new(&cfg.simulate_bin)
+    let out = Command::new(simulate_bin)
         .arg("simulate")
         .arg("-f")
         .arg(&cpath)
@@ -830,7 +841,7 @@ async fn simulate_check(
         .arg(&bpath)
         .args(["-o", "json"])
         .output()
-        .with_context(|| format!("running {} simulate", cfg.simulate_bin.display()))?;
+        .with_context(|| format!("running {} simulate", simulate_bin.display()))?;
     if !out.status.success() {
         bail!("simulate failed: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -1046,7 +1057,7 @@ pub async fn run(
     daemon.check_alive(&mut report.exits);
 
     let objs = list_ours(&api, &prefix).await?;
-    report.simulate_mismatches = simulate_check(env, cfg, &tag, &objs).await?;
+    report.simulate_mismatches = simulate_check(env, &cfg.simulate_bin, &tag, &objs).await?;
     recorders.iter().for_each(|r| r.abort());
     let seen = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut doubles: Vec<String> = seen

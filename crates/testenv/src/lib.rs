@@ -48,6 +48,7 @@ use serde_json::Value;
 
 pub mod faultproxy;
 pub mod faults;
+pub mod fencing;
 pub mod fixtures;
 pub mod helm;
 pub mod overcommit;

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scheduler_core::schedule::Scheduler;
-use tokio::sync::watch as tokio_watch;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
@@ -37,6 +36,7 @@ use crate::store::Stores;
 use crate::store::own_writes::OwnWrites;
 use crate::store::workload::{AssigningCache, WorkloadIndex};
 use component_base::cancel::CancellationToken;
+use component_base::fence::Fence;
 use component_base::serve::Readiness;
 use component_base::watch::all_synced;
 use estimator_client::sync::EstimatorSync;
@@ -69,7 +69,7 @@ pub async fn run(
     client: kube::Client,
     metrics: Arc<Metrics>,
     ready: Readiness,
-    leading: tokio_watch::Receiver<bool>,
+    fence: Fence,
     stop: CancellationToken,
     explain: Option<Arc<ExplainSlot>>,
 ) -> anyhow::Result<()> {
@@ -105,7 +105,7 @@ pub async fn run(
         ctx.queue.clone(),
         client.clone(),
     )));
-    let workers = worker::spawn(&ctx, worker_count, &leading);
+    let workers = worker::spawn(&ctx, worker_count, &fence, &stop);
     stop.cancelled().await;
     ctx.queue.shutdown();
     for w in workers {

@@ -33,6 +33,24 @@ fn lbl() -> Value {
     json!({"propagationpolicy.karmada.io/permanent-id": "p"})
 }
 
+/// A status that moves `schedulerObservedGeneration` back (a stale writer) queues the binding;
+/// one that moves it forward, or leaves it, does not.
+#[test]
+fn an_observed_generation_moved_back_queues_the_binding() {
+    let s = |observed: i64| {
+        let mut v = raw(lbl(), 4, json!({}));
+        v["status"] = json!({"schedulerObservedGeneration": observed});
+        summarize(&v, "default-scheduler")
+    };
+    assert_eq!(s(2).observed_generation, 2);
+    assert_eq!(
+        binding_change(Some(&s(4)), Some(&s(2))),
+        Some(IncomingEvent::BindingUpdate)
+    );
+    assert_eq!(binding_change(Some(&s(2)), Some(&s(4))), None);
+    assert_eq!(binding_change(Some(&s(4)), Some(&s(4))), None);
+}
+
 #[test]
 fn filtering_handler_semantics() {
     let s = |v: &Value| summarize(v, "default-scheduler");
@@ -169,7 +187,7 @@ async fn a_malformed_binding_is_told_and_the_others_go_on() {
     ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
     let first = ctx.queue.pop().await.unwrap();
     assert_eq!(first.key, BindingKey::rb("ns", "bad"));
-    ctx.process(&first.key).await;
+    ctx.process(&first.key, &open_permit()).await;
     let log = writer.0.lock().unwrap().clone();
     assert_eq!(log.len(), 1);
     assert_eq!(log[0].1, Target::Status);
@@ -236,7 +254,10 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
         raw(lbl(), 3, json!({"schedulerName": "other"})),
     );
     let item = ctx.queue.pop().await.unwrap();
-    assert_eq!(ctx.process(&item.key).await, Outcome::Success);
+    assert_eq!(
+        ctx.process(&item.key, &open_permit()).await,
+        Some(Outcome::Success)
+    );
     assert!(ctx.stores.binding(&key).is_none());
     assert!(writer.0.lock().unwrap().is_empty(), "no write");
 }
@@ -310,6 +331,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
             passes: true,
             owned: true,
             generation: 1,
+            observed_generation: 0,
             priority: 0,
         };
         stores
@@ -442,4 +464,9 @@ fn fan_out_matches_the_observed_affinity() {
         &m1,
         "default-scheduler"
     ));
+}
+
+/// A permit of a replica without leader election (never fenced).
+fn open_permit() -> component_base::fence::Permit {
+    component_base::fence::Fence::unfenced().permit().unwrap()
 }

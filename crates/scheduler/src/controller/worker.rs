@@ -2,19 +2,26 @@
 //! ([`Context::process`]) runs the cycle on the cached binding, re-reads it when its write
 //! conflicted, and maps the result to the queue's [`Outcome`]; a binding that does not decode
 //! is told so instead.
+//!
+//! Each attempt runs under the [`Permit`] of the leadership term it was taken in, and every
+//! write it makes checks that permit right before it is sent. An attempt whose write the fence
+//! refused (the lease lapsed, e.g. the process was frozen) is handed back to the queue
+//! unwritten, for whoever leads, without counting as a failure.
 
 use std::sync::Arc;
 
+use component_base::cancel::CancellationToken;
+use component_base::fence::{Fence, Permit};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Context;
 use crate::cycle::patch::{REASON_FAILED, StatusUpdate, status_patch};
-use crate::cycle::sink::Target;
+use crate::cycle::sink::{Target, Writer as _};
 use crate::cycle::{Cycle, CycleError};
+use crate::kube::writer::PermittedWriter;
 use crate::metrics::IncomingEvent;
 use crate::model::binding::BindingKey;
 use crate::model::condition::ScheduledCondition;
@@ -25,19 +32,32 @@ use crate::store::{Cached, Malformed};
 const CONFLICT_RETRIES: usize = 3;
 
 impl Context {
-    /// Process one key; the queue outcome.
-    pub async fn process(&self, key: &BindingKey) -> Outcome {
+    /// Process one key under `permit`; the queue outcome, or `None` when a write was fenced
+    /// (nothing more was sent: the key goes back to the queue for whoever leads).
+    pub async fn process(&self, key: &BindingKey, permit: &Permit) -> Option<Outcome> {
+        let writer = PermittedWriter {
+            inner: self.writer.as_ref(),
+            permit,
+        };
+        let outcome = self.attempt(key, &writer).await;
+        if outcome.is_none() {
+            tracing::info!(binding = %key, "not written: this replica's lease lapsed during the attempt (term {}); left to the leader", permit.term());
+        }
+        outcome
+    }
+
+    async fn attempt(&self, key: &BindingKey, writer: &PermittedWriter<'_>) -> Option<Outcome> {
         let Some(cached) = self.stores.binding(key) else {
-            return Outcome::Success;
+            return Some(Outcome::Success);
         };
         let mut binding = match cached {
             Cached::Ok(b) => (*b).clone(),
-            Cached::Malformed(m) => return self.report_malformed(&m).await,
+            Cached::Malformed(m) => return self.report_malformed(&m, writer).await,
         };
         let snapshot = self.stores.snapshot();
         let cycle = Cycle {
             scheduler: &self.scheduler,
-            writer: self.writer.as_ref(),
+            writer,
             events: self.events.as_ref(),
             workload_index: self
                 .workload
@@ -58,11 +78,11 @@ impl Context {
                         report = Some(r);
                         continue;
                     }
-                    Err(e) if e.is_not_found() => return Outcome::Success,
+                    Err(e) if e.is_not_found() => return Some(Outcome::Success),
                     Err(e) => {
                         tracing::error!(binding = %key, "re-reading after a conflict: {e}");
                         if e.is_transient() {
-                            return Outcome::Unavailable;
+                            return Some(Outcome::Unavailable);
                         }
                         report = Some(r);
                         break;
@@ -73,13 +93,16 @@ impl Context {
             break;
         }
         let Some(report) = report else {
-            return Outcome::Failure;
+            return Some(Outcome::Failure);
         };
+        if matches!(&report.result, Err(CycleError::Failed(e)) if e.is_fenced()) {
+            return None;
+        }
         if let Some(t) = report.schedule_type {
             self.metrics
                 .binding_schedule(t.as_str(), start.elapsed(), report.result.is_ok());
         }
-        match report.result {
+        Some(match report.result {
             Ok(()) => Outcome::Success,
             Err(e) => {
                 self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
@@ -98,11 +121,16 @@ impl Context {
                     CycleError::Conflict => Outcome::Failure,
                 }
             }
-        }
+        })
     }
 
-    /// A binding that does not decode: tell it, once per generation.
-    async fn report_malformed(&self, m: &Malformed) -> Outcome {
+    /// A binding that does not decode: tell it, once per generation (preconditioned on the
+    /// resourceVersion it was read at: a newer object is read again by its own event).
+    async fn report_malformed(
+        &self,
+        m: &Malformed,
+        writer: &PermittedWriter<'_>,
+    ) -> Option<Outcome> {
         let key = m.binding.key();
         let message = format!("failed to decode {}: {}", key.describe(), m.error);
         let update = StatusUpdate {
@@ -115,18 +143,25 @@ impl Context {
             affinity_name: None,
         };
         let Some(patch) = status_patch(&m.binding.status, &update, &Time(Timestamp::now())) else {
-            return Outcome::Success;
+            return Some(Outcome::Success);
         };
+        let patch = crate::cycle::patch::with_precondition(patch, m.binding.resource_version());
+        if writer.permit.check().is_err() {
+            return None;
+        }
         self.events.event(&m.binding, true, REASON_FAILED, message);
-        match self.writer.patch(&key, Target::Status, patch).await {
-            Ok(_) => Outcome::Success,
+        match writer.patch(&key, Target::Status, patch).await {
+            Ok(_) => Some(Outcome::Success),
+            Err(e) if e.is_fenced() => None,
+            // A newer object: its own watch event queues it again.
+            Err(e) if e.is_conflict() => Some(Outcome::Success),
             Err(e) => {
                 tracing::error!(binding = %key, "writing the decode error: {e}");
-                if e.is_transient() {
+                Some(if e.is_transient() {
                     Outcome::Unavailable
                 } else {
                     Outcome::Failure
-                }
+                })
             }
         }
     }
@@ -136,29 +171,35 @@ impl Context {
 pub(super) fn spawn(
     ctx: &Arc<Context>,
     count: usize,
-    leading: &tokio_watch::Receiver<bool>,
+    fence: &Fence,
+    stop: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     (0..count)
-        .map(|_| tokio::spawn(work(ctx.clone(), leading.clone())))
+        .map(|_| tokio::spawn(work(ctx.clone(), fence.clone(), stop.clone())))
         .collect()
 }
 
-/// One worker: pop a key, process it, tell the queue, until the queue shuts down.
-async fn work(ctx: Arc<Context>, mut leading: tokio_watch::Receiver<bool>) {
+/// One worker: pop a key, process it under a permit of the current term, tell the queue,
+/// until the queue shuts down.
+async fn work(ctx: Arc<Context>, fence: Fence, stop: CancellationToken) {
     loop {
         // Only while leading (the Lease may be lost and won again).
-        if leading.wait_for(|l| *l).await.is_err() {
-            break;
+        tokio::select! {
+            _ = fence.wait_permit() => {}
+            _ = stop.cancelled() => break,
         }
         let Some(item) = ctx.queue.pop().await else {
             break;
         };
-        if !*leading.borrow() {
+        // The term the attempt runs in is the one it is taken in: now, not before the wait.
+        let Some(permit) = fence.permit() else {
             // Lost while waiting for a key: not this attempt's to make.
             ctx.queue.hand_back(item);
             continue;
+        };
+        match ctx.process(&item.key, &permit).await {
+            Some(outcome) => ctx.queue.done(item, outcome),
+            None => ctx.queue.hand_back(item),
         }
-        let outcome = ctx.process(&item.key).await;
-        ctx.queue.done(item, outcome);
     }
 }

@@ -25,6 +25,7 @@ pub mod assume;
 pub mod events;
 pub mod memory;
 pub mod patch;
+pub mod plan;
 mod schedule;
 pub mod sink;
 mod write;
@@ -35,7 +36,9 @@ use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
 use crate::cycle::assume::Assumptions;
-use crate::cycle::patch::{REASON_FAILED, deleting_event_message, observed_generation_patch};
+use crate::cycle::patch::{
+    REASON_FAILED, deleting_event_message, observed_generation_patch, with_precondition,
+};
 use crate::model::binding::{Binding, BindingKind};
 use crate::model::condition::AttemptError;
 use crate::model::decision::{Decision, ScheduleType, decide};
@@ -155,13 +158,18 @@ impl Cycle<'_> {
             Decision::UpToDate {
                 sync_generation: Some(generation),
             } => {
+                // Preconditioned like every write: a stale copy (a frozen replica waking up)
+                // must not move the observed generation of a newer object.
                 let key = binding.key();
-                let result = self
-                    .writer
-                    .patch(&key, Target::Status, observed_generation_patch(generation))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| CycleError::Failed(e.into()));
+                let patch = with_precondition(
+                    observed_generation_patch(generation),
+                    binding.resource_version(),
+                );
+                let result = match self.writer.patch(&key, Target::Status, patch).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.is_conflict() => Err(CycleError::Conflict),
+                    Err(e) => Err(CycleError::Failed(e.into())),
+                };
                 CycleReport {
                     schedule_type: None,
                     result,

@@ -216,6 +216,20 @@ pub fn deleting_event_message(binding: &Binding) -> String {
     }
 }
 
+/// `patch` with a `metadata.resourceVersion` precondition: the API server refuses it with
+/// 409 if the object changed since `resource_version` was read.
+pub fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
+    if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
+        let meta = map
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(meta) = meta {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+    }
+    patch
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,21 +1,21 @@
-//! The schedule procedure of a [`Cycle`]: the algorithm under the assumption cache's lock,
-//! the reservation of what is about to be written, the result patch with the echo pass the
-//! reference would run on its watch event, the events, then the status patch.
+//! The schedule procedure of a [`Cycle`], the executor of its plan (`plan.rs`): the algorithm
+//! under the assumption cache's lock, the plan's first events, the reservation of what is about
+//! to be written, the result patch with the echo pass the reference would run on its watch event
+//! (re-planned on each stored object), then the closing event and the status patch.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
+use scheduler_core::AssumptionSource;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision, Outcome};
 use scheduler_core::snapshot::Snapshot;
-use scheduler_core::{AssumptionSource, ScheduleError};
 
 use super::{Cycle, CycleError};
 use crate::cycle::assume::healthy_clusters;
-use crate::cycle::patch::{
-    REASON_FAILED, REASON_SUCCEED, StatusUpdate, result_patch, success_event_message,
-};
+use crate::cycle::patch::result_patch;
+use crate::cycle::plan::{PlannedEvent, Written, closing, plan};
 use crate::model::annotation::encode_placement;
 use crate::model::binding::{Binding, BindingKind};
-use crate::model::condition::{AttemptError, condition_for};
+use crate::model::condition::AttemptError;
 use crate::model::decision::always_rescheduled;
 
 /// Passes run for the echo of our own write of a Duplicated binding (one reorders at most;
@@ -69,42 +69,15 @@ impl Cycle<'_> {
             .scheduler
             .schedule_binding(self.input(snapshot, binding), self.want_trace)
             .await;
+        let plan = plan(binding, &outcome);
         if self.want_trace {
-            *kept = Some(outcome.clone());
+            *kept = Some(outcome);
         }
-        for term in &outcome.failed_terms {
-            self.events.event(
-                binding,
-                true,
-                REASON_FAILED,
-                format!(
-                    "failed to schedule {} with clusterAffiliates index({}): {}",
-                    key.describe(),
-                    term.index,
-                    term.error
-                ),
-            );
-        }
-        let uses_terms = placement.cluster_affinities.is_some();
-
-        // The result to write, if any, and the algorithm error that goes with it.
-        let (to_write, algo_err): (Option<Vec<TargetCluster>>, Option<ScheduleError>) =
-            match outcome.result {
-                Ok(CoreDecision::Scheduled(result)) => (Some(result), None),
-                Ok(CoreDecision::NoAffinityTerms) => (None, None),
-                Err(e @ ScheduleError::Fit(_)) => (Some(Vec::new()), Some(e)),
-                Err(e) => {
-                    if !uses_terms {
-                        self.events
-                            .event(binding, true, REASON_FAILED, e.to_string());
-                    }
-                    (None, Some(e))
-                }
-            };
+        self.tell(binding, &plan.events);
 
         // Reserve what is about to be written; rolled back if the write is refused.
         let mut reservation = None;
-        if let (Some(a), Some(result)) = (reserving, &to_write)
+        if let (Some(a), Some(result)) = (reserving, &plan.result)
             && result_patch(binding, &placement_json, result).is_some()
         {
             let key = format!("{}/{}", binding.namespace(), binding.name());
@@ -117,14 +90,12 @@ impl Cycle<'_> {
         }
         drop(reservation_lock);
 
-        let mut fresh: Option<Binding> = None;
-        let mut final_err: Option<AttemptError> = algo_err.clone().map(AttemptError::Schedule);
-        if let Some(result) = &to_write {
-            let mut patch_err = None;
-            let mut result = result.clone();
+        let mut written = Written::default();
+        if let Some(planned) = &plan.result {
+            let mut result = planned.clone();
             let mut passes = 0;
             loop {
-                let base = fresh.as_ref().unwrap_or(binding);
+                let base = written.stored.as_ref().unwrap_or(binding);
                 let Some(patch) = result_patch(base, &placement_json, &result) else {
                     break;
                 };
@@ -132,11 +103,11 @@ impl Cycle<'_> {
                 let stored = match self.send_result(&key, base, patch, bumps_generation).await {
                     Ok(stored) => stored,
                     Err(e) if e.is_conflict() => return Err(CycleError::Conflict),
-                    // No verdict on the write, which may have landed: no failure status either
-                    // (it could overwrite the status of a write that did land, and tells
-                    // nothing). The binding is retried as soon as the server answers; if the
-                    // patch landed, its marker makes the retry complete it. The reservation
-                    // stays meanwhile: the write may have landed.
+                    // No verdict on the write, which may have landed (or, fenced, was not
+                    // sent): no failure status either (it could overwrite the status of a
+                    // write that did land, and tells nothing). The binding is retried as soon
+                    // as the server answers; if the patch landed, its marker makes the retry
+                    // complete it. The reservation stays meanwhile: the write may have landed.
                     Err(e) if e.is_transient() => {
                         if let Some(r) = reservation.take() {
                             r.keep();
@@ -144,15 +115,16 @@ impl Cycle<'_> {
                         return Err(CycleError::Failed(AttemptError::Api(e)));
                     }
                     Err(e) => {
-                        patch_err = Some(AttemptError::Api(e));
+                        written.refused = Some(e);
                         break;
                     }
                 };
                 // The reference schedules a Duplicated or non-workload binding again when the
                 // watch event of its own `spec.clusters` write comes back, and the clusters
                 // it already holds then score higher (ClusterLocality), which can reorder
-                // them. That echo is not queued here (see `own_writes`), so run the same pass
-                // now, against the same snapshot, and write the order it converges to.
+                // them. That echo is not queued here (see `own_writes`), so re-plan the same
+                // pass now on the stored object, against the same snapshot, and write the
+                // order it converges to.
                 passes += 1;
                 let echo =
                     bumps_generation && passes <= ECHO_PASSES && always_rescheduled(&binding.spec);
@@ -161,73 +133,55 @@ impl Cycle<'_> {
                 } else {
                     None
                 };
-                fresh = Some(stored);
+                written.stored = Some(stored);
                 match again {
                     Some(r) => result = r,
                     None => break,
                 }
             }
-            let result = &result;
-            if fresh.is_some()
+            if written.stored.is_some()
                 && let Some(r) = reservation.take()
             {
                 r.keep();
                 // The echo pass wrote another result (the reference assumes each it writes).
                 if let Some(a) = reserving
-                    && to_write.as_ref() != Some(result)
+                    && plan.result.as_ref() != Some(&result)
                     && let Some(again) = a.assume(
                         &format!("{}/{}", binding.namespace(), binding.name()),
                         &binding.spec,
-                        result,
+                        &result,
                         healthy_clusters(&binding.status),
                     )
                 {
                     again.keep();
                 }
             }
-            if let Some(pe) = patch_err {
-                let mut members: Vec<AttemptError> = Vec::new();
-                if let Some(e) = final_err.take() {
-                    members.push(e);
-                }
-                members.push(pe);
-                final_err = AttemptError::aggregate(members);
-            }
-            match &final_err {
-                None => self.events.event(
-                    binding,
-                    false,
-                    REASON_SUCCEED,
-                    success_event_message(binding.kind, result),
-                ),
-                Some(e) => self
-                    .events
-                    .event(binding, true, REASON_FAILED, e.to_string()),
-            }
+            written.result = Some(result);
         }
 
-        let (condition, swallow) = condition_for(final_err.as_ref());
-        let succeeded = algo_err.is_none();
-        let update = StatusUpdate {
-            condition,
-            // The generation our own result patch produced when there was one: it is the
-            // scheduled spec plus our `spec.clusters` (the patch was preconditioned), so the
-            // reference's later sync of the observed generation is not needed.
-            scheduled_generation: final_err
-                .is_none()
-                .then(|| fresh.as_ref().unwrap_or(binding).generation()),
-            affinity_name: if succeeded {
-                outcome.affinity_name.clone()
-            } else {
-                None
-            },
-        };
-        self.write_status(&key, fresh.as_ref().unwrap_or(binding), &update, &now)
-            .await?;
-        match final_err {
-            Some(_) if swallow => Ok(()),
+        let closing = closing(binding, &plan, &written);
+        if let Some(event) = &closing.event {
+            self.tell(binding, std::slice::from_ref(event));
+        }
+        self.write_status(
+            &key,
+            written.stored.as_ref().unwrap_or(binding),
+            &closing.status,
+            &now,
+        )
+        .await?;
+        match closing.error {
+            Some(_) if closing.swallow => Ok(()),
             Some(e) => Err(CycleError::Failed(e)),
             None => Ok(()),
+        }
+    }
+
+    /// Send planned events.
+    fn tell(&self, binding: &Binding, events: &[PlannedEvent]) {
+        for e in events {
+            self.events
+                .event(binding, e.warning, e.reason, e.message.clone());
         }
     }
 

@@ -188,6 +188,75 @@ impl Writer for Slow<'_> {
     }
 }
 
+/// Scales the binding (a new generation) right before the first status patch reaches the
+/// server, as a user would while a result patch was being written.
+struct ScaleBeforeStatus<'a>(&'a FakeApi, Mutex<bool>);
+
+impl Writer for ScaleBeforeStatus<'_> {
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        if target == Target::Status && !std::mem::replace(&mut *self.1.lock().unwrap(), true) {
+            let next = self.0.binding().generation() + 1;
+            self.0
+                .external_write(json!({"metadata": {"generation": next}, "spec": {"replicas": 5}}));
+        }
+        self.0.patch(key, target, patch)
+    }
+
+    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        self.0.get(key)
+    }
+}
+
+/// The status of a decision meets a newer generation on its conflict re-read: it is not
+/// merged onto it (that would mark the new spec scheduled, or move the observed generation
+/// back); the attempt ends in a conflict and is decided again on the fresh object.
+#[tokio::test]
+async fn a_status_decided_for_an_old_generation_is_not_written_over_a_new_one() {
+    let api = FakeApi::new(binding_json(
+        json!({"clusterAffinity": {"clusterNames": ["m1"]},
+               "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                     "replicaDivisionPreference": "Aggregated"}}),
+        2,
+    ));
+    let scaling = ScaleBeforeStatus(&api, Mutex::new(false));
+    let events = Events::default();
+    let s = scheduler();
+    let snapshot = Snapshot::from_clusters([cluster("m1")]);
+    let c = Cycle {
+        writer: &scaling,
+        ..cycle(&s, &api, &events, None)
+    };
+    let report = c.run(&api.binding(), &snapshot, now()).await;
+    assert_eq!(report.result, Err(CycleError::Conflict));
+    let stored = api.binding();
+    assert_eq!(stored.spec.replicas, 5);
+    assert_ne!(
+        stored.status.scheduler_observed_generation,
+        stored.generation()
+    );
+    assert!(
+        stored.status.conditions.is_empty(),
+        "no condition written for the old decision: {:?}",
+        stored.status.conditions
+    );
+    // Decided again on the fresh object, it completes for the new generation.
+    let again = cycle(&s, &api, &events, None)
+        .run(&stored, &snapshot, now())
+        .await;
+    assert_eq!(again.result, Ok(()));
+    let done = api.binding();
+    assert_eq!(done.status.scheduler_observed_generation, done.generation());
+    assert_eq!(
+        done.spec.clusters.iter().map(|c| c.replicas).sum::<i32>(),
+        5
+    );
+}
+
 /// With `SchedulingOvercommitProtection`, two bindings scheduled at the same time into a
 /// cluster with room for one never both get it: the first reserves before its write, the
 /// second's estimate already counts that. Without the gate both are placed (the cluster
@@ -647,16 +716,25 @@ async fn up_to_date_binding_only_syncs_the_generation() {
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
     let cycle = cycle(&s, &api, &events, None);
-    let report = cycle.run(&api.binding(), &snapshot, now()).await;
+    let stale = api.binding();
+    let rv = stale.resource_version().unwrap().to_string();
+    let report = cycle.run(&stale, &snapshot, now()).await;
     assert_eq!((report.schedule_type, report.result), (None, Ok(())));
+    // Preconditioned on the copy it was decided on, like every write.
     assert_eq!(
         api.log.lock().unwrap().clone(),
         vec![(
             Target::Status,
-            json!({"status": {"schedulerObservedGeneration": 2}})
+            json!({"status": {"schedulerObservedGeneration": 2}, "metadata": {"resourceVersion": rv}})
         )]
     );
     assert!(events.0.lock().unwrap().is_empty());
+    // A stale copy (the object moved on, here its observed generation back to 1 by someone
+    // else) is refused, not written over: the attempt ends in a conflict, decided again.
+    api.external_write(json!({"status": {"schedulerObservedGeneration": 1}}));
+    let report = cycle.run(&stale, &snapshot, now()).await;
+    assert_eq!(report.result, Err(CycleError::Conflict));
+    assert_eq!(api.binding().status.scheduler_observed_generation, 1);
 }
 
 #[tokio::test]

@@ -6,25 +6,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
 use super::{Cycle, CycleError};
-use crate::cycle::patch::{StatusUpdate, status_patch};
+use crate::cycle::patch::{StatusUpdate, status_patch, with_precondition};
 use crate::cycle::sink::Target;
 use crate::model::binding::{Binding, BindingKey};
 use crate::model::condition::{ApiFailure, AttemptError};
 
 /// Attempts at the status patch when it keeps conflicting with concurrent writers.
 const STATUS_PATCH_ATTEMPTS: usize = 5;
-
-fn with_precondition(mut patch: Value, resource_version: Option<&str>) -> Value {
-    if let (Some(rv), Value::Object(map)) = (resource_version, &mut patch) {
-        let meta = map
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Value::Object(meta) = meta {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        }
-    }
-    patch
-}
 
 impl Cycle<'_> {
     /// Send a result patch computed against `base`, preconditioned on its resourceVersion;
@@ -50,6 +38,12 @@ impl Cycle<'_> {
     }
 
     /// Send the status patch against `base`, re-reading and recomputing on conflicts.
+    ///
+    /// A re-read that finds another generation ends the attempt with [`CycleError::Conflict`]
+    /// (the caller decides again on the fresh object): `update` was decided for `base`'s
+    /// generation, and writing it over a newer one would mark a newer spec as scheduled, or
+    /// move `schedulerObservedGeneration` back, for a decision made on a stale copy. Only
+    /// changes that leave the generation alone (another controller's condition) are merged.
     pub(super) async fn write_status(
         &self,
         key: &BindingKey,
@@ -66,7 +60,8 @@ impl Cycle<'_> {
             match self.writer.patch(key, Target::Status, patch).await {
                 Ok(_) => return Ok(()),
                 Err(e) if e.is_conflict() => match self.writer.get(key).await {
-                    Ok(b) => base = b,
+                    Ok(b) if b.generation() == base.generation() => base = b,
+                    Ok(_) => return Err(CycleError::Conflict),
                     Err(e) => return Err(CycleError::Failed(e.into())),
                 },
                 Err(e) => return Err(CycleError::Failed(e.into())),

@@ -8,6 +8,8 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use scheduler_core::estimator::BoxFuture;
 use serde_json::Value;
 
+use component_base::fence::Permit;
+
 use crate::cycle::sink::{Target, Writer};
 use crate::kube::{REQUEST_TIMEOUT, bounded, resource};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
@@ -40,6 +42,32 @@ impl KubeWriter {
             }
             BindingKind::ClusterResourceBinding => Api::all_with(self.client.clone(), &self.crb),
         }
+    }
+}
+
+/// A [`Writer`] for one attempt: each write is sent only if the attempt's [`Permit`] still
+/// holds right before it goes out (same leadership term, deadline not passed); otherwise it
+/// fails with a fenced [`ApiFailure`] and nothing is sent. Reads pass.
+pub struct PermittedWriter<'a> {
+    pub inner: &'a dyn Writer,
+    pub permit: &'a Permit,
+}
+
+impl Writer for PermittedWriter<'_> {
+    fn patch<'a>(
+        &'a self,
+        key: &'a BindingKey,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        match self.permit.check() {
+            Ok(()) => self.inner.patch(key, target, patch),
+            Err(fenced) => Box::pin(std::future::ready(Err(fenced.into()))),
+        }
+    }
+
+    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
+        self.inner.get(key)
     }
 }
 

@@ -58,6 +58,11 @@ impl AttemptError {
         self.any_api(ApiFailure::is_transient)
     }
 
+    /// A write the fence refused: this replica's lease lapsed (see `component_base::fence`).
+    pub fn is_fenced(&self) -> bool {
+        self.any_api(ApiFailure::is_fenced)
+    }
+
     /// A `409 Conflict` from a write with a resourceVersion precondition.
     pub fn is_conflict(&self) -> bool {
         self.any_api(ApiFailure::is_conflict)

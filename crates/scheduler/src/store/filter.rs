@@ -17,6 +17,8 @@ pub struct Summary {
     /// `spec.schedulerName` names this scheduler (whatever the other filter rules say).
     pub owned: bool,
     pub generation: i64,
+    /// `status.schedulerObservedGeneration`.
+    pub observed_generation: i64,
     pub priority: i32,
 }
 
@@ -41,6 +43,10 @@ pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
         passes: passes_filter(&meta, binding_scheduler, suspended, scheduler_name),
         owned: binding_scheduler == scheduler_name,
         generation: meta.generation.unwrap_or_default(),
+        observed_generation: raw
+            .pointer("/status/schedulerObservedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or_default(),
         priority: spec
             .and_then(|s| s.pointer("/schedulePriority/priority"))
             .and_then(Value::as_i64)
@@ -49,11 +55,21 @@ pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
 }
 
 /// client-go's filtering handler on an update: which handler runs.
+///
+/// Our addition: an update that moves `schedulerObservedGeneration` back under an unchanged
+/// generation is queued too. No scheduler writing its own decision does that; a stale writer
+/// does (a replica that was frozen past its lease, an older version, anything writing a status
+/// decided on an old copy), and the reference would leave the binding so, marked scheduled
+/// for a generation it is not at, until its spec changes again. The ladder then completes it
+/// (schedules it again, or syncs the observed generation).
 pub fn binding_change(old: Option<&Summary>, new: Option<&Summary>) -> Option<IncomingEvent> {
     match (old, new) {
         (None, Some(n)) if n.passes => Some(IncomingEvent::BindingAdd),
         (Some(o), Some(n)) => match (o.passes, n.passes) {
             (true, true) if o.generation != n.generation => Some(IncomingEvent::BindingUpdate),
+            (true, true) if n.observed_generation < o.observed_generation => {
+                Some(IncomingEvent::BindingUpdate)
+            }
             (false, true) => Some(IncomingEvent::BindingAdd),
             _ => None,
         },
