@@ -505,6 +505,9 @@ pub async fn run(
     pair: [Replica; 2],
 ) -> anyhow::Result<FencingReport> {
     let prefix = format!("x{}-{}-", cfg.seed, cfg.pair);
+    // The audit log is the environment's: only what this run wrote is judged (the same
+    // source addresses serve every run).
+    let run_started = Timestamp::now();
     let scheduler_name = format!("fencing-{}", cfg.pair);
     let lease = format!("fencing-{}-{}", cfg.pair, cfg.seed);
     let mut rng = SplitMix64(cfg.seed ^ 0xfe9ce);
@@ -732,7 +735,8 @@ pub async fn run(
     let audit_path = env.state_dir().join("karmada-apiserver-audit.log");
     let text = std::fs::read_to_string(&audit_path)
         .with_context(|| format!("reading the audit log {}", audit_path.display()))?;
-    let entries = parse_audit(&text);
+    let mut entries = parse_audit(&text);
+    entries.retain(|e| e.received >= run_started);
     let (accepted, stale, changes) = stale_writes(&entries, &source_tags, &lease, LEASE_DURATION);
     report.writes = accepted;
     report.stale = stale;
