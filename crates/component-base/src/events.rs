@@ -10,7 +10,6 @@
 //! events. Events are therefore written by [`WRITERS`] tasks, each owning the objects that hash
 //! to it, so that one object's events (and its aggregation and spam state) stay in order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +20,17 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::lru::Lru;
+
 const QUEUE: usize = 1000;
 /// Writer tasks; each has `QUEUE / WRITERS` places.
 pub const WRITERS: usize = 8;
 const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
+/// Objects remembered by the spam filter, and identical events by the aggregation, over all
+/// writers: client-go's `maxLruCacheEntries`.
+pub const LRU_ENTRIES: usize = 4096;
+/// Each writer's share of [`LRU_ENTRIES`]: objects spread evenly over the writers.
+const WRITER_LRU_ENTRIES: usize = LRU_ENTRIES / WRITERS;
 const SPAM_BURST: f64 = 25.0;
 const SPAM_REFILL_PER_SEC: f64 = 1.0 / 300.0;
 /// client-go's `maxTriesPerEvent`: an Event write that finds no API server is tried again.
@@ -90,6 +96,8 @@ impl Recorder {
     }
 }
 
+/// The Event written for an identical earlier event, which a repeat within the window
+/// patches instead of creating another.
 #[derive(Debug)]
 struct Seen {
     name: String,
@@ -127,47 +135,129 @@ pub fn start(client: kube::Client, component: String) -> Recorder {
 /// Spam-filter key: client-go's (source, object, event type).
 type BucketKey = (String, String, String, String, String, bool);
 
+fn bucket_key(e: &PendingEvent) -> BucketKey {
+    let o = &e.involved;
+    (
+        o.kind.clone().unwrap_or_default(),
+        e.namespace.clone(),
+        o.name.clone().unwrap_or_default(),
+        o.uid.clone().unwrap_or_default(),
+        o.api_version.clone().unwrap_or_default(),
+        e.warning,
+    )
+}
+
+/// One object's token bucket in the spam filter.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    /// Tokens at `now`, refilled since the last event.
+    fn tokens_at(&self, now: Instant) -> f64 {
+        (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * SPAM_REFILL_PER_SEC)
+            .min(SPAM_BURST)
+    }
+}
+
+/// One writer's memory of the objects it wrote events for: the spam filter's token buckets
+/// and the Events that repeats are aggregated into. Both are keyed by involved object, so a
+/// daemon that sees bindings come and go would keep every one it ever saw: each is an LRU of
+/// [`WRITER_LRU_ENTRIES`] (client-go bounds the same caches with LRUs of
+/// [`LRU_ENTRIES`]), and entries that no longer change anything are dropped early: an
+/// aggregation past its window, a bucket refilled to its burst (the same as no bucket).
+#[derive(Debug)]
+struct Correlator {
+    seen: Lru<SeenKey, Seen>,
+    buckets: Lru<BucketKey, Bucket>,
+}
+
+impl Correlator {
+    fn new(entries: usize) -> Self {
+        Self {
+            seen: Lru::new(entries),
+            buckets: Lru::new(entries),
+        }
+    }
+
+    /// Whether the spam filter lets `e` through at `now`, taking one of its object's tokens.
+    fn admit(&mut self, e: &PendingEvent, now: Instant) -> bool {
+        let key = bucket_key(e);
+        if self.buckets.peek(&key).is_none() {
+            // Buckets are used in time order, so the oldest are the first to be full again.
+            self.buckets
+                .expire_oldest(|b| b.tokens_at(now) >= SPAM_BURST);
+        }
+        let mut bucket = self.buckets.remove(&key).unwrap_or(Bucket {
+            tokens: SPAM_BURST,
+            last: now,
+        });
+        bucket.tokens = bucket.tokens_at(now);
+        bucket.last = now;
+        let admitted = bucket.tokens >= 1.0;
+        if admitted {
+            bucket.tokens -= 1.0;
+        }
+        self.buckets.insert(key, bucket);
+        admitted
+    }
+
+    /// The Event an identical event within the window was written as: its name and count.
+    fn aggregated(&mut self, key: &SeenKey, now: Instant) -> Option<(String, i32)> {
+        // Entries are used only when written, so their use order is their time order.
+        self.seen
+            .expire_oldest(|s| now.saturating_duration_since(s.at) >= AGGREGATE_WINDOW);
+        self.seen.peek(key).map(|s| (s.name.clone(), s.count))
+    }
+
+    /// The aggregated Event of `key` was patched to `count` at `now`.
+    fn patched(&mut self, key: &SeenKey, count: i32, now: Instant) {
+        if let Some(s) = self.seen.get_mut(key) {
+            s.count = count;
+            s.at = now;
+        }
+    }
+
+    /// A new Event `name` was created for `key` at `now`.
+    fn created(&mut self, key: SeenKey, name: String, now: Instant) {
+        self.seen.insert(
+            key,
+            Seen {
+                name,
+                count: 1,
+                at: now,
+            },
+        );
+    }
+}
+
 /// One writer task: its objects' events, in order.
 async fn write_events(
     client: kube::Client,
     component: String,
     mut rx: mpsc::Receiver<PendingEvent>,
 ) {
-    let mut seen: HashMap<SeenKey, Seen> = HashMap::new();
-    let mut buckets: HashMap<BucketKey, (f64, Instant)> = HashMap::new();
+    let mut memory = Correlator::new(WRITER_LRU_ENTRIES);
     while let Some(e) = rx.recv().await {
         let now = Instant::now();
         let o = &e.involved;
-        let bucket_key = (
-            o.kind.clone().unwrap_or_default(),
-            e.namespace.clone(),
-            o.name.clone().unwrap_or_default(),
-            o.uid.clone().unwrap_or_default(),
-            o.api_version.clone().unwrap_or_default(),
-            e.warning,
-        );
-        let (tokens, last) = buckets.entry(bucket_key).or_insert((SPAM_BURST, now));
-        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * SPAM_REFILL_PER_SEC)
-            .min(SPAM_BURST);
-        *last = now;
-        if *tokens < 1.0 {
+        if !memory.admit(&e, now) {
             continue;
         }
-        *tokens -= 1.0;
-        seen.retain(|_, s| now.duration_since(s.at) < AGGREGATE_WINDOW);
         let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
         let ts = Time(Timestamp::now());
         let key = seen_key(&e);
-        if let Some(s) = seen.get_mut(&key) {
-            let patch = serde_json::json!({"count": s.count + 1, "lastTimestamp": ts});
+        if let Some((name, count)) = memory.aggregated(&key, now) {
+            let patch = serde_json::json!({"count": count + 1, "lastTimestamp": ts});
             let sent = tokio::time::timeout(
                 EVENT_REQUEST_TIMEOUT,
-                api.patch(&s.name, &PatchParams::default(), &Patch::Merge(&patch)),
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
             )
             .await;
             if matches!(sent, Ok(Ok(_))) {
-                s.count += 1;
-                s.at = now;
+                memory.patched(&key, count + 1, now);
                 continue;
             }
         }
@@ -198,16 +288,7 @@ async fn write_events(
             ..Default::default()
         };
         match create_event(&api, &event).await {
-            Ok(()) => {
-                seen.insert(
-                    key,
-                    Seen {
-                        name,
-                        count: 1,
-                        at: now,
-                    },
-                );
-            }
+            Ok(()) => memory.created(key, name, now),
             Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
         }
     }
@@ -275,5 +356,92 @@ mod tests {
             .collect();
         assert!(used.iter().all(|w| *w < WRITERS));
         assert_eq!(used.len(), WRITERS, "200 objects use every writer");
+    }
+
+    fn on(name: &str, uid: &str, reason: &str) -> PendingEvent {
+        PendingEvent::on(
+            ObjectReference {
+                api_version: Some("work.karmada.io/v1alpha2".into()),
+                kind: Some("ResourceBinding".into()),
+                namespace: Some("ns".into()),
+                name: Some(name.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            false,
+            reason,
+            "Binding has been scheduled successfully.",
+        )
+    }
+
+    /// Objects that come and go (a binding scheduled, then deleted) leave at most the LRU's
+    /// entries behind, however many there were; the same drive kept every one of them when
+    /// both caches were plain maps.
+    #[tokio::test(start_paused = true)]
+    async fn churned_objects_leave_a_bounded_memory() {
+        let mut c = Correlator::new(WRITER_LRU_ENTRIES);
+        for i in 0..10_000 {
+            let e = on(
+                &format!("b{i}"),
+                &format!("uid-{i}"),
+                "ScheduleBindingSucceed",
+            );
+            let now = Instant::now();
+            assert!(c.admit(&e, now), "a new object has its whole burst");
+            let key = seen_key(&e);
+            assert_eq!(c.aggregated(&key, now), None);
+            c.created(key, format!("b{i}.1"), now);
+            tokio::time::advance(Duration::from_millis(10)).await;
+        }
+        assert_eq!(c.buckets.len(), WRITER_LRU_ENTRIES);
+        assert_eq!(c.seen.len(), WRITER_LRU_ENTRIES);
+        assert_eq!(WRITER_LRU_ENTRIES * WRITERS, LRU_ENTRIES);
+    }
+
+    /// An aggregation is forgotten once its window has passed, and a bucket once it has
+    /// refilled, without waiting for the LRU to fill up.
+    #[tokio::test(start_paused = true)]
+    async fn entries_past_their_window_are_dropped() {
+        let mut c = Correlator::new(WRITER_LRU_ENTRIES);
+        let first = on("a", "u-a", "R");
+        let now = Instant::now();
+        assert!(c.admit(&first, now));
+        c.created(seen_key(&first), "a.1".into(), now);
+        // A repeat within the window is aggregated into the same Event.
+        tokio::time::advance(Duration::from_secs(60)).await;
+        let now = Instant::now();
+        assert!(c.admit(&first, now));
+        assert_eq!(
+            c.aggregated(&seen_key(&first), now),
+            Some(("a.1".into(), 1))
+        );
+        c.patched(&seen_key(&first), 2, now);
+        // Ten minutes after its last write, it is new again and no longer held.
+        tokio::time::advance(AGGREGATE_WINDOW).await;
+        let now = Instant::now();
+        let other = on("b", "u-b", "R");
+        assert!(c.admit(&other, now));
+        assert_eq!(c.aggregated(&seen_key(&other), now), None);
+        assert_eq!(c.seen.len(), 0);
+        // `a` spent two tokens 10 minutes ago: refilled, so its bucket went when `b` came.
+        assert_eq!(c.buckets.len(), 1);
+        assert!(c.buckets.peek(&bucket_key(&other)).is_some());
+    }
+
+    /// The spam filter is client-go's: a burst of 25 per object, then one every 5 minutes;
+    /// forgetting a refilled bucket changes nothing.
+    #[tokio::test(start_paused = true)]
+    async fn the_spam_filter_allows_a_burst_then_one_per_five_minutes() {
+        let mut c = Correlator::new(WRITER_LRU_ENTRIES);
+        let e = on("a", "u-a", "R");
+        let admitted = (0..30).filter(|_| c.admit(&e, Instant::now())).count();
+        assert_eq!(admitted, 25);
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert!(!c.admit(&e, Instant::now()));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(c.admit(&e, Instant::now()));
+        assert!(!c.admit(&e, Instant::now()));
+        // Another object is not limited by this one.
+        assert!(c.admit(&on("b", "u-b", "R"), Instant::now()));
     }
 }

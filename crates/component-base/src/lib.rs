@@ -17,6 +17,7 @@ pub mod leader;
 pub mod lifecycle;
 pub mod logflags;
 pub mod logging;
+pub mod lru;
 pub mod metrics;
 pub mod options;
 pub mod ratelimit;

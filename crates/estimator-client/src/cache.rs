@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use component_base::lru::Lru;
 use karmada_api::Cluster;
 use prometheus_client::registry::Registry;
 
@@ -46,7 +47,7 @@ pub enum EstablishError {
     #[error("the estimator of cluster {0} failed to connect recently; not dialling again yet")]
     BackingOff(String),
     /// The cluster was deleted while dialling.
-    #[error("cluster {0} was deleted while its estimator was being dialled")]
+    #[error("cluster {0} was deleted before or while its estimator was being dialled")]
     Deleted(String),
 }
 
@@ -87,7 +88,15 @@ pub struct ConnectionCache {
     metrics: EstimatorMetrics,
     entries: RwLock<HashMap<String, Entry>>,
     dial_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Clusters deleted and not added again, the most recent [`DELETED_REMEMBERED`]: a call
+    /// still running with a snapshot from before the deletion must not bring the cluster
+    /// back (an entry, a dial, metric series) for good.
+    deleted: Mutex<Lru<String, ()>>,
 }
+
+/// Deleted clusters remembered against calls from older snapshots. A call finishes within
+/// the estimator timeout, long before this many more clusters can be deleted.
+pub const DELETED_REMEMBERED: usize = 4096;
 
 fn cluster_name(cluster: &Cluster) -> &str {
     cluster.metadata.name.as_deref().unwrap_or_default()
@@ -106,6 +115,7 @@ impl ConnectionCache {
             metrics: EstimatorMetrics::default(),
             entries: RwLock::new(HashMap::new()),
             dial_locks: Mutex::new(HashMap::new()),
+            deleted: Mutex::new(Lru::new(DELETED_REMEMBERED)),
         }
     }
 
@@ -128,8 +138,23 @@ impl ConnectionCache {
     /// the reference's worker; retrying a failure is the caller's business). Pull clusters
     /// are skipped when the pull-mode flag is set, keeping any connection they already have.
     pub async fn ensure(&self, cluster: &Cluster) -> Result<(), EstablishError> {
+        self.forget_deletion(cluster_name(cluster));
+        self.ensure_existing(cluster).await
+    }
+
+    /// The cluster exists (again): calls may connect to it.
+    pub(crate) fn forget_deletion(&self, name: &str) {
+        self.deleted_lock().remove(&name.to_string());
+    }
+
+    /// [`ensure`](Self::ensure), unless the cluster was deleted since its last add or update
+    /// event ([`EstablishError::Deleted`]): an attempt overtaken by the deletion makes
+    /// nothing.
+    pub(crate) async fn ensure_existing(&self, cluster: &Cluster) -> Result<(), EstablishError> {
         let name = cluster_name(cluster);
-        self.register(name, is_pull(cluster));
+        if !self.register(name, is_pull(cluster)) {
+            return Err(EstablishError::Deleted(name.to_string()));
+        }
         if self.pull_disabled(name) {
             return Ok(());
         }
@@ -144,7 +169,12 @@ impl ConnectionCache {
 
     /// Cluster deleted: close and forget its connection and metric series.
     pub fn on_cluster_deleted(&self, name: &str) {
-        let removed = self.write().remove(name);
+        let removed = {
+            // Under the entries' lock, as `register` checks it.
+            let mut entries = self.write();
+            self.deleted_lock().insert(name.to_string(), ());
+            entries.remove(name)
+        };
         self.dial_locks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -219,7 +249,9 @@ impl ConnectionCache {
             return Some(connection);
         }
         let pull = pull.unwrap_or_else(|| self.read().get(cluster).is_some_and(|e| e.pull));
-        self.register(cluster, pull);
+        if !self.register(cluster, pull) {
+            return None;
+        }
         if self.pull_disabled(cluster) || self.backing_off(cluster) {
             return None;
         }
@@ -261,9 +293,43 @@ impl ConnectionCache {
         }
     }
 
-    fn register(&self, cluster: &str, pull: bool) {
+    /// Records one call's outcome in the metrics, unless the cluster was deleted meanwhile
+    /// (its series are gone and stay gone). Under the entries' read lock, so that a deletion
+    /// cannot fall between the check and the observation.
+    pub(crate) fn observe_call(
+        &self,
+        cluster: &str,
+        method: &str,
+        result: crate::metrics::CallResult,
+        took: std::time::Duration,
+    ) {
+        let entries = self.read();
+        if entries.contains_key(cluster) {
+            self.metrics.observe_call(cluster, method, result, took);
+        }
+    }
+
+    fn deleted_lock(&self) -> std::sync::MutexGuard<'_, Lru<String, ()>> {
+        self.deleted.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Clusters with an entry, and with a dial lock (tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
+        let locks = self.dial_locks.lock().unwrap_or_else(|e| e.into_inner());
+        (self.read().len(), locks.len())
+    }
+
+    /// Know `cluster` (a Pull cluster or not), unless it was deleted since its last add or
+    /// update event; whether it is known. The check and the entry are made under the
+    /// entries' lock, which a deletion also takes, so that no entry outlives a deletion.
+    fn register(&self, cluster: &str, pull: bool) -> bool {
         let mut entries = self.write();
+        if self.deleted_lock().peek(&cluster.to_string()).is_some() {
+            return false;
+        }
         entries.entry(cluster.to_string()).or_default().pull = pull;
+        true
     }
 
     fn pull_disabled(&self, cluster: &str) -> bool {
@@ -304,6 +370,12 @@ impl ConnectionCache {
         let result = self.resolve_and_dial(cluster, existing).await;
         let mut entries = self.write();
         let Some(entry) = entries.get_mut(cluster) else {
+            // Deleted meanwhile: the lock taken above may have been made after the deletion
+            // dropped the cluster's, so drop it too unless another dial made a newer one.
+            let mut locks = self.dial_locks.lock().unwrap_or_else(|e| e.into_inner());
+            if locks.get(cluster).is_some_and(|l| Arc::ptr_eq(l, &lock)) {
+                locks.remove(cluster);
+            }
             return Err(EstablishError::Deleted(cluster.to_string()));
         };
         match result {
@@ -374,5 +446,65 @@ impl ConnectionCache {
         tracing::debug!(cluster, addresses = ?resolution.addresses, "Dialling the estimator");
         let connection = dial::dial(&resolution, &settings).await?;
         Ok((Arc::new(connection), resolution, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::CallResult;
+    use k8s_openapi::api::core::v1::Service;
+
+    /// Every cluster's estimator Service has no port: connecting fails at once, offline.
+    fn failing_cache(clusters: usize) -> Arc<ConnectionCache> {
+        let services = (0..clusters).map(|i| {
+            serde_json::from_value::<Service>(serde_json::json!({
+                "metadata": {"name": format!("karmada-scheduler-estimator-m{i}"), "namespace": "karmada-system"},
+                "spec": {"type": "ClusterIP", "clusterIP": "10.0.0.1"}
+            }))
+            .unwrap()
+        });
+        let source = Arc::new(crate::InMemoryServiceSource::with_objects(services, []));
+        Arc::new(ConnectionCache::new(EstimatorOptions::default(), source))
+    }
+
+    /// Calls still running with a snapshot from before a cluster's deletion find no
+    /// connection and bring back neither an entry, a dial lock nor a metric series; the
+    /// cluster added again is connected as any other.
+    #[tokio::test]
+    async fn calls_after_a_deletion_do_not_bring_the_cluster_back() {
+        let n = 10_000;
+        let cache = failing_cache(n);
+        let mut registry = Registry::default();
+        cache.register_metrics(&mut registry);
+        for i in 0..n {
+            let name = format!("m{i}");
+            let cluster = Cluster::new(&name, Default::default());
+            assert!(cache.ensure(&cluster).await.is_err());
+            cache.on_cluster_deleted(&name);
+            assert!(
+                cache
+                    .connection_for_call(&name, Some(false))
+                    .await
+                    .is_none()
+            );
+            cache.observe_call(
+                &name,
+                "MaxAvailableReplicas",
+                CallResult::NoConnection,
+                Default::default(),
+            );
+            cache.record_call(&name, Err("late"));
+        }
+        assert_eq!(cache.held(), (0, 0));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(!text.contains("cluster=\""), "{text}");
+        assert!(cache.deleted_lock().len() <= DELETED_REMEMBERED);
+        // Added again: known again, and calls may dial it.
+        let again = Cluster::new("m1", Default::default());
+        assert!(cache.ensure(&again).await.is_err());
+        assert_eq!(cache.clusters(), ["m1"]);
+        assert!(cache.deleted_lock().peek(&"m1".to_string()).is_none());
     }
 }

@@ -233,7 +233,6 @@ impl SchedulerEstimator {
     ) -> Result<i32, String> {
         let cluster = target.name;
         let started = Instant::now();
-        let metrics = self.cache.metrics();
         let connection = tokio::time::timeout_at(
             deadline,
             self.cache.connection_for_call(cluster, target.pull),
@@ -242,7 +241,7 @@ impl SchedulerEstimator {
         .ok()
         .flatten();
         let Some(connection) = connection else {
-            metrics.observe_call(
+            self.cache.observe_call(
                 cluster,
                 R::METHOD,
                 CallResult::NoConnection,
@@ -262,7 +261,8 @@ impl SchedulerEstimator {
         let outcome = tokio::time::timeout_at(deadline, R::call(client, request)).await;
         let (result, status) = match outcome {
             Ok(Ok(replicas)) => {
-                metrics.observe_call(cluster, R::METHOD, CallResult::Success, started.elapsed());
+                self.cache
+                    .observe_call(cluster, R::METHOD, CallResult::Success, started.elapsed());
                 self.cache.record_call(cluster, Ok(()));
                 return Ok(replicas);
             }
@@ -282,7 +282,8 @@ impl SchedulerEstimator {
                 Status::deadline_exceeded("context deadline exceeded"),
             ),
         };
-        metrics.observe_call(cluster, R::METHOD, result, started.elapsed());
+        self.cache
+            .observe_call(cluster, R::METHOD, result, started.elapsed());
         let error = format!(
             "gRPC request cluster({cluster}) estimator error when calling {}: {}",
             R::CALLING,

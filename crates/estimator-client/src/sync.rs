@@ -3,6 +3,7 @@
 //! retries. Shared by karmada-scheduler and karmada-descheduler.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use tokio::sync::watch as tokio_watch;
 
-use crate::cache::ConnectionCache;
+use crate::cache::{ConnectionCache, EstablishError};
 
 /// The current Cluster object of a name, if it still exists (a failed connection is retried
 /// only while its cluster does).
@@ -25,9 +26,15 @@ pub type ClusterLookup = Arc<dyn Fn(&str) -> Option<Arc<Cluster>> + Send + Sync>
 /// The estimator connections, driven by Cluster and Service events.
 pub struct EstimatorSync {
     cache: Arc<ConnectionCache>,
+    /// Consecutive failed connection attempts per cluster, while its retries run.
     failures: Mutex<HashMap<String, u32>>,
-    /// Per Service name, how many changes were seen; a retry of an older change stops.
+    /// Per Service name, the number of its latest change while that change is being
+    /// followed (a retry of an older change stops); dropped when the latest is done, so
+    /// Services that come and go leave nothing.
     service_seq: Mutex<HashMap<String, u64>>,
+    /// Numbers Service changes, across all names: a number is never reused, so a retry
+    /// can tell its change from a later one even after the entry was dropped and made again.
+    next_change: AtomicU64,
     /// The workqueue metrics of the reference's `scheduler-estimator` worker, which gets the
     /// cluster events that [`ensure`](Self::ensure) handles.
     worker: Arc<WorkqueueMetrics>,
@@ -41,6 +48,7 @@ impl EstimatorSync {
             cache,
             failures: Default::default(),
             service_seq: Default::default(),
+            next_change: AtomicU64::new(0),
             worker,
         })
     }
@@ -53,6 +61,14 @@ impl EstimatorSync {
     /// A Cluster was deleted: drop its connection.
     pub fn cluster_deleted(&self, name: &str) {
         self.worker.process(|| self.cache.on_cluster_deleted(name));
+        self.forget_failures(name);
+    }
+
+    fn forget_failures(&self, name: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
     }
 
     /// Watch the estimator Services in `namespace` and the EndpointSlices of those named
@@ -121,54 +137,74 @@ impl EstimatorSync {
     /// answer yet (an estimator being moved), keep retrying with backoff until it does or the
     /// Service changes again; the old connection stays in use meanwhile.
     pub fn service_changed(self: &Arc<Self>, namespace: String, name: String) {
-        let seq = {
-            let mut m = self.service_seq.lock().unwrap_or_else(|p| p.into_inner());
-            let n = m.entry(name.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
+        let seq = self.next_change.fetch_add(1, Ordering::Relaxed) + 1;
+        self.service_seq
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), seq);
         let this = self.clone();
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(500);
             loop {
                 match this.cache.on_service_changed(&namespace, &name).await {
-                    Ok(_) => return,
+                    Ok(_) => break,
                     Err(err) => {
                         tracing::debug!(service = %name, "estimator Service changed but reconnecting failed (retry in {delay:?}): {err}")
                     }
                 }
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(60));
-                let current = this
-                    .service_seq
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&name)
-                    .copied();
-                if current != Some(seq) {
+                if !this.is_latest_change(&name, seq) {
                     return;
                 }
+            }
+            // Followed: forget the Service unless a later change is being followed.
+            let mut m = this.service_seq.lock().unwrap_or_else(|p| p.into_inner());
+            if m.get(&name) == Some(&seq) {
+                m.remove(&name);
             }
         });
     }
 
+    fn is_latest_change(&self, name: &str, seq: u64) -> bool {
+        self.service_seq
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            == Some(&seq)
+    }
+
+    /// Services whose latest change is still being followed, and clusters whose connection
+    /// is being retried (tests).
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize) {
+        let services = self.service_seq.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        (services.len(), failures.len())
+    }
+
     /// Connect (or keep) the cluster's estimator; retry failures with backoff while the
-    /// cluster exists (the reference's `scheduler-estimator` worker).
+    /// cluster exists (the reference's `scheduler-estimator` worker). Call it on the cluster's
+    /// add or update event: the cluster exists, even if it was deleted before.
     pub fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, current: ClusterLookup) {
+        self.cache.forget_deletion(cluster.name());
+        self.attempt(cluster, current);
+    }
+
+    /// One connection attempt on its own task, and its retries. An attempt that runs after
+    /// the cluster's deletion (an add event's attempt overtaken by the delete event) makes
+    /// nothing, so that nothing stays behind for a cluster that is gone.
+    fn attempt(self: &Arc<Self>, cluster: Arc<Cluster>, current: ClusterLookup) {
         let this = self.clone();
         let added = self.worker.added();
         tokio::spawn(async move {
             let name = cluster.name().to_string();
             let token = this.worker.started(Some(added));
-            let result = this.cache.ensure(&cluster).await;
+            let result = this.cache.ensure_existing(&cluster).await;
             this.worker.finished(token);
             match result {
-                Ok(()) => {
-                    this.failures
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&name);
-                }
+                Ok(()) => this.forget_failures(&name),
+                Err(EstablishError::Deleted(_)) => this.forget_failures(&name),
                 Err(e) => {
                     this.worker.retried();
                     let n = {
@@ -182,8 +218,9 @@ impl EstimatorSync {
                         .min(Duration::from_secs(300));
                     tracing::debug!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
                     tokio::time::sleep(delay).await;
-                    if let Some(c) = current(&name) {
-                        this.ensure(c, current);
+                    match current(&name) {
+                        Some(c) => this.attempt(c, current),
+                        None => this.forget_failures(&name),
                     }
                 }
             }
@@ -237,5 +274,110 @@ mod tests {
         );
         assert_eq!(slice_service("kubernetes/kubernetes-abcde", prefix), None);
         assert_eq!(slice_service("no-slash", prefix), None);
+    }
+
+    /// A cache whose every cluster has an estimator Service that cannot be resolved (no
+    /// port), so connecting fails at once, without the network.
+    fn failing_sync(clusters: usize) -> Arc<EstimatorSync> {
+        let services = (0..clusters).map(|i| {
+            serde_json::from_value::<Service>(json!({
+                "metadata": {"name": format!("karmada-scheduler-estimator-m{i}"), "namespace": "karmada-system"},
+                "spec": {"type": "ClusterIP", "clusterIP": "10.0.0.1"}
+            }))
+            .unwrap()
+        });
+        let source = Arc::new(crate::InMemoryServiceSource::with_objects(services, []));
+        let cache = Arc::new(ConnectionCache::new(Default::default(), source));
+        let metrics = component_base::metrics::ComponentMetrics::new();
+        EstimatorSync::new(cache, metrics.workqueue("scheduler-estimator"))
+    }
+
+    /// Clusters as the daemon's cache holds them, for the sync's lookups.
+    #[derive(Clone, Default)]
+    struct Live(Arc<Mutex<HashMap<String, Arc<Cluster>>>>);
+
+    impl Live {
+        fn lookup(&self) -> ClusterLookup {
+            let live = self.0.clone();
+            Arc::new(move |name: &str| live.lock().unwrap().get(name).cloned())
+        }
+    }
+
+    /// Clusters added and deleted, their connections failing, leave no entry, failure count
+    /// or dial lock, also when the deletion comes before the connection attempt started (a
+    /// spawned attempt that ran after the deletion used to make the entry again, for good).
+    #[tokio::test(start_paused = true)]
+    async fn deleted_clusters_leave_no_connection_state() {
+        let n = 2_000;
+        let sync = failing_sync(n);
+        let live = Live::default();
+        for i in 0..n {
+            let name = format!("m{i}");
+            let cluster = Arc::new(Cluster::new(&name, Default::default()));
+            live.0.lock().unwrap().insert(name.clone(), cluster.clone());
+            sync.ensure(cluster, live.lookup());
+            if i % 2 == 0 {
+                // Deleted before its attempt ran.
+                live.0.lock().unwrap().remove(&name);
+                sync.cluster_deleted(&name);
+            }
+        }
+        // Every attempt ran and failed; the survivors are retrying.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(sync.cache.held().0, n / 2);
+        assert_eq!(sync.held().1, n / 2);
+        // Now the others go too, while their retries wait.
+        for i in (1..n).step_by(2) {
+            let name = format!("m{i}");
+            live.0.lock().unwrap().remove(&name);
+            sync.cluster_deleted(&name);
+        }
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(sync.cache.held(), (0, 0));
+        assert_eq!(sync.held(), (0, 0));
+        assert!(sync.cache.clusters().is_empty());
+    }
+
+    /// Service changes are remembered only while they are being followed: many Services
+    /// that come and go (estimator ones or not) leave nothing behind.
+    #[tokio::test(start_paused = true)]
+    async fn services_that_come_and_go_leave_nothing() {
+        let sync = failing_sync(0);
+        for i in 0..10_000 {
+            sync.service_changed("karmada-system".into(), format!("svc-{i}"));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(sync.held(), (0, 0));
+    }
+
+    /// A retry of an older change of a Service stops when a newer change comes, and the
+    /// newer one is still followed after the older one ended.
+    #[tokio::test(start_paused = true)]
+    async fn a_newer_change_replaces_the_retries_of_an_older_one() {
+        let sync = failing_sync(1);
+        let cluster = Arc::new(Cluster::new("m0", Default::default()));
+        let live = Live::default();
+        live.0.lock().unwrap().insert("m0".into(), cluster.clone());
+        sync.ensure(cluster, live.lookup());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let service = "karmada-scheduler-estimator-m0".to_string();
+        sync.service_changed("karmada-system".into(), service.clone());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let first = sync.service_seq.lock().unwrap().get(&service).copied();
+        assert!(first.is_some(), "its reconnection fails and is retried");
+        sync.service_changed("karmada-system".into(), service.clone());
+        let second = sync.service_seq.lock().unwrap().get(&service).copied();
+        assert!(second > first);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            sync.service_seq.lock().unwrap().get(&service).copied(),
+            second,
+            "the newer change is still followed"
+        );
+        live.0.lock().unwrap().remove("m0");
+        sync.cluster_deleted("m0");
+        // Its cluster is gone: the next retry finds nothing to reconnect, and stops.
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(sync.held(), (0, 0));
     }
 }

@@ -419,6 +419,25 @@ impl SchedulingQueue {
         self.notify.notify_waiters();
     }
 
+    /// Entries held for keys in every per-key structure of the queue (tests: a key that was
+    /// processed for the last time must leave none).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        let s = self.lock();
+        s.active.len()
+            + s.dirty.len()
+            + s.processing.len()
+            + s.delayed.len()
+            + s.delayed_at.len()
+            + s.unschedulable.len()
+            + s.backoff.len()
+            + s.waiting.len()
+            + s.unavailable_streak.len()
+            + s.failures.len()
+            + s.added_at.len()
+            + s.working.len()
+    }
+
     /// Keys waiting to be popped now, waiting on a delay, and parked (for metrics and tests).
     pub fn lengths(&self) -> QueueLengths {
         let s = self.lock();
@@ -861,5 +880,45 @@ mod tests {
         assert_eq!(legacy_backoff(l, 0), Duration::from_millis(5));
         assert_eq!(legacy_backoff(l, 3), Duration::from_millis(40));
         assert_eq!(legacy_backoff(l, 40), Duration::from_secs(1000));
+    }
+
+    /// Bindings that fail, are unschedulable, find no API server or are scheduled, and are
+    /// then deleted, leave nothing in the queue once their last attempt is done: as in the
+    /// reference, a deleted key stays until it is due (its backoff, its parking, the server
+    /// answering), is popped once more, finds no binding and succeeds, which forgets it.
+    /// The worker's `process` answers `Success` for a binding no longer cached.
+    #[tokio::test(start_paused = true)]
+    async fn deleted_bindings_leave_no_entry() {
+        for priority_mode in [false, true] {
+            let metrics = crate::metrics::Metrics::new();
+            let q = SchedulingQueue::new(priority_mode, RateLimiterOptions::default())
+                .with_metrics(metrics.workqueue(crate::metrics::SCHEDULER_QUEUE));
+            let outcomes = [
+                Outcome::Failure,
+                Outcome::Unschedulable,
+                Outcome::Unavailable,
+                Outcome::Success,
+            ];
+            let n = 10_000;
+            for i in 0..n {
+                q.add(k(&format!("b{i}")), 0);
+            }
+            for i in 0..n {
+                let item = q.pop().await.unwrap();
+                if i % 7 == 0 {
+                    // An event while it is being worked on.
+                    q.add(item.key.clone(), 0);
+                }
+                q.done(item, outcomes[i % outcomes.len()]);
+            }
+            // Every binding is deleted now: each further attempt finds none.
+            q.release_waiting();
+            while let Ok(Some(item)) =
+                tokio::time::timeout(Duration::from_secs(3600), q.pop()).await
+            {
+                q.done(item, Outcome::Success);
+            }
+            assert_eq!(q.held(), 0, "mode {priority_mode}");
+        }
     }
 }

@@ -82,14 +82,15 @@ impl Context {
         if let (Some(a), Some(akey)) = (&self.assumptions, assumption_key(key)) {
             a.release(&akey);
         }
-        if let Some(w) = &self.workload {
-            w.assigning.removed(key);
-        }
         self.stores
             .bindings
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+        // After the caches: the sweep keeps only the written copies of cached bindings.
+        if let Some(w) = &self.workload {
+            w.forget(key);
+        }
     }
 
     /// A cluster was added or changed.

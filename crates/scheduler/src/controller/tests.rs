@@ -470,3 +470,75 @@ fn fan_out_matches_the_observed_affinity() {
 fn open_permit() -> component_base::fence::Permit {
     component_base::fence::Fence::unfenced().permit().unwrap()
 }
+
+/// Bindings that are scheduled (an own write expected, an assumption kept, a written copy
+/// for the workload index) and then deleted leave nothing in the handlers' structures, also
+/// when the answer to a write comes back after the deletion was seen: the copies it leaves
+/// are swept as the cache grows, so they stay within a bound however many bindings go.
+#[tokio::test(start_paused = true)]
+async fn deleted_bindings_leave_nothing_behind() {
+    use crate::cycle::assume::Assumptions;
+    use crate::store::workload::SWEEP_SLACK;
+    let mut ctx = test_context(
+        Arc::new(Recording::default()),
+        crate::cycle::events::MemoryRecorder::default(),
+    );
+    let stores = ctx.stores.clone();
+    ctx.workload = Some(Arc::new(WorkloadIndex {
+        stores,
+        assigning: Arc::new(AssigningCache::default()),
+    }));
+    ctx.assumptions = Some(Arc::new(Assumptions::default()));
+    let workload = ctx.workload.clone().unwrap();
+    let assumptions = ctx.assumptions.clone().unwrap();
+    let n = 10_000;
+    for i in 0..n {
+        let name = format!("b{i}");
+        let raw = json!({
+            "metadata": {"name": name, "namespace": "ns", "generation": 1, "resourceVersion": "1",
+                         "labels": lbl()},
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": name},
+                     "replicas": 2, "placement": {},
+                     "workloadAffinityGroups": {"affinityGroup": "g"}}
+        });
+        ctx.upsert_binding(BindingKind::ResourceBinding, raw.clone());
+        let key = BindingKey::rb("ns", &name);
+        let binding = Binding::decode(BindingKind::ResourceBinding, raw).unwrap();
+        // The cycle: announce the write, assume its result, the write lands.
+        ctx.own_writes.expect(&key, 1);
+        assumptions
+            .assume(
+                &format!("ns/{name}"),
+                &binding.spec,
+                &[karmada_api::work::TargetCluster::new("m1", 2)],
+                Default::default(),
+            )
+            .unwrap()
+            .keep();
+        if i % 2 == 0 {
+            workload.assigning.written(&binding);
+            ctx.remove_binding(&key);
+        } else {
+            // The deletion is seen before the write's answer is.
+            ctx.remove_binding(&key);
+            workload.assigning.written(&binding);
+        }
+        assert!(
+            workload.assigning.len() <= 2 * SWEEP_SLACK + 1,
+            "{} written copies after {i} bindings",
+            workload.assigning.len()
+        );
+    }
+    assert_eq!(ctx.own_writes.len(), 0);
+    assert!(assumptions.is_empty());
+    assert!(ctx.stores.bindings.read().unwrap().is_empty());
+    // The queue forgets them as each is popped once more and found gone.
+    while let Ok(Some(item)) =
+        tokio::time::timeout(std::time::Duration::from_secs(3600), ctx.queue.pop()).await
+    {
+        let outcome = ctx.process(&item.key, &open_permit()).await;
+        assert_eq!(outcome, Some(Outcome::Success));
+        ctx.queue.done(item, Outcome::Success);
+    }
+    assert_eq!(ctx.queue.lengths().active, 0);
+}

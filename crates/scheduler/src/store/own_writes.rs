@@ -68,6 +68,12 @@ impl OwnWrites {
         self.lock().remove(key);
     }
 
+    /// Bindings with an expectation (tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
     #[cfg(test)]
     fn is_empty(&self) -> bool {
         self.lock().is_empty()

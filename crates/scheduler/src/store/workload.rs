@@ -2,6 +2,7 @@
 //! written that the watch has not delivered yet.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -13,8 +14,20 @@ use crate::store::{Cached, Stores};
 /// ResourceBindings whose new result was written but may not be in the cache yet (gate
 /// `WorkloadAffinity`), so that the workload-affinity filters honour a result just
 /// written before the watch delivers it.
+///
+/// An entry goes when the binding is fully applied, deleted or no longer ours. A write whose
+/// answer comes back after the watch delivered the binding's deletion would still add one for
+/// a binding that is gone; [`WorkloadIndex::forget`] sweeps those (see [`SWEEP_SLACK`]).
 #[derive(Default)]
-pub struct AssigningCache(pub(crate) RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>);
+pub struct AssigningCache(
+    pub(crate) RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>,
+    /// Size above which the next deletion sweeps the entries of bindings no longer cached.
+    AtomicUsize,
+);
+
+/// Entries beyond twice the size after the last sweep before the next sweep runs: sweeps
+/// cost one pass over the entries, so they run only as often as the cache doubles.
+pub const SWEEP_SLACK: usize = 64;
 
 fn rv_number(meta: &ObjectMeta) -> u64 {
     meta.resource_version
@@ -71,6 +84,11 @@ impl AssigningCache {
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
     }
+
+    /// Bindings with a written copy.
+    pub(crate) fn len(&self) -> usize {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
 }
 
 /// The workload (anti-)affinity index over the caches.
@@ -80,6 +98,42 @@ pub struct WorkloadIndex {
 }
 
 impl WorkloadIndex {
+    /// The binding `key` was deleted (and is out of the caches): drop its written copy, and,
+    /// when the copies have grown past the last sweep's size, those of every other binding
+    /// the caches no longer hold, left by writes answered after their binding's deletion.
+    pub(crate) fn forget(&self, key: &BindingKey) {
+        self.assigning.removed(key);
+        let len = self.assigning.len();
+        if len <= self.assigning.1.load(Ordering::Relaxed).max(SWEEP_SLACK) {
+            return;
+        }
+        let held: Vec<BindingKey> = self
+            .assigning
+            .0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        let gone: Vec<BindingKey> = {
+            let bindings = self
+                .stores
+                .bindings
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
+            held.into_iter()
+                .filter(|k| !bindings.contains_key(k))
+                .collect()
+        };
+        let mut m = self.assigning.0.write().unwrap_or_else(|p| p.into_inner());
+        for k in &gone {
+            m.remove(k);
+        }
+        self.assigning
+            .1
+            .store(m.len().saturating_mul(2) + SWEEP_SLACK, Ordering::Relaxed);
+    }
+
     pub(crate) fn by(
         &self,
         pick: impl Fn(&karmada_api::work::WorkloadAffinityGroups) -> &str,
