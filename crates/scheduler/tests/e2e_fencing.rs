@@ -11,11 +11,17 @@
 //! `FENCING_SEED=<n>` replays another seed; `FENCING_GO=0` skips the mixed pair.
 //! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
 use testenv::fencing::{FencingConfig, FencingReport, Replica};
 use testenv::{TestEnv, tools_or_skip};
+
+use common::*;
 
 async fn run(
     env: &TestEnv,
@@ -113,4 +119,52 @@ async fn no_replica_writes_after_its_lease_lapsed() -> anyhow::Result<()> {
     }
     assert!(failures.is_empty(), "{failures:#?}");
     Ok(())
+}
+
+/// What a stale writer elsewhere leaves (a replica that woke after its lease, an older
+/// version): the observed generation moved back under an unchanged generation, the binding
+/// still marked scheduled. The reference queues only on generation changes and leaves it so;
+/// ours queues it and completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_moved_back_by_a_stale_writer_is_completed() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("a_status_moved_back_by_a_stale_writer_is_completed") else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(1).start().await?;
+    let rbs = rb_api(&env).await?;
+    let sched = OurScheduler::start(&env, &[]).await?;
+    let placement = json!({"clusterAffinity": {"clusterNames": ["member1"]},
+        "replicaScheduling": {"replicaSchedulingType": "Divided",
+                              "replicaDivisionPreference": "Aggregated"}});
+    let obj: kube::api::DynamicObject =
+        serde_json::from_value(binding("stale-status", 2, placement, "default-scheduler"))?;
+    rbs.create(&PostParams::default(), &obj).await?;
+    wait_generation_observed(&rbs, "stale-status")
+        .await
+        .map_err(|e| sched.explain(e))?;
+    patch_spec(&rbs, "stale-status", json!({"replicas": 4})).await?;
+    let scaled = wait_generation_observed(&rbs, "stale-status")
+        .await
+        .map_err(|e| sched.explain(e))?;
+    let generation = scaled.metadata.generation.unwrap_or_default();
+    assert_eq!(
+        clusters_of(&scaled),
+        json!([{"name": "member1", "replicas": 4}])
+    );
+    // The stale writer: the status of an older decision.
+    rbs.patch_status(
+        "stale-status",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"schedulerObservedGeneration": generation - 2}})),
+    )
+    .await?;
+    let repaired = wait_generation_observed(&rbs, "stale-status")
+        .await
+        .map_err(|e| sched.explain(e))?;
+    assert_eq!(repaired.metadata.generation, Some(generation));
+    assert_eq!(
+        clusters_of(&repaired),
+        json!([{"name": "member1", "replicas": 4}])
+    );
+    sched.shutdown().await
 }
