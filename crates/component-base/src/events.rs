@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::lru::Lru;
+use crate::ratelimit::TokenBucket;
 
 const QUEUE: usize = 1000;
 /// Writer tasks; each has `QUEUE / WRITERS` places.
@@ -147,21 +148,6 @@ fn bucket_key(e: &PendingEvent) -> BucketKey {
     )
 }
 
-/// One object's token bucket in the spam filter.
-#[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    /// Tokens at `now`, refilled since the last event.
-    fn tokens_at(&self, now: Instant) -> f64 {
-        (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * SPAM_REFILL_PER_SEC)
-            .min(SPAM_BURST)
-    }
-}
-
 /// One writer's memory of the objects it wrote events for: the spam filter's token buckets
 /// and the Events that repeats are aggregated into. Both are keyed by involved object, so a
 /// daemon that sees bindings come and go would keep every one it ever saw: each is an LRU of
@@ -171,7 +157,8 @@ impl Bucket {
 #[derive(Debug)]
 struct Correlator {
     seen: Lru<SeenKey, Seen>,
-    buckets: Lru<BucketKey, Bucket>,
+    /// The spam filter's buckets, one per object (client-go's `spamRecord`).
+    buckets: Lru<BucketKey, TokenBucket>,
 }
 
 impl Correlator {
@@ -187,19 +174,13 @@ impl Correlator {
         let key = bucket_key(e);
         if self.buckets.peek(&key).is_none() {
             // Buckets are used in time order, so the oldest are the first to be full again.
-            self.buckets
-                .expire_oldest(|b| b.tokens_at(now) >= SPAM_BURST);
+            self.buckets.expire_oldest(|b| b.is_full_at(now));
         }
-        let mut bucket = self.buckets.remove(&key).unwrap_or(Bucket {
-            tokens: SPAM_BURST,
-            last: now,
-        });
-        bucket.tokens = bucket.tokens_at(now);
-        bucket.last = now;
-        let admitted = bucket.tokens >= 1.0;
-        if admitted {
-            bucket.tokens -= 1.0;
-        }
+        let mut bucket = self
+            .buckets
+            .remove(&key)
+            .unwrap_or_else(|| TokenBucket::new_at(SPAM_REFILL_PER_SEC, SPAM_BURST, now));
+        let admitted = bucket.allow_at(now);
         self.buckets.insert(key, bucket);
         admitted
     }

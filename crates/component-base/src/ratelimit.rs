@@ -26,26 +26,55 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     pub fn new(qps: f64, burst: f64) -> Self {
+        Self::new_at(qps, burst, Instant::now())
+    }
+
+    /// Full at `now`.
+    pub fn new_at(qps: f64, burst: f64, now: Instant) -> Self {
         Self {
             qps,
             burst,
             tokens: burst,
-            last: Instant::now(),
+            last: now,
         }
+    }
+
+    /// The tokens there would be at `now` (refilled since the last use, up to the burst).
+    pub fn tokens_at(&self, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        (self.tokens + elapsed * self.qps).min(self.burst)
+    }
+
+    /// Whether the bucket is full at `now` (the same as a bucket never used).
+    pub fn is_full_at(&self, now: Instant) -> bool {
+        self.tokens_at(now) >= self.burst
     }
 
     /// Take one token now, returning how long the caller must wait before using it.
     pub fn reserve(&mut self) -> Duration {
-        let now = Instant::now();
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
+        self.reserve_at(Instant::now())
+    }
+
+    /// Take one token at `now` (`Reserve().Delay()`): how long until it is available.
+    pub fn reserve_at(&mut self, now: Instant) -> Duration {
+        self.tokens = self.tokens_at(now) - 1.0;
         self.last = now;
-        self.tokens -= 1.0;
         if self.tokens >= 0.0 {
             Duration::ZERO
         } else {
             Duration::from_secs_f64(-self.tokens / self.qps)
         }
+    }
+
+    /// Take one token at `now` if one is there (`Allow()`); nothing is owed otherwise.
+    pub fn allow_at(&mut self, now: Instant) -> bool {
+        self.tokens = self.tokens_at(now);
+        self.last = now;
+        let allowed = self.tokens >= 1.0;
+        if allowed {
+            self.tokens -= 1.0;
+        }
+        allowed
     }
 }
 

@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use crate::config::options::{Options, RateLimiterOptions};
 use crate::metrics::{Metrics, SCHEDULER_QUEUE, WorkToken, WorkqueueMetrics};
 use crate::model::binding::BindingKey;
+use component_base::ratelimit::TokenBucket;
 
 /// Backoff of the priority queue: 1 s initial, doubling, capped at 10 s.
 const PQ_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -96,44 +97,11 @@ impl Ord for Entry {
     }
 }
 
-/// Token bucket of `golang.org/x/time/rate` (starts full), for the legacy overall limit.
-#[derive(Debug)]
-struct Bucket {
-    qps: f64,
-    burst: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    fn new(qps: f64, burst: f64, now: Instant) -> Self {
-        Self {
-            qps,
-            burst,
-            tokens: burst,
-            last: now,
-        }
-    }
-
-    /// Reserve one token; the delay until it is available (`Reserve().Delay()`).
-    fn reserve(&mut self, now: Instant) -> Duration {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
-        self.last = now;
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.qps)
-        }
-    }
-}
-
 #[derive(Debug)]
 struct State {
     priority_mode: bool,
     limiter: RateLimiterOptions,
-    bucket: Bucket,
+    bucket: TokenBucket,
     seq: u64,
     active: BinaryHeap<Entry>,
     /// Keys waiting in `active` or to be re-queued after processing, with their entry.
@@ -174,7 +142,7 @@ impl SchedulingQueue {
         Self {
             state: Mutex::new(State {
                 priority_mode,
-                bucket: Bucket::new(limiter.qps as f64, limiter.bucket_size as f64, now),
+                bucket: TokenBucket::new_at(limiter.qps as f64, limiter.bucket_size as f64, now),
                 limiter,
                 seq: 0,
                 active: BinaryHeap::new(),
@@ -345,7 +313,7 @@ impl SchedulingQueue {
                     let n = s.failures.entry(item.key.clone()).or_insert(0);
                     let exp = legacy_backoff(limiter, *n);
                     *n += 1;
-                    let bucket = s.bucket.reserve(now);
+                    let bucket = s.bucket.reserve_at(now);
                     s.schedule_delay(item.key.clone(), now + exp.max(bucket));
                 }
                 Outcome::Unavailable => unreachable!("routed above"),
