@@ -24,6 +24,7 @@
 #   --no-build        do not run `cargo build --release` first
 #   --output FILE     the archive (default: _output/images/karmada-scheduler-rs-<tag>.oci.tar)
 #   --rootfs DIR      only assemble the image's file tree in DIR (used by Containerfile)
+#   --gzip-level N    compression of the layer, 1 (fast) to 9 (small, the default)
 #
 # The archive is reproducible: file times are SOURCE_DATE_EPOCH (default: the time of the
 # last commit), owners are 0:0, entries are sorted, gzip stores no name or time.
@@ -39,6 +40,7 @@ BIN_DIR="${CARGO_TARGET_DIR:-${ROOT}/target}/release"
 BUILD=1
 OUTPUT=""
 ROOTFS_ONLY=""
+GZIP_LEVEL=9
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --tag) TAG="$2"; shift 2 ;;
@@ -47,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) BUILD=0; shift ;;
     --output) OUTPUT="$2"; shift 2 ;;
     --rootfs) ROOTFS_ONLY="$2"; shift 2 ;;
+    --gzip-level) GZIP_LEVEL="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
@@ -156,7 +159,8 @@ log "assembling the file tree"
 assemble "${WORK}/rootfs"
 deterministic_tar "${WORK}/rootfs" "${WORK}/layer.tar"
 DIFF_ID="sha256:$(sha256sum "${WORK}/layer.tar" | cut -d' ' -f1)"
-gzip -n -9 "${WORK}/layer.tar"
+[[ "${GZIP_LEVEL}" =~ ^[1-9]$ ]] || die "--gzip-level must be 1 to 9"
+gzip -n "-${GZIP_LEVEL}" "${WORK}/layer.tar"
 
 # blob FILE: moves FILE into the layout's blobs; prints "<digest> <size>".
 mkdir -p "${WORK}/oci/blobs/sha256"

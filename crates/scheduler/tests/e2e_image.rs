@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -55,9 +54,9 @@ fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The archive under test: `$KARMADA_IMAGE_ARCHIVE`, or one `hack/build-image.sh` builds
-/// (once per process) from this test build's binaries.
-fn image_archive(test: &str) -> Option<PathBuf> {
+/// The archive under test: `$KARMADA_IMAGE_ARCHIVE`, or one `hack/build-image.sh` builds in
+/// `dir` from this test build's binaries (fast compression: the debug binaries are large).
+fn image_archive(test: &str, dir: &Path) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("KARMADA_IMAGE_ARCHIVE") {
         return Some(PathBuf::from(p));
     }
@@ -72,31 +71,21 @@ fn image_archive(test: &str) -> Option<PathBuf> {
         eprintln!("SKIPPED {msg}");
         return None;
     }
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let out = std::env::temp_dir()
-            .join(format!("karmada-image-test-{}", std::process::id()))
-            .join("image.oci.tar");
-        let run = Command::new(testenv::repo_root().join("hack/build-image.sh"))
-            .args(["--no-build", "--bin-dir"])
-            .arg(&bins)
-            .arg("--output")
-            .arg(&out)
-            .output()
-            .map_err(|e| format!("running hack/build-image.sh: {e}"))?;
-        if !run.status.success() {
-            return Err(format!(
-                "hack/build-image.sh failed ({}):\n{}",
-                run.status,
-                String::from_utf8_lossy(&run.stderr)
-            ));
-        }
-        Ok(out)
-    });
-    match built {
-        Ok(p) => Some(p.clone()),
-        Err(e) => panic!("{test}: {e}"),
-    }
+    let out = dir.join("image.oci.tar");
+    let run = Command::new(testenv::repo_root().join("hack/build-image.sh"))
+        .args(["--no-build", "--gzip-level", "1", "--bin-dir"])
+        .arg(&bins)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{test}: running hack/build-image.sh: {e}"));
+    assert!(
+        run.status.success(),
+        "{test}: hack/build-image.sh failed ({}):\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    Some(out)
 }
 
 /// A scratch directory, removed on drop.
@@ -167,11 +156,11 @@ fn is_root() -> bool {
 #[test]
 fn the_archive_is_a_drop_in_image() {
     const TEST: &str = "the_archive_is_a_drop_in_image";
-    let Some(archive) = image_archive(TEST) else {
+    let dir = Scratch::new("image-archive");
+    let Some(archive) = image_archive(TEST, &dir.0) else {
         return;
     };
     let tag = app_version();
-    let dir = Scratch::new("image-archive");
     let layout = dir.0.join("layout");
     std::fs::create_dir_all(&layout).unwrap();
     run(Command::new("tar")
@@ -585,7 +574,8 @@ async fn the_image_runs_as_karmadas_chart_runs_it() -> anyhow::Result<()> {
     let Some(chart) = testenv::helm::karmada_chart_or_skip(TEST) else {
         return Ok(());
     };
-    let Some(archive) = image_archive(TEST) else {
+    let scratch = Scratch::new("image-run");
+    let Some(archive) = image_archive(TEST, &scratch.0) else {
         return Ok(());
     };
     let podman_dir = std::env::temp_dir().join(format!("karmada-podman-{}", std::process::id()));
