@@ -2,7 +2,8 @@
 # Installs/builds everything the tests need on a fresh Debian machine:
 #
 #   * Debian packages used by the hack scripts (openssl, jq, curl, util-linux
-#     for flock, ca-certificates), only if something is missing;
+#     for flock, ca-certificates) and by the image tests (podman, runc), only
+#     if something is missing;
 #   * the Go binaries of the local Karmada control plane (hack/build-tools.sh:
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
 #     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
@@ -27,6 +28,9 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v git >/dev/null 2>&1 || need+=(git)
 [[ -e /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+# The image tests (crates/scheduler/tests/e2e_image.rs) run the image with podman and runc.
+command -v podman >/dev/null 2>&1 || need+=(podman)
+command -v runc >/dev/null 2>&1 || need+=(runc)
 if [[ ${#need[@]} -gt 0 ]]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""
@@ -34,7 +38,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
   ${SUDO} apt-get update -qq
   DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${need[@]}"
 else
-  log "Debian packages present (openssl, jq, curl, flock, git)"
+  log "Debian packages present (openssl, jq, curl, flock, git, podman, runc)"
 fi
 
 # --- Go -----------------------------------------------------------------------

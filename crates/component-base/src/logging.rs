@@ -15,8 +15,14 @@
 //! - The text line is klog's: `Lmmdd hh:mm:ss.uuuuuu pid file:line] msg key="value"` (local
 //!   time), without the prefix under `--skip-headers`, with the file's directory under
 //!   `--add-dir-header`. `--logging-format=json` writes component-base's JSON lines instead.
-//! - `-v` maps onto `tracing` levels (0–3 info, 4–5 debug, 6+ trace); `--vmodule` gives files
-//!   matching a pattern (the file name without `.rs`, `*` and `?` allowed) their own level.
+//! - `-v` maps onto `tracing` levels per source ([`Source`]): this project's crates log debug
+//!   lines at 4 and trace lines at 6, as klog's V(4)/V(6); the Kubernetes client (kube,
+//!   tower-http) debug at 6 and trace at 8, where client-go logs its requests; every other
+//!   dependency (hyper, h2, tonic, tower, rustls, ...) debug at 8 and trace at 9. Errors,
+//!   warnings and info lines of every source are always written. `--vmodule` gives files
+//!   matching a pattern (the file name without `.rs`, `*` and `?` allowed; with a `/`, the
+//!   path) their own verbosity, and a dependency's crate name (`h2`, `hyper_util`, ...) works
+//!   as a pattern too: `--vmodule=h2=8` turns h2's debug lines on.
 //! - `--log-backtrace-at=file:N` appends a stack trace to lines logged at that line.
 //! - Lines are written through unbuffered, so `--log-flush-frequency` and the info buffer
 //!   sizes are met trivially (nothing is ever held back longer).
@@ -68,13 +74,71 @@ impl Severity {
     }
 }
 
-/// The `tracing` level a klog verbosity allows.
+/// The `tracing` level a klog verbosity allows for this project's own lines.
 pub fn level_of(verbosity: u32) -> Level {
-    match verbosity {
-        0..=3 => Level::INFO,
-        4 | 5 => Level::DEBUG,
-        _ => Level::TRACE,
+    Source::Own.level_at(verbosity)
+}
+
+/// Where a line comes from, by the crate of its `tracing` target: the verbosity at which its
+/// debug and trace lines appear depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This project's crates: debug at `-v` 4, trace at 6 (klog's V(4) and V(6)).
+    Own,
+    /// The Kubernetes client (`kube*`, `tower_http`, whose trace layer kube uses): debug at 6,
+    /// trace at 8, where client-go logs its requests, headers and bodies.
+    KubeClient,
+    /// Every other dependency (hyper, h2, tonic, tower, rustls, axum, ...): debug at 8, trace
+    /// at 9 (HTTP/2 frames and connection pools are not an operator's V(4)).
+    Dependency,
+}
+
+/// The crates of this workspace (library and binary names), by their `tracing` target's
+/// first segment.
+const OWN_CRATES: &[&str] = &[
+    "karmada_scheduler",
+    "karmada_descheduler",
+    "scheduler_core",
+    "component_base",
+    "estimator_client",
+    "karmada_api",
+    "testenv",
+    "karmada_bench",
+];
+
+impl Source {
+    /// The source of an event or span with this `tracing` target.
+    pub fn of_target(target: &str) -> Self {
+        let krate = crate_of(target);
+        if OWN_CRATES.contains(&krate) {
+            Source::Own
+        } else if krate.starts_with("kube") || krate == "tower_http" {
+            Source::KubeClient
+        } else {
+            Source::Dependency
+        }
     }
+
+    /// The most verbose `tracing` level this source writes at klog verbosity `v`.
+    pub fn level_at(self, v: u32) -> Level {
+        let (debug_at, trace_at) = match self {
+            Source::Own => (4, 6),
+            Source::KubeClient => (6, 8),
+            Source::Dependency => (8, 9),
+        };
+        if v >= trace_at {
+            Level::TRACE
+        } else if v >= debug_at {
+            Level::DEBUG
+        } else {
+            Level::INFO
+        }
+    }
+}
+
+/// The crate part of a `tracing` target (`h2::codec::framed_read` -> `h2`).
+fn crate_of(target: &str) -> &str {
+    target.split("::").next().unwrap_or(target)
 }
 
 /// An open log file and the bytes it holds.
@@ -180,22 +244,35 @@ impl Router {
         level_of(v)
     }
 
-    /// The verbosity that applies to events from `file`.
-    fn verbosity_for(&self, file: Option<&str>) -> u32 {
-        if let Some(file) = file {
-            let stem = Path::new(file)
+    /// The verbosity that applies to events from `file`; for a dependency's events (`krate`:
+    /// its crate name), a `--vmodule` pattern may also name the crate.
+    fn verbosity_for(&self, file: Option<&str>, krate: Option<&str>) -> u32 {
+        let stem = file.map(|f| {
+            Path::new(f)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let no_ext = file.strip_suffix(".rs").unwrap_or(file);
-            for (pattern, v) in &self.vmodule {
-                let subject = if pattern.contains('/') { no_ext } else { &stem };
-                if glob(pattern, subject) {
-                    return *v;
-                }
+                .unwrap_or_default()
+        });
+        let no_ext = file.map(|f| f.strip_suffix(".rs").unwrap_or(f));
+        for (pattern, v) in &self.vmodule {
+            let matched = if pattern.contains('/') {
+                no_ext.is_some_and(|p| glob(pattern, p))
+            } else {
+                stem.as_deref().is_some_and(|s| glob(pattern, s))
+                    || krate.is_some_and(|k| glob(pattern, k))
+            };
+            if matched {
+                return *v;
             }
         }
         self.verbosity
+    }
+
+    /// Whether a line or span with this metadata is written.
+    fn allows(&self, meta: &Metadata<'_>) -> bool {
+        let source = Source::of_target(meta.target());
+        let krate = (source != Source::Own).then(|| crate_of(meta.target()));
+        *meta.level() <= source.level_at(self.verbosity_for(meta.file(), krate))
     }
 
     fn header(&self, severity: Severity, meta: &Metadata<'_>) -> String {
@@ -482,7 +559,7 @@ impl<S: Subscriber> Layer<S> for Router {
     }
 
     fn enabled(&self, meta: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        *meta.level() <= level_of(self.verbosity_for(meta.file()))
+        self.allows(meta)
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
@@ -641,10 +718,139 @@ mod tests {
             ..Default::default()
         };
         let r = Router::new(&lg);
-        assert_eq!(r.verbosity_for(Some("crates/scheduler/src/logging.rs")), 4);
-        assert_eq!(r.verbosity_for(Some("src/cycle.rs")), 0);
+        assert_eq!(
+            r.verbosity_for(Some("crates/scheduler/src/logging.rs"), None),
+            4
+        );
+        assert_eq!(r.verbosity_for(Some("src/cycle.rs"), None), 0);
+        assert_eq!(r.verbosity_for(Some("src/other.rs"), Some("h2")), 6);
+        assert_eq!(r.verbosity_for(None, Some("other")), 6);
+        assert_eq!(r.verbosity_for(None, Some("hyper")), 0);
         assert_eq!(r.max_level(), Level::TRACE);
         assert!(glob("c?cle", "cycle") && glob("*", "x") && !glob("cy", "cycle"));
+    }
+
+    /// One line from each kind of source at debug and trace, plus a dependency's warning,
+    /// written at `verbosity` with `vmodule`; the messages that made it to the log.
+    fn lines_at(tag: &str, verbosity: u32, vmodule: &[(&str, u32)]) -> Vec<String> {
+        let dir = scratch(tag);
+        let path = dir.join("v.log");
+        let lg = LoggingOptions {
+            logtostderr: false,
+            log_file: path.display().to_string(),
+            skip_log_headers: true,
+            skip_headers: true,
+            stderrthreshold: 3,
+            verbosity,
+            vmodule: vmodule.iter().map(|(p, v)| (p.to_string(), *v)).collect(),
+            ..Default::default()
+        };
+        with_router(&lg, || {
+            tracing::debug!("own debug");
+            tracing::trace!("own trace");
+            tracing::debug!(target: "kube_client::client::builder", "kube debug");
+            tracing::trace!(target: "kube_client::client", "kube trace");
+            tracing::debug!(target: "h2::codec::framed_write", "h2 debug");
+            tracing::trace!(target: "h2::proto::streams", "h2 trace");
+            tracing::debug!(target: "hyper_util::client::legacy::pool", "hyper debug");
+            tracing::debug!(target: "tower::buffer::worker", "tower debug");
+            tracing::debug!(target: "rustls::client::hs", "rustls debug");
+            tracing::debug!(target: "tonic::transport", "tonic debug");
+            tracing::info!(target: "h2::proto", "h2 info");
+            tracing::warn!(target: "hyper::proto", "hyper warning");
+        });
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        text.lines().map(str::to_string).collect()
+    }
+
+    /// At `-v=4` this project's debug lines are written and no dependency's; the Kubernetes
+    /// client's debug lines come at 6, the other dependencies' at 8 and their trace at 9;
+    /// their warnings and info lines always.
+    #[test]
+    fn dependencies_are_quieter_than_our_own_lines() {
+        let always = ["h2 info", "hyper warning"];
+        let deps_debug = [
+            "h2 debug",
+            "hyper debug",
+            "tower debug",
+            "rustls debug",
+            "tonic debug",
+        ];
+        let cases: [(u32, &[&str]); 6] = [
+            (0, &[]),
+            (4, &["own debug"]),
+            (6, &["own debug", "own trace", "kube debug"]),
+            (7, &["own debug", "own trace", "kube debug"]),
+            (
+                8,
+                &[
+                    "own debug",
+                    "own trace",
+                    "kube debug",
+                    "kube trace",
+                    "h2 debug",
+                    "hyper debug",
+                    "tower debug",
+                    "rustls debug",
+                    "tonic debug",
+                ],
+            ),
+            (
+                9,
+                &[
+                    "own debug",
+                    "own trace",
+                    "kube debug",
+                    "kube trace",
+                    "h2 debug",
+                    "h2 trace",
+                    "hyper debug",
+                    "tower debug",
+                    "rustls debug",
+                    "tonic debug",
+                ],
+            ),
+        ];
+        for (v, expected) in cases {
+            let got = lines_at(&format!("v{v}"), v, &[]);
+            let mut want: Vec<&str> = expected.to_vec();
+            want.extend(always);
+            want.sort_unstable();
+            let mut got_sorted: Vec<&str> = got.iter().map(String::as_str).collect();
+            got_sorted.sort_unstable();
+            assert_eq!(got_sorted, want, "at -v={v}");
+            if v < 8 {
+                assert!(deps_debug.iter().all(|d| !got.iter().any(|l| l == d)));
+            }
+        }
+    }
+
+    /// `--vmodule` names a dependency by its crate: `h2=8` brings h2's debug lines (only
+    /// h2's) to a `-v=4` log, `h2=9` its trace lines too; `kube_client=6` the client's.
+    #[test]
+    fn vmodule_turns_a_dependency_on_by_its_crate_name() {
+        let got = lines_at("vmod-h2", 4, &[("h2", 8)]);
+        assert!(got.contains(&"h2 debug".to_string()), "{got:?}");
+        assert!(!got.contains(&"h2 trace".to_string()), "{got:?}");
+        assert!(!got.contains(&"hyper debug".to_string()), "{got:?}");
+        assert!(got.contains(&"own debug".to_string()), "{got:?}");
+
+        let got = lines_at("vmod-h2-9", 0, &[("h2", 9), ("kube_*", 6)]);
+        assert!(got.contains(&"h2 trace".to_string()), "{got:?}");
+        assert!(got.contains(&"kube debug".to_string()), "{got:?}");
+        assert!(!got.contains(&"kube trace".to_string()), "{got:?}");
+        assert!(!got.contains(&"own debug".to_string()), "{got:?}");
+        assert!(!got.contains(&"tonic debug".to_string()), "{got:?}");
+
+        // A file pattern of our own does not reach a dependency crate of another name.
+        let got = lines_at("vmod-own", 0, &[("logging", 4)]);
+        assert!(got.contains(&"own debug".to_string()), "{got:?}");
+        assert!(
+            !got.iter()
+                .any(|l| l.ends_with(" debug") && l != "own debug"),
+            "{got:?}"
+        );
     }
 
     #[test]

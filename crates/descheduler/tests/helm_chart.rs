@@ -29,7 +29,7 @@ fn descheduler_deployment(docs: &[Value]) -> &Value {
         .filter(|d| {
             d["kind"] == "Deployment"
                 && d["spec"]["template"]["spec"]["containers"][0]["command"][0]
-                    == "/usr/local/bin/karmada-descheduler"
+                    == "/bin/karmada-descheduler"
         })
         .collect();
     assert_eq!(found.len(), 1, "one descheduler Deployment");

@@ -67,6 +67,8 @@ fn defaults_render_the_reference_defaults() {
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(c["readinessProbe"]["httpGet"]["port"], 10351);
+    // The binary's path in the image (hack/build-image.sh), the same as in Karmada's images.
+    assert_eq!(c["command"][0], "/bin/karmada-scheduler");
     let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
     for k in [
         "ClusterRole",

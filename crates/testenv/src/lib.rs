@@ -52,6 +52,7 @@ pub mod fencing;
 pub mod fixtures;
 pub mod helm;
 pub mod overcommit;
+pub mod podman;
 pub mod quantity;
 pub mod rng;
 pub mod simulate;
@@ -315,6 +316,70 @@ pub struct MemberInfo {
     pub estimator_pid: u32,
 }
 
+/// PEM files of the estimators' mutual TLS ([`TestEnvBuilder::estimator_tls`]), laid out as
+/// the Secret Karmada's chart mounts at `/etc/karmada/pki`: `ca.crt`, `karmada.crt`,
+/// `karmada.key`. Readable by every user (a container may run them as another user).
+#[derive(Clone, Debug)]
+pub struct EstimatorPki {
+    /// The directory holding the three files.
+    pub dir: PathBuf,
+    /// The CA certificate (`ca.crt`): trust root of servers and clients.
+    pub ca: PathBuf,
+    /// The certificate (`karmada.crt`), for server and client authentication.
+    pub cert: PathBuf,
+    /// Its private key (`karmada.key`).
+    pub key: PathBuf,
+}
+
+impl EstimatorPki {
+    fn generate(dir: &Path, members: usize) -> anyhow::Result<Self> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+            IsCa, KeyPair, KeyUsagePurpose,
+        };
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::create_dir_all(dir)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "karmada-testenv-estimator-ca");
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+        let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        for i in 1..=members {
+            let svc = format!("karmada-scheduler-estimator-member{i}.karmada-system");
+            names.push(format!("{svc}.svc"));
+            names.push(format!("{svc}.svc.cluster.local"));
+        }
+        let mut params = CertificateParams::new(names)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "system:karmada:karmada");
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &ca)?;
+        let pki = EstimatorPki {
+            dir: dir.to_path_buf(),
+            ca: dir.join("ca.crt"),
+            cert: dir.join("karmada.crt"),
+            key: dir.join("karmada.key"),
+        };
+        for (path, pem) in [
+            (&pki.ca, ca.pem()),
+            (&pki.cert, cert.pem()),
+            (&pki.key, key.serialize_pem()),
+        ] {
+            fs::write(path, pem)?;
+            fs::set_permissions(path, fs::Permissions::from_mode(0o644))?;
+        }
+        Ok(pki)
+    }
+}
+
 /// Options for [`TestEnv`].
 #[derive(Clone, Debug)]
 pub struct TestEnvBuilder {
@@ -323,6 +388,7 @@ pub struct TestEnvBuilder {
     nodes_per_member: usize,
     verbose: bool,
     estimator_args: Vec<String>,
+    estimator_tls: bool,
 }
 
 impl Default for TestEnvBuilder {
@@ -333,6 +399,7 @@ impl Default for TestEnvBuilder {
             nodes_per_member: 2,
             verbose: std::env::var_os("KARMADA_TESTENV_VERBOSE").is_some(),
             estimator_args: Vec::new(),
+            estimator_tls: false,
         }
     }
 }
@@ -366,6 +433,18 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Serve every member's estimator over mutual TLS, as Karmada's chart does: one CA
+    /// ([`EstimatorPki::ca`]) signs one certificate ([`EstimatorPki::cert`], for server and
+    /// client use, naming `localhost`, `127.0.0.1` and the estimator Services' DNS names) that
+    /// the estimators serve with (`--grpc-auth-cert-file`, `--grpc-auth-key-file`) and whose
+    /// clients must present a certificate of that CA (`--grpc-client-ca-file`). The files are
+    /// in [`TestEnv::estimator_pki`]. The Go `estimator-probe` of [`Tools`] speaks plaintext
+    /// only, so it cannot reach these estimators.
+    pub fn estimator_tls(mut self, on: bool) -> Self {
+        self.estimator_tls = on;
+        self
+    }
+
     /// Stream the script's progress to stderr (also `KARMADA_TESTENV_VERBOSE=1`).
     pub fn verbose(mut self, v: bool) -> Self {
         self.verbose = v;
@@ -388,6 +467,18 @@ impl TestEnvBuilder {
             fs::remove_dir_all(&state_dir).ok();
         }
         fs::create_dir_all(&state_dir)?;
+        let mut estimator_args = self.estimator_args.clone();
+        let estimator_pki = if self.estimator_tls {
+            let pki = EstimatorPki::generate(&state_dir.join("estimator-pki"), self.members)?;
+            estimator_args.extend([
+                format!("--grpc-auth-cert-file={}", pki.cert.display()),
+                format!("--grpc-auth-key-file={}", pki.key.display()),
+                format!("--grpc-client-ca-file={}", pki.ca.display()),
+            ]);
+            Some(pki)
+        } else {
+            None
+        };
         let up_log = state_dir.join("local-up.log");
         let mut cmd = tokio::process::Command::new(tools.root.join("hack/local-up.sh"));
         cmd.arg("--state-dir")
@@ -396,7 +487,7 @@ impl TestEnvBuilder {
             .env("LOCAL_UP_NODES", self.nodes_per_member.to_string())
             .env("LOCAL_UP_WATCH_PID", std::process::id().to_string())
             .env("KARMADA_TOOLS_BIN", &tools.bin_dir)
-            .env("LOCAL_UP_ESTIMATOR_ARGS", self.estimator_args.join(" "))
+            .env("LOCAL_UP_ESTIMATOR_ARGS", estimator_args.join(" "))
             .env_remove("LOCAL_UP_DIR")
             .env_remove("LOCAL_UP_MEMBERS")
             .stdin(Stdio::null());
@@ -410,6 +501,7 @@ impl TestEnvBuilder {
         let mut env = TestEnv {
             tools,
             info: None,
+            estimator_pki,
             state_dir: state_dir.clone(),
             stopped: false,
             keep_state: false,
@@ -443,6 +535,7 @@ impl TestEnvBuilder {
 pub struct TestEnv {
     tools: Tools,
     info: Option<EnvInfo>,
+    estimator_pki: Option<EstimatorPki>,
     state_dir: PathBuf,
     stopped: bool,
     keep_state: bool,
@@ -458,6 +551,11 @@ impl TestEnv {
     /// Starts an environment with the default options (3 members).
     pub async fn start() -> anyhow::Result<TestEnv> {
         Self::builder().start().await
+    }
+
+    /// The estimators' certificates, when started with [`TestEnvBuilder::estimator_tls`].
+    pub fn estimator_pki(&self) -> Option<&EstimatorPki> {
+        self.estimator_pki.as_ref()
     }
 
     /// Everything the script reported.
@@ -725,20 +823,31 @@ impl Drop for GoProcess {
 }
 
 async fn http_get_ok(addr: &str, path: &str) -> bool {
+    matches!(http_get(addr, path).await, Ok((200, _)))
+}
+
+/// `GET http://<addr><path>` (HTTP/1.0, 2 s to connect and 5 s to read): the status code and
+/// the body.
+pub async fn http_get(addr: &str, path: &str) -> anyhow::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Ok(Ok(mut s)) =
-        tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await
-    else {
-        return false;
-    };
+    let mut s = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| anyhow!("connecting to {addr}: timed out"))?
+        .with_context(|| format!("connecting to {addr}"))?;
     let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    if s.write_all(req.as_bytes()).await.is_err() {
-        return false;
-    }
+    s.write_all(req.as_bytes()).await?;
     let mut buf = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut buf)).await;
-    let head = String::from_utf8_lossy(&buf);
-    head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf))
+        .await
+        .map_err(|_| anyhow!("GET {addr}{path}: no complete answer within 5s"))??;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("GET {addr}{path}: not an HTTP answer: {head:?}"))?;
+    Ok((status, body.to_string()))
 }
 
 /// A `kube::Client` from a kubeconfig file.
