@@ -55,6 +55,7 @@ pub mod quantity;
 pub mod rng;
 pub mod simulate;
 pub mod units;
+pub mod vm;
 pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into
@@ -322,6 +323,7 @@ pub struct TestEnvBuilder {
     nodes_per_member: usize,
     verbose: bool,
     estimator_args: Vec<String>,
+    apiserver_sans: Vec<String>,
 }
 
 impl Default for TestEnvBuilder {
@@ -332,6 +334,7 @@ impl Default for TestEnvBuilder {
             nodes_per_member: 2,
             verbose: std::env::var_os("KARMADA_TESTENV_VERBOSE").is_some(),
             estimator_args: Vec::new(),
+            apiserver_sans: Vec::new(),
         }
     }
 }
@@ -362,6 +365,14 @@ impl TestEnvBuilder {
     /// `--feature-gates=SchedulingOvercommitProtection=true`).
     pub fn estimator_args(mut self, args: &[&str]) -> Self {
         self.estimator_args = args.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Extra subjectAltNames of the API servers' serving certificate (`IP:10.234.7.1`,
+    /// `DNS:karmada.example`), for clients reaching them through another address than
+    /// 127.0.0.1 (see [`vm`]).
+    pub fn apiserver_sans(mut self, sans: &[String]) -> Self {
+        self.apiserver_sans = sans.to_vec();
         self
     }
 
@@ -396,6 +407,7 @@ impl TestEnvBuilder {
             .env("LOCAL_UP_WATCH_PID", std::process::id().to_string())
             .env("KARMADA_TOOLS_BIN", &tools.bin_dir)
             .env("LOCAL_UP_ESTIMATOR_ARGS", self.estimator_args.join(" "))
+            .env("LOCAL_UP_APISERVER_SANS", self.apiserver_sans.join(","))
             .env_remove("LOCAL_UP_DIR")
             .env_remove("LOCAL_UP_MEMBERS")
             .stdin(Stdio::null());
