@@ -499,7 +499,7 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
     let m2 = env.member("member2").context("member2")?.clone();
     let (program, args) = testenv::faults::command_line(m2.estimator_pid)?;
     let port = free_port();
-    let mut tls_args = without_flags(
+    let mut tls_args = vm::without_flags(
         &args,
         &[
             "--server-port",
@@ -603,27 +603,6 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
     topo.teardown()?;
     env.stop();
     Ok(())
-}
-
-/// `args` without these flags (`--flag value` and `--flag=value`).
-fn without_flags(args: &[String], flags: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip_value = false;
-    for a in args {
-        if skip_value {
-            skip_value = false;
-            continue;
-        }
-        if flags.contains(&a.as_str()) {
-            skip_value = true;
-            continue;
-        }
-        if flags.iter().any(|f| a.starts_with(&format!("{f}="))) {
-            continue;
-        }
-        out.push(a.clone());
-    }
-    out
 }
 
 async fn wait_port(p: &mut GoProcess, port: u16) -> anyhow::Result<()> {

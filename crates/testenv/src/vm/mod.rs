@@ -1223,6 +1223,28 @@ impl VmTopology {
     }
 }
 
+/// `args` without these flags (both `--flag value` and `--flag=value`), e.g. to start another
+/// instance of a process read with [`crate::faults::command_line`] on other ports.
+pub fn without_flags(args: &[String], flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if flags.contains(&a.as_str()) {
+            skip_value = true;
+            continue;
+        }
+        if flags.iter().any(|f| a.starts_with(&format!("{f}="))) {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
 /// Creates or updates the `ExternalName` estimator Service of `cluster` in `karmada-system`:
 /// `externalName`, `port` [`SERVICE_PORT`] → `targetPort`, and the TLS server name annotation
 /// of this project when given (removed when `None`).
@@ -1280,6 +1302,18 @@ mod tests {
         assert!(status.success());
         assert_eq!(fs::read_to_string(&out).unwrap(), "newer\nolder\n");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn flags_are_removed_in_both_spellings() {
+        let args: Vec<String> = ["--a", "1", "--b=2", "--c", "3", "--keep", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            without_flags(&args, &["--a", "--b", "--c"]),
+            ["--keep", "x"]
+        );
     }
 
     #[test]
