@@ -9,9 +9,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-cargo build -q -p testenv --bin vm-topology
-BIN="${CARGO_TARGET_DIR:-${ROOT}/target}/debug/vm-topology"
 if [[ "${1:-}" == --stale ]]; then
-  exec "${BIN}" clean
+  exec cargo run -q -p testenv --bin vm-topology -- clean
 fi
-exec "${BIN}" down "$@"
+exec cargo run -q -p testenv --bin vm-topology -- down "$@"

@@ -11,5 +11,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 [[ $(id -u) == 0 ]] || { echo "vm-topology-up: needs root (network namespaces, iptables)" >&2; exit 1; }
-cargo build -q -p testenv --bin vm-topology
-exec "${CARGO_TARGET_DIR:-${ROOT}/target}/debug/vm-topology" up "$@"
+exec cargo run -q -p testenv --bin vm-topology -- up "$@"
