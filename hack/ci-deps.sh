@@ -2,7 +2,9 @@
 # Installs/builds everything the tests need on a fresh Debian machine:
 #
 #   * Debian packages used by the hack scripts (openssl, jq, curl, util-linux
-#     for flock, ca-certificates), only if something is missing;
+#     for flock, ca-certificates) and by the tests (iproute2 and iptables for the
+#     VM topology of crates/testenv/src/vm, systemd for `systemd-analyze verify`
+#     of manifests/systemd), only if something is missing;
 #   * the Go binaries of the local Karmada control plane (hack/build-tools.sh:
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
 #     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
@@ -27,6 +29,10 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v git >/dev/null 2>&1 || need+=(git)
 [[ -e /etc/ssl/certs/ca-certificates.crt ]] || need+=(ca-certificates)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+# Only the command is needed (the tests verify the shipped units); systemd need not run.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [[ ${#need[@]} -gt 0 ]]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""
@@ -34,7 +40,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
   ${SUDO} apt-get update -qq
   DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${need[@]}"
 else
-  log "Debian packages present (openssl, jq, curl, flock, git)"
+  log "Debian packages present (openssl, jq, curl, flock, git, ip, iptables, systemd-analyze)"
 fi
 
 # --- Go -----------------------------------------------------------------------
