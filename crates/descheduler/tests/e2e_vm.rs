@@ -4,7 +4,9 @@
 //! host's bridge address (`testenv::vm`). Ours and the Go karmada-descheduler v1.18.2 run in
 //! turn on twin namespaces and must give back the same replicas; then member1's Service moves
 //! to a second balancer and the first is retired while each runs: ours follows (asserted),
-//! what Go does is reported.
+//! what Go does is reported. Last, the replicas serve mTLS with a certificate for a DNS name
+//! and ours, with the reference's TLS flags and `--scheduler-estimator-tls-server-name`,
+//! still gets its answers through the VIP.
 //!
 //! Needs root (namespaces, iptables); skipped like the other end-to-end tests when the Go
 //! binaries are absent and KARMADA_E2E is unset (fails instead under KARMADA_E2E).
@@ -17,7 +19,7 @@ use anyhow::bail;
 use karmada_api::work::ResourceBinding;
 use kube::api::Api;
 use serde_json::json;
-use testenv::vm::{self, VmNet, VmTopology, set_estimator_service};
+use testenv::vm::{self, VmNet, VmTopology, pki, set_estimator_service};
 use testenv::workload::{PodState, deployment_with_pods};
 use testenv::{GoProcess, TestEnv, apply_value, tools_or_skip};
 
@@ -98,11 +100,16 @@ async fn wait_replicas(
     }
 }
 
-async fn start(topo: &VmTopology, name: &str, program: &Path) -> anyhow::Result<GoProcess> {
+async fn start(
+    topo: &VmTopology,
+    name: &str,
+    program: &Path,
+    extra: &[String],
+) -> anyhow::Result<GoProcess> {
     let ip = topo.scheduler_host().ip();
     let metrics = format!("{ip}:18100");
     let health = format!("{ip}:18101");
-    let args = vec![
+    let mut args = vec![
         format!("--kubeconfig={}", topo.kubeconfig().display()),
         "--leader-elect=false".to_string(),
         "--descheduling-interval=2s".to_string(),
@@ -111,6 +118,7 @@ async fn start(topo: &VmTopology, name: &str, program: &Path) -> anyhow::Result<
         format!("--health-probe-bind-address={health}"),
         "--v=4".to_string(),
     ];
+    args.extend(extra.iter().cloned());
     let mut p = topo
         .spawn_on_scheduler_host(name, program, &args, &[])?
         .with_addresses(Some(metrics), Some(health));
@@ -188,6 +196,7 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
         ("vm-go", TWIN),
         ("moved-rs", MOVED),
         ("moved-go", MOVED),
+        ("tls-rs", MOVED),
     ] {
         // Members only; the bindings come when their descheduler runs.
         let client = env.client().await?;
@@ -207,7 +216,7 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
 
     // Ours: through lb1, then moved to lb2 while running, lb1 retired.
     let ours_bin = Path::new(env!("CARGO_BIN_EXE_karmada-descheduler"));
-    let mut ours = start(&topo, "vm-rs-descheduler", ours_bin).await?;
+    let mut ours = start(&topo, "vm-rs-descheduler", ours_bin, &[]).await?;
     case(&env, "vm-rs", TWIN).await?;
     let (ok, rs_twin) =
         wait_replicas(&env, "vm-rs", TWIN_WANT, Duration::from_secs(40), &mut ours).await?;
@@ -255,7 +264,7 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
     topo.balancer(0).set_link(true)?;
     point_member1(&env, &topo, 0).await?;
     let go_bin = tools.bin("karmada-descheduler");
-    let mut go = start(&topo, "vm-go-descheduler", &go_bin).await?;
+    let mut go = start(&topo, "vm-go-descheduler", &go_bin, &[]).await?;
     case(&env, "vm-go", TWIN).await?;
     let (ok, go_twin) =
         wait_replicas(&env, "vm-go", TWIN_WANT, Duration::from_secs(40), &mut go).await?;
@@ -286,6 +295,37 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
         .collect();
     go.kill();
 
+    // Ours over mTLS: the replicas' certificate names a DNS name, not the VIP (lb2 now).
+    let pki_dir = env.state_dir().join("vm/pki");
+    let ca = pki::Pki::new(&pki_dir, "estimators")?;
+    let server_name = "estimator.member1.vm.test";
+    let server = ca.server("member1", &[server_name])?;
+    let client_cert = ca.client("descheduler", "karmada-descheduler")?;
+    topo.start_replicas(&pki::estimator_server_flags(&server, ca.ca_file()))
+        .await?;
+    let mut tls = pki::estimator_client_flags(ca.ca_file(), &client_cert);
+    tls.push(format!(
+        "--scheduler-estimator-tls-server-name={server_name}"
+    ));
+    let mut ours = start(&topo, "vm-rs-descheduler-tls", ours_bin, &tls).await?;
+    case(&env, "tls-rs", MOVED).await?;
+    let (ok, rs_tls) = wait_replicas(
+        &env,
+        "tls-rs",
+        MOVED_WANT,
+        Duration::from_secs(30),
+        &mut ours,
+    )
+    .await?;
+    assert!(
+        ok,
+        "ours over mTLS wrote {rs_tls:?}:\n{}",
+        ours.log_tail(30)
+    );
+    let tls_served = served_by(&topo, "tls-rs");
+    assert!(!tls_served.is_empty(), "no replica answered ours over mTLS");
+    ours.kill();
+
     report.push((
         "through the VIP (5+3 -> 2+1)".into(),
         format!("{rs_twin:?} answered by {rs_served:?}"),
@@ -295,6 +335,11 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
         "VIP moved to lb2, lb1 retired (3 -> 1)".into(),
         format!("{rs_moved:?}"),
         format!("{go_moved:?}"),
+    ));
+    report.push((
+        "mTLS, DNS-name certificate (3 -> 1)".into(),
+        format!("{rs_tls:?} answered by {tls_served:?}"),
+        "-".into(),
     ));
     let mut table = format!(
         "\n[vm] {:<40} | {:<32} | Go karmada-descheduler v1.18.2\n",
