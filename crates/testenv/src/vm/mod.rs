@@ -317,6 +317,15 @@ impl VmNet {
     fn reserve(owner: &str, persistent: bool) -> anyhow::Result<Self> {
         let base = registry_dir();
         fs::create_dir_all(&base)?;
+        // Probe namespaces of [`check_support`] whose process died between its two steps.
+        for line in run("ip", &["netns", "list"])?.lines() {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            if let Some(pid) = name.strip_prefix("kvmprobe-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = run("ip", &["netns", "del", name]);
+            }
+        }
         let addresses = run("ip", &["-4", "-o", "addr", "show"])?;
         let links = run("ip", &["-o", "link", "show"])?;
         let start = std::process::id() as usize;
