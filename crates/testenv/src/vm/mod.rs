@@ -942,7 +942,7 @@ pub struct TopologyInfo {
 struct Replica {
     ns: NetNs,
     process: Option<GoProcess>,
-    /// Logs of earlier processes of this replica (each restart starts a new log).
+    /// Processes this replica has had; the `g`-th logs to `vm-<member>-estimator-r<i>-<g>.log`.
     generation: usize,
 }
 
