@@ -2,8 +2,10 @@
 # Installs/builds everything the tests need on a fresh Debian machine:
 #
 #   * Debian packages used by the hack scripts (openssl, jq, curl, util-linux
-#     for flock, ca-certificates) and by the image tests (podman, runc), only
-#     if something is missing;
+#     for flock, ca-certificates) and by the tests (podman and runc for the image
+#     tests; iproute2 and iptables for the VM topology of crates/testenv/src/vm;
+#     systemd for `systemd-analyze verify` of manifests/systemd), only if
+#     something is missing;
 #   * the Go binaries of the local Karmada control plane (hack/build-tools.sh:
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
 #     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
@@ -31,6 +33,10 @@ command -v git >/dev/null 2>&1 || need+=(git)
 # The image tests (crates/scheduler/tests/e2e_image.rs) run the image with podman and runc.
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+# Only the command is needed (the tests verify the shipped units); systemd need not run.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [[ ${#need[@]} -gt 0 ]]; then
   log "installing Debian packages: ${need[*]}"
   SUDO=""
@@ -38,7 +44,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
   ${SUDO} apt-get update -qq
   DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${need[@]}"
 else
-  log "Debian packages present (openssl, jq, curl, flock, git, podman, runc)"
+  log "Debian packages present (openssl, jq, curl, flock, git, podman, runc, ip, iptables, systemd-analyze)"
 fi
 
 # --- Go -----------------------------------------------------------------------

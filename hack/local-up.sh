@@ -23,6 +23,11 @@
 #   LOCAL_UP_ESTIMATOR_ARGS  extra flags for every member's estimator, space-separated
 #                         (e.g. --feature-gates=SchedulingOvercommitProtection=true)
 #                         (used by crates/testenv)
+#   LOCAL_UP_APISERVER_SANS  extra subjectAltNames of the API servers' serving
+#                         certificate, comma-separated (e.g. IP:10.234.7.1), for
+#                         clients that reach them through another address (the VM
+#                         topology of crates/testenv); read when the certificates
+#                         are first generated
 #   KARMADA_TOOLS_BIN     where the Go binaries are (default _output/bin)
 #   KUBECTL               kubectl to use (default _output/bin/kubectl, else PATH)
 #
@@ -45,7 +50,7 @@ while [[ $# -gt 0 ]]; do
     --state-dir) STATE="$2"; shift 2 ;;
     --state-dir=*) STATE="${1#*=}"; shift ;;
     --no-build) NO_BUILD=1; shift ;;
-    -h | --help) sed -n '2,30p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,36p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -213,7 +218,7 @@ gen_certs() {
     rm -f "${d}/$1.csr" "${d}/$1.ext"
   }
   sign apiserver "/CN=kube-apiserver" \
-    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1${LOCAL_UP_APISERVER_SANS:+,${LOCAL_UP_APISERVER_SANS}}"
   sign admin "/O=system:masters/CN=karmada-admin" \
     "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth"
   openssl ecparam -name prime256v1 -genkey -noout -out "${d}/sa.key" 2>/dev/null

@@ -402,7 +402,12 @@ impl ConnectionCache {
                     .set_connected(cluster, entry.connection.is_some());
                 entry.last_dial_failure = Some(Instant::now());
                 if entry.health != Health::Unreachable {
-                    tracing::warn!(cluster, error = %error, "Failed to connect to the estimator");
+                    let service = format!(
+                        "{}/{}",
+                        self.options.service_namespace,
+                        self.options.service_name(cluster)
+                    );
+                    tracing::warn!(cluster, service, error = %error, "Failed to connect to the estimator");
                 }
                 entry.health = Health::Unreachable;
                 Err(error)

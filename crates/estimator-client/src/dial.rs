@@ -201,7 +201,20 @@ impl tower::Service<http::Uri> for Connector {
     fn call(&mut self, _uri: http::Uri) -> Self::Future {
         let this = self.clone();
         Box::pin(async move {
-            let tcp = TcpStream::connect((this.address.host(), this.address.port())).await?;
+            let port = this.address.port();
+            let tcp = match this.address.ip() {
+                Some(ip) => TcpStream::connect((ip, port)).await?,
+                None => {
+                    // Resolved apart from connecting so that a host without DNS (an
+                    // `ExternalName` holding a name there) gets an error saying so.
+                    let host = this.address.host();
+                    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host, port))
+                        .await
+                        .map_err(|e| format!("cannot resolve the host name {host:?}: {e}"))?
+                        .collect();
+                    TcpStream::connect(&addrs[..]).await?
+                }
+            };
             tcp.set_nodelay(true)?;
             let io: Box<dyn Io> = match this.tls {
                 None => Box::new(tcp),

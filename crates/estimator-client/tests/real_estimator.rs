@@ -10,8 +10,13 @@
 //! client packages), the Kubernetes byte encodings we send are decoded by the Go server (a
 //! node affinity nobody matches brings the answer to 0), component sets, and the error text of
 //! a cluster-name mismatch.
-//! TODO(testenv): TLS against the Go estimator (needs testenv to start one with
-//! `--cert-file`/`--key-file`); covered against tonic servers in `tests/loopback.rs` for now.
+//!
+//! TLS: a second Go estimator of member1 serving mTLS (`--grpc-auth-cert-file`,
+//! `--grpc-auth-key-file`, `--grpc-client-ca-file`) with a certificate for a DNS name only
+//! (`testenv::vm::pki`), dialled at 127.0.0.1: answered with the CA, our client certificate and
+//! the server name; refused without the server name and with another CA, each with an error
+//! saying why, and without a client certificate (the first call fails: with TLS 1.3 the
+//! server's alert comes after the client's side of the handshake).
 
 use std::sync::Arc;
 
@@ -22,13 +27,15 @@ use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Service, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karmada_api::Cluster;
 use karmada_api::work::{
     Component, ComponentReplicaRequirements, NodeClaim, ObjectReference, ReplicaRequirements,
 };
 use kube::api::{Api, ListParams};
 use scheduler_core::estimator::{EstimateRequest, Estimator};
-use testenv::{TestEnv, tools_or_skip};
+use testenv::vm::{pki, pki::Pki, without_flags};
+use testenv::{TestEnv, free_port, tools_or_skip};
 
 fn probe_resource() -> ObjectReference {
     ObjectReference {
@@ -204,4 +211,135 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
         err.starts_with("gRPC request cluster(impostor) estimator error when calling MaxAvailableReplicas: rpc error: code = "),
         "{err}"
     );
+
+    // mTLS against the real Go estimator.
+    let member1 = clusters
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some("member1"))
+        .expect("member1");
+    let plain = got
+        .iter()
+        .find(|(n, _)| n == "member1")
+        .map(|(_, n)| *n)
+        .expect("member1 answered");
+    let dir = env.state_dir().join("tls");
+    let ca = Pki::new(&dir, "estimators").expect("CA");
+    let server_name = "estimator-member1.test";
+    let server = ca.server("member1", &[server_name]).expect("server cert");
+    let client_pair = ca
+        .client("scheduler", "karmada-scheduler")
+        .expect("client cert");
+    let other = Pki::new(&dir, "other").expect("other CA");
+    let info = env.member("member1").expect("member1 info");
+    let (program, args) = testenv::faults::command_line(info.estimator_pid).expect("cmdline");
+    let port = free_port();
+    let mut args = without_flags(
+        &args,
+        &[
+            "--server-port",
+            "--health-probe-bind-address",
+            "--metrics-bind-address",
+        ],
+    );
+    args.extend([
+        format!("--server-port={port}"),
+        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
+        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
+    ]);
+    args.extend(pki::estimator_server_flags(&server, ca.ca_file()));
+    let mut tls_estimator = env
+        .spawn_process("member1-estimator-tls", &program, &args)
+        .expect("TLS estimator");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if let Ok(Some(status)) = tls_estimator.try_wait() {
+            panic!(
+                "TLS estimator exited ({status}):\n{}",
+                tls_estimator.log_tail(20)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "TLS estimator not listening"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let mut svc = services
+        .get("karmada-scheduler-estimator-member1")
+        .await
+        .expect("service");
+    if let Some(p) = svc
+        .spec
+        .as_mut()
+        .and_then(|s| s.ports.as_mut())
+        .and_then(|p| p.first_mut())
+    {
+        p.target_port = Some(IntOrString::Int(i32::from(port)));
+    }
+    let tls_options =
+        |ca_file: &std::path::Path, name: Option<&str>, with_cert: bool| EstimatorOptions {
+            ca_file: Some(ca_file.to_path_buf()),
+            cert_file: with_cert.then(|| client_pair.cert.clone()),
+            key_file: with_cert.then(|| client_pair.key.clone()),
+            server_name: name.map(str::to_string),
+            ..Default::default()
+        };
+    let over_tls = |options: EstimatorOptions| {
+        let svc = svc.clone();
+        async move {
+            let cache = Arc::new(ConnectionCache::new(
+                options,
+                Arc::new(InMemoryServiceSource::with_objects([svc], [])),
+            ));
+            let dial = cache.ensure(member1).await.map_err(|e| e.to_string());
+            let answer = replicas(
+                &SchedulerEstimator::new(cache),
+                &[member1],
+                &requirements(None),
+            )
+            .await;
+            (dial, answer)
+        }
+    };
+    let (dial, answer) = over_tls(tls_options(ca.ca_file(), Some(server_name), true)).await;
+    assert_eq!(dial, Ok(()));
+    assert_eq!(
+        answer.expect("answer over mTLS"),
+        [("member1".to_string(), plain)],
+        "the same answer as over plaintext"
+    );
+    assert!(
+        std::fs::read_to_string(tls_estimator.log_path())
+            .unwrap_or_default()
+            .contains("name=default/probe)"),
+        "the TLS estimator answered"
+    );
+    // The certificate names a DNS name, the address dialled is 127.0.0.1.
+    let (dial, _) = over_tls(tls_options(ca.ca_file(), None, true)).await;
+    let err = dial.expect_err("no server name");
+    assert!(
+        err.starts_with(&format!("dial 127.0.0.1:{port} error: "))
+            && err.contains("certificate not valid for name \"127.0.0.1\""),
+        "{err}"
+    );
+    let (dial, _) = over_tls(tls_options(other.ca_file(), Some(server_name), true)).await;
+    let err = dial.expect_err("another CA");
+    assert!(err.contains("UnknownIssuer"), "{err}");
+    // No client certificate: the estimator requires one. TLS 1.3 reports that after the
+    // client's side of the handshake, so the connection or the first call fails.
+    let (dial, answer) = over_tls(tls_options(ca.ca_file(), Some(server_name), false)).await;
+    let refused = match (dial, answer) {
+        (Err(e), _) => e,
+        (Ok(()), Err(e)) => e,
+        (Ok(()), Ok(a)) => panic!("answered without a client certificate: {a:?}"),
+    };
+    println!("without a client certificate: {refused}");
+    assert!(
+        refused.to_lowercase().contains("certificate") || refused.contains("member1"),
+        "{refused}"
+    );
+    tls_estimator.kill();
 }

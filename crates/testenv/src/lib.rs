@@ -57,6 +57,7 @@ pub mod quantity;
 pub mod rng;
 pub mod simulate;
 pub mod units;
+pub mod vm;
 pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into
@@ -389,6 +390,7 @@ pub struct TestEnvBuilder {
     verbose: bool,
     estimator_args: Vec<String>,
     estimator_tls: bool,
+    apiserver_sans: Vec<String>,
 }
 
 impl Default for TestEnvBuilder {
@@ -400,6 +402,7 @@ impl Default for TestEnvBuilder {
             verbose: std::env::var_os("KARMADA_TESTENV_VERBOSE").is_some(),
             estimator_args: Vec::new(),
             estimator_tls: false,
+            apiserver_sans: Vec::new(),
         }
     }
 }
@@ -442,6 +445,14 @@ impl TestEnvBuilder {
     /// only, so it cannot reach these estimators.
     pub fn estimator_tls(mut self, on: bool) -> Self {
         self.estimator_tls = on;
+        self
+    }
+
+    /// Extra subjectAltNames of the API servers' serving certificate (`IP:10.234.7.1`,
+    /// `DNS:karmada.example`), for clients reaching them through another address than
+    /// 127.0.0.1 (see [`vm`]).
+    pub fn apiserver_sans(mut self, sans: &[String]) -> Self {
+        self.apiserver_sans = sans.to_vec();
         self
     }
 
@@ -488,6 +499,7 @@ impl TestEnvBuilder {
             .env("LOCAL_UP_WATCH_PID", std::process::id().to_string())
             .env("KARMADA_TOOLS_BIN", &tools.bin_dir)
             .env("LOCAL_UP_ESTIMATOR_ARGS", estimator_args.join(" "))
+            .env("LOCAL_UP_APISERVER_SANS", self.apiserver_sans.join(","))
             .env_remove("LOCAL_UP_DIR")
             .env_remove("LOCAL_UP_MEMBERS")
             .stdin(Stdio::null());
