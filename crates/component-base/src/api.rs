@@ -1,5 +1,9 @@
 //! A failed API request, reduced to what callers decide on.
 
+/// The `reason` of an [`ApiFailure`] for a write the write fence refused before sending it
+/// (this replica's hold on the leader lease lapsed; see the `fence` module).
+pub const FENCED_REASON: &str = "LeaseLapsed";
+
 /// A failed API request: its status code, reason and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiFailure {
@@ -21,9 +25,9 @@ impl ApiFailure {
     }
 
     /// Not sent: the write fence refused it because this replica's lease lapsed
-    /// ([`crate::fence`]). The work belongs to whoever leads now.
+    /// (see the write fence). The work belongs to whoever leads now.
     pub fn is_fenced(&self) -> bool {
-        self.code == 0 && self.reason == crate::fence::FENCED_REASON
+        self.code == 0 && self.reason == FENCED_REASON
     }
 
     /// The API server did not act on the request as a judgement of it: no answer at all

@@ -29,9 +29,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::api::ApiFailure;
-
-/// The `reason` of an [`ApiFailure`] for a write the fence refused before sending it.
-pub const FENCED_REASON: &str = "LeaseLapsed";
+pub use crate::api::FENCED_REASON;
 
 /// Nanoseconds on a clock that counts through stalls and suspends.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;

@@ -82,12 +82,18 @@ async fn go_tool_pprof_reads_a_cpu_profile_of_the_running_daemon() -> anyhow::Re
     }
     anyhow::ensure!(up, "no profiling server:\n{}", daemon.log_tail(20));
 
-    // Give it work while the profile is taken.
+    // Give it work for as long as the profile is taken (a fixed batch could be done before
+    // the profile starts on a loaded machine, leaving no samples).
+    let profiling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let work = {
         let env_kc = env.kubeconfig().to_path_buf();
+        let profiling = profiling.clone();
         tokio::spawn(async move {
             let client = testenv::client_from_kubeconfig(&env_kc).await?;
-            for i in 0..40 {
+            for i in 0..2000 {
+                if i >= 40 && !profiling.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
                 let p = json!({"clusterAffinity": {"clusterNames": ["member1", "member2"]},
                                "replicaScheduling": {"replicaSchedulingType": "Divided",
                                                      "replicaDivisionPreference": "Weighted"}});
@@ -101,6 +107,7 @@ async fn go_tool_pprof_reads_a_cpu_profile_of_the_running_daemon() -> anyhow::Re
         })
     };
     let (head, body) = fetch(&pprof_addr, "/debug/pprof/profile?seconds=3").await?;
+    profiling.store(false, std::sync::atomic::Ordering::SeqCst);
     work.await??;
     anyhow::ensure!(
         head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),

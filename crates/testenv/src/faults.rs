@@ -539,6 +539,32 @@ fn scheduler_name(tag: &str) -> String {
     format!("faults-{tag}")
 }
 
+/// The generations the watch saw with more than one placement, sorted.
+pub(crate) fn double_placements(history: &History) -> Vec<String> {
+    let seen = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut doubles: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, placements)| placements.len() > 1)
+        .map(|((name, generation), placements)| {
+            format!(
+                "{name} generation {generation}: {}",
+                placements.into_iter().collect::<Vec<_>>().join(" / ")
+            )
+        })
+        .collect();
+    doubles.sort();
+    doubles
+}
+
+/// Delete a run's bindings (best effort), so the next run starts clean.
+pub(crate) async fn delete_all(api: &Bindings, objs: &[DynamicObject]) {
+    for o in objs {
+        if let (Some(name), Some(types)) = (&o.metadata.name, &o.types) {
+            let _ = api.of(&types.kind).delete(name, &Default::default()).await;
+        }
+    }
+}
+
 /// What the run's own watch saw: per binding and generation, the placements written.
 pub(crate) type History = Arc<Mutex<HashMap<(String, i64), BTreeSet<String>>>>;
 
@@ -1059,27 +1085,11 @@ pub async fn run(
     let objs = list_ours(&api, &prefix).await?;
     report.simulate_mismatches = simulate_check(env, &cfg.simulate_bin, &tag, &objs).await?;
     recorders.iter().for_each(|r| r.abort());
-    let seen = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut doubles: Vec<String> = seen
-        .into_iter()
-        .filter(|(_, placements)| placements.len() > 1)
-        .map(|((name, generation), placements)| {
-            format!(
-                "{name} generation {generation}: {}",
-                placements.into_iter().collect::<Vec<_>>().join(" / ")
-            )
-        })
-        .collect();
-    doubles.sort();
-    report.double_placements = doubles;
+    report.double_placements = double_placements(&history);
 
     // Stop the scheduler cleanly and remove its bindings, so the next run starts clean.
     drop(daemon);
-    for o in &objs {
-        if let (Some(name), Some(types)) = (&o.metadata.name, &o.types) {
-            let _ = api.of(&types.kind).delete(name, &Default::default()).await;
-        }
-    }
+    delete_all(&api, &objs).await;
     if report.recovered_after.is_none() && report.stuck.is_empty() {
         return Err(anyhow!(
             "inconsistent report: not recovered but nothing stuck"

@@ -29,8 +29,9 @@ use serde_json::Value;
 
 use crate::faultproxy::{FaultProxy, Policy, SplitMix64};
 use crate::faults::{
-    Bindings, CLUSTER_SCOPED, STRATEGIES, between, binding, create, incomplete, list_ours,
-    placement, proxied_kubeconfig, record_history, scale, signal, simulate_check,
+    Bindings, CLUSTER_SCOPED, STRATEGIES, between, binding, create, delete_all, double_placements,
+    incomplete, list_ours, placement, proxied_kubeconfig, record_history, scale, signal,
+    simulate_check,
 };
 use crate::{GoProcess, TestEnv, free_port};
 
@@ -716,19 +717,7 @@ pub async fn run(
     )
     .await?;
     recorders.iter().for_each(|r| r.abort());
-    let seen = history.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut doubles: Vec<String> = seen
-        .into_iter()
-        .filter(|(_, placements)| placements.len() > 1)
-        .map(|((name, generation), placements)| {
-            format!(
-                "{name} generation {generation}: {}",
-                placements.into_iter().collect::<Vec<_>>().join(" / ")
-            )
-        })
-        .collect();
-    doubles.sort();
-    report.double_placements = doubles;
+    report.double_placements = double_placements(&history);
 
     // Stop both replicas before reading the audit log, so that it holds all they wrote.
     drop(replicas);
@@ -742,11 +731,7 @@ pub async fn run(
     report.stale = stale;
     report.leader_changes = changes;
 
-    for o in &objs {
-        if let (Some(name), Some(types)) = (&o.metadata.name, &o.types) {
-            let _ = api.of(&types.kind).delete(name, &Default::default()).await;
-        }
-    }
+    delete_all(&api, &objs).await;
     Ok(report)
 }
 
