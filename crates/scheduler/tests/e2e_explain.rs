@@ -3,7 +3,10 @@
 //! in memory) says the daemon will act, and the clusters it reports are the ones the daemon
 //! then writes. Once they are scheduled, explain says the daemon would not act, and its
 //! attempt still lands where the daemon's did; the daemon's own `/debug/explain` endpoint
-//! (`--enable-explain-endpoint`), answering from its live cache, says the same.
+//! (`--enable-explain-endpoint`), answering from its live cache, says the same. With the
+//! `WorkloadAffinity` gate, explain reads the other bindings of a workload group as the
+//! daemon's group index does, and says where a binding of the group lands as the daemon then
+//! writes it.
 //!
 //! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
 
@@ -18,10 +21,15 @@ use testenv::{TestEnv, fixtures, tools_or_skip};
 use common::*;
 
 fn explain(env: &TestEnv, name: &str) -> anyhow::Result<Value> {
+    explain_with(env, name, &["--enable-scheduler-estimator=true"])
+}
+
+/// `explain NAME -o json` with the daemon flags `flags`.
+fn explain_with(env: &TestEnv, name: &str, flags: &[&str]) -> anyhow::Result<Value> {
     let out = Command::new(Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")))
         .args(["explain", name, "-n", "default", "-o", "json"])
         .arg(format!("--kubeconfig={}", env.kubeconfig().display()))
-        .arg("--enable-scheduler-estimator=true")
+        .args(flags)
         .output()?;
     anyhow::ensure!(
         out.status.success(),
@@ -126,6 +134,64 @@ async fn explain_says_what_the_daemon_then_writes() -> anyhow::Result<()> {
     }
     let missing = http_get_json(&health, "/debug/explain/default/no-such-binding").await;
     assert!(missing.is_err(), "{missing:?}");
+    ours.shutdown().await?;
+    env.stop();
+    Ok(())
+}
+
+/// With `WorkloadAffinity` on, where a binding of a workload (anti-)affinity group may go
+/// depends on the other bindings of its group: explain reads them as the daemon's group index
+/// does, so what it says is what the daemon then writes (and the group decides it: the
+/// follower lands beside its peer, the avoider away from its anti-peer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_the_daemon_agree_on_workload_groups() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("explain_and_the_daemon_agree_on_workload_groups") else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).start().await?;
+    let rbs = rb_api(&env).await?;
+    let gate = "--feature-gates=WorkloadAffinity=true";
+    let cases = fixtures::workload_group_cases();
+    for (peer, b) in &cases {
+        env.apply_json(peer).await?;
+        env.apply_json(b).await?;
+    }
+    let mut before = Vec::new();
+    for (_, b) in &cases {
+        let name = b["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let e = explain_with(&env, &name, &[gate])?;
+        assert_eq!(e["daemonActs"], true, "{name}: {e}");
+        before.push((name, e));
+    }
+    let ours = OurScheduler::start(&env, &[gate]).await?;
+    for (name, e) in &before {
+        let rb = wait_scheduled(&rbs, name)
+            .await
+            .map_err(|err| ours.explain(err))?;
+        let cond = scheduled_condition(&rb).unwrap_or_default();
+        assert_eq!(
+            (cond["status"] == "True", &cond["message"]),
+            (e["result"] == "Scheduled", &e["message"]),
+            "{name}: the daemon wrote {cond}, explain said {e}"
+        );
+        assert_eq!(
+            placed(&clusters_of(&rb)),
+            placed(&e["clusters"]),
+            "{name}: explain said {e}"
+        );
+    }
+    let want = |clusters: &[&str]| -> Vec<(String, i64)> {
+        clusters.iter().map(|c| (c.to_string(), 1)).collect()
+    };
+    let landed = |name: &str| {
+        let e = &before.iter().find(|(n, _)| n == name).expect(name).1;
+        placed(&e["clusters"])
+    };
+    assert_eq!(landed("wa-follow"), want(&["member2"]));
+    assert_eq!(landed("wa-avoid"), want(&["member2", "member3"]));
     ours.shutdown().await?;
     env.stop();
     Ok(())

@@ -396,3 +396,49 @@ fn the_daemons_event_filter_is_part_of_the_decision() {
     assert_eq!(out[0]["daemonActs"], false, "{}", out[0]);
     assert_eq!(out[1]["daemonActs"], true, "{}", out[1]);
 }
+
+/// With `WorkloadAffinity`, the group filters see every input binding, as the daemon's see
+/// its cache: one later in the input as read, one earlier as scheduled.
+#[test]
+fn workload_groups_see_the_other_input_bindings() {
+    let grouped = |name: &str, groups: &str, extra: &str| {
+        binding(
+            name,
+            1,
+            &format!("{DUPLICATED}  workloadAffinityGroups: {groups}\n{extra}"),
+        )
+    };
+    let input = format!(
+        "{CLUSTERS}{}{}{}{}",
+        grouped("follower", "{affinityGroup: g}", ""),
+        grouped(
+            "leader",
+            "{affinityGroup: g}",
+            "  clusters: [{name: member3, replicas: 1}]\n"
+        ),
+        binding(
+            "placed",
+            1,
+            "  placement: {clusterAffinity: {clusterNames: [member2]}, replicaScheduling: {replicaSchedulingType: Duplicated}}\n  workloadAffinityGroups: {antiAffinityGroup: a}\n"
+        ),
+        grouped("avoider", "{antiAffinityGroup: a}", ""),
+    );
+    let out = json(&simulate(
+        &["-f", "-", "--feature-gates=WorkloadAffinity=true"],
+        Some(&input),
+    ));
+    let placed: Vec<(&str, Vec<(String, i64)>)> = out
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), clusters(e)))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("follower", pairs(&[("member3", 1)])),
+            ("leader", pairs(&[("member3", 1)])),
+            ("placed", pairs(&[("member2", 1)])),
+            ("avoider", pairs(&[("member3", 1)])),
+        ],
+        "{out:?}"
+    );
+}

@@ -234,6 +234,42 @@ pub fn explain_cases() -> Vec<(&'static str, i32, Value)> {
     ]
 }
 
+/// `e2e_explain.rs`' workload-group cases (gate `WorkloadAffinity`), as (peer, bindings):
+/// the peer is already placed (`spec.clusters` on one member, pinned there by its placement so
+/// that scheduling it again gives the same), and each binding of the group may go to any
+/// member, so where it lands depends on the group index alone: `wa-follow` shares the
+/// peer's affinity group (only member2), `wa-avoid` its anti-affinity group (not member1).
+pub fn workload_group_cases() -> Vec<(Value, Value)> {
+    let grouped = |name: &str, placed: Option<&str>, groups: Value| {
+        let members = match placed {
+            Some(m) => json!([m]),
+            None => json!(["member1", "member2", "member3"]),
+        };
+        let placement = json!({"clusterAffinity": {"clusterNames": members},
+            "replicaScheduling": {"replicaSchedulingType": "Duplicated"}});
+        let mut b = binding(name, 1, placement, "default-scheduler");
+        b["spec"]["workloadAffinityGroups"] = groups;
+        if let Some(m) = placed {
+            b["spec"]["clusters"] = json!([{"name": m, "replicas": 1}]);
+        }
+        b
+    };
+    vec![
+        (
+            grouped("wa-peer", Some("member2"), json!({"affinityGroup": "wa"})),
+            grouped("wa-follow", None, json!({"affinityGroup": "wa"})),
+        ),
+        (
+            grouped(
+                "wa-anti-peer",
+                Some("member1"),
+                json!({"antiAffinityGroup": "wa-anti"}),
+            ),
+            grouped("wa-avoid", None, json!({"antiAffinityGroup": "wa-anti"})),
+        ),
+    ]
+}
+
 /// What the daemon (`--scheduler-name=default-scheduler`) is expected to do with a fixture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expect {

@@ -1,25 +1,24 @@
 //! `karmada-scheduler explain NAME`: what the daemon would decide for one live binding, and
-//! why. The Clusters, the binding and (with `--enable-scheduler-estimator`) the estimator
-//! Services come from the control plane, the real estimators are asked, and the daemon's own
-//! cycle runs against an in-memory copy of the binding (`karmada_scheduler::explain`; nothing
-//! is written to the API server). Printed: whether the daemon would act at all, each
-//! cluster's filter verdict with the plugin and reason, the scores, the groups chosen, the
-//! replica division with the estimator answers behind it, the patches the daemon would send
-//! and its events.
+//! why. The Clusters, the binding, (with `--enable-scheduler-estimator`) the estimator
+//! Services and (with the `WorkloadAffinity` gate) the ResourceBindings the workload group
+//! filters read come from the control plane, the real estimators are asked, and the daemon's
+//! own cycle runs against an in-memory copy of the binding
+//! (`karmada_scheduler::explain::ReadOnly`; nothing is written to the API server). Printed:
+//! whether the daemon would act at all, each cluster's filter verdict with the plugin and
+//! reason, the scores, the groups chosen, the replica division with the estimator answers
+//! behind it, the patches the daemon would send and its events.
 //!
-//! ```text
-//! karmada-scheduler explain NAME [-n NAMESPACE | --cluster-scoped] [-o text|json] [daemon flags]
-//! ```
-//!
-//! The daemon flags (`--kubeconfig`, `--master`, `--enable-scheduler-estimator`, the
-//! `--scheduler-estimator-*` flags, `--feature-gates`, `--plugins`, ...) have the daemon's
-//! names, defaults and validation. The daemon's own assumption cache
-//! (`SchedulingOvercommitProtection`) lives in its memory and is not seen here.
+//! The flags are [`FLAGS`] and every daemon flag, with the daemon's names, defaults and
+//! validation (`--help` lists them). The daemon's own assumption cache
+//! (`SchedulingOvercommitProtection`) lives in its memory and is not seen here: the attempt
+//! starts from an empty one.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
+use component_base::flags::{self, FlagDef, Kind, flag};
+use component_base::{goparse, setter};
 use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::Cluster;
@@ -28,39 +27,91 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use scheduler_core::Estimator;
 use scheduler_core::snapshot::Snapshot;
 
-use karmada_scheduler::config::options::{self as daemon_options, Invocation, Options};
-use karmada_scheduler::cycle::Cycle;
-use karmada_scheduler::cycle::events::MemoryRecorder;
-use karmada_scheduler::cycle::memory::MemoryStore;
-use karmada_scheduler::cycle::sink::Target;
-use karmada_scheduler::explain::explain;
-use karmada_scheduler::model::binding::BindingKind;
+use karmada_scheduler::config::build::{build_scheduler, estimator_options};
+use karmada_scheduler::config::options::Options;
+use karmada_scheduler::explain::{ReadOnly, render};
+use karmada_scheduler::model::binding::{BindingKey, BindingKind};
 
-use crate::cli::simulate::{self, err, out};
+use super::{Subcommand, err};
 
-const USAGE: &str = "\
+/// The `--help` section of explain's own flags.
+const SECTION: &str = "Explain";
+
+/// explain's own flags, with their setters; [`COMMAND`] adds every daemon flag.
+static FLAGS: &[FlagDef] = &[
+    flag(
+        SECTION,
+        "namespace",
+        Kind::Str,
+        "default",
+        "the ResourceBinding's namespace",
+    )
+    .short('n')
+    .set(setter!(Flags, |o, v| o.namespace = v.to_string())),
+    flag(
+        SECTION,
+        "cluster-scoped",
+        Kind::Bool,
+        "false",
+        "NAME is a ClusterResourceBinding",
+    )
+    .set(setter!(Flags, |o, v| o.cluster_scoped = goparse::parse_bool(v)?)),
+    flag(SECTION, "output", Kind::Str, "text", "text or json")
+        .short('o')
+        .set(setter!(Flags, |o, v| {
+            o.json = match v {
+                "json" => true,
+                "text" => false,
+                other => {
+                    return Err(format!(
+                        "unsupported output format {other:?} (text or json)"
+                    ));
+                }
+            }
+        })),
+];
+
+/// explain's command line.
+pub(crate) static COMMAND: Subcommand = Subcommand {
+    name: "explain",
+    about: "\
 Show what karmada-scheduler would decide for one binding of a live control plane, and why.
 Nothing is written: the daemon's cycle runs against a copy of the binding in memory.
+",
+    synopsis: "explain NAME [-n NAMESPACE | --cluster-scoped] [-o text|json] [flags]",
+    own: FLAGS,
+    takes: |_| true,
+    notes: "\
+Every flag of the daemon is taken with its name, default and validation: the estimators are
+reached through their Services exactly as the daemon reaches them, and with
+--feature-gates=WorkloadAffinity=true the workload group filters read the control plane's
+ResourceBindings, as the daemon's read its cache.
+",
+};
 
-Usage:
-  karmada-scheduler explain NAME [-n NAMESPACE | --cluster-scoped] [-o text|json] [flags]
-
-Flags:
-  -n, --namespace NAMESPACE   the ResourceBinding's namespace (default \"default\")
-      --cluster-scoped        NAME is a ClusterResourceBinding
-  -o, --output FORMAT         text (default) or json
-  -h, --help                  this text
-
-Every flag of the daemon is accepted with its name, default and validation (--kubeconfig,
---master, --enable-scheduler-estimator, --scheduler-estimator-*, --feature-gates, --plugins,
-...): the estimators are reached through their Services exactly as the daemon reaches them.
-";
-
-struct Args {
-    name: String,
+/// explain's own flags' values.
+#[derive(Clone, Debug)]
+struct Flags {
     namespace: String,
     cluster_scoped: bool,
     json: bool,
+}
+
+impl Default for Flags {
+    /// The defaults of [`FLAGS`].
+    fn default() -> Self {
+        let blank = Self {
+            namespace: String::new(),
+            cluster_scoped: false,
+            json: false,
+        };
+        flags::with_defaults(blank, &[FLAGS])
+    }
+}
+
+struct Args {
+    name: String,
+    flags: Flags,
     daemon: Options,
 }
 
@@ -72,82 +123,38 @@ fn parse_args(args: &[String]) -> anyhow::Result<Option<Args>> {
     if name.starts_with('-') {
         bail!("the binding's NAME comes first");
     }
-    let mut namespace = "default".to_string();
-    let mut cluster_scoped = false;
-    let mut json = false;
-    let mut rest = Vec::new();
-    let mut i = 1;
-    while i < args.len() {
-        let arg = args[i].as_str();
-        i += 1;
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
-            _ => (arg, None),
-        };
-        let mut value = || super::flag_value(args, &mut i, inline.as_deref(), flag);
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "-n" | "--namespace" => namespace = value()?,
-            "--cluster-scoped" => cluster_scoped = true,
-            "-o" | "--output" => {
-                json = match value()?.as_str() {
-                    "json" => true,
-                    "text" => false,
-                    other => bail!("unsupported output format {other:?} (text or json)"),
-                }
-            }
-            _ => rest.push(arg.to_string()),
-        }
-    }
-    let daemon = match daemon_options::parse(&rest) {
-        Ok(Invocation::Run(o)) => *o,
-        Ok(_) => bail!("unexpected arguments {rest:?}"),
-        Err(e) => bail!("{}", e.message),
+    let Some(parsed) = COMMAND.parse(Flags::default(), &args[1..])? else {
+        return Ok(None);
     };
-    daemon.validate().map_err(|e| anyhow!("{e}"))?;
+    if let Some(other) = parsed.positionals.first() {
+        bail!("unexpected argument {other:?}");
+    }
     Ok(Some(Args {
         name,
-        namespace,
-        cluster_scoped,
-        json,
-        daemon,
+        flags: parsed.own,
+        daemon: parsed.daemon,
     }))
 }
 
 /// Run `explain` with the arguments after the subcommand name.
 pub fn main(args: &[String]) -> ExitCode {
-    let args = match parse_args(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            out(USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            err(&format!("Error: {e:#}"));
-            err("Run 'karmada-scheduler explain --help' for usage.");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            err(&format!("Error: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(&args)) {
-        Ok(text) => {
-            out(&text);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            err(&format!("Error: {e:#}"));
-            ExitCode::FAILURE
-        }
-    }
+    COMMAND.main(parse_args(args), |args| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(run(&args))
+    })
+}
+
+/// Every object `api` lists, as JSON.
+async fn list(api: &Api<DynamicObject>, what: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    api.list(&ListParams::default())
+        .await
+        .with_context(|| format!("listing {what}"))?
+        .items
+        .into_iter()
+        .map(|o| Ok(serde_json::to_value(o)?))
+        .collect()
 }
 
 async fn run(args: &Args) -> anyhow::Result<String> {
@@ -159,21 +166,21 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     let clusters_api: Api<DynamicObject> =
         Api::all_with(client.clone(), &ApiResource::erase::<Cluster>(&()));
     let mut clusters = Vec::new();
-    for o in clusters_api
-        .list(&ListParams::default())
-        .await
-        .context("listing Clusters")?
-        .items
-    {
-        let name = o.metadata.name.clone().unwrap_or_default();
-        match karmada_api::from_json_value::<Cluster>(serde_json::to_value(o)?) {
+    for o in list(&clusters_api, "Clusters").await? {
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or_default()
+            .to_string();
+        match karmada_api::from_json_value::<Cluster>(o) {
             Ok(c) => clusters.push(c),
             Err(e) => err(&format!(
                 "warning: Cluster {name} does not decode, left out: {e}"
             )),
         }
     }
-    let (kind, raw) = if args.cluster_scoped {
+    let rbs = ApiResource::erase::<ResourceBinding>(&());
+    let (kind, raw) = if args.flags.cluster_scoped {
         let api: Api<DynamicObject> = Api::all_with(
             client.clone(),
             &ApiResource::erase::<ClusterResourceBinding>(&()),
@@ -187,15 +194,12 @@ async fn run(args: &Args) -> anyhow::Result<String> {
             serde_json::to_value(o)?,
         )
     } else {
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            client.clone(),
-            &args.namespace,
-            &ApiResource::erase::<ResourceBinding>(&()),
-        );
+        let ns = &args.flags.namespace;
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &rbs);
         let o = api
             .get(&args.name)
             .await
-            .with_context(|| format!("reading ResourceBinding {}/{}", args.namespace, args.name))?;
+            .with_context(|| format!("reading ResourceBinding {ns}/{}", args.name))?;
         (BindingKind::ResourceBinding, serde_json::to_value(o)?)
     };
 
@@ -204,7 +208,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
             KubeServiceSource::new(client.clone())
                 .with_endpoint_routing(opts.estimator.endpoint_routing),
         );
-        let options = karmada_scheduler::config::build::estimator_options(opts);
+        let options = estimator_options(opts);
         let cache = Arc::new(ConnectionCache::new(options.clone(), source));
         for c in &clusters {
             if let Err(e) = cache.ensure(c).await {
@@ -221,69 +225,34 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     } else {
         None
     };
-    let scheduler = karmada_scheduler::config::build::build_scheduler(opts, accurate)?;
+    let scheduler = build_scheduler(opts, accurate)?;
     let snapshot = Snapshot::from_clusters(clusters);
 
-    let store = MemoryStore::default();
-    let events = MemoryRecorder::default();
-    let cycle = Cycle {
-        scheduler: &scheduler,
-        writer: &store,
-        events: &events,
-        workload_index: None,
-        own_writes: None,
-        assumptions: None,
-        want_trace: true,
-    };
-    let binding = store
-        .insert(kind, raw.clone())
+    let run = ReadOnly::new(&scheduler, &opts.scheduler_name, true);
+    let binding = run
+        .store
+        .insert(kind, raw)
         .map_err(|e| anyhow!("{}: {}", e.key.describe(), e.error))?;
+    // The workload group filters read every ResourceBinding, as the daemon's read its cache
+    // (one that does not decode is left out, as there).
+    if run.reads_peers() {
+        let all: Api<DynamicObject> = Api::all_with(client.clone(), &rbs);
+        for peer in list(&all, "ResourceBindings").await? {
+            let field = |f: &str| {
+                peer.pointer(&format!("/metadata/{f}"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            if BindingKey::rb(&field("namespace"), &field("name")) != binding.key() {
+                let _ = run.store.insert(BindingKind::ResourceBinding, peer);
+            }
+        }
+    }
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let e = explain(
-        &cycle,
-        &store,
-        &events,
-        &binding,
-        &snapshot,
-        now,
-        &opts.scheduler_name,
-    )
-    .await;
-    if args.json {
+    let e = run.explain(&binding, &snapshot, now).await;
+    if args.flags.json {
         return Ok(serde_json::to_string_pretty(&e.to_json(&binding))? + "\n");
     }
-    let b = simulate::Binding {
-        kind: binding.kind.kind(),
-        namespace: binding.namespace().to_string(),
-        name: binding.name().to_string(),
-        spec: binding.spec.clone(),
-        status: binding.status.clone(),
-        raw,
-    };
-    let mut text = String::new();
-    simulate::render(&mut text, &b, &e);
-    text.push_str("  the daemon would write:\n");
-    for (target, patch) in &e.patches {
-        let t = if *target == Target::Main {
-            "main"
-        } else {
-            "status"
-        };
-        text.push_str(&format!("    {t} {patch}\n"));
-    }
-    if e.patches.is_empty() {
-        text.push_str("    nothing\n");
-    }
-    text.push_str("  events:\n");
-    for ev in &e.events {
-        text.push_str(&format!(
-            "    {} {} on {} {}: {}\n",
-            if ev.warning { "Warning" } else { "Normal" },
-            ev.reason,
-            ev.involved.kind.as_deref().unwrap_or_default(),
-            ev.involved.name.as_deref().unwrap_or_default(),
-            ev.message
-        ));
-    }
-    Ok(text)
+    Ok(render::explanation(&binding, &e))
 }

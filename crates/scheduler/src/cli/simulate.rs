@@ -2,15 +2,9 @@
 //!
 //! Clusters, ResourceBindings and ClusterResourceBindings are read from YAML/JSON files and every
 //! binding is scheduled, in input order, against the same clusters, by the daemon's own
-//! cycle writing to memory (`karmada_scheduler::cycle::memory`). The contract (flags, JSON shape, the stub
-//! estimator's all-or-nothing rule) is written down in `docs/simulate.md`:
-//!
-//! ```text
-//! karmada-scheduler simulate -f PATH [-f PATH ...] [--estimator-replicas CLUSTER=N ...]
-//!     [--plugins LIST] [--enable-empty-workload-propagation] [--feature-gates LIST]
-//!     [--scheduler-name NAME] [-o json|yaml|explain]
-//!     [--enable-scheduler-estimator [--scheduler-estimator-* ...]]
-//! ```
+//! cycle writing to memory (`karmada_scheduler::explain::ReadOnly`). The contract (flags, JSON
+//! shape, the stub estimator's all-or-nothing rule) is written down in `docs/simulate.md`; the
+//! flags are [`FLAGS`] and the daemon flags [`COMMAND`] takes (its `--help` lists both).
 //!
 //! With `--enable-scheduler-estimator`, the real estimators are dialled: their addresses come
 //! from the Services (and EndpointSlices) in the input files, resolved by `estimator-client`
@@ -18,268 +12,181 @@
 //! offline against live estimators.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
+use component_base::flags::{self, FlagDef, Kind, flag};
+use component_base::setter;
 use estimator_client::{
     ConnectionCache, EstimatorOptions, InMemoryServiceSource, SchedulerEstimator,
 };
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::cluster::Cluster;
-use karmada_api::work::{
-    ClusterResourceBinding, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus,
-    TargetCluster,
-};
+use karmada_api::work::{ClusterResourceBinding, ResourceBinding, TargetCluster};
 use scheduler_core::EstimatorError;
 use scheduler_core::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator};
-use scheduler_core::features::FeatureGates;
-use scheduler_core::general::GeneralEstimator;
-use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
-use scheduler_core::trace::{AttemptTrace, Verdict};
 use serde::Serialize;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use karmada_scheduler::config::options::{self as daemon_options, Invocation};
-use karmada_scheduler::cycle::Cycle;
-use karmada_scheduler::cycle::assume::Assumptions;
-use karmada_scheduler::cycle::events::MemoryRecorder;
-use karmada_scheduler::cycle::memory::MemoryStore;
-use karmada_scheduler::explain::{Explanation, explain};
+use karmada_scheduler::config::build::{build_scheduler, estimator_options};
+use karmada_scheduler::explain::{Explanation, ReadOnly, render};
 use karmada_scheduler::model::binding::BindingKind;
 
-const USAGE: &str = "\
-Run one scheduling pass over objects read from files and print where each binding lands.
+use super::{Subcommand, err};
 
-Usage:
-  karmada-scheduler simulate -f PATH [-f PATH ...] [flags]
+/// The `--help` section of simulate's own flags.
+const SECTION: &str = "Simulate";
 
-Flags:
-  -f, --filename PATH                       a YAML/JSON file (several documents allowed), a
-                                            directory (its *.yaml, *.yml and *.json files, sorted),
-                                            or - for stdin; repeatable
-      --estimator-replicas CLUSTER=N        stand-in for a connected scheduler-estimator that
-                                            answers N for CLUSTER; repeatable. If a feasible
-                                            cluster has no entry, all entries are ignored for that
-                                            binding (upstream discards a partial answer)
-      --plugins LIST                        --plugins of the daemon (default *)
-      --enable-empty-workload-propagation   --enable-empty-workload-propagation of the daemon
-      --feature-gates LIST                  --feature-gates of the daemon (Name=bool,...)
-      --scheduler-name NAME                 --scheduler-name of the daemon (default
-                                            default-scheduler): the daemon never queues a
-                                            binding for another scheduler name, and the
-                                            decision says so (the attempt is made anyway)
-  -o, --output FORMAT                       json (default), yaml or explain
-  -h, --help                                this text
+/// simulate's own flags, with their setters; [`COMMAND`] adds the daemon's it takes.
+static FLAGS: &[FlagDef] = &[
+    flag(
+        SECTION,
+        "filename",
+        Kind::Str,
+        "",
+        "a YAML/JSON file (several documents allowed), a directory (its *.yaml, *.yml and *.json files, sorted), or - for stdin; repeatable, at least one",
+    )
+    .short('f')
+    .set(setter!(Flags, |o, v| o.files.push(v.to_string()))),
+    flag(
+        SECTION,
+        "estimator-replicas",
+        Kind::Strings,
+        "[]",
+        "CLUSTER=N[,CLUSTER=N...]: a stand-in for a connected scheduler-estimator that answers N for CLUSTER; repeatable. If a feasible cluster has no entry, all entries are ignored for that binding (upstream discards a partial answer)",
+    )
+    .set(setter!(Flags, |o, v| {
+        for item in v.split(',').filter(|s| !s.is_empty()) {
+            let (cluster, n) = item
+                .split_once('=')
+                .ok_or_else(|| format!("{item:?}: expected CLUSTER=N"))?;
+            let n: i32 = n
+                .trim()
+                .parse()
+                .map_err(|_| format!("{item:?}: N is not a 32-bit integer"))?;
+            o.estimator_replicas.insert(cluster.trim().to_string(), n);
+        }
+    })),
+    flag(
+        SECTION,
+        "output",
+        Kind::Str,
+        "json",
+        "json, yaml or explain (the decisions for people: filter verdicts, scores, estimates, division)",
+    )
+    .short('o')
+    .set(setter!(Flags, |o, v| {
+        o.output = match v {
+            "json" => OutputFormat::Json,
+            "yaml" => OutputFormat::Yaml,
+            "explain" => OutputFormat::Explain,
+            other => {
+                return Err(format!(
+                    "unsupported output format {other:?} (json, yaml or explain)"
+                ));
+            }
+        }
+    })),
+];
 
-Scheduler-estimator flags (those of the daemon, same names, defaults and value syntax):
-      --enable-scheduler-estimator          dial the real estimators of the clusters, found
-                                            through the Services (and EndpointSlices) of the
-                                            input files; their answers join the general
-                                            estimator's (and --estimator-replicas')
-      --scheduler-estimator-timeout DURATION            (default 3s)
-      --scheduler-estimator-service-namespace STRING    (default \"karmada-system\")
-      --scheduler-estimator-service-prefix STRING       (default \"karmada-scheduler-estimator\")
-      --scheduler-estimator-port INT                    (default 10352)
-      --scheduler-estimator-cert-file, --scheduler-estimator-key-file,
-      --scheduler-estimator-ca-file FILE
-      --insecure-skip-estimator-verify
-      --disable-scheduler-estimator-in-pull-mode
-      --scheduler-estimator-tls-server-name STRING, --scheduler-estimator-endpoint-routing,
-      --scheduler-estimator-failure-policy all|per-cluster   (this scheduler's own flags)
-  Estimators that cannot be resolved or dialled are reported on stderr (Service, port,
-  problem); as upstream (with the default failure policy), a binding asking such a cluster
-  ignores all of that estimator's answers.
+/// The daemon flags simulate takes: those of the pipeline and the event filter, and every
+/// estimator flag (flags the daemon gains later, our extensions, are taken too).
+fn takes(name: &str) -> bool {
+    matches!(
+        name,
+        "plugins" | "enable-empty-workload-propagation" | "feature-gates" | "scheduler-name"
+    ) || name.contains("estimator")
+}
+
+/// simulate's command line.
+pub(crate) static COMMAND: Subcommand = Subcommand {
+    name: "simulate",
+    about: "Run one scheduling pass over objects read from files and print where each binding lands.\n",
+    synopsis: "simulate -f PATH [-f PATH ...] [flags]",
+    own: FLAGS,
+    takes,
+    notes: "\
+The daemon flags have the daemon's names, defaults, value syntax and validation. With
+--enable-scheduler-estimator the real estimators of the clusters are dialled, found through
+the Services (and EndpointSlices) of the input files; their answers join the general
+estimator's (and --estimator-replicas'). Estimators that cannot be resolved or dialled are
+reported on stderr (Service, port, problem); as upstream (with the default failure policy), a
+binding asking such a cluster ignores all of that estimator's answers.
 
 Kinds read: Cluster, ResourceBinding, ClusterResourceBinding (and Service and EndpointSlice,
 for the estimator resolver; without metadata.namespace they are taken to be in
---scheduler-estimator-service-namespace); other kinds are skipped with a warning. Bindings are scheduled in
-input order, each against the same clusters; logs and warnings go to stderr.
-";
+--scheduler-estimator-service-namespace); other kinds are skipped with a warning. Bindings are
+scheduled in input order, each against the same clusters, with every input binding in view of
+the workload group filters (--feature-gates=WorkloadAffinity=true); logs and warnings go to
+stderr.
+",
+};
 
-/// The simulate subcommand's flags.
-#[derive(Clone, Debug, Default)]
-struct Options {
+/// simulate's own flags' values.
+#[derive(Clone, Debug)]
+struct Flags {
     files: Vec<String>,
     estimator_replicas: BTreeMap<String, i32>,
-    plugins: Option<Vec<String>>,
-    enable_empty_workload_propagation: bool,
-    gates: FeatureGates,
-    /// The daemon's `--scheduler-name`, for its event filter.
-    scheduler_name: String,
     output: OutputFormat,
-    /// The daemon's estimator flags as given, handed to its own parser (see
-    /// [`estimator_flag`]).
-    estimator_flags: Vec<String>,
+}
+
+impl Default for Flags {
+    /// The defaults of [`FLAGS`].
+    fn default() -> Self {
+        let blank = Self {
+            files: Vec::new(),
+            estimator_replicas: BTreeMap::new(),
+            output: OutputFormat::Json,
+        };
+        flags::with_defaults(blank, &[FLAGS])
+    }
+}
+
+/// A checked command line.
+#[derive(Clone, Debug)]
+struct Options {
+    flags: Flags,
+    /// The daemon's options: the flags simulate takes, every other one at its default.
+    daemon: karmada_scheduler::config::options::Options,
     /// `Some` with `--enable-scheduler-estimator`: the estimator client's options.
     estimator: Option<EstimatorOptions>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum OutputFormat {
-    #[default]
     Json,
     Yaml,
     Explain,
 }
 
-/// Write to stdout; a closed pipe (`simulate ... | head`) ends the output quietly instead of
-/// panicking.
-pub(crate) fn out(text: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
-}
-
-/// A line on stderr, never a panic when stderr is closed.
-pub(crate) fn err(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
 /// Run `simulate` with the arguments after the subcommand name.
 pub fn main(args: &[String]) -> ExitCode {
-    let opts = match parse_args(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            out(USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            err(&format!("Error: {e:#}"));
-            err("Run 'karmada-scheduler simulate --help' for usage.");
-            return ExitCode::from(2);
-        }
-    };
-    match run(&opts) {
-        Ok(text) => {
-            out(&text);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            err(&format!("Error: {e:#}"));
-            ExitCode::FAILURE
-        }
-    }
+    COMMAND.main(parse_args(args), |o| run(&o))
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Option<Options>> {
-    let mut o = Options {
-        scheduler_name: daemon_options::DEFAULT_SCHEDULER_NAME.to_string(),
-        ..Options::default()
+    let Some(parsed) = COMMAND.parse(Flags::default(), args)? else {
+        return Ok(None);
     };
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        if arg == "-h" || arg == "--help" {
-            return Ok(None);
-        }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        // Boolean flag: takes `=value` only.
-        if name == "--enable-empty-workload-propagation" {
-            o.enable_empty_workload_propagation = match inline.as_deref() {
-                None | Some("true") | Some("1") | Some("t") | Some("T") | Some("TRUE")
-                | Some("True") => true,
-                Some("false") | Some("0") | Some("f") | Some("F") | Some("FALSE")
-                | Some("False") => false,
-                Some(v) => bail!("invalid argument {v:?} for {name}: expected a boolean"),
-            };
-            continue;
-        }
-        if let Some((flag, boolean)) = estimator_flag(name) {
-            let v = match inline {
-                None if boolean => "true".to_string(),
-                inline => super::flag_value(args, &mut i, inline.as_deref(), name)?,
-            };
-            o.estimator_flags.push(format!("--{flag}={v}"));
-            continue;
-        }
-        let mut value = || super::flag_value(args, &mut i, inline.as_deref(), name);
-        match name {
-            "-f" | "--filename" => o.files.push(value()?),
-            "--estimator-replicas" => {
-                for item in value()?.split(',').filter(|s| !s.is_empty()) {
-                    let (cluster, n) = item.split_once('=').ok_or_else(|| {
-                        anyhow!("--estimator-replicas {item:?}: expected CLUSTER=N")
-                    })?;
-                    let n: i32 = n.trim().parse().with_context(|| {
-                        format!("--estimator-replicas {item:?}: N is not a 32-bit integer")
-                    })?;
-                    o.estimator_replicas.insert(cluster.trim().to_string(), n);
-                }
-            }
-            "--plugins" => {
-                let v = value()?;
-                o.plugins
-                    .get_or_insert_with(Vec::new)
-                    .extend(v.split(',').map(str::to_string));
-            }
-            "--feature-gates" => {
-                let v = value()?;
-                o.gates
-                    .set(&v)
-                    .map_err(|e| anyhow!("invalid argument {v:?} for --feature-gates: {e}"))?;
-            }
-            "--scheduler-name" => {
-                o.scheduler_name = value()?;
-                if o.scheduler_name.is_empty() {
-                    bail!("--scheduler-name: should not be empty");
-                }
-            }
-            "-o" | "--output" => {
-                o.output = match value()?.as_str() {
-                    "json" => OutputFormat::Json,
-                    "yaml" => OutputFormat::Yaml,
-                    "explain" => OutputFormat::Explain,
-                    other => bail!("unsupported output format {other:?} (json, yaml or explain)"),
-                }
-            }
-            other if other.starts_with('-') && other != "-" => bail!("unknown flag: {other}"),
-            other => bail!("unexpected argument {other:?}"),
-        }
+    if let Some(other) = parsed.positionals.first() {
+        bail!("unexpected argument {other:?}");
     }
-    if o.files.is_empty() {
+    if parsed.own.files.is_empty() {
         bail!("at least one -f PATH is required");
     }
-    o.estimator = estimator_options(&o.estimator_flags)?;
-    Ok(Some(o))
-}
-
-/// Whether `name` (as typed, `--x`) is one of the daemon's estimator flags, with its
-/// normalised name and whether it is a boolean. The daemon's flag table decides, so flags it
-/// gains later (our extensions) are accepted here too.
-fn estimator_flag(name: &str) -> Option<(String, bool)> {
-    let flag = name.strip_prefix("--")?.replace('_', "-");
-    if !flag.contains("estimator") || !daemon_options::flag_names().contains(flag.as_str()) {
-        return None;
-    }
-    // pflag lets only booleans stand alone; ask the daemon's parser which kind this is.
-    let boolean = daemon_options::parse(&[format!("--{flag}")]).is_ok();
-    Some((flag, boolean))
-}
-
-/// Parses and validates the estimator flags with the daemon's own parser (Go durations and
-/// integers, pflag booleans, the reference's validation messages) and maps them as the daemon
-/// does. `None` unless `--enable-scheduler-estimator` is set.
-fn estimator_options(flags: &[String]) -> anyhow::Result<Option<EstimatorOptions>> {
-    let parsed = match daemon_options::parse(flags) {
-        Ok(Invocation::Run(o)) => o,
-        Ok(_) => bail!("unexpected estimator flags {flags:?}"),
-        Err(e) => bail!("{}", e.message),
-    };
-    parsed.validate().map_err(|e| anyhow!("{e}"))?;
-    Ok(parsed
-        .enable_scheduler_estimator
-        .then(|| karmada_scheduler::config::build::estimator_options(&parsed)))
+    let daemon = parsed.daemon;
+    Ok(Some(Options {
+        flags: parsed.own,
+        estimator: daemon
+            .enable_scheduler_estimator
+            .then(|| estimator_options(&daemon)),
+        daemon,
+    }))
 }
 
 /// Everything read from the input files.
@@ -293,98 +200,71 @@ struct Input {
     endpoint_slices: Vec<EndpointSlice>,
 }
 
-/// One binding of either kind, with what the output needs.
-pub(crate) struct Binding {
-    pub(crate) kind: &'static str,
-    pub(crate) namespace: String,
-    pub(crate) name: String,
-    pub(crate) spec: ResourceBindingSpec,
-    pub(crate) status: ResourceBindingStatus,
+/// One binding of either kind, as read.
+struct Binding {
+    kind: BindingKind,
+    namespace: String,
+    name: String,
     /// The object as read, for the in-memory API server the daemon's cycle writes to.
-    pub(crate) raw: serde_json::Value,
+    raw: serde_json::Value,
 }
 
 fn run(opts: &Options) -> anyhow::Result<String> {
-    let input = load(&opts.files)?;
-    let config = ScheduleConfig {
-        enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
-        gates: opts.gates.clone(),
-    };
-    let plugins = opts
-        .plugins
-        .clone()
-        .unwrap_or_else(|| vec!["*".to_string()]);
-    let mut scheduler = Scheduler::from_plugins_flag(&plugins, config)?.with_estimator(Arc::new(
-        GeneralEstimator::new(opts.gates.customized_cluster_resource_modeling()),
-    ));
+    let input = load(&opts.flags.files)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    if !opts.estimator_replicas.is_empty() {
-        scheduler = scheduler.with_estimator(Arc::new(StubEstimator {
+    // The daemon's pipeline; beside the general estimator, the stub of --estimator-replicas
+    // and the real estimators.
+    let mut estimators: Vec<Arc<dyn Estimator>> = Vec::new();
+    if !opts.flags.estimator_replicas.is_empty() {
+        estimators.push(Arc::new(StubEstimator {
             // Both stand for the scheduler-estimator; keep them apart in `-o explain`.
             name: if opts.estimator.is_some() {
                 STUB_NAME_BESIDE_REAL
             } else {
                 STUB_NAME
             },
-            replicas: opts.estimator_replicas.clone(),
+            replicas: opts.flags.estimator_replicas.clone(),
         }));
     }
     if let Some(estimator) = &opts.estimator {
-        let accurate = runtime.block_on(accurate_estimator(estimator, &input));
-        scheduler = scheduler.with_estimator(accurate);
+        estimators.push(runtime.block_on(accurate_estimator(estimator, &input)));
     }
+    let scheduler = build_scheduler(&opts.daemon, estimators)?;
     let snapshot = Snapshot::from_clusters(input.clusters);
 
-    let want_trace = opts.output == OutputFormat::Explain;
+    let want_trace = opts.flags.output == OutputFormat::Explain;
+    // The daemon's own cycle, writing to memory: the decision, the algorithm, the result
+    // and status patches and the events are the daemon's. With
+    // `SchedulingOvercommitProtection`, what each binding gets is assumed for the ones after
+    // it, as the daemon's cache assumes what it writes.
+    let run = ReadOnly::new(&scheduler, &opts.daemon.scheduler_name, want_trace);
+    let insert = |b: &Binding| {
+        run.store
+            .insert(b.kind, b.raw.clone())
+            .map_err(|e| anyhow!("{} {}: {}", b.kind.kind(), e.key.describe(), e.error))
+    };
+    // The workload group filters see every input binding, as the daemon's see its cache.
+    if run.reads_peers() {
+        for b in &input.bindings {
+            insert(b)?;
+        }
+    }
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
     let mut results = Vec::with_capacity(input.bindings.len());
     let mut explained = String::new();
-    // With `SchedulingOvercommitProtection`, what each binding gets is assumed for the ones
-    // after it, as the daemon's cache assumes what it writes.
-    let assumptions = opts
-        .gates
-        .scheduling_overcommit_protection()
-        .then(Assumptions::default);
-    // The daemon's own cycle, writing to memory: the decision, the algorithm, the result
-    // and status patches and the events are the daemon's.
-    let store = MemoryStore::default();
-    let events = MemoryRecorder::default();
-    let cycle = Cycle {
-        scheduler: &scheduler,
-        writer: &store,
-        events: &events,
-        workload_index: None,
-        own_writes: None,
-        assumptions: assumptions.as_ref(),
-        want_trace,
-    };
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
     for b in &input.bindings {
-        let kind = if b.kind == ResourceBinding::KIND {
-            BindingKind::ResourceBinding
-        } else {
-            BindingKind::ClusterResourceBinding
-        };
-        let binding = store
-            .insert(kind, b.raw.clone())
-            .map_err(|e| anyhow!("{} {}: {}", b.kind, e.key.describe(), e.error))?;
-        let e = runtime.block_on(explain(
-            &cycle,
-            &store,
-            &events,
-            &binding,
-            &snapshot,
-            now.clone(),
-            &opts.scheduler_name,
-        ));
-        let element = to_output(b, &e);
+        // Each binding is scheduled from the object as read (a peer's result written before
+        // it stays in view).
+        let binding = insert(b)?;
+        let e = runtime.block_on(run.explain(&binding, &snapshot, now.clone()));
         if want_trace {
-            render(&mut explained, b, &e);
+            render::attempt(&mut explained, &binding, &e);
         }
-        results.push(element);
+        results.push(to_output(b, &e));
     }
-    Ok(match opts.output {
+    Ok(match opts.flags.output {
         OutputFormat::Json => serde_json::to_string_pretty(&results)? + "\n",
         OutputFormat::Yaml => serde_yaml::to_string(&results)?,
         OutputFormat::Explain => explained,
@@ -432,23 +312,23 @@ async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dy
 
 /// One element of the output array.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Output {
-    pub(crate) kind: &'static str,
-    pub(crate) namespace: String,
-    pub(crate) name: String,
-    pub(crate) result: &'static str,
-    pub(crate) clusters: Vec<OutCluster>,
-    pub(crate) message: String,
+struct Output {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    result: &'static str,
+    clusters: Vec<OutCluster>,
+    message: String,
     /// The daemon's decision in words (its event filter's, then its ladder's).
-    pub(crate) decision: String,
+    decision: String,
     /// Whether the daemon would act on the binding at all; when not, the result fields are
     /// those of an attempt made anyway.
     #[serde(rename = "daemonActs")]
-    pub(crate) daemon_acts: bool,
+    daemon_acts: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct OutCluster {
+struct OutCluster {
     name: String,
     replicas: i32,
 }
@@ -466,10 +346,10 @@ fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
 }
 
 /// The element for `b`: the verdict of what the daemon's cycle wrote.
-pub(crate) fn to_output(b: &Binding, e: &Explanation) -> Output {
+fn to_output(b: &Binding, e: &Explanation) -> Output {
     let v = e.verdict();
     Output {
-        kind: b.kind,
+        kind: b.kind.kind(),
         namespace: b.namespace.clone(),
         name: b.name.clone(),
         result: v.result,
@@ -628,24 +508,20 @@ fn read_documents(input: &mut Input, file: &str, text: &str) -> anyhow::Result<(
                 let rb: ResourceBinding = karmada_api::from_yaml_str(&yaml)
                     .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
                 input.bindings.push(Binding {
-                    kind: ResourceBinding::KIND,
+                    kind: BindingKind::ResourceBinding,
                     namespace: rb.metadata.namespace.clone().unwrap_or_default(),
                     name: rb.metadata.name.clone().unwrap_or_default(),
                     raw: serde_json::to_value(&rb)?,
-                    spec: rb.spec,
-                    status: rb.status,
                 });
             }
             "ClusterResourceBinding" => {
                 let crb: ClusterResourceBinding = karmada_api::from_yaml_str(&yaml)
                     .map_err(|e| anyhow!("{}: {e}", what(doc_name.as_deref())))?;
                 input.bindings.push(Binding {
-                    kind: ClusterResourceBinding::KIND,
+                    kind: BindingKind::ClusterResourceBinding,
                     namespace: String::new(),
                     name: crb.metadata.name.clone().unwrap_or_default(),
                     raw: serde_json::to_value(&crb)?,
-                    spec: crb.spec,
-                    status: crb.status,
                 });
             }
             "Service" => {
@@ -694,297 +570,6 @@ fn fill_condition_defaults(object: &mut serde_yaml::Mapping) {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// -o explain
-
-/// `-o explain` (and `karmada-scheduler explain`'s text) for one binding.
-pub(crate) fn render(out: &mut String, b: &Binding, e: &Explanation) {
-    let element = to_output(b, e);
-    let outcome = e.report.outcome.as_ref();
-    let key = if b.namespace.is_empty() {
-        b.name.clone()
-    } else {
-        format!("{}/{}", b.namespace, b.name)
-    };
-    let _ = writeln!(out, "{} {}: {}", b.kind, key, element.result);
-    let _ = writeln!(out, "  decision: {}", element.decision);
-    let _ = writeln!(out, "  message: {}", element.message);
-    if element.result == "Scheduled" {
-        let _ = writeln!(out, "  clusters: {}", format_targets(&element.clusters));
-    }
-    let Some(outcome) = outcome else {
-        out.push('\n');
-        return;
-    };
-    let spec = &b.spec;
-    let strategy = describe_strategy(spec);
-    let _ = writeln!(
-        out,
-        "  workload: {} {} replicas={} strategy={}{}",
-        spec.resource.api_version,
-        spec.resource.kind,
-        spec.replicas,
-        strategy,
-        if spec.clusters.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " previous=[{}]",
-                spec.clusters
-                    .iter()
-                    .map(|t| format!("{}:{}", t.name, t.replicas))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    );
-    if let Some(name) = &outcome.affinity_name {
-        let _ = writeln!(out, "  clusterAffinities: term {name:?} succeeded");
-    }
-    for f in &outcome.failed_terms {
-        let _ = writeln!(
-            out,
-            "  clusterAffinities: term {} {:?} failed: {}",
-            f.index, f.affinity_name, f.error
-        );
-    }
-    if let Some(trace) = &outcome.trace {
-        if trace.attempts.is_empty() {
-            let _ = writeln!(
-                out,
-                "  clusterAffinities is empty: nothing was tried, spec.clusters is left as it is"
-            );
-        }
-        for a in &trace.attempts {
-            explain_attempt(out, b, a);
-        }
-    }
-    out.push('\n');
-}
-
-fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
-    match (&a.affinity_index, &a.affinity_name) {
-        (Some(i), Some(n)) => {
-            let _ = writeln!(out, "  attempt with clusterAffinities[{i}] {n:?}:");
-        }
-        _ => {
-            let _ = writeln!(out, "  attempt:");
-        }
-    }
-    let _ = writeln!(
-        out,
-        "    filters (in order): {}",
-        a.filter_plugins.join(", ")
-    );
-    let width = a.clusters.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    for c in &a.clusters {
-        let line = match &c.verdict {
-            Verdict::Deleting => "deleting: skipped, still counted in 0/N".to_string(),
-            Verdict::Rejected { plugin, reasons } => {
-                format!("rejected by {plugin}: {}", reasons.join(", "))
-            }
-            Verdict::Feasible => {
-                let mut s = String::from("feasible");
-                if let Some(score) = c.score {
-                    let parts: Vec<String> =
-                        c.scores.iter().map(|(p, v)| format!("{p} {v}")).collect();
-                    let _ = write!(s, ", score {score} ({})", parts.join(" + "));
-                }
-                if !c.estimates.is_empty() {
-                    let parts: Vec<String> = c
-                        .estimates
-                        .iter()
-                        .map(|(e, v)| {
-                            format!("{e} {}", v.map_or("-".to_string(), |v| v.to_string()))
-                        })
-                        .collect();
-                    let _ = write!(s, ", estimates [{}]", parts.join(", "));
-                }
-                if let (Some(alloc), Some(avail)) = (c.allocatable_replicas, c.available_replicas) {
-                    let _ = write!(
-                        s,
-                        ", allocatable {}, available {avail}",
-                        show_replicas(alloc)
-                    );
-                }
-                if let Some(o) = c.overflow_order.filter(|o| *o != 0) {
-                    let _ = write!(s, ", overflow tier {o}");
-                }
-                s
-            }
-        };
-        let _ = writeln!(out, "    {:width$}  {line}", c.name);
-    }
-    for e in &a.estimators {
-        if let Some(err) = &e.error {
-            let _ = writeln!(
-                out,
-                "    estimator {} failed, its answers are ignored: {err}",
-                e.name
-            );
-        }
-    }
-    if a.estimation_skipped {
-        let _ = writeln!(
-            out,
-            "    estimators not asked: replicas 0 and no components (every cluster counts as unlimited)"
-        );
-    }
-    if !a.canonical_order.is_empty() {
-        let _ = writeln!(
-            out,
-            "    order (tier asc, score desc, available desc, name): {}",
-            a.canonical_order.join(", ")
-        );
-    }
-    for g in &a.regions {
-        let _ = writeln!(
-            out,
-            "    region {}: score {}, available {}, clusters [{}]",
-            g.name,
-            g.score,
-            g.available_replicas,
-            g.clusters.join(", ")
-        );
-    }
-    if !a.chosen_regions.is_empty() {
-        let _ = writeln!(out, "    chosen regions: {}", a.chosen_regions.join(", "));
-    }
-    if !a.selected.is_empty() {
-        let need = if a.need_replicas < 0 || !a.chosen_regions.is_empty() {
-            "capacity not checked".to_string()
-        } else {
-            format!("needing {} replicas", a.need_replicas)
-        };
-        let _ = writeln!(out, "    selected ({need}): {}", a.selected.join(", "));
-    }
-    if a.result.is_some() {
-        let _ = writeln!(out, "    division rule: {}", division_rule(b, a));
-    }
-    if let Some(r) = &a.result {
-        let _ = writeln!(
-            out,
-            "    division: {}",
-            r.iter()
-                .map(|t| format!("{}:{}", t.name, t.replicas))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if let Some(e) = &a.error {
-        let _ = writeln!(out, "    error: {e}");
-    }
-}
-
-/// Which division rule divided the replicas, in words.
-fn division_rule(b: &Binding, a: &AttemptTrace) -> String {
-    use scheduler_core::assign::{Mode, Strategy, assignment_mode, strategy_of};
-    let spec = &b.spec;
-    if !((spec.replicas > 0 || spec.replica_requirements.is_some()) && spec.components.len() <= 1) {
-        return "not a workload (replicas 0, no requirements): every candidate with 0 replicas"
-            .to_string();
-    }
-    let Some(placement) = &spec.placement else {
-        return "-".to_string();
-    };
-    let tiers = a
-        .clusters
-        .iter()
-        .filter_map(|c| c.overflow_order)
-        .any(|o| o != 0);
-    let tiers = if tiers {
-        "; overflow tiers are filled in order, each up to its available replicas"
-    } else {
-        ""
-    };
-    let rule = match strategy_of(placement) {
-        Err(e) => e.to_string(),
-        Ok(Strategy::Duplicated) => format!("Duplicated: every candidate gets {} replicas", spec.replicas),
-        Ok(Strategy::StaticWeight) => {
-            "static weights (Webster); clusters without a positive weight get nothing, capacity is not checked"
-                .to_string()
-        }
-        Ok(strategy) => {
-            let how = if strategy == Strategy::Aggregated {
-                "on as few clusters as possible (largest first)"
-            } else {
-                "in proportion"
-            };
-            let previous: i64 = spec
-                .clusters
-                .iter()
-                .filter(|t| a.selected.iter().any(|s| *s == t.name))
-                .map(|t| i64::from(t.replicas))
-                .sum();
-            let want = i64::from(spec.replicas);
-            if assignment_mode(spec, &b.status) == Mode::Fresh {
-                format!(
-                    "{} fresh (rescheduleTriggeredAt after lastScheduledTime): all {want} replicas divided {how} by allocatable + current replicas",
-                    strategy.as_str()
-                )
-            } else if previous > want {
-                format!(
-                    "{} scale down from {previous} to {want}: divided {how} by the current replicas",
-                    strategy.as_str()
-                )
-            } else if previous == 0 {
-                format!(
-                    "{} from scratch: {want} replicas divided {how} by allocatable replicas",
-                    strategy.as_str()
-                )
-            } else if previous < want {
-                format!(
-                    "{} scale up from {previous} to {want}: the {} new replicas divided {how} by allocatable replicas and added to the current ones",
-                    strategy.as_str(),
-                    want - previous
-                )
-            } else {
-                format!("{} steady: the candidates already hold {want} replicas, nothing moves", strategy.as_str())
-            }
-        }
-    };
-    format!("{rule}{tiers}")
-}
-
-fn show_replicas(v: i32) -> String {
-    if v == i32::MAX {
-        "unlimited".to_string()
-    } else {
-        v.to_string()
-    }
-}
-
-fn format_targets(c: &[OutCluster]) -> String {
-    if c.is_empty() {
-        return "(none)".to_string();
-    }
-    c.iter()
-        .map(|t| format!("{}:{}", t.name, t.replicas))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn describe_strategy(spec: &ResourceBindingSpec) -> String {
-    let Some(p) = &spec.placement else {
-        return "-".to_string();
-    };
-    let Some(rs) = &p.replica_scheduling else {
-        return "Duplicated (no replicaScheduling)".to_string();
-    };
-    let t = rs.replica_scheduling_type.map_or("\"\"", |t| t.as_str());
-    let pref = rs.replica_division_preference.map_or("", |p| p.as_str());
-    let weights = match &rs.weight_preference {
-        Some(wp) if wp.dynamic_weight.is_some() => "/dynamic",
-        Some(wp) if !wp.static_weight_list.is_empty() => "/static",
-        _ => "",
-    };
-    if pref.is_empty() {
-        t.to_string()
-    } else {
-        format!("{t}/{pref}{weights}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1011,13 +596,13 @@ mod tests {
         ]))
         .unwrap()
         .unwrap();
-        assert_eq!(o.files, ["a.yaml", "b"]);
-        assert_eq!(o.estimator_replicas.len(), 3);
-        assert_eq!(o.estimator_replicas["m2"], 4);
-        assert_eq!(o.plugins.as_deref().unwrap(), ["*", "-ClusterLocality"]);
-        assert!(o.enable_empty_workload_propagation);
-        assert!(o.gates.workload_affinity());
-        assert_eq!(o.output, OutputFormat::Explain);
+        assert_eq!(o.flags.files, ["a.yaml", "b"]);
+        assert_eq!(o.flags.estimator_replicas.len(), 3);
+        assert_eq!(o.flags.estimator_replicas["m2"], 4);
+        assert_eq!(o.daemon.plugins, ["*", "-ClusterLocality"]);
+        assert!(o.daemon.enable_empty_workload_propagation);
+        assert!(o.daemon.feature_gates.workload_affinity());
+        assert_eq!(o.flags.output, OutputFormat::Explain);
 
         assert!(parse_args(&args(&["--help"])).unwrap().is_none());
         assert!(parse_args(&args(&[])).is_err());
@@ -1033,7 +618,55 @@ mod tests {
         ]))
         .unwrap()
         .unwrap();
-        assert!(!o.enable_empty_workload_propagation);
+        assert!(!o.daemon.enable_empty_workload_propagation);
+        // The defaults are the daemon's and the table's.
+        let o = parse_args(&args(&["-f", "x"])).unwrap().unwrap();
+        assert_eq!(o.daemon.plugins, ["*"]);
+        assert_eq!(o.daemon.scheduler_name, "default-scheduler");
+        assert_eq!(o.flags.output, OutputFormat::Json);
+        assert!(parse_args(&args(&["-f", "x", "--scheduler-name="])).is_err());
+        assert!(parse_args(&args(&["-f", "x", "extra"])).is_err());
+    }
+
+    #[test]
+    fn every_flag_has_a_setter_and_help_lists_each_once() {
+        let mut sink = Flags::default();
+        struct Own<'a>(&'a mut Flags);
+        impl flags::FlagSink for Own<'_> {
+            fn set(&mut self, name: &str, value: &str, first: bool) -> Result<(), String> {
+                flags::apply(&[FLAGS], &mut [&mut *self.0], name, value, first)
+            }
+        }
+        assert_eq!(
+            flags::unknown_to(&mut Own(&mut sink), &[FLAGS]),
+            Vec::<&str>::new()
+        );
+        let help = COMMAND.help_text();
+        let flag_lines = help.strip_suffix(COMMAND.notes).unwrap();
+        for name in [
+            "filename",
+            "estimator-replicas",
+            "output",
+            "help",
+            "plugins",
+            "feature-gates",
+            "scheduler-name",
+            "enable-empty-workload-propagation",
+            "enable-scheduler-estimator",
+            "scheduler-estimator-timeout",
+            "scheduler-estimator-failure-policy",
+        ] {
+            let lines = flag_lines
+                .lines()
+                .filter(|l| l.trim_start().starts_with('-') && l.contains(&format!("--{name} ")))
+                .count();
+            assert_eq!(lines, 1, "{name}:\n{help}");
+        }
+        // The daemon's defaults, from its table.
+        assert!(help.contains("(default [*])"), "{help}");
+        assert!(help.contains("(default \"default-scheduler\")"), "{help}");
+        assert!(help.contains("(default 3s)"), "{help}");
+        assert!(!help.contains("--kubeconfig"), "{help}");
     }
 
     #[test]
@@ -1138,7 +771,7 @@ mod tests {
             .allocatable["pods"];
         assert_eq!(pods.0, "110");
         assert_eq!(input.bindings.len(), 1);
-        assert_eq!(input.bindings[0].kind, "ClusterResourceBinding");
+        assert_eq!(input.bindings[0].kind.kind(), "ClusterResourceBinding");
         assert_eq!(input.bindings[0].namespace, "");
     }
 

@@ -10,10 +10,12 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use crate::config::options::Options;
 use crate::metrics::{Metrics, SCHEDULER_ESTIMATOR_WORKER};
 
-/// Build the scheduler-core pipeline for these flags.
+/// Build the scheduler-core pipeline for these flags; `estimators` are asked beside the
+/// general estimator, in order (the daemon's: the accurate estimator with
+/// `--enable-scheduler-estimator`).
 pub fn build_scheduler(
     opts: &Options,
-    accurate: Option<Arc<dyn Estimator>>,
+    estimators: impl IntoIterator<Item = Arc<dyn Estimator>>,
 ) -> anyhow::Result<Scheduler> {
     let config = ScheduleConfig {
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
@@ -25,8 +27,8 @@ pub fn build_scheduler(
     let mut s = Scheduler::from_plugins_flag(&opts.plugins, config)
         .map_err(|e| anyhow::anyhow!("couldn't create scheduler: {e}"))?
         .with_estimator(Arc::new(general));
-    if let Some(a) = accurate {
-        s = s.with_estimator(a);
+    for e in estimators {
+        s = s.with_estimator(e);
     }
     Ok(s)
 }

@@ -26,6 +26,7 @@ use scheduler_core::schedule::Scheduler;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
+use crate::cycle::Parts;
 use crate::cycle::assume::Assumptions;
 use crate::cycle::sink::{EventSink, Writer};
 use crate::kube::probe::release_when_reachable;
@@ -56,6 +57,22 @@ pub struct Context {
     pub own_writes: OwnWrites,
     /// Present with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<Arc<Assumptions>>,
+}
+
+impl Context {
+    /// What the daemon's cycles read besides the binding and the snapshot: its group index and
+    /// assumption cache (each present with its gate), and its own writes.
+    pub fn parts(&self) -> Parts<'_> {
+        Parts {
+            workload_index: self
+                .workload
+                .as_deref()
+                .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
+            own_writes: Some(&self.own_writes),
+            assumptions: self.assumptions.as_deref(),
+            want_trace: false,
+        }
+    }
 }
 
 /// Where the daemon's `/debug/explain` endpoint finds the running scheduler: set once the

@@ -55,18 +55,7 @@ impl Context {
             Cached::Malformed(m) => return self.report_malformed(&m, writer).await,
         };
         let snapshot = self.stores.snapshot();
-        let cycle = Cycle {
-            scheduler: &self.scheduler,
-            writer,
-            events: self.events.as_ref(),
-            workload_index: self
-                .workload
-                .as_deref()
-                .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
-            own_writes: Some(&self.own_writes),
-            assumptions: self.assumptions.as_deref(),
-            want_trace: false,
-        };
+        let cycle = Cycle::new(&self.scheduler, writer, self.events.as_ref(), self.parts());
         let start = Instant::now();
         let mut report = None;
         for _ in 0..=CONFLICT_RETRIES {

@@ -2,17 +2,21 @@
 //! `resourceVersion` preconditions, the `status` subresource apart from the main resource, a
 //! generation bump on every spec change. `simulate` and `explain` run the daemon's cycle
 //! against it, so what they report is what the daemon would write; the cycle's unit tests use
-//! it as their API server.
+//! it as their API server. It is also their workload group index: the bindings it holds are
+//! the other bindings the group filters read.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use karmada_api::work::ResourceBinding;
 use scheduler_core::estimator::BoxFuture;
+use scheduler_core::framework::WorkloadGroupIndex;
 use serde_json::{Value, json};
 
 use crate::cycle::sink::{Target, Writer};
 use crate::model::binding::{Binding, BindingKey, BindingKind, MalformedBinding};
 use crate::model::condition::ApiFailure;
+use crate::store::workload::to_rb;
 
 /// RFC 7386 merge of `patch` into `target` (`null` removes a field).
 pub fn merge(target: &mut Value, patch: &Value) {
@@ -161,6 +165,40 @@ impl MemoryStore {
             patch.clone(),
         ));
         Ok(stored)
+    }
+}
+
+impl MemoryStore {
+    /// The ResourceBindings held whose `spec.workloadAffinityGroups.<field>` is `group`.
+    fn in_group(&self, field: &str, group: &str) -> Vec<Arc<ResourceBinding>> {
+        let pointer = format!("/spec/workloadAffinityGroups/{field}");
+        let objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
+        objects
+            .values()
+            .filter(|(kind, raw)| {
+                *kind == BindingKind::ResourceBinding
+                    && raw.pointer(&pointer).and_then(Value::as_str) == Some(group)
+            })
+            .filter_map(|(kind, raw)| Binding::decode(*kind, raw.clone()).ok())
+            .map(|b| Arc::new(to_rb(&b)))
+            .collect()
+    }
+}
+
+/// The bindings held are the other bindings of a read-only run (`simulate`'s input, the
+/// control plane's for `explain`): the workload group filters read them as the daemon's read
+/// its cache. What a cycle writes is held at once, so no copy is ever "assigning".
+impl WorkloadGroupIndex for MemoryStore {
+    fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+        Ok(self.in_group("affinityGroup", group))
+    }
+
+    fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+        Ok(self.in_group("antiAffinityGroup", group))
+    }
+
+    fn assigning(&self, _namespace: &str, _name: &str) -> Option<Arc<ResourceBinding>> {
+        None
     }
 }
 

@@ -32,6 +32,7 @@ mod write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
+use scheduler_core::framework::WorkloadGroupIndex;
 use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
@@ -66,19 +67,36 @@ pub struct CycleReport {
     pub outcome: Option<Outcome>,
 }
 
-/// The collaborators of a cycle.
+/// The collaborators of a cycle, made by [`Cycle::new`] (the daemon's workers, and the
+/// read-only runs of [`crate::explain::ReadOnly`]).
 pub struct Cycle<'a> {
-    pub scheduler: &'a Scheduler,
-    pub writer: &'a dyn Writer,
-    pub events: &'a dyn EventSink,
+    pub(crate) scheduler: &'a Scheduler,
+    pub(crate) writer: &'a dyn Writer,
+    pub(crate) events: &'a dyn EventSink,
     /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
-    pub workload_index: Option<&'a dyn scheduler_core::framework::WorkloadGroupIndex>,
+    pub(crate) workload_index: Option<&'a dyn WorkloadGroupIndex>,
     /// Where the generation bump of our own result patch is announced, so that its watch
     /// event does not queue the binding again (see [`crate::store::own_writes`]).
-    pub own_writes: Option<&'a OwnWrites>,
+    pub(crate) own_writes: Option<&'a OwnWrites>,
     /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
-    pub assumptions: Option<&'a Assumptions>,
+    pub(crate) assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
+    pub(crate) want_trace: bool,
+}
+
+/// What a cycle reads and tells besides the binding, the snapshot, its writer and its event
+/// sink: the parts the daemon's gates add, and whether to keep the trace.
+#[derive(Clone, Copy, Default)]
+pub struct Parts<'a> {
+    /// The other bindings, for the workload (anti-)affinity filters; used with the
+    /// `WorkloadAffinity` gate.
+    pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
+    /// Where our own generation bumps are announced (the daemon's watch echoes); a read-only
+    /// run has no watch and passes none.
+    pub own_writes: Option<&'a OwnWrites>,
+    /// The assumption cache; used with the `SchedulingOvercommitProtection` gate.
+    pub assumptions: Option<&'a Assumptions>,
+    /// Keep the algorithm's outcome and trace in the report.
     pub want_trace: bool,
 }
 
@@ -94,6 +112,32 @@ fn placement_error(binding: &Binding) -> String {
                 "failed to get placement from clusterResourceBinding({})",
                 binding.name()
             )
+        }
+    }
+}
+
+impl<'a> Cycle<'a> {
+    /// The one way to make a cycle (its unit tests aside). The gates of `scheduler` decide,
+    /// here and for every caller, which of `parts` it uses: the workload index with
+    /// `WorkloadAffinity`, the assumption cache with `SchedulingOvercommitProtection` (a part
+    /// given with its gate off is left out, as the daemon has none then).
+    pub fn new(
+        scheduler: &'a Scheduler,
+        writer: &'a dyn Writer,
+        events: &'a dyn EventSink,
+        parts: Parts<'a>,
+    ) -> Self {
+        let gates = &scheduler.config().gates;
+        Cycle {
+            scheduler,
+            writer,
+            events,
+            workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
+            own_writes: parts.own_writes,
+            assumptions: parts
+                .assumptions
+                .filter(|_| gates.scheduling_overcommit_protection()),
+            want_trace: parts.want_trace,
         }
     }
 }

@@ -13,46 +13,28 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::controller::{Context, ExplainSlot};
-use crate::cycle::Cycle;
-use crate::cycle::events::MemoryRecorder;
-use crate::cycle::memory::MemoryStore;
+use crate::explain::ReadOnly;
 use crate::model::binding::BindingKey;
 use crate::store::Cached;
 
 /// What the daemon would decide for the cached binding `key` now, and why (see
-/// [`crate::explain::explain`]): its cycle on a copy, the assumptions copied too, nothing written.
+/// [`ReadOnly`]): its cycle on a copy, with the daemon's group index and a copy of its
+/// assumptions, nothing written.
 pub async fn explain_binding(ctx: &Context, key: &BindingKey) -> Option<Value> {
     let Some(Cached::Ok(b)) = ctx.stores.binding(key) else {
         return None;
     };
     let snapshot = ctx.stores.snapshot();
-    let store = MemoryStore::default();
-    let events = MemoryRecorder::default();
-    let binding = store.insert(b.kind, b.to_json()).ok()?;
-    let assumptions = ctx.assumptions.as_ref().map(|a| a.copy());
-    let cycle = Cycle {
-        scheduler: &ctx.scheduler,
-        writer: &store,
-        events: &events,
-        workload_index: ctx
-            .workload
+    let run = ReadOnly::new(&ctx.scheduler, &ctx.scheduler_name, true).with_daemon(
+        ctx.workload
             .as_deref()
             .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
-        own_writes: None,
-        assumptions: assumptions.as_ref(),
-        want_trace: true,
-    };
-    let now = Time(Timestamp::now());
-    let e = crate::explain::explain(
-        &cycle,
-        &store,
-        &events,
-        &binding,
-        &snapshot,
-        now,
-        &ctx.scheduler_name,
-    )
-    .await;
+        ctx.assumptions.as_deref(),
+    );
+    let binding = run.store.insert(b.kind, b.to_json()).ok()?;
+    let e = run
+        .explain(&binding, &snapshot, Time(Timestamp::now()))
+        .await;
     Some(e.to_json(&binding))
 }
 

@@ -1,17 +1,22 @@
 //! What the daemon would decide for a binding, and why: the daemon's cycle run against an
 //! in-memory copy ([`crate::cycle::memory`]), kept with its decision, outcome, patches and events.
 //! `simulate`, `karmada-scheduler explain` and the daemon's `/debug/explain` endpoint all go
-//! through [`explain`], so they report exactly what the daemon does; the endpoint itself is
-//! [`endpoint`].
+//! through [`ReadOnly`], so they report exactly what the daemon does; the endpoint itself is
+//! [`endpoint`], the text the subcommands print [`render`].
 
 pub mod endpoint;
+pub mod render;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
 use scheduler_core::snapshot::Snapshot;
 use serde_json::{Value, json};
 
-use crate::cycle::{Cycle, CycleError, CycleReport};
+use scheduler_core::framework::WorkloadGroupIndex;
+use scheduler_core::schedule::Scheduler;
+
+use crate::cycle::assume::Assumptions;
+use crate::cycle::{Cycle, CycleError, CycleReport, Parts};
 use crate::model::binding::Binding;
 use crate::model::condition::SCHEDULED;
 use crate::model::decision::{Decision, ScheduleType, Trigger};
@@ -123,34 +128,113 @@ pub fn describe_decision(d: &Decision) -> String {
     }
 }
 
-/// Run `cycle` (whose writer is `store` and whose event sink is `events`) on `binding`, which
-/// `store` holds, as [`attempt`] asks, and collect what it did. `scheduler_name` is the
-/// daemon's `--scheduler-name`, for its event filter: a binding the filter drops is attempted
-/// all the same (as if the ladder were asked), and the explanation says the daemon would not
-/// act.
-pub async fn explain(
-    cycle: &Cycle<'_>,
-    store: &MemoryStore,
-    events: &MemoryRecorder,
-    binding: &Binding,
-    snapshot: &Snapshot,
-    now: Time,
-    scheduler_name: &str,
-) -> Explanation {
-    let key = binding.key();
-    let daemon = cycle.decision(binding, snapshot);
-    let patches_before = store.patches_of(&key).len();
-    let events_before = events.0.lock().unwrap_or_else(|p| p.into_inner()).len();
-    let report = cycle
-        .run_decided(binding, snapshot, now, attempt(&daemon))
-        .await;
-    Explanation {
-        daemon,
-        report,
-        stored: store.binding(&key),
-        patches: store.patches_of(&key).split_off(patches_before),
-        events: events.0.lock().unwrap_or_else(|p| p.into_inner())[events_before..].to_vec(),
-        filtered: filtered_out(binding, scheduler_name),
+/// A read-only run of the daemon's cycle: it writes to an in-memory API server ([`store`]
+/// here), records its events in memory, and keeps the trace. `simulate`, `karmada-scheduler
+/// explain` and the daemon's `/debug/explain` make their cycles here, each through
+/// [`Cycle::new`] with the same parts as the daemon's (each used as the daemon's gates say):
+///
+/// - the workload group index: the bindings of [`store`] (`simulate`'s input, the control
+///   plane's bindings for `explain`), or the daemon's own index ([`ReadOnly::with_daemon`]);
+/// - the assumption cache: one for the whole run (`simulate`'s bindings are assumed for the
+///   ones after them, as a burst in the daemon), empty to start with, or a copy of the
+///   daemon's;
+/// - no own writes: a read-only run has no watch whose echoes they would hold back (the echo
+///   pass runs all the same).
+///
+/// [`store`]: ReadOnly::store
+pub struct ReadOnly<'a> {
+    scheduler: &'a Scheduler,
+    /// The daemon's `--scheduler-name`, for its event filter.
+    scheduler_name: &'a str,
+    /// The bindings of the run, as written by its cycles.
+    pub store: MemoryStore,
+    events: MemoryRecorder,
+    assumptions: Assumptions,
+    /// The daemon's group index, when the run is the daemon's ([`ReadOnly::with_daemon`]).
+    daemon_index: Option<&'a dyn WorkloadGroupIndex>,
+    want_trace: bool,
+}
+
+impl<'a> ReadOnly<'a> {
+    /// A run of `scheduler` (built from the daemon's flags by [`crate::config::build`]) for
+    /// the daemon named `scheduler_name`; `want_trace` keeps each attempt's trace.
+    pub fn new(scheduler: &'a Scheduler, scheduler_name: &'a str, want_trace: bool) -> Self {
+        Self {
+            scheduler,
+            scheduler_name,
+            store: MemoryStore::default(),
+            events: MemoryRecorder::default(),
+            assumptions: Assumptions::default(),
+            daemon_index: None,
+            want_trace,
+        }
+    }
+
+    /// The run beside a running daemon: its group index, and a copy of its assumptions.
+    pub fn with_daemon(
+        mut self,
+        index: Option<&'a dyn WorkloadGroupIndex>,
+        assumptions: Option<&Assumptions>,
+    ) -> Self {
+        self.daemon_index = index;
+        if let Some(a) = assumptions {
+            self.assumptions = a.copy();
+        }
+        self
+    }
+
+    /// Whether the workload group filters read the bindings of [`ReadOnly::store`]: with the
+    /// `WorkloadAffinity` gate, unless the daemon's own index is used. The bindings of a
+    /// group's other members then belong in the store.
+    pub fn reads_peers(&self) -> bool {
+        self.daemon_index.is_none() && self.scheduler.config().gates.workload_affinity()
+    }
+
+    /// The cycle of this run.
+    pub fn cycle(&self) -> Cycle<'_> {
+        let index: &dyn WorkloadGroupIndex = match self.daemon_index {
+            Some(i) => i,
+            None => &self.store,
+        };
+        Cycle::new(
+            self.scheduler,
+            &self.store,
+            &self.events,
+            Parts {
+                workload_index: Some(index),
+                own_writes: None,
+                assumptions: Some(&self.assumptions),
+                want_trace: self.want_trace,
+            },
+        )
+    }
+
+    /// Run the cycle on `binding`, which [`ReadOnly::store`] holds, as [`attempt`] asks, and
+    /// collect what it did. A binding the daemon's event filter drops is attempted all the
+    /// same (as if the ladder were asked), and the explanation says the daemon would not act.
+    pub async fn explain(&self, binding: &Binding, snapshot: &Snapshot, now: Time) -> Explanation {
+        let cycle = self.cycle();
+        let key = binding.key();
+        let daemon = cycle.decision(binding, snapshot);
+        let patches_before = self.store.patches_of(&key).len();
+        let events_before = self
+            .events
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        let report = cycle
+            .run_decided(binding, snapshot, now, attempt(&daemon))
+            .await;
+        Explanation {
+            daemon,
+            report,
+            stored: self.store.binding(&key),
+            patches: self.store.patches_of(&key).split_off(patches_before),
+            events: self.events.0.lock().unwrap_or_else(|p| p.into_inner())[events_before..]
+                .to_vec(),
+            filtered: filtered_out(binding, self.scheduler_name),
+        }
     }
 }
 

@@ -36,7 +36,8 @@ fn rv_number(meta: &ObjectMeta) -> u64 {
         .unwrap_or(0)
 }
 
-fn to_rb(b: &Binding) -> ResourceBinding {
+/// The binding as the ResourceBinding the workload group filters read.
+pub(crate) fn to_rb(b: &Binding) -> ResourceBinding {
     ResourceBinding {
         api_version: karmada_api::work::API_VERSION.into(),
         kind: "ResourceBinding".into(),
