@@ -394,49 +394,14 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-/// Whether `s` is a Kubernetes quantity (`512`, `1K`, `2Ki`, `1.5e3`), and whether it is zero.
+/// Whether `s` is a Kubernetes quantity (`512`, `1K`, `2Ki`, `1.5e3`, and, as the reference
+/// accepts them, a bare sign or `.`), and whether it is zero. The one quantity parser of the
+/// project decides, so a flag accepts exactly what `resource.ParseQuantity` accepts and
+/// fails with its message.
 pub fn parse_quantity_is_zero(s: &str) -> Result<bool, String> {
-    let err = || {
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-            .to_string()
-    };
-    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let num_len = body
-        .bytes()
-        .take_while(|b| b.is_ascii_digit() || *b == b'.')
-        .count();
-    let (num, suffix) = body.split_at(num_len);
-    if num.is_empty() || num.matches('.').count() > 1 || num == "." {
-        return Err(err());
-    }
-    let valid_suffix = matches!(
-        suffix,
-        "" | "Ki"
-            | "Mi"
-            | "Gi"
-            | "Ti"
-            | "Pi"
-            | "Ei"
-            | "n"
-            | "u"
-            | "m"
-            | "k"
-            | "M"
-            | "G"
-            | "T"
-            | "P"
-            | "E"
-    ) || {
-        let exp = suffix.strip_prefix(['e', 'E']);
-        exp.is_some_and(|e| {
-            let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-            !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
-        })
-    };
-    if !valid_suffix {
-        return Err(err());
-    }
-    Ok(num.bytes().all(|b| b == b'0' || b == b'.'))
+    scheduler_core::quantity::Quantity::parse(s)
+        .map(|q| q.is_zero())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -567,5 +532,26 @@ mod tests {
         assert_eq!(parse_quantity_is_zero("1e3"), Ok(false));
         assert!(parse_quantity_is_zero("1Xi").is_err());
         assert!(parse_quantity_is_zero("abc").is_err());
+    }
+
+    /// Found by fuzzing (fuzz/corpus/go_values): the flag check used to have its own, looser
+    /// grammar and disagreed with `resource.ParseQuantity` both ways.
+    #[test]
+    fn quantities_are_checked_by_the_quantity_parser() {
+        // A bare sign is the number zero to the reference.
+        assert_eq!(parse_quantity_is_zero("-"), Ok(true));
+        assert_eq!(parse_quantity_is_zero("+"), Ok(true));
+        // An exponent that does not fit 64 bits is refused, with the reference's message.
+        assert_eq!(
+            parse_quantity_is_zero("1e9999999999999999999").unwrap_err(),
+            "unable to parse quantity's suffix"
+        );
+        assert_eq!(
+            parse_quantity_is_zero("1..5").unwrap_err(),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        );
+        // Rounded up to nano units, never to zero.
+        assert_eq!(parse_quantity_is_zero("0.0000000001"), Ok(false));
+        assert_eq!(parse_quantity_is_zero("0.000e5"), Ok(true));
     }
 }

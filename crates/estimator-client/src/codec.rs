@@ -14,6 +14,11 @@ use tonic_prost::{ProstDecoder, ProstEncoder};
 
 /// Initial size of a call's encode and decode buffers (they grow by this step).
 pub const BUFFER_SIZE: usize = 512;
+/// Largest response message a call accepts: 4 MiB, the receive limit grpc-go applies by
+/// default (the reference sets none of its own). An answer is one varint, a few bytes; a
+/// response whose length prefix claims more than this is refused before any of it is
+/// buffered, so a broken or hostile estimator costs at most this much memory per call.
+pub const MAX_RESPONSE_SIZE: usize = 4 * 1024 * 1024;
 /// tonic's default point at which a large encode yields to the runtime.
 const YIELD_THRESHOLD: usize = 32 * 1024;
 

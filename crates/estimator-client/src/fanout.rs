@@ -24,6 +24,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::cache::ConnectionCache;
+use crate::codec::MAX_RESPONSE_SIZE;
 use crate::dial::aggregate;
 use crate::metrics::CallResult;
 use crate::options::FailurePolicy;
@@ -132,6 +133,25 @@ pub fn format_status(status: &Status) -> String {
         Code::Unauthenticated => "Unauthenticated",
     };
     format!("rpc error: code = {code} desc = {}", status.message())
+}
+
+/// A response over [`MAX_RESPONSE_SIZE`] as grpc-go reports it. tonic refuses it with its own
+/// words (`OutOfRange`, `Error, decoded message length too large: found N bytes, the limit
+/// is: M bytes`); the reference's logs and events say `ResourceExhausted`, `grpc: received
+/// message larger than max (N vs. M)`. Every other status is returned as it is.
+pub fn as_grpc_go(status: Status) -> Status {
+    if status.code() == Code::OutOfRange
+        && let Some(rest) = status
+            .message()
+            .strip_prefix("Error, decoded message length too large: found ")
+        && let Some((found, rest)) = rest.split_once(" bytes, the limit is: ")
+        && let Some(limit) = rest.strip_suffix(" bytes")
+    {
+        return Status::resource_exhausted(format!(
+            "grpc: received message larger than max ({found} vs. {limit})"
+        ));
+    }
+    status
 }
 
 /// The gRPC estimator client (`scheduler-estimator`).
@@ -257,7 +277,8 @@ impl SchedulerEstimator {
             request.metadata_mut().insert(OBJECT_METADATA_KEY, object);
         }
         request.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        let client = EstimatorClient::new(connection.channel());
+        let client =
+            EstimatorClient::new(connection.channel()).max_decoding_message_size(MAX_RESPONSE_SIZE);
         let outcome = tokio::time::timeout_at(deadline, R::call(client, request)).await;
         let (result, status) = match outcome {
             Ok(Ok(replicas)) => {
@@ -276,7 +297,7 @@ impl SchedulerEstimator {
             Ok(Err(status)) if status.code() == Code::DeadlineExceeded => {
                 (CallResult::Timeout, status)
             }
-            Ok(Err(status)) => (CallResult::Error, status),
+            Ok(Err(status)) => (CallResult::Error, as_grpc_go(status)),
             Err(_) => (
                 CallResult::Timeout,
                 Status::deadline_exceeded("context deadline exceeded"),
@@ -350,5 +371,21 @@ mod tests {
             format_status(&Status::unavailable("connection refused")),
             "rpc error: code = Unavailable desc = connection refused"
         );
+    }
+
+    #[test]
+    fn an_oversized_response_is_reported_in_grpc_go_words() {
+        let tonic = Status::out_of_range(
+            "Error, decoded message length too large: found 536870912 bytes, the limit is: 4194304 bytes",
+        );
+        assert_eq!(
+            format_status(&as_grpc_go(tonic)),
+            "rpc error: code = ResourceExhausted desc = grpc: received message larger than max (536870912 vs. 4194304)"
+        );
+        // Other statuses, including other OutOfRange ones, are left alone.
+        let other = Status::out_of_range("replicas out of range");
+        assert_eq!(as_grpc_go(other.clone()).message(), other.message());
+        assert_eq!(as_grpc_go(other).code(), Code::OutOfRange);
+        assert_eq!(as_grpc_go(Status::internal("boom")).code(), Code::Internal);
     }
 }

@@ -673,6 +673,9 @@ fn positive_scale_i64(base: i64, scale: i32) -> (i64, bool) {
         3 => mul(base, 1000),
         6 => mul(base, 1_000_000),
         9 => mul(base, 1_000_000_000),
+        // Zero stays zero however often it is multiplied: the reference loops `scale` times
+        // (up to 2^31 for a parsed `0e2147483647`), with this very result.
+        _ if base == 0 => (0, true),
         _ => {
             let mut v = base;
             for _ in 0..scale {
@@ -802,6 +805,17 @@ fn cmp_dec(a: &BigInt, sa: i32, b: &BigInt, sb: i32) -> Ordering {
     }
 }
 
+/// `mag /= D` on little-endian base-2^32 limbs (not trimmed); returns the remainder.
+fn div_limbs<const D: u64>(mag: &mut [u32]) -> u64 {
+    let mut rem = 0u64;
+    for x in mag.iter_mut().rev() {
+        let cur = (rem << 32) | u64::from(*x);
+        *x = (cur / D) as u32;
+        rem = cur % D;
+    }
+    rem
+}
+
 /// A minimal signed big integer: just what quantities need.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct BigInt {
@@ -838,7 +852,8 @@ impl BigInt {
             for d in chunk {
                 v = v * 10 + u32::from(d - b'0');
             }
-            out = out.mul_small(10u32.pow(chunk.len() as u32)).add_small(v);
+            out.mul_small_in_place(10u32.pow(chunk.len() as u32));
+            out = out.add_small(v);
         }
         out
     }
@@ -952,59 +967,90 @@ impl BigInt {
     }
 
     fn mul_small(&self, k: u32) -> Self {
-        let mut out = Vec::with_capacity(self.mag.len() + 1);
+        let mut out = self.clone();
+        out.mul_small_in_place(k);
+        out
+    }
+
+    /// `self *= k`. Numbers here reach 100,000 digits, so repeated steps work in place
+    /// rather than allocating a new number each time.
+    fn mul_small_in_place(&mut self, k: u32) {
         let mut carry = 0u64;
-        for &x in &self.mag {
-            let p = u64::from(x) * u64::from(k) + carry;
-            out.push(p as u32);
+        for x in &mut self.mag {
+            let p = u64::from(*x) * u64::from(k) + carry;
+            *x = p as u32;
             carry = p >> 32;
         }
         if carry > 0 {
-            out.push(carry as u32);
+            self.mag.push(carry as u32);
         }
-        Self {
-            negative: self.negative,
-            mag: out,
-        }
-        .normalized()
+        self.trim();
     }
 
     fn mul_pow10(&self, mut n: u32) -> Self {
         let mut out = self.clone();
+        out.mag.reserve(n as usize / 9 + 1);
         while n >= 9 {
-            out = out.mul_small(1_000_000_000);
+            out.mul_small_in_place(1_000_000_000);
             n -= 9;
         }
-        out.mul_small(10u32.pow(n))
+        out.mul_small_in_place(10u32.pow(n));
+        out
     }
 
     fn shl(&self, mut bits: u32) -> Self {
         let mut out = self.clone();
         while bits > 0 {
             let step = bits.min(31);
-            out = out.mul_small(1 << step);
+            out.mul_small_in_place(1 << step);
             bits -= step;
         }
         out
     }
 
-    /// Truncating division of the magnitude by a small divisor: `(quotient, remainder)`.
-    fn divrem_small(&self, d: u32) -> (Self, u32) {
-        let mut out = vec![0u32; self.mag.len()];
-        let mut rem = 0u64;
-        for i in (0..self.mag.len()).rev() {
-            let cur = (rem << 32) | u64::from(self.mag[i]);
-            out[i] = (cur / u64::from(d)) as u32;
-            rem = cur % u64::from(d);
+    /// Drops high zero limbs (a zero magnitude is positive).
+    fn trim(&mut self) {
+        while self.mag.last() == Some(&0) {
+            self.mag.pop();
         }
-        (
-            Self {
-                negative: self.negative,
-                mag: out,
+        if self.mag.is_empty() {
+            self.negative = false;
+        }
+    }
+
+    /// `self /= d` (truncating, on the magnitude); returns the remainder.
+    fn div_small_in_place(&mut self, d: u32) -> u32 {
+        let rem = match d {
+            // The divisors of the long loops, as constants: the division compiles to a
+            // multiplication, several times faster on numbers of thousands of limbs.
+            1_000_000_000 => div_limbs::<1_000_000_000>(&mut self.mag),
+            10 => div_limbs::<10>(&mut self.mag),
+            _ => {
+                let d = u64::from(d);
+                let mut rem = 0u64;
+                for x in self.mag.iter_mut().rev() {
+                    let cur = (rem << 32) | u64::from(*x);
+                    *x = (cur / d) as u32;
+                    rem = cur % d;
+                }
+                rem
             }
-            .normalized(),
-            rem as u32,
-        )
+        };
+        self.trim();
+        rem as u32
+    }
+
+    /// Divides by the constant `D` when it divides exactly (one pass, into `scratch`, which
+    /// becomes the number); whether it did.
+    fn div_exact<const D: u64>(&mut self, scratch: &mut Vec<u32>) -> bool {
+        scratch.clear();
+        scratch.extend_from_slice(&self.mag);
+        if div_limbs::<D>(scratch) != 0 {
+            return false;
+        }
+        std::mem::swap(&mut self.mag, scratch);
+        self.trim();
+        true
     }
 
     /// Floor division by `10^n` (Euclidean for negatives) and whether it was exact.
@@ -1013,9 +1059,7 @@ impl BigInt {
         let mut exact = true;
         while n > 0 && !q.is_zero() {
             let step = n.min(9);
-            let (nq, r) = q.divrem_small(10u32.pow(step));
-            exact &= r == 0;
-            q = nq;
+            exact &= q.div_small_in_place(10u32.pow(step)) == 0;
             n -= step;
         }
         if self.negative {
@@ -1031,16 +1075,44 @@ impl BigInt {
     }
 
     /// `removeBigIntFactors`: strip factors of `base` (zero stays zero).
+    ///
+    /// The reference divides by `base` once per factor, each division a pass over the whole
+    /// number: for a value of 100,000 digits with as many factors that is seconds of work.
+    /// The result is the same when the largest power of `base` that fits a limb is stripped
+    /// first, as long as it divides, then single factors, with constant divisors and without
+    /// allocating per step.
     fn remove_factors(&self, base: u32) -> (Self, i32) {
         let mut v = self.clone();
-        let mut times = 0;
-        while !v.is_zero() {
-            let (q, r) = v.divrem_small(base);
-            if r != 0 {
-                break;
+        let mut times = 0i32;
+        if v.is_zero() {
+            return (v, 0);
+        }
+        let mut scratch = Vec::with_capacity(v.mag.len());
+        match base {
+            10 => {
+                while v.div_exact::<1_000_000_000>(&mut scratch) {
+                    times += 9;
+                }
+                while v.div_exact::<10>(&mut scratch) {
+                    times += 1;
+                }
             }
-            v = q;
-            times += 1;
+            1024 => {
+                while v.div_exact::<{ 1 << 30 }>(&mut scratch) {
+                    times += 3;
+                }
+                while v.div_exact::<1024>(&mut scratch) {
+                    times += 1;
+                }
+            }
+            _ => loop {
+                let mut q = v.clone();
+                if base < 2 || q.div_small_in_place(base) != 0 {
+                    break;
+                }
+                v = q;
+                times += 1;
+            },
         }
         (v, times)
     }
@@ -1075,9 +1147,7 @@ impl fmt::Display for BigInt {
         let mut chunks = Vec::new();
         let mut v = self.abs();
         while !v.is_zero() {
-            let (q, r) = v.divrem_small(1_000_000_000);
-            chunks.push(r);
-            v = q;
+            chunks.push(v.div_small_in_place(1_000_000_000));
         }
         let mut s = String::new();
         if self.negative {
@@ -1221,5 +1291,44 @@ mod tests {
             Ordering::Greater
         );
         assert!(q("1.0") == q("1000m"));
+    }
+
+    /// Found by fuzzing (fuzz/corpus/quantity/found-*): zero at a huge scale made `Value()`
+    /// multiply zero by ten `scale` times, 2^31 steps for `0e2147483647`.
+    #[test]
+    fn zero_at_a_huge_scale() {
+        let zero = q("0e0361341528621367");
+        assert!(zero.is_zero());
+        assert_eq!((zero.value(), zero.milli_value()), (0, 0));
+        assert_eq!(zero.scaled_value(-9), 0);
+        assert_eq!(zero.canonicalize(), "0");
+        assert_eq!(positive_scale_i64(0, i32::MAX), (0, true));
+        assert_eq!(positive_scale_i64(1, 19), (0, false));
+        assert_eq!(positive_scale_i64(1, 18), (1_000_000_000_000_000_000, true));
+    }
+
+    /// Found by fuzzing: values of up to 100,000 digits with as many factors of ten, which
+    /// took seconds to strip one division at a time; stripped in chunks, the result is the
+    /// same.
+    #[test]
+    fn many_factors_of_ten_and_of_1024() {
+        let big = q("1000000000000000000000e19970");
+        // 10^21 x 10^19970, printed with an exponent that is a multiple of three.
+        assert_eq!(big.canonicalize(), "100e19989");
+        assert_eq!(big.canonical(), "100e19989");
+        assert!(big == q("1e19991"));
+        let (v, n) = BigInt::from_i64(10).mul_pow10(19_999).remove_factors(10);
+        assert_eq!((v, n), (BigInt::from_i64(1), 20_000));
+        let (v, n) = BigInt::from_i64(-7).mul_pow10(25).remove_factors(10);
+        assert_eq!((v, n), (BigInt::from_i64(-7), 25));
+        let (v, n) = BigInt::from_i64(3).shl(10 * 7 + 4).remove_factors(1024);
+        assert_eq!((v, n), (BigInt::from_i64(3 << 4), 7));
+        assert_eq!(BigInt::zero().remove_factors(10), (BigInt::zero(), 0));
+        let (v, n) = BigInt::from_i64(-2 * 3i64.pow(30)).remove_factors(3);
+        assert_eq!((v, n), (BigInt::from_i64(-2), 30));
+        assert_eq!(
+            BigInt::from_decimal("1234567890123456789012345678900000").to_string(),
+            "1234567890123456789012345678900000"
+        );
     }
 }
