@@ -41,6 +41,8 @@ const GOROUTINES: &str = "go_goroutines";
 const ESTIMATOR_CONNECTED: &str = "karmada_scheduler_estimator_client_connected";
 /// Requests of the stream in flight at most; a tick finding them all taken is skipped.
 const IN_FLIGHT: usize = 64;
+/// A request of the stream without an answer after this long counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// A pair is not scaled again before this long.
 const SCALE_GAP: Duration = Duration::from_secs(5);
 /// Binding templates the stream cycles through.
@@ -283,6 +285,15 @@ fn name_of(obj: &Value) -> (String, Option<String>) {
     )
 }
 
+/// A request of the stream, given up after [`REQUEST_TIMEOUT`] (a hung API server).
+async fn bounded<T>(
+    request: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    tokio::time::timeout(REQUEST_TIMEOUT, request)
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")))
+}
+
 /// Whether `e` comes from a 404 answer.
 fn not_found(e: &anyhow::Error) -> bool {
     e.chain().any(
@@ -303,7 +314,13 @@ impl Ctx {
     async fn create(self, pair: Pair) {
         let one = |i: usize| {
             let (key, obj) = &pair.members[i];
-            create_one(&self.client, &self.observer, key, &self.sides[i], obj)
+            bounded(create_one(
+                &self.client,
+                &self.observer,
+                key,
+                &self.sides[i],
+                obj,
+            ))
         };
         let results = {
             let (a, b) = tokio::join!(one(0), one(1));
@@ -333,7 +350,7 @@ impl Ctx {
     async fn delete(self, pair: Pair) {
         let mut failed = 0;
         for (key, obj) in &pair.members {
-            if let Err(e) = delete_one(&self.client, key, obj).await {
+            if let Err(e) = bounded(delete_one(&self.client, key, obj)).await {
                 failed += 1;
                 eprintln!("bench churn: {e:#}");
             }
@@ -363,7 +380,17 @@ impl Ctx {
             let (key, obj) = &pair.members[i];
             let (name, ns) = name_of(obj);
             let (client, observer) = (&self.client, &self.observer);
-            async move { scale_one(client, observer, key, &name, ns.as_deref(), replicas).await }
+            async move {
+                bounded(scale_one(
+                    client,
+                    observer,
+                    key,
+                    &name,
+                    ns.as_deref(),
+                    replicas,
+                ))
+                .await
+            }
         };
         let result = match tokio::join!(one(0), one(1)) {
             (Ok(_), Ok(_)) => Ok(()),
@@ -509,8 +536,8 @@ async fn drive(
             }
         }
     }
-    // Let the requests in flight end.
-    let _ = sem.acquire_many(IN_FLIGHT as u32).await;
+    // Let the requests in flight end (each gives up after `REQUEST_TIMEOUT`).
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, sem.acquire_many(IN_FLIGHT as u32)).await;
 }
 
 /// What the sampler reads besides `/proc`.
@@ -942,12 +969,13 @@ pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>,
     let panels: Vec<Panel> = PANELS
         .iter()
         .map(|&k| Panel {
-            lines: [RUST, GO]
+            // Ours wider, under Go's: where they are equal, an orange rim around blue.
+            lines: [(RUST, 4), (GO, 2)]
                 .into_iter()
                 .enumerate()
-                .map(|(i, color)| Line {
+                .map(|(i, (color, width))| Line {
                     color,
-                    width: 2,
+                    width,
                     points: series(&r.samples, figure(k, i)),
                 })
                 .collect(),
@@ -1109,7 +1137,8 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     if let Some((png, axes, x_step)) = chart {
         md += &format!("## Over time\n\n![churn chart]({png})\n\n");
         md += &format!(
-            "Orange: ours; blue: Go. Vertical gridlines every {:.0} s{}. Panels, left to \
+            "Orange: ours (the wider line: where both are equal, blue with an orange rim); \
+             blue: Go. Vertical gridlines every {:.0} s{}. Panels, left to \
              right and top to bottom (each y axis from 0, the gridline step and the top given):\n\n",
             x_step,
             if r.faults.is_empty() {
