@@ -11,15 +11,20 @@
 #   hack/bench.sh --clusters 1000 --bindings 10000
 # Descheduler: hack/bench.sh --descheduler-only [--desched-bindings N --desched-clusters M]
 # Overcommit:  hack/bench.sh --overcommit-only [--overcommit-members M]
+# Churn/soak:  hack/bench.sh --churn-only [--churn-minutes N] [--churn-live 300] [--churn-rate 15]
+#              [--churn-scale-rate 7] [--churn-sample-seconds 15] [--churn-faults [--churn-fault-every 300]]
+#              (ours and Go side by side, real Go estimators; RSS, FDs, threads, queue depth,
+#              tasks and estimator connections sampled; docs/bench/churn-<N>m[-faults].md/.json/.png)
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
-#              BENCH_NO_BUILD=1 skips building (binaries must exist).
+#              BENCH_NO_BUILD=1 skips building (binaries must exist);
+#              CARGO_TARGET_DIR is honoured (binaries taken from there).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,16p' "${BASH_SOURCE[0]}"
+  sed -n '2,21p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release -p karmada-bench -- --help
 fi
@@ -33,8 +38,9 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   cargo build --release -p karmada-scheduler -p karmada-descheduler -p karmada-bench
 fi
 
-exec "${ROOT}/target/release/karmada-bench" \
-  --rust-bin "${ROOT}/target/release/karmada-scheduler" \
+TARGET="${CARGO_TARGET_DIR:-${ROOT}/target}"
+exec "${TARGET}/release/karmada-bench" \
+  --rust-bin "${TARGET}/release/karmada-scheduler" \
   --go-bin "${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}/karmada-scheduler" \
   --oracle-bin "${ROOT}/_output/bin/karmada-oracle" \
   "$@"

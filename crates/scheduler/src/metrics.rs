@@ -7,8 +7,12 @@ pub use component_base::metrics::{
     ComponentMetrics, HistogramFamily, Labels, WorkToken, WorkqueueMetrics, rest_client,
 };
 use component_base::metrics::{exponential_buckets, labels};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use scheduler_core::framework::Code;
 use scheduler_core::observe::{ExtensionPoint, Step, StepObserver};
@@ -52,6 +56,32 @@ pub const SCHEDULER_QUEUE: &str = "scheduler-queue";
 pub const CLUSTER_RECONCILE_WORKER: &str = "ClusterReconcileWorker";
 /// The reference's worker that keeps the estimator connections (`--enable-scheduler-estimator`).
 pub const SCHEDULER_ESTIMATOR_WORKER: &str = "scheduler-estimator";
+
+/// Ours, not the reference's: tasks alive on the tokio runtime that serves `/metrics` (the
+/// daemon's only runtime), read at each scrape. For soak runs (`hack/bench.sh --churn-only`):
+/// a count that keeps growing is a task leak. The Go scheduler's counterpart is
+/// `go_goroutines`.
+pub const TOKIO_ALIVE_TASKS: &str = "karmada_scheduler_tokio_alive_tasks";
+
+/// Encodes [`TOKIO_ALIVE_TASKS`] when scraped on a tokio runtime (nothing otherwise).
+#[derive(Debug)]
+struct RuntimeCollector;
+
+impl Collector for RuntimeCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return Ok(());
+        };
+        let tasks = handle.metrics().num_alive_tasks();
+        let m = encoder.encode_descriptor(
+            TOKIO_ALIVE_TASKS,
+            "Tasks alive on the tokio runtime (this implementation's own metric)",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(tasks as i64).encode(m)
+    }
+}
 
 /// All metrics of the process and the registry that serves them. (The registry ends each
 /// help text with a period: the reference's texts are given without theirs.)
@@ -137,6 +167,7 @@ impl Metrics {
             "Duration for running a plugin at a specific extension point",
             plugin_duration.clone(),
         );
+        registry.register_collector(Box::new(RuntimeCollector));
         drop(guard);
         let metrics = Self {
             schedule_attempts,
@@ -332,6 +363,30 @@ mod tests {
             r#"workqueue_adds_total{controller="ClusterReconcileWorker",name="ClusterReconcileWorker"} 0"#
         ), "{text}");
         assert!(text.contains("karmada_build_info{git_version="));
+        // Off a tokio runtime there is no task count to give.
+        assert!(!text.contains(TOKIO_ALIVE_TASKS), "{text}");
+    }
+
+    #[tokio::test]
+    async fn tokio_alive_tasks_counts_the_runtime_tasks() {
+        let m = Metrics::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = rx.await;
+        });
+        let text = m.encode().unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{TOKIO_ALIVE_TASKS} ")))
+            .unwrap_or_else(|| panic!("no {TOKIO_ALIVE_TASKS} in {text}"));
+        let n: i64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(n >= 1, "{line}");
+        assert!(
+            text.contains(&format!("# TYPE {TOKIO_ALIVE_TASKS} gauge")),
+            "{text}"
+        );
+        let _ = tx.send(());
+        task.await.unwrap();
     }
 
     #[test]

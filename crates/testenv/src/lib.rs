@@ -469,15 +469,21 @@ impl TestEnvBuilder {
             None => Tools::ensure()?,
         };
         static SEQ: AtomicUsize = AtomicUsize::new(0);
+        // The pid alone is not unique: processes in other PID namespaces share the temporary
+        // directory, and removing a directory of the same name would take a live
+        // environment's state (and its processes' pid files) away. A clock suffix and
+        // `create_dir`, which fails on an existing directory, keep them apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let state_dir = std::env::temp_dir().join(format!(
-            "karmada-testenv-{}-{}",
+            "karmada-testenv-{}-{}-{:x}",
             std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
+            SEQ.fetch_add(1, Ordering::SeqCst),
+            nanos & 0xffff_ffff_ffff
         ));
-        if state_dir.exists() {
-            fs::remove_dir_all(&state_dir).ok();
-        }
-        fs::create_dir_all(&state_dir)?;
+        fs::create_dir(&state_dir)
+            .with_context(|| format!("creating the state dir {}", state_dir.display()))?;
         let mut estimator_args = self.estimator_args.clone();
         let estimator_pki = if self.estimator_tls {
             let pki = EstimatorPki::generate(&state_dir.join("estimator-pki"), self.members)?;

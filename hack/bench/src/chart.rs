@@ -1,6 +1,7 @@
 //! The per-scale chart: throughput (left) and p99 latency (right), Rust vs Go, one pair of
-//! bars per scale. Drawn without any text (the bitmap backend has no font here); the legend
-//! and the gridline values are in the Markdown report.
+//! bars per scale; and time-series panels (the churn bench). Drawn without any text (the
+//! bitmap backend has no font here); the legend and the gridline values are in the Markdown
+//! report.
 
 use std::path::Path;
 
@@ -128,6 +129,106 @@ fn bottom_y(h: i32, bottom: i32) -> i32 {
     h - bottom
 }
 
+/// One line of a time-series panel: `(seconds, value)` points, in time order.
+pub struct Line {
+    pub color: RGBColor,
+    pub width: u32,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel of a time-series chart; its lines share a y axis from 0.
+pub struct Panel {
+    pub lines: Vec<Line>,
+}
+
+/// A panel's y axis as drawn: gridline step and top.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Axis {
+    pub step: f64,
+    pub top: f64,
+}
+
+/// Fault marks.
+const MARK: RGBColor = RGBColor(200, 40, 40);
+
+/// Draws `panels` over time, `cols` per row, into a PNG at `path`, without text like
+/// [`draw`]: a vertical gridline every `x_step` seconds up to `x_max`, a red vertical line at
+/// each of `marks` (seconds). Returns each panel's y axis, for the report's legend.
+pub fn timeseries(
+    path: &Path,
+    panels: &[Panel],
+    cols: usize,
+    x_max: f64,
+    x_step: f64,
+    marks: &[f64],
+) -> anyhow::Result<Vec<Axis>> {
+    let cols = cols.max(1);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let (w, h) = (500 * cols as u32, 300 * rows as u32);
+    let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((rows, cols));
+    let mut axes = Vec::new();
+    for (panel, area) in panels.iter().zip(&areas) {
+        let max = panel
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.1;
+        let step = linear_step(max);
+        let top = (max / step).ceil() * step;
+        axes.push(Axis { step, top });
+        let (pw, ph) = area.dim_in_pixel();
+        let (pw, ph) = (pw as i32, ph as i32);
+        let (left, right, top_px, bottom) = (30, 20, 20, 30);
+        let x = |t: f64| {
+            left + ((t / x_max.max(1e-9)).clamp(0.0, 1.0) * f64::from(pw - left - right)) as i32
+        };
+        let y = |v: f64| {
+            bottom_y(ph, bottom)
+                - ((v / top).clamp(0.0, 1.0) * f64::from(ph - top_px - bottom)) as i32
+        };
+        let grid = ShapeStyle::from(&RGBColor(210, 210, 210)).stroke_width(1);
+        let mut k = 1.0;
+        while k * step <= top + 1e-9 {
+            area.draw(&PathElement::new(
+                vec![(left, y(k * step)), (pw - right, y(k * step))],
+                grid,
+            ))?;
+            k += 1.0;
+        }
+        let mut t = x_step;
+        while x_step > 0.0 && t <= x_max + 1e-9 {
+            area.draw(&PathElement::new(
+                vec![(x(t), top_px), (x(t), y(0.0))],
+                grid,
+            ))?;
+            t += x_step;
+        }
+        for &m in marks {
+            area.draw(&PathElement::new(
+                vec![(x(m), top_px), (x(m), y(0.0))],
+                ShapeStyle::from(&MARK).stroke_width(1),
+            ))?;
+        }
+        area.draw(&PathElement::new(
+            vec![(left, top_px), (left, y(0.0)), (pw - right, y(0.0))],
+            ShapeStyle::from(&BLACK).stroke_width(2),
+        ))?;
+        for line in &panel.lines {
+            let pts: Vec<(i32, i32)> = line.points.iter().map(|&(t, v)| (x(t), y(v))).collect();
+            area.draw(&PathElement::new(
+                pts,
+                ShapeStyle::from(&line.color).stroke_width(line.width),
+            ))?;
+        }
+    }
+    root.present()?;
+    Ok(axes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +254,30 @@ mod tests {
         draw(&p, &pts).unwrap();
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
+        let q = dir.join("t.png");
+        let line = |color, k: f64| Line {
+            color,
+            width: 2,
+            points: (0..20)
+                .map(|i| (f64::from(i) * 15.0, k * f64::from(i)))
+                .collect(),
+        };
+        let panels = vec![
+            Panel {
+                lines: vec![line(RUST, 1.0), line(GO, 3.0)],
+            },
+            Panel {
+                lines: vec![line(RUST, 0.0)],
+            },
+        ];
+        let axes = timeseries(&q, &panels, 2, 285.0, 60.0, &[100.0]).unwrap();
+        assert_eq!(axes.len(), 2);
+        // Go's line reaches 57: the axis ends above it, on a gridline.
+        assert!(
+            axes[0].top >= 57.0 && (axes[0].top / axes[0].step).fract() == 0.0,
+            "{axes:?}"
+        );
+        assert_eq!(&std::fs::read(&q).unwrap()[1..4], b"PNG");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -5,6 +5,7 @@
 mod algo;
 mod ceiling;
 mod chart;
+mod churn;
 mod desched;
 mod estload;
 mod faults;
@@ -195,8 +196,46 @@ struct Cli {
     /// `--estimators-only`: Divided bindings per scheduler per fault row.
     #[arg(long, default_value_t = 20)]
     est_fault_bindings: usize,
+    /// Churn (soak) bench only: ours and the Go scheduler side by side on one control plane
+    /// whose members run real Go estimators, under a steady stream of creations, scale
+    /// changes and deletions at a constant live count; RSS, open FDs, threads, queue depth,
+    /// tasks and estimator connections sampled over time; writes `churn-<M>m.md`, `.json` and
+    /// `.png` (`churn-<M>m-faults.*` with `--churn-faults`).
+    #[arg(long)]
+    churn_only: bool,
+    /// `--churn-only`: minutes the stream lasts.
+    #[arg(long, default_value_t = 60.0)]
+    churn_minutes: f64,
+    /// `--churn-only`: bindings alive at once (both schedulers; half each).
+    #[arg(long, default_value_t = 300)]
+    churn_live: usize,
+    /// `--churn-only`: creations per second (both schedulers); deletions follow at the same
+    /// rate once `--churn-live` is reached.
+    #[arg(long, default_value_t = 15.0)]
+    churn_rate: f64,
+    /// `--churn-only`: scale changes per second (both schedulers).
+    #[arg(long, default_value_t = 7.0)]
+    churn_scale_rate: f64,
+    /// `--churn-only`: seconds between samples.
+    #[arg(long, default_value_t = 15)]
+    churn_sample_seconds: u64,
+    /// `--churn-only`: member clusters, each with a real Go estimator.
+    #[arg(long, default_value_t = 3)]
+    churn_members: usize,
+    /// `--churn-only`: SIGKILL and restart the API server periodically (the soak's faults).
+    #[arg(long)]
+    churn_faults: bool,
+    /// `--churn-faults`: seconds between API server kills.
+    #[arg(long, default_value_t = 300)]
+    churn_fault_every: u64,
+    /// `--churn-faults`: seconds the API server stays down.
+    #[arg(long, default_value_t = 2)]
+    churn_fault_down: u64,
+    /// `--churn-only`: seconds to wait after the stream for every live binding to settle.
+    #[arg(long, default_value_t = 180)]
+    churn_settle: u64,
     /// Do not run: read these results (a `results-*.json`, or with `--estimators-only` an
-    /// `estimators-*.json`, written earlier) and write their
+    /// `estimators-*.json`, with `--churn-only` a `churn-*.json`, written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
     #[arg(long)]
     from_results: Option<PathBuf>,
@@ -463,6 +502,53 @@ async fn main() -> anyhow::Result<()> {
         };
         let png = format!("{stem}.png");
         let md = estload::markdown(&b, chart.map(|step| (png.as_str(), step)));
+        publish(&cli, &root, &stem, &b, &md)?;
+        return Ok(());
+    }
+    if cli.churn_only {
+        let b: churn::ChurnRun = match &cli.from_results {
+            Some(path) => read_results(path)?,
+            None => {
+                let mut b = churn::run(
+                    &cfg,
+                    &churn::ChurnFlags {
+                        minutes: cli.churn_minutes,
+                        live: cli.churn_live,
+                        rate: cli.churn_rate,
+                        scale_rate: cli.churn_scale_rate,
+                        sample: Duration::from_secs(cli.churn_sample_seconds.max(1)),
+                        members: cli.churn_members,
+                        faults: cli.churn_faults,
+                        fault_every: Duration::from_secs(cli.churn_fault_every.max(10)),
+                        fault_down: Duration::from_secs(cli.churn_fault_down),
+                        settle: Duration::from_secs(cli.churn_settle),
+                    },
+                )
+                .await?;
+                let st = stamp(&root);
+                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+                b
+            }
+        };
+        let stem = format!(
+            "churn-{}m{}",
+            b.minutes,
+            if b.faults_enabled { "-faults" } else { "" }
+        );
+        let png = format!("{stem}.png");
+        let chart = if cli.no_write {
+            None
+        } else {
+            let out = out_dir(&cli, &root);
+            std::fs::create_dir_all(&out)?;
+            Some(churn::chart(&out.join(&png), &b)?)
+        };
+        let md = churn::markdown(
+            &b,
+            chart
+                .as_ref()
+                .map(|(axes, step)| (png.as_str(), axes.as_slice(), *step)),
+        );
         publish(&cli, &root, &stem, &b, &md)?;
         return Ok(());
     }

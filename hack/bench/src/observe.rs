@@ -265,6 +265,15 @@ impl Observer {
             .own_writes += 1;
     }
 
+    /// Drops what is known of `key` (a deleted binding, in runs that create without end).
+    pub fn forget(&self, key: &str) {
+        self.inner
+            .lock()
+            .expect("observer lock")
+            .bindings
+            .remove(key);
+    }
+
     /// A copy of one binding's state.
     pub fn get(&self, key: &str) -> Option<Obs> {
         self.inner

@@ -132,16 +132,35 @@ pub async fn http_get(addr: &str, path: &str) -> anyhow::Result<(u16, String)> {
     Ok((code, body.to_string()))
 }
 
-/// Memory of a process in KiB: `(VmRSS, VmHWM)`.
-pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
+/// Numeric fields of `/proc/<pid>/status` (`VmRSS:`, `Threads:`, ...), in the order asked.
+fn status_fields<const N: usize>(pid: u32, names: [&str; N]) -> Option<[u64; N]> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        s.lines()
+    let mut out = [0; N];
+    for (o, name) in out.iter_mut().zip(names) {
+        *o = s
+            .lines()
             .find(|l| l.starts_with(name))
             .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
+            .and_then(|v| v.parse::<u64>().ok())?;
+    }
+    Some(out)
+}
+
+/// Memory of a process in KiB: `(VmRSS, VmHWM)`.
+pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
+    status_fields(pid, ["VmRSS:", "VmHWM:"]).map(|[rss, hwm]| (rss, hwm))
+}
+
+/// Threads of a process (`Threads:` of `/proc/<pid>/status`).
+pub fn threads(pid: u32) -> Option<u64> {
+    status_fields(pid, ["Threads:"]).map(|[n]| n)
+}
+
+/// Open file descriptors of a process (entries of `/proc/<pid>/fd`).
+pub fn open_fds(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()
+        .map(|d| d.count())
 }
 
 /// User + system CPU time of a process, in seconds (clock ticks of 1/100 s).

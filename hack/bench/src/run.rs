@@ -937,7 +937,7 @@ async fn create_clusters(
 }
 
 /// Creates one binding, recording its creation instant just before the POST.
-async fn create_one(
+pub async fn create_one(
     client: &Client,
     observer: &Observer,
     key: &str,
@@ -980,24 +980,29 @@ pub async fn delete_bindings(
     concurrency: usize,
 ) -> anyhow::Result<()> {
     in_flight(
-        items.iter().map(|(key, _, obj)| {
-            let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-            let api = binding_api(client, ns);
-            let name = obj
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            async move {
-                api.delete(&name, &DeleteParams::default())
-                    .await
-                    .with_context(|| format!("deleting binding {key}"))?;
-                Ok(())
-            }
-        }),
+        items
+            .iter()
+            .map(|(key, _, obj)| delete_one(client, key, obj)),
         concurrency,
     )
     .await
+}
+
+/// Deletes the binding `obj` (named `key` in errors); one already gone counts as deleted.
+pub async fn delete_one(client: &Client, key: &str, obj: &Value) -> anyhow::Result<()> {
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match binding_api(client, ns)
+        .delete(name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(anyhow!(e).context(format!("deleting binding {key}"))),
+    }
 }
 
 async fn canaries(
@@ -1028,7 +1033,7 @@ async fn canaries(
 }
 
 /// Patches `spec.replicas`; returns key -> (new generation, patch instant).
-async fn patch_replicas(
+pub async fn patch_replicas(
     client: &Client,
     observer: &Observer,
     targets: &[(String, String, Option<String>, String, i64)],
@@ -1036,27 +1041,38 @@ async fn patch_replicas(
 ) -> anyhow::Result<HashMap<String, (i64, Instant)>> {
     let results: Vec<anyhow::Result<(String, (i64, Instant))>> =
         futures::stream::iter(targets.iter())
-            .map(|(key, name, ns, _, replicas)| {
-                let api = binding_api(client, ns.as_deref());
-                let observer = observer.clone();
-                async move {
-                    observer.own_write(key);
-                    let at = Instant::now();
-                    let obj = api
-                        .patch(
-                            name,
-                            &PatchParams::default(),
-                            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
-                        )
-                        .await
-                        .with_context(|| format!("scaling {key}"))?;
-                    Ok((key.clone(), (obj.metadata.generation.unwrap_or(0), at)))
-                }
+            .map(|(key, name, ns, _, replicas)| async move {
+                let at = Instant::now();
+                let generation =
+                    scale_one(client, observer, key, name, ns.as_deref(), *replicas).await?;
+                Ok((key.clone(), (generation, at)))
             })
             .buffer_unordered(concurrency.max(1))
             .collect()
             .await;
     results.into_iter().collect()
+}
+
+/// Patches `spec.replicas` of one binding (counted as the bench's own write); returns its new
+/// generation.
+pub async fn scale_one(
+    client: &Client,
+    observer: &Observer,
+    key: &str,
+    name: &str,
+    ns: Option<&str>,
+    replicas: i64,
+) -> anyhow::Result<i64> {
+    observer.own_write(key);
+    let obj = binding_api(client, ns)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .with_context(|| format!("scaling {key}"))?;
+    Ok(obj.metadata.generation.unwrap_or(0))
 }
 
 /// Like [`Observer::settle`] with a per-key goal; also gives up when the scheduler's bindings

@@ -32,9 +32,41 @@ pub fn whole_rate(times: &[f64], start: f64) -> Option<f64> {
     (!times.is_empty() && dt > 0.0).then(|| times.len() as f64 / dt)
 }
 
+/// Least-squares slope of `points` `(seconds, value)`, per minute; `None` with fewer than two
+/// distinct instants.
+pub fn slope_per_minute(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mt = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mv = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let stt: f64 = points.iter().map(|p| (p.0 - mt).powi(2)).sum();
+    let stv: f64 = points.iter().map(|p| (p.0 - mt) * (p.1 - mv)).sum();
+    (stt > 0.0).then(|| stv / stt * 60.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slope() {
+        // 2 per second = 120 per minute, whatever the offset; noise around it averages out.
+        let p: Vec<(f64, f64)> = (0..10)
+            .map(|i| {
+                (
+                    f64::from(i),
+                    5.0 + 2.0 * f64::from(i) + if i % 2 == 0 { 0.5 } else { -0.5 },
+                )
+            })
+            .collect();
+        let s = slope_per_minute(&p).unwrap();
+        assert!((s - 120.0).abs() < 10.0, "{s}");
+        assert_eq!(slope_per_minute(&[(1.0, 1.0)]), None);
+        assert_eq!(slope_per_minute(&[(1.0, 1.0), (1.0, 2.0)]), None);
+        assert_eq!(slope_per_minute(&[(0.0, 3.0), (60.0, 3.0)]), Some(0.0));
+    }
 
     #[test]
     fn nearest_rank() {

@@ -1,0 +1,1384 @@
+//! `--churn-only`: the churn (soak) bench. Ours and the Go scheduler side by side on one
+//! control plane whose members run real Go estimators (`--enable-scheduler-estimator=true`),
+//! under a steady stream of binding creations, scale changes and deletions at a constant live
+//! count, for `--churn-minutes`; optionally with the API server SIGKILLed and restarted every
+//! `--churn-fault-every` seconds. Every `--churn-sample-seconds`: each scheduler's RSS, open
+//! file descriptors and threads (`/proc`), its established connections to the estimators'
+//! ports (`/proc/<pid>/net/tcp`), and from its `/metrics` the binding queue's depth, its tasks
+//! (ours: `karmada_scheduler_tokio_alive_tasks`; Go: `go_goroutines`) and (ours) the estimator
+//! client's connected gauge; plus the live bindings of each that the bench sees unscheduled.
+//!
+//! The stream is made of pairs: every creation is a pair of bindings of the same template,
+//! one for each scheduler (so each gets half of the creations), scale changes patch both
+//! members of a pair to the same replicas (preferably a pair both have placed at its current
+//! generation, so that both see the same history), deletions delete both. At the end, once
+//! both have settled, the members of every pair must agree; pairs scaled before both had
+//! placed them are compared apart.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
+use crate::observe::{Obs, Observer};
+use crate::procs::{Sched, connections_to, memory_kib, open_fds, threads};
+use crate::promtext;
+use crate::rng::Rng;
+use crate::run::{self, Config, create_one, delete_one, log, scale_one};
+use crate::stats;
+use crate::workload::BindingTemplate;
+
+/// Our gauge of the tasks alive on the tokio runtime.
+const TOKIO_TASKS: &str = "karmada_scheduler_tokio_alive_tasks";
+/// The Go runtime's goroutines.
+const GOROUTINES: &str = "go_goroutines";
+/// Our estimator client's per-cluster connected gauge (the Go scheduler has none).
+const ESTIMATOR_CONNECTED: &str = "karmada_scheduler_estimator_client_connected";
+/// Requests of the stream in flight at most; a tick finding them all taken is skipped.
+const IN_FLIGHT: usize = 64;
+/// A request of the stream without an answer after this long counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// A pair is not scaled again before this long.
+const SCALE_GAP: Duration = Duration::from_secs(5);
+/// Binding templates the stream cycles through.
+const TEMPLATES: usize = 500;
+/// Disagreements and incomplete bindings listed in the report, at most.
+const LISTED: usize = 10;
+
+/// What the flags ask for.
+#[derive(Clone, Debug)]
+pub struct ChurnFlags {
+    pub minutes: f64,
+    /// Bindings alive at once (both schedulers together).
+    pub live: usize,
+    /// Creations per second (both schedulers together); deletions follow at the same rate
+    /// once the live count is reached.
+    pub rate: f64,
+    /// Scale changes per second (both schedulers together).
+    pub scale_rate: f64,
+    pub sample: Duration,
+    pub members: usize,
+    pub faults: bool,
+    pub fault_every: Duration,
+    pub fault_down: Duration,
+    /// How long to wait, after the stream, for every live binding to be settled.
+    pub settle: Duration,
+}
+
+/// One sampling instant; pairs of values are `[ours, Go]`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnSample {
+    /// Seconds since the stream started.
+    pub t_s: f64,
+    /// Bindings alive (created, not yet deleted), both schedulers.
+    pub live: usize,
+    pub rss_kib: [u64; 2],
+    pub fds: [usize; 2],
+    pub threads: [u64; 2],
+    /// `workqueue_depth{name="scheduler-queue"}`.
+    pub queue_depth: [Option<f64>; 2],
+    /// Ours: tokio tasks alive; Go: goroutines.
+    pub tasks: [Option<f64>; 2],
+    /// Established TCP connections to the estimators' ports.
+    pub estimator_sockets: [usize; 2],
+    /// Ours only: clusters whose estimator the client reports connected.
+    pub estimator_connected: Option<f64>,
+    /// Live bindings without a `Scheduled` condition, or `Scheduled=True` for an older
+    /// generation, as the bench's watch sees them.
+    pub backlog: [usize; 2],
+}
+
+/// Requests of the stream (bindings, both schedulers).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ops {
+    pub created: u64,
+    pub create_failed: u64,
+    pub scaled: u64,
+    pub scale_failed: u64,
+    pub deleted: u64,
+    pub delete_failed: u64,
+    /// Ticks skipped because `IN_FLIGHT` requests were still running (API server down).
+    pub skipped_ticks: u64,
+    /// Scale ticks that found no pair to scale.
+    pub no_scale_candidate: u64,
+    /// Of the scale changes, those made to a pair a member of which was not placed at its
+    /// generation yet (no pair was): they may not see the same history.
+    #[serde(default)]
+    pub scaled_before_placed: u64,
+}
+
+/// One fault.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultMark {
+    pub t_s: f64,
+    /// Seconds until the API server served again.
+    pub back_after_s: f64,
+    pub error: Option<String>,
+}
+
+/// One scheduler's figures besides the samples.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnSide {
+    pub scheduler_name: String,
+    /// Creation to the first `Scheduled` condition, over the bindings deleted during the run
+    /// and those alive at the end.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
+    /// Bindings deleted before the scheduler decided them.
+    pub deleted_undecided: u64,
+    /// At the end: live bindings `Scheduled=True` at their generation, `Scheduled=False`, and
+    /// incomplete (no condition, or `True` for an older generation), with a few listed.
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub incomplete: Vec<String>,
+    pub incomplete_count: usize,
+    /// How the process ended, when it exited during the run.
+    pub exited: Option<String>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnRun {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub seed: u64,
+    pub minutes: f64,
+    pub live: usize,
+    pub rate: f64,
+    pub scale_rate: f64,
+    pub sample_s: f64,
+    pub members: usize,
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    pub faults_enabled: bool,
+    pub fault_every_s: f64,
+    pub fault_down_s: f64,
+    pub faults: Vec<FaultMark>,
+    pub ops: Ops,
+    /// Seconds the stream ran (shorter than asked when a scheduler exited).
+    pub stream_s: f64,
+    /// Seconds after the stream until every live binding was settled (`None`: not within
+    /// the settle time).
+    pub settled_after_s: Option<f64>,
+    pub settle_s: f64,
+    /// `[ours, Go]`.
+    pub sides: [ChurnSide; 2],
+    /// Live pairs compared at the end (both members created and scaled without an error).
+    pub pairs: usize,
+    pub agree: usize,
+    pub disagreements: Vec<String>,
+    /// Pairs scaled while a member was not placed yet, compared apart: the lagging scheduler
+    /// may have seen two generations as one, and a Divided placement depends on the history.
+    #[serde(default)]
+    pub unplaced_pairs: usize,
+    #[serde(default)]
+    pub unplaced_agree: usize,
+    /// Pairs left out of the comparison: a request of theirs failed (during a fault).
+    pub broken_pairs: usize,
+    pub samples: Vec<ChurnSample>,
+    /// The sample taken after the settle.
+    pub end_sample: Option<ChurnSample>,
+}
+
+/// A live pair of the stream.
+#[derive(Clone, Debug)]
+struct Pair {
+    /// `[ours, Go]`: `(key, object)`.
+    members: [(String, Value); 2],
+    template: usize,
+    /// Current `spec.replicas` (0: not a workload, never scaled).
+    replicas: i64,
+    last_scaled: Option<Instant>,
+    /// A request for it failed: its members' histories may differ.
+    broken: bool,
+    /// Scaled while a member was not placed at its generation: that member's scheduler may
+    /// see the two generations as one.
+    scaled_unplaced: bool,
+}
+
+/// State shared by the stream's tasks and the sampler.
+#[derive(Default)]
+struct State {
+    live: VecDeque<Pair>,
+    /// Pairs being created.
+    creating: usize,
+    /// Pairs whose deletion failed, deleted again first.
+    retry: VecDeque<Pair>,
+    ops: Ops,
+    /// Creation-to-decision latencies (ms) of deleted bindings, `[ours, Go]`.
+    latencies: [Vec<f64>; 2],
+    deleted_undecided: [u64; 2],
+}
+
+impl State {
+    /// Keys of the live pairs compared at the end (not broken), `[ours, Go]`.
+    fn keys(&self) -> [Vec<String>; 2] {
+        let mut keys: [Vec<String>; 2] = Default::default();
+        for p in self.live.iter().chain(&self.retry).filter(|p| !p.broken) {
+            for (i, (k, _)) in p.members.iter().enumerate() {
+                keys[i].push(k.clone());
+            }
+        }
+        keys
+    }
+}
+
+type Shared = Arc<Mutex<State>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, State> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `Scheduled` seen, and when `True`, for the current generation.
+fn settled(o: &Obs) -> bool {
+    match &o.condition {
+        Some((status, _)) if status == "True" => o.observed_generation >= o.generation,
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// `Scheduled=True` for the current generation.
+fn placed(o: &Obs) -> bool {
+    o.condition.as_ref().is_some_and(|c| c.0 == "True") && o.observed_generation >= o.generation
+}
+
+fn latency_ms(o: &Obs) -> Option<f64> {
+    Some(
+        o.decided_at?
+            .saturating_duration_since(o.created_at?)
+            .as_secs_f64()
+            * 1000.0,
+    )
+}
+
+/// The pair of stream number `n`.
+fn new_pair(n: u64, templates: &[BindingTemplate], sides: &[String; 2]) -> Pair {
+    let template = (n as usize) % templates.len();
+    let b = &templates[template];
+    let member = |i: usize| {
+        let suffix = format!("-c{n}{}", ["r", "g"][i]);
+        (b.key(&suffix), b.object(&suffix, &sides[i]))
+    };
+    Pair {
+        members: [member(0), member(1)],
+        template,
+        replicas: b.spec.get("replicas").and_then(Value::as_i64).unwrap_or(0),
+        last_scaled: None,
+        broken: false,
+        scaled_unplaced: false,
+    }
+}
+
+fn name_of(obj: &Value) -> (String, Option<String>) {
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_string);
+    (
+        s("/metadata/name").unwrap_or_default(),
+        s("/metadata/namespace"),
+    )
+}
+
+/// A request of the stream, given up after [`REQUEST_TIMEOUT`] (a hung API server).
+async fn bounded<T>(
+    request: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    tokio::time::timeout(REQUEST_TIMEOUT, request)
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")))
+}
+
+/// Whether `e` comes from a 404 answer.
+fn not_found(e: &anyhow::Error) -> bool {
+    e.chain().any(
+        |c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(a)) if a.code == 404),
+    )
+}
+
+/// Everything a stream task needs.
+#[derive(Clone)]
+struct Ctx {
+    client: kube::Client,
+    observer: Observer,
+    state: Shared,
+    sides: [String; 2],
+}
+
+impl Ctx {
+    async fn create(self, pair: Pair) {
+        let one = |i: usize| {
+            let (key, obj) = &pair.members[i];
+            bounded(create_one(
+                &self.client,
+                &self.observer,
+                key,
+                &self.sides[i],
+                obj,
+            ))
+        };
+        let results = {
+            let (a, b) = tokio::join!(one(0), one(1));
+            [a, b]
+        };
+        let mut st = lock(&self.state);
+        st.creating -= 1;
+        let mut ok = true;
+        for r in results {
+            match r {
+                Ok(()) => st.ops.created += 1,
+                Err(e) => {
+                    ok = false;
+                    st.ops.create_failed += 1;
+                    eprintln!("bench churn: {e:#}");
+                }
+            }
+        }
+        // Even when a POST failed (its answer may have been lost with the object created), the
+        // pair is deleted in its turn.
+        st.live.push_back(Pair {
+            broken: !ok,
+            ..pair
+        });
+    }
+
+    async fn delete(self, pair: Pair) {
+        let mut failed = 0;
+        for (key, obj) in &pair.members {
+            if let Err(e) = bounded(delete_one(&self.client, key, obj)).await {
+                failed += 1;
+                eprintln!("bench churn: {e:#}");
+            }
+        }
+        let mut st = lock(&self.state);
+        if failed > 0 {
+            // Deleted again in its turn (a member already gone counts as deleted then).
+            st.ops.delete_failed += failed;
+            st.retry.push_back(pair);
+            return;
+        }
+        st.ops.deleted += 2;
+        for (i, (key, _)) in pair.members.iter().enumerate() {
+            if let Some(o) = self.observer.get(key) {
+                match latency_ms(&o) {
+                    Some(ms) if !pair.broken => st.latencies[i].push(ms),
+                    Some(_) => {}
+                    None => st.deleted_undecided[i] += 1,
+                }
+            }
+            self.observer.forget(key);
+        }
+    }
+
+    async fn scale(self, pair: Pair, replicas: i64) {
+        let one = |i: usize| {
+            let (key, obj) = &pair.members[i];
+            let (name, ns) = name_of(obj);
+            let (client, observer) = (&self.client, &self.observer);
+            async move {
+                bounded(scale_one(
+                    client,
+                    observer,
+                    key,
+                    &name,
+                    ns.as_deref(),
+                    replicas,
+                ))
+                .await
+            }
+        };
+        let result = match tokio::join!(one(0), one(1)) {
+            (Ok(_), Ok(_)) => Ok(()),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        let mut st = lock(&self.state);
+        let ok = result.is_ok();
+        match result {
+            Ok(_) => st.ops.scaled += 2,
+            // Deleted meanwhile: not a failure, and nothing left to compare.
+            Err(e) if not_found(&e) => return,
+            Err(e) => {
+                eprintln!("bench churn: {e:#}");
+                st.ops.scale_failed += 2;
+            }
+        }
+        let key = &pair.members[0].0;
+        if let Some(p) = st.live.iter_mut().find(|p| &p.members[0].0 == key) {
+            p.replicas = replicas;
+            p.broken |= !ok;
+        }
+    }
+}
+
+/// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
+/// reached), a pair scaled every `2 / scale_rate` s, until `until`.
+async fn drive(
+    ctx: Ctx,
+    flags: &ChurnFlags,
+    templates: &[BindingTemplate],
+    seed: u64,
+    until: Instant,
+) {
+    let sem = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut rng = Rng::new(seed).fork("churn-stream");
+    let live_pairs = (flags.live / 2).max(1);
+    let every = |rate: f64| Duration::from_secs_f64(2.0 / rate.max(1e-3));
+    let mut create_tick = tokio::time::interval(every(flags.rate));
+    create_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut scale_tick = tokio::time::interval(every(flags.scale_rate));
+    scale_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    scale_tick.tick().await;
+    let mut n: u64 = 0;
+    loop {
+        let create = tokio::select! {
+            _ = tokio::time::sleep_until(until) => break,
+            _ = create_tick.tick() => true,
+            _ = scale_tick.tick(), if flags.scale_rate > 0.0 => false,
+        };
+        let Ok(permit) = sem.clone().try_acquire_owned() else {
+            lock(&ctx.state).ops.skipped_ticks += 1;
+            continue;
+        };
+        if create {
+            let gone = {
+                let mut st = lock(&ctx.state);
+                let full = st.live.len() + st.creating >= live_pairs;
+                let gone = match st.retry.pop_front() {
+                    Some(p) => Some(p),
+                    None if full => st.live.pop_front(),
+                    None => None,
+                };
+                st.creating += 1;
+                gone
+            };
+            if let Some(p) = gone {
+                let (ctx, permit) = (ctx.clone(), sem.clone().try_acquire_owned());
+                tokio::spawn(async move {
+                    ctx.delete(p).await;
+                    drop(permit);
+                });
+            }
+            let pair = new_pair(n, templates, &ctx.sides);
+            n += 1;
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                ctx.create(pair).await;
+                drop(permit);
+            });
+        } else {
+            let pick = {
+                let mut st = lock(&ctx.state);
+                let now = Instant::now();
+                // Not the oldest tenth: they are about to be deleted.
+                let candidates: Vec<usize> = st
+                    .live
+                    .iter()
+                    .enumerate()
+                    .skip(live_pairs / 10)
+                    .filter(|(_, p)| {
+                        p.replicas > 0
+                            && !p.broken
+                            && p.last_scaled
+                                .is_none_or(|t| now.duration_since(t) >= SCALE_GAP)
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                // Those both schedulers have placed at their generation, so that both members
+                // see the same history; else any (a scheduler behind sees another history).
+                let ready: Vec<usize> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        st.live[i]
+                            .members
+                            .iter()
+                            .all(|(k, _)| ctx.observer.get(k).is_some_and(|o| placed(&o)))
+                    })
+                    .collect();
+                let (ready, unplaced) = if ready.is_empty() {
+                    (candidates, true)
+                } else {
+                    (ready, false)
+                };
+                if ready.is_empty() {
+                    st.ops.no_scale_candidate += 1;
+                    None
+                } else {
+                    if unplaced {
+                        st.ops.scaled_before_placed += 2;
+                    }
+                    let i = *rng.pick(&ready);
+                    let p = &mut st.live[i];
+                    p.last_scaled = Some(now);
+                    p.scaled_unplaced |= unplaced;
+                    let base = templates[p.template].spec["replicas"]
+                        .as_i64()
+                        .unwrap_or(1)
+                        .max(1);
+                    let mut r = rng.range(1, 2 * base + 1);
+                    if r == p.replicas {
+                        r = if r > 1 { r - 1 } else { r + 1 };
+                    }
+                    Some((p.clone(), r))
+                }
+            };
+            if let Some((pair, replicas)) = pick {
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    ctx.scale(pair, replicas).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    // Let the requests in flight end (each gives up after `REQUEST_TIMEOUT`).
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, sem.acquire_many(IN_FLIGHT as u32)).await;
+}
+
+/// What the sampler reads besides `/proc`.
+struct Probe<'a> {
+    scheds: [&'a Sched; 2],
+    ports: HashSet<u16>,
+    observer: &'a Observer,
+    state: &'a Shared,
+}
+
+impl ChurnSample {
+    /// One log line.
+    fn line(&self) -> String {
+        format!(
+            "live {} | RSS ours {:.1} MiB, Go {:.1} MiB | FDs {} / {} | threads {} / {} | queue {} / {} | tasks {} / goroutines {} | estimator sockets {} / {} | backlog {} / {}",
+            self.live,
+            self.rss_kib[0] as f64 / 1024.0,
+            self.rss_kib[1] as f64 / 1024.0,
+            self.fds[0],
+            self.fds[1],
+            self.threads[0],
+            self.threads[1],
+            opt(self.queue_depth[0]),
+            opt(self.queue_depth[1]),
+            opt(self.tasks[0]),
+            opt(self.tasks[1]),
+            self.estimator_sockets[0],
+            self.estimator_sockets[1],
+            self.backlog[0],
+            self.backlog[1],
+        )
+    }
+}
+
+impl Probe<'_> {
+    async fn sample(&self, t_s: f64) -> ChurnSample {
+        let mut s = ChurnSample {
+            t_s,
+            ..Default::default()
+        };
+        let (keys, live) = {
+            let st = lock(self.state);
+            (st.keys(), (st.live.len() + st.retry.len()) * 2)
+        };
+        s.live = live;
+        for (i, sched) in self.scheds.iter().enumerate() {
+            let pid = sched.pid();
+            s.rss_kib[i] = memory_kib(pid).map_or(0, |m| m.0);
+            s.fds[i] = open_fds(pid).unwrap_or(0);
+            s.threads[i] = threads(pid).unwrap_or(0);
+            s.estimator_sockets[i] = connections_to(pid, &self.ports);
+            s.backlog[i] = self
+                .observer
+                .snapshot(&keys[i])
+                .iter()
+                .filter(|o| !settled(o))
+                .count();
+            let Ok(text) = sched.scrape().await else {
+                continue;
+            };
+            let m = promtext::parse(&text);
+            let has = |name: &str| m.iter().any(|x| x.name == name);
+            if has("workqueue_depth") {
+                s.queue_depth[i] = Some(promtext::sum(
+                    &m,
+                    "workqueue_depth",
+                    &[("name", "scheduler-queue")],
+                ));
+            }
+            let tasks = [TOKIO_TASKS, GOROUTINES][i];
+            if has(tasks) {
+                s.tasks[i] = Some(promtext::sum(&m, tasks, &[]));
+            }
+            if i == 0 && has(ESTIMATOR_CONNECTED) {
+                s.estimator_connected = Some(promtext::sum(&m, ESTIMATOR_CONNECTED, &[]));
+            }
+        }
+        s
+    }
+}
+
+/// Kills and restarts the API server every `fault_every` until `until`.
+async fn fault_loop(
+    env: &testenv::TestEnv,
+    flags: &ChurnFlags,
+    start: Instant,
+    until: Instant,
+    t0: Instant,
+) -> Vec<FaultMark> {
+    let mut marks = Vec::new();
+    if !flags.faults {
+        return marks;
+    }
+    let mut api = match testenv::faults::ApiServer::new(env, "churn") {
+        Ok(a) => a,
+        Err(e) => {
+            marks.push(FaultMark {
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            });
+            return marks;
+        }
+    };
+    let mut next = start + flags.fault_every;
+    while next + flags.fault_down < until {
+        tokio::time::sleep_until(next).await;
+        let at = Instant::now();
+        log(t0, "fault: SIGKILL of the API server");
+        let r = api.kill_and_restart(flags.fault_down).await;
+        let mark = FaultMark {
+            t_s: at.duration_since(start).as_secs_f64(),
+            back_after_s: at.elapsed().as_secs_f64(),
+            error: r.err().map(|e| format!("{e:#}")),
+        };
+        log(
+            t0,
+            format!(
+                "fault: API server serving again after {:.1}s",
+                mark.back_after_s
+            ),
+        );
+        marks.push(mark);
+        next += flags.fault_every;
+    }
+    // `api` hands a restarted server over to the environment's teardown when dropped.
+    drop(api);
+    marks
+}
+
+/// Runs the churn bench.
+pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> {
+    let t0 = Instant::now();
+    let mut cfg = base.clone();
+    cfg.clusters = flags.members;
+    cfg.estimator_members = flags.members;
+    cfg.flags.estimator = true;
+    cfg.bindings = TEMPLATES;
+    let plane = run::start_plane(&cfg, t0).await?;
+    let ports: HashSet<u16> = plane
+        .env
+        .members()
+        .iter()
+        .map(|m| m.estimator_port)
+        .collect();
+    let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
+    let sides = [rust.name.clone(), go.name.clone()];
+    let state: Shared = Arc::default();
+    let ctx = Ctx {
+        client: plane.client.clone(),
+        observer: plane.observer.clone(),
+        state: state.clone(),
+        sides: sides.clone(),
+    };
+    let duration = Duration::from_secs_f64(flags.minutes * 60.0);
+    log(
+        t0,
+        format!(
+            "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{}",
+            flags.minutes,
+            flags.live,
+            flags.rate,
+            flags.scale_rate,
+            if flags.faults {
+                format!(", API server killed every {:?}", flags.fault_every)
+            } else {
+                String::new()
+            }
+        ),
+    );
+    let start = Instant::now();
+    let until = start + duration;
+    // Stops the stream early when a scheduler exits.
+    let stop = tokio::sync::Notify::new();
+    let mut samples = Vec::new();
+    let probe = Probe {
+        scheds: [&rust, &go],
+        ports: ports.clone(),
+        observer: &plane.observer,
+        state: &state,
+    };
+    let sampler = async {
+        let mut tick = tokio::time::interval(flags.sample);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                _ = tick.tick() => {}
+            }
+            let s = probe.sample(start.elapsed().as_secs_f64()).await;
+            log(t0, s.line());
+            samples.push(s);
+            let gone = probe
+                .scheds
+                .iter()
+                .any(|s| std::fs::metadata(format!("/proc/{}", s.pid())).is_err());
+            if gone {
+                stop.notify_waiters();
+                break;
+            }
+        }
+    };
+    let stream = async {
+        tokio::select! {
+            _ = drive(ctx.clone(), flags, &plane.wl.bindings, cfg.seed, until) => {}
+            _ = stop.notified() => {}
+        }
+    };
+    let faults = fault_loop(&plane.env, flags, start, until, t0);
+    let ((), (), marks) = tokio::join!(sampler, stream, faults);
+    drop(probe);
+    let stream_s = start.elapsed().as_secs_f64();
+    log(t0, format!("stream ended after {stream_s:.0}s"));
+    let mut out = ChurnRun {
+        stream_s,
+        faults: marks,
+        ..Default::default()
+    };
+    let exited = [rust.proc.try_wait(), go.proc.try_wait()]
+        .map(|r| r.ok().flatten().map(|status| format!("exited ({status})")));
+
+    // ---- Settle: every live binding decided, and placed at its generation when `True`.
+    let live_keys = lock(&state).keys();
+    let all: Vec<String> = live_keys.concat();
+    let settle_start = Instant::now();
+    let ok = exited.iter().all(Option::is_none)
+        && plane
+            .observer
+            .settle(
+                &all,
+                &[&sides[0], &sides[1]],
+                settled,
+                cfg.quiet,
+                flags.settle,
+            )
+            .await;
+    out.settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
+    out.settle_s = flags.settle.as_secs_f64();
+    log(
+        t0,
+        match out.settled_after_s {
+            Some(s) => format!("every live binding settled {s:.1}s after the stream"),
+            None => format!("not every live binding settled within {:?}", flags.settle),
+        },
+    );
+    let probe = Probe {
+        scheds: [&rust, &go],
+        ports,
+        observer: &plane.observer,
+        state: &state,
+    };
+    let end = probe.sample(start.elapsed().as_secs_f64()).await;
+    log(t0, format!("after the settle: {}", end.line()));
+    out.end_sample = Some(end);
+
+    // ---- Each side's state, and the agreement of the pairs.
+    let st = lock(&state);
+    for i in 0..2 {
+        let snap = plane.observer.snapshot(&live_keys[i]);
+        let side = &mut out.sides[i];
+        side.scheduler_name = sides[i].clone();
+        side.exited = exited[i].clone();
+        let mut lat = st.latencies[i].clone();
+        lat.extend(snap.iter().filter_map(latency_ms));
+        side.latency_p50_ms = stats::percentile(&lat, 0.5);
+        side.latency_p99_ms = stats::percentile(&lat, 0.99);
+        side.latency_max_ms = stats::percentile(&lat, 1.0);
+        side.deleted_undecided = st.deleted_undecided[i];
+        for (k, o) in live_keys[i].iter().zip(&snap) {
+            if placed(o) {
+                side.scheduled += 1;
+            } else if settled(o) {
+                side.unschedulable += 1;
+            } else {
+                side.incomplete_count += 1;
+                if side.incomplete.len() < LISTED {
+                    side.incomplete.push(format!(
+                        "{k}: condition {:?}, observed generation {} of {}",
+                        o.condition, o.observed_generation, o.generation
+                    ));
+                }
+            }
+        }
+    }
+    let view = |k: &str| {
+        plane.observer.get(k).map(|o| {
+            let mut c = o.clusters;
+            c.sort();
+            (c, o.condition.map(|c| c.0))
+        })
+    };
+    for p in st.live.iter().chain(&st.retry) {
+        if p.broken {
+            out.broken_pairs += 1;
+            continue;
+        }
+        let (a, b) = (view(&p.members[0].0), view(&p.members[1].0));
+        let same = a.is_some() && a == b;
+        let (pairs, agree) = if p.scaled_unplaced {
+            (&mut out.unplaced_pairs, &mut out.unplaced_agree)
+        } else {
+            (&mut out.pairs, &mut out.agree)
+        };
+        *pairs += 1;
+        if same {
+            *agree += 1;
+        } else if out.disagreements.len() < LISTED {
+            out.disagreements.push(format!(
+                "{} [{}, {} replicas{}]: ours {a:?}, Go {b:?}",
+                p.members[0].0,
+                plane.wl.bindings[p.template].strategy,
+                p.replicas,
+                if p.scaled_unplaced {
+                    ", scaled before both had placed it"
+                } else {
+                    ""
+                },
+            ));
+        }
+    }
+    out.ops = st.ops.clone();
+    drop(st);
+    drop(probe);
+    log(
+        t0,
+        format!(
+            "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
+            out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
+        ),
+    );
+    out.samples = samples;
+    out.seed = cfg.seed;
+    out.minutes = flags.minutes;
+    out.live = flags.live;
+    out.rate = flags.rate;
+    out.scale_rate = flags.scale_rate;
+    out.sample_s = flags.sample.as_secs_f64();
+    out.members = flags.members;
+    out.kube_api_qps = cfg.flags.qps;
+    out.kube_api_burst = cfg.flags.burst;
+    out.faults_enabled = flags.faults;
+    out.fault_every_s = flags.fault_every.as_secs_f64();
+    out.fault_down_s = flags.fault_down.as_secs_f64();
+    rust.proc.kill();
+    go.proc.kill();
+    plane.stop();
+    Ok(out)
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.0}"))
+}
+
+/// The samples' `(seconds, value)` points of one figure.
+fn series(samples: &[ChurnSample], f: impl Fn(&ChurnSample) -> Option<f64>) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| f(s).map(|v| (s.t_s, v)))
+        .collect()
+}
+
+/// The second half of a run's points (after the warm-up).
+fn second_half(points: &[(f64, f64)], stream_s: f64) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .copied()
+        .filter(|p| p.0 >= stream_s / 2.0)
+        .collect()
+}
+
+/// Growth figures of one series.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Growth {
+    pub first: Option<f64>,
+    /// First point of the second half.
+    pub mid: Option<f64>,
+    pub last: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    /// Least-squares slope per minute over the second half, and over the whole run.
+    pub per_min_second_half: Option<f64>,
+    pub per_min_whole: Option<f64>,
+}
+
+impl Growth {
+    pub fn of(points: &[(f64, f64)], stream_s: f64) -> Growth {
+        let half = second_half(points, stream_s);
+        let n = points.len() as f64;
+        Growth {
+            first: points.first().map(|p| p.1),
+            mid: half.first().map(|p| p.1),
+            last: points.last().map(|p| p.1),
+            max: points.iter().map(|p| p.1).reduce(f64::max),
+            mean: (!points.is_empty()).then(|| points.iter().map(|p| p.1).sum::<f64>() / n),
+            per_min_second_half: stats::slope_per_minute(&half),
+            per_min_whole: stats::slope_per_minute(points),
+        }
+    }
+}
+
+/// What the report and the chart show of each side: RSS (MiB), FDs, threads, tasks, queue
+/// depth, estimator sockets, backlog.
+const FIGURES: [&str; 7] = [
+    "RSS (MiB)",
+    "open file descriptors",
+    "threads",
+    "tasks (ours: tokio tasks alive; Go: goroutines)",
+    "binding queue depth (`workqueue_depth{name=\"scheduler-queue\"}`)",
+    "established connections to the estimators",
+    "live bindings unscheduled, as the bench sees them",
+];
+
+fn figure(k: usize, i: usize) -> impl Fn(&ChurnSample) -> Option<f64> {
+    move |s: &ChurnSample| match k {
+        0 => Some(s.rss_kib[i] as f64 / 1024.0),
+        1 => Some(s.fds[i] as f64),
+        2 => Some(s.threads[i] as f64),
+        3 => s.tasks[i],
+        4 => s.queue_depth[i],
+        5 => Some(s.estimator_sockets[i] as f64),
+        _ => Some(s.backlog[i] as f64),
+    }
+}
+
+/// Figures (indices into [`FIGURES`]) of the chart's panels, left to right, top to bottom.
+const PANELS: [usize; 6] = [0, 1, 4, 6, 3, 5];
+
+/// Draws the chart; returns each panel's axis and the time gridline step (seconds).
+pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>, f64)> {
+    let panels: Vec<Panel> = PANELS
+        .iter()
+        .map(|&k| Panel {
+            // Ours wider, under Go's: where they are equal, an orange rim around blue.
+            lines: [(RUST, 4), (GO, 2)]
+                .into_iter()
+                .enumerate()
+                .map(|(i, (color, width))| Line {
+                    color,
+                    width,
+                    points: series(&r.samples, figure(k, i)),
+                })
+                .collect(),
+        })
+        .collect();
+    let x_max = r.stream_s.max(1.0);
+    let x_step = linear_step(x_max / 60.0).max(0.5) * 60.0;
+    let marks: Vec<f64> = r.faults.iter().map(|f| f.t_s).collect();
+    let axes = timeseries(path, &panels, 2, x_max, x_step, &marks)?;
+    Ok((axes, x_step))
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The Markdown report; `chart` is the PNG's file name with its axes and time step.
+pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
+    let growth: Vec<[Growth; 2]> = (0..FIGURES.len())
+        .map(|k| [0, 1].map(|i| Growth::of(&series(&r.samples, figure(k, i)), r.stream_s)))
+        .collect();
+    let faults = if r.faults_enabled {
+        format!(
+            ", the API server SIGKILLed and restarted every {:.0} s ({:.0} s down)",
+            r.fault_every_s, r.fault_down_s
+        )
+    } else {
+        String::new()
+    };
+    let mut md = format!(
+        "# Churn bench: ours vs the Go karmada-scheduler v1.18.2, {} min{}\n\n",
+        r.minutes,
+        if r.faults_enabled {
+            " with API server kills"
+        } else {
+            ""
+        }
+    );
+    md += &format!(
+        "Run {} on {}, **commit `{}`** (the scheduler measured is the one built from it), seed \
+         {}. Reproduce: `hack/bench.sh --churn-only --churn-minutes {} --churn-live {} \
+         --churn-rate {} --churn-scale-rate {} --churn-members {}{}`.\n\n",
+        r.date,
+        r.machine,
+        r.git_commit,
+        r.seed,
+        r.minutes,
+        r.live,
+        r.rate,
+        r.scale_rate,
+        r.members,
+        if r.faults_enabled {
+            format!(" --churn-faults --churn-fault-every {:.0}", r.fault_every_s)
+        } else {
+            String::new()
+        }
+    );
+    md += &format!(
+        "Both schedulers ran at the same time on one control plane (crates/testenv: etcd, \
+         kube-apiserver, {m} member clusters each with a real Go karmada-scheduler-estimator), \
+         with `--enable-scheduler-estimator=true --kube-api-qps={q} --kube-api-burst={b}` and \
+         each its own `--scheduler-name`. For {min} min ({s:.0} s), a steady stream: {rate} \
+         binding creations/s, {sr} scale changes/s and, once {live} bindings were alive, \
+         {rate} deletions/s (the oldest first), the live count staying at {live}{faults}. \
+         Creations come in pairs, one binding of the same template for each scheduler, so each \
+         got half of the stream; a scale change patches both members of a pair to the same \
+         replicas, choosing among the pairs both have placed at their current generation \
+         when there are any; a deletion deletes both. \
+         Every {every:.0} s the bench sampled both processes.\n\n",
+        m = r.members,
+        q = r.kube_api_qps,
+        b = r.kube_api_burst,
+        min = r.minutes,
+        s = r.stream_s,
+        rate = r.rate,
+        sr = r.scale_rate,
+        live = r.live,
+        every = r.sample_s,
+    );
+    // ---- Verdict.
+    let [rss_r, rss_g] = growth[0];
+    let flat = |g: &Growth| match (g.per_min_second_half, g.mid) {
+        (Some(s), Some(mid)) if mid > 0.0 => Some(s * 60.0 <= 0.05 * mid),
+        _ => None,
+    };
+    let word = |f: Option<bool>| match f {
+        Some(true) => "flat",
+        Some(false) => "**growing**",
+        None => "not enough samples",
+    };
+    md += "## Growth after warm-up\n\n";
+    md += &format!(
+        "The first half of the run is the warm-up; growth is the least-squares slope over the \
+         samples of the second half (from {:.0} s). *Flat* means that slope, held for an hour, \
+         adds at most 5 % of the RSS at the start of the second half.\n\n",
+        r.stream_s / 2.0
+    );
+    md += &format!(
+        "* RSS: ours {} ({} MiB/min), Go {} ({} MiB/min).\n",
+        word(flat(&rss_r)),
+        num(rss_r.per_min_second_half, 3),
+        word(flat(&rss_g)),
+        num(rss_g.per_min_second_half, 3),
+    );
+    md += &format!(
+        "* Open file descriptors: ours {} /min, Go {} /min (first → last: {} → {}, {} → {}).\n\n",
+        num(growth[1][0].per_min_second_half, 2),
+        num(growth[1][1].per_min_second_half, 2),
+        num(growth[1][0].first, 0),
+        num(growth[1][0].last, 0),
+        num(growth[1][1].first, 0),
+        num(growth[1][1].last, 0),
+    );
+    md += "| figure | | ours | Go |\n|---|---|---:|---:|\n";
+    for (k, name) in FIGURES.iter().enumerate() {
+        let [a, b] = &growth[k];
+        let d = if k == 0 { 1 } else { 0 };
+        let rows: [(&str, Option<f64>, Option<f64>, usize); 7] = [
+            ("first sample", a.first, b.first, d),
+            ("start of the second half", a.mid, b.mid, d),
+            ("last sample", a.last, b.last, d),
+            ("max", a.max, b.max, d),
+            ("mean", a.mean, b.mean, 1),
+            (
+                "per minute, second half",
+                a.per_min_second_half,
+                b.per_min_second_half,
+                3,
+            ),
+            ("per minute, whole run", a.per_min_whole, b.per_min_whole, 3),
+        ];
+        for (label, x, y, digits) in rows {
+            md += &format!(
+                "| {name} | {label} | {} | {} |\n",
+                num(x, digits),
+                num(y, digits)
+            );
+        }
+    }
+    md += "\n";
+    if let Some(e) = &r.end_sample {
+        md += &format!(
+            "After the stream and the settle: RSS ours {:.1} MiB, Go {:.1} MiB; FDs {} / {}; \
+             threads {} / {}; tasks {} / goroutines {}. Our estimator client reported {} of \
+             {} estimators connected (the Go scheduler exports no such figure; the socket \
+             counts above are read from `/proc` for both).\n\n",
+            e.rss_kib[0] as f64 / 1024.0,
+            e.rss_kib[1] as f64 / 1024.0,
+            e.fds[0],
+            e.fds[1],
+            e.threads[0],
+            e.threads[1],
+            num(e.tasks[0], 0),
+            num(e.tasks[1], 0),
+            num(e.estimator_connected, 0),
+            r.members,
+        );
+    }
+    if let Some((png, axes, x_step)) = chart {
+        md += &format!("## Over time\n\n![churn chart]({png})\n\n");
+        md += &format!(
+            "Orange: ours (the wider line: where both are equal, blue with an orange rim); \
+             blue: Go. Vertical gridlines every {:.0} s{}. Panels, left to \
+             right and top to bottom (each y axis from 0, the gridline step and the top given):\n\n",
+            x_step,
+            if r.faults.is_empty() {
+                String::new()
+            } else {
+                "; red lines: API server kills".into()
+            }
+        );
+        for (k, a) in PANELS.iter().zip(axes) {
+            md += &format!(
+                "* {}: gridlines every {}, top {}\n",
+                FIGURES[*k], a.step, a.top
+            );
+        }
+        md += "\n";
+    }
+    md += "| s | live | RSS ours | RSS Go | FDs ours | FDs Go | threads ours | threads Go | tasks ours | goroutines Go | queue ours | queue Go | est. conns ours | est. conns Go | backlog ours | backlog Go |\n";
+    md += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    let step = r.samples.len().div_ceil(30).max(1);
+    for (i, s) in r.samples.iter().enumerate() {
+        if i % step == 0 || i + 1 == r.samples.len() {
+            md += &format!(
+                "| {:.0} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                s.t_s,
+                s.live,
+                s.rss_kib[0] as f64 / 1024.0,
+                s.rss_kib[1] as f64 / 1024.0,
+                s.fds[0],
+                s.fds[1],
+                s.threads[0],
+                s.threads[1],
+                num(s.tasks[0], 0),
+                num(s.tasks[1], 0),
+                num(s.queue_depth[0], 0),
+                num(s.queue_depth[1], 0),
+                s.estimator_sockets[0],
+                s.estimator_sockets[1],
+                s.backlog[0],
+                s.backlog[1],
+            );
+        }
+    }
+    md += "\n";
+
+    // ---- Correctness at the end.
+    md += "## At the end\n\n";
+    md += &match r.settled_after_s {
+        Some(s) => format!(
+            "Every live binding of both schedulers was settled {s:.1} s after the stream \
+             stopped (a `Scheduled` condition; when `True`, `schedulerObservedGeneration` equal \
+             to the generation).\n\n"
+        ),
+        None => format!(
+            "**Not every live binding was settled within {:.0} s after the stream.**\n\n",
+            r.settle_s
+        ),
+    };
+    md += &format!(
+        "Placement agreement of the live pairs with the same history (sorted `spec.clusters` \
+         and the `Scheduled` status of both members): **{}/{}**{}.\n\n",
+        r.agree,
+        r.pairs,
+        if r.broken_pairs > 0 {
+            format!(
+                " ({} more pairs left out: a request of theirs failed during a fault, so \
+                 their members may have seen different histories)",
+                r.broken_pairs
+            )
+        } else {
+            String::new()
+        }
+    );
+    if r.unplaced_pairs > 0 {
+        md += &format!(
+            "Pairs scaled while one member was not yet placed at its generation (the stream \
+             keeps its scale rate when no pair is placed by both; {} of the {} scale changes \
+             were so), compared apart since the scheduler behind may have seen two \
+             generations as one, and a Divided placement depends on its history: **{}/{}** \
+             agree.\n\n",
+            r.ops.scaled_before_placed, r.ops.scaled, r.unplaced_agree, r.unplaced_pairs
+        );
+    }
+    for d in &r.disagreements {
+        md += &format!("* {d}\n");
+    }
+    if !r.disagreements.is_empty() {
+        md += "\n";
+    }
+    md += "| | ours | Go |\n|---|---:|---:|\n";
+    let [a, b] = &r.sides;
+    let row = |name: &str, x: String, y: String| format!("| {name} | {x} | {y} |\n");
+    md += &row(
+        "live: `Scheduled=True` at their generation",
+        a.scheduled.to_string(),
+        b.scheduled.to_string(),
+    );
+    md += &row(
+        "live: `Scheduled=False`",
+        a.unschedulable.to_string(),
+        b.unschedulable.to_string(),
+    );
+    md += &row(
+        "live: incomplete",
+        a.incomplete_count.to_string(),
+        b.incomplete_count.to_string(),
+    );
+    md += &row(
+        "creation → `Scheduled` p50 / p99 / max (ms)",
+        format!(
+            "{} / {} / {}",
+            num(a.latency_p50_ms, 0),
+            num(a.latency_p99_ms, 0),
+            num(a.latency_max_ms, 0)
+        ),
+        format!(
+            "{} / {} / {}",
+            num(b.latency_p50_ms, 0),
+            num(b.latency_p99_ms, 0),
+            num(b.latency_max_ms, 0)
+        ),
+    );
+    md += &row(
+        "deleted before being decided",
+        a.deleted_undecided.to_string(),
+        b.deleted_undecided.to_string(),
+    );
+    md += &row(
+        "exited during the run",
+        a.exited.clone().unwrap_or_else(|| "no".into()),
+        b.exited.clone().unwrap_or_else(|| "no".into()),
+    );
+    md += "\n";
+    for s in [a, b] {
+        for i in &s.incomplete {
+            md += &format!("* {} incomplete: {i}\n", s.scheduler_name);
+        }
+    }
+    let o = &r.ops;
+    md += &format!(
+        "Requests of the stream (bindings): {} created, {} scale changes, {} deleted; failed: \
+         {} creations, {} scale changes, {} deletions; {} ticks skipped with {IN_FLIGHT} \
+         requests in flight; {} scale ticks found no pair to scale.\n\n",
+        o.created,
+        o.scaled,
+        o.deleted,
+        o.create_failed,
+        o.scale_failed,
+        o.delete_failed,
+        o.skipped_ticks,
+        o.no_scale_candidate
+    );
+    if !r.faults.is_empty() {
+        md += "| fault at (s) | API server serving again after (s) | error |\n|---:|---:|---|\n";
+        for f in &r.faults {
+            md += &format!(
+                "| {:.0} | {:.1} | {} |\n",
+                f.t_s,
+                f.back_after_s,
+                f.error.as_deref().unwrap_or("")
+            );
+        }
+        md += "\n";
+    }
+    md += &format!(
+        "## Method\n\n\
+         * Bindings: {TEMPLATES} templates of the bench's seeded workload over the {} member \
+         clusters (every replica strategy, affinities, spread constraints, tolerations; some \
+         unschedulable by design), cycled; each pair's members are named `<template>-c<n>r` \
+         (ours) and `-c<n>g` (Go).\n\
+         * RSS: `VmRSS`, threads: `Threads` of `/proc/<pid>/status`; file descriptors: entries \
+         of `/proc/<pid>/fd`; estimator connections: established TCP connections of the \
+         process to the estimators' ports (`/proc/<pid>/net/tcp`, matched by socket inode).\n\
+         * From `/metrics`: `workqueue_depth{{name=\"scheduler-queue\"}}` (both); ours \
+         `{TOKIO_TASKS}` (tokio's alive tasks, our own gauge) and \
+         `{ESTIMATOR_CONNECTED}`; Go `{GOROUTINES}`.\n\
+         * Backlog: live bindings of the scheduler without a `Scheduled` condition, or \
+         `Scheduled=True` for an older generation (a scale change not placed yet), from the \
+         bench's own watch.\n\
+         * Growth per minute: least-squares slope of the samples, over the second half of the \
+         stream and over all of it.\n",
+        r.members
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_over_the_second_half() {
+        // 10 MiB flat for 5 minutes, then 1 MiB/min.
+        let p: Vec<(f64, f64)> = (0..=20)
+            .map(|i| {
+                let t = f64::from(i) * 30.0;
+                (
+                    t,
+                    if t < 300.0 {
+                        10.0
+                    } else {
+                        10.0 + (t - 300.0) / 60.0
+                    },
+                )
+            })
+            .collect();
+        let g = Growth::of(&p, 600.0);
+        assert_eq!(g.first, Some(10.0));
+        assert_eq!(g.mid, Some(10.0));
+        assert_eq!(g.last, Some(15.0));
+        assert!((g.per_min_second_half.unwrap() - 1.0).abs() < 1e-9, "{g:?}");
+        assert!(g.per_min_whole.unwrap() < 1.0);
+    }
+
+    #[test]
+    fn report_of_a_run() {
+        let sample = |t: f64, rss: u64| ChurnSample {
+            t_s: t,
+            live: 300,
+            rss_kib: [rss, 2 * rss],
+            fds: [30, 40],
+            tasks: [Some(50.0), Some(200.0)],
+            ..Default::default()
+        };
+        let r = ChurnRun {
+            minutes: 1.0,
+            stream_s: 60.0,
+            live: 300,
+            members: 3,
+            samples: (0..5)
+                .map(|i| sample(f64::from(i) * 15.0, 20_480))
+                .collect(),
+            pairs: 150,
+            agree: 150,
+            ..Default::default()
+        };
+        let md = markdown(&r, None);
+        assert!(
+            md.contains("RSS: ours flat (0.000 MiB/min), Go flat"),
+            "{md}"
+        );
+        assert!(md.contains("**150/150**"), "{md}");
+    }
+}
