@@ -6,7 +6,9 @@
 # oracle, helm), all rebuilt only when their pinned versions change. Then it checks formatting
 # and lints and runs every test of the workspace, end-to-end ones included: KARMADA_E2E=1
 # makes a test that lacks its peers fail instead of skipping. Servers the tests need are
-# started and stopped by the tests themselves (crates/testenv), on loopback only.
+# started and stopped by the tests themselves (crates/testenv), on loopback only. Last, every
+# fuzz target runs for FUZZ_SECONDS (default 20; 0 skips) from its seed corpus
+# (hack/fuzz.sh, docs/fuzzing.md; needs the nightly toolchain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,9 +22,16 @@ hack/ci-deps.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
 
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test (end-to-end included)"
 KARMADA_E2E=1 cargo test --workspace --locked "$@"
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+if [[ "${FUZZ_SECONDS}" != 0 ]]; then
+  step "fuzz targets, ${FUZZ_SECONDS} s each (hack/fuzz.sh)"
+  hack/fuzz.sh "${FUZZ_SECONDS}"
+fi
