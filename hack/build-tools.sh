@@ -7,12 +7,21 @@
 #                          estimator-probe (gRPC client), cluster-status (Cluster status from a member)
 #                          (github.com/karmada-io/karmada)
 #
+# and, only when asked for (hack/host-cluster-up.sh does), the one-node host cluster's parts:
+#
+#   node      (hack/tools/kube)    -> kubelet, kube-controller-manager, kube-scheduler, kube-proxy
+#                                     (the same k8s.io/kubernetes pin as kube-apiserver)
+#   coredns   (hack/tools/coredns) -> coredns (github.com/coredns/coredns, a reduced plugin set)
+#   estimator-pod (hack/tools/karmada) -> pod/karmada-scheduler-estimator: upstream's estimator
+#                                     unpatched (listens on all addresses, as it must in a pod)
+#
 # Binaries go to _output/bin (override with KARMADA_TOOLS_BIN). Each module is
 # rebuilt only when its stamp (hash of go.mod, go.sum, the wrapper sources,
 # RECIPE_VERSION below and the Go version) changes. Concurrent runs serialise
 # on a lock file.
 #
-# Usage: hack/build-tools.sh [--check] [kube|karmada ...]
+# Usage: hack/build-tools.sh [--check] [kube|karmada|node|coredns|estimator-pod ...]
+#   (no module: kube and karmada)
 #   --check   do not build; exit 0 if everything is up to date, 1 otherwise
 set -euo pipefail
 
@@ -31,7 +40,12 @@ RECIPE_VERSION=3
 declare -A MODULE_BINS=(
   [kube]="kube-apiserver etcd kubectl"
   [karmada]="karmada-scheduler karmada-descheduler karmada-scheduler-estimator estimator-probe cluster-status"
+  [node]="kubelet kube-controller-manager kube-scheduler kube-proxy"
+  [coredns]="coredns"
+  [estimator-pod]="pod/karmada-scheduler-estimator"
 )
+# The wrapper module (under hack/tools) each target builds from.
+declare -A MODULE_DIR=([kube]=kube [karmada]=karmada [node]=kube [coredns]=coredns [estimator-pod]=karmada)
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -39,7 +53,7 @@ die() { log "ERROR: $*"; exit 1; }
 command -v go >/dev/null 2>&1 || die "go is not installed (need Go >= 1.25.10; see hack/ci-deps.sh)"
 
 stamp_of() {
-  local mod="$1" dir="${ROOT}/hack/tools/$1"
+  local mod="$1" dir="${ROOT}/hack/tools/${MODULE_DIR[$1]}"
   {
     go env GOVERSION GOOS GOARCH CGO_ENABLED
     echo "recipe ${RECIPE_VERSION}"
@@ -61,17 +75,61 @@ mod_version() { # <module dir> <module path>
   (cd "$1" && go list -m -f '{{.Version}}' "$2")
 }
 
-build_kube() {
-  local dir="${ROOT}/hack/tools/kube" ver pkg
-  ver="$(mod_version "${dir}" k8s.io/kubernetes)"
-  local major="${ver#v}"; major="${major%%.*}"
-  local minor="${ver#v*.}"; minor="${minor%%.*}"
-  local ldflags="-s -w"
+# -ldflags stamping the pinned Kubernetes version into a binary (what `--version` and the
+# version endpoints report).
+kube_ldflags() {
+  local ver="$1" pkg major minor ldflags="-s -w"
+  major="${ver#v}"; major="${major%%.*}"
+  minor="${ver#v*.}"; minor="${minor%%.*}"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
   done
+  echo "${ldflags}"
+}
+
+build_kube() {
+  local dir="${ROOT}/hack/tools/kube" ver
+  ver="$(mod_version "${dir}" k8s.io/kubernetes)"
   log "building kube-apiserver and kubectl ${ver}, etcd $(mod_version "${dir}" go.etcd.io/etcd/server/v3) (first build: ~10-20 min on 2 cores)"
-  (cd "${dir}" && go mod download && go build -ldflags "${ldflags}" -o "${BIN_DIR}/" ./kube-apiserver ./etcd ./kubectl)
+  (cd "${dir}" && go mod download && go build -ldflags "$(kube_ldflags "${ver}")" -o "${BIN_DIR}/" ./kube-apiserver ./etcd ./kubectl)
+}
+
+build_node() {
+  local dir="${ROOT}/hack/tools/kube" ver
+  ver="$(mod_version "${dir}" k8s.io/kubernetes)"
+  log "building kubelet, kube-controller-manager, kube-scheduler, kube-proxy ${ver} (first build: ~5-10 min on 2 cores after kube)"
+  (cd "${dir}" && go mod download && go build -ldflags "$(kube_ldflags "${ver}")" -o "${BIN_DIR}/" \
+    ./kubelet ./kube-controller-manager ./kube-scheduler ./kube-proxy)
+}
+
+build_coredns() {
+  local dir="${ROOT}/hack/tools/coredns" ver
+  ver="$(mod_version "${dir}" github.com/coredns/coredns)"
+  log "building coredns ${ver} (first build: ~3-5 min on 2 cores)"
+  (cd "${dir}" && go mod download && go build -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=${ver}" -o "${BIN_DIR}/" ./coredns)
+}
+
+# Upstream's estimator as it is, for the estimator's container image (hack/host-cluster-up.sh):
+# in a pod it must listen on the pod's address, which the loopback-only patch of build_karmada
+# would prevent.
+build_estimator-pod() {
+  local dir="${ROOT}/hack/tools/karmada"
+  mkdir -p "${BIN_DIR}/pod"
+  log "building the unpatched karmada-scheduler-estimator for pods"
+  (cd "${dir}" && go mod download && go build -tags kubernetes_protomessage_one_more_release \
+    -ldflags "$(karmada_ldflags "${dir}")" -o "${BIN_DIR}/pod/" ./karmada-scheduler-estimator)
+}
+
+# -ldflags stamping the pinned Karmada version and commit into a binary.
+karmada_ldflags() {
+  local dir="$1" ver commit pkg="github.com/karmada-io/karmada/pkg/version" ldflags
+  ver="$(mod_version "${dir}" github.com/karmada-io/karmada)"
+  commit="$(cd "${dir}" && go mod download -json "github.com/karmada-io/karmada@${ver}" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
+  ldflags="-s -w -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitTreeState=clean"
+  if [[ -n "${commit}" ]]; then
+    ldflags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitShortCommit=${commit:0:9}"
+  fi
+  echo "${ldflags}"
 }
 
 build_karmada() {
@@ -103,12 +161,8 @@ build_karmada() {
   (cd "${dir}" && tar cf - go.mod go.sum $(find . -name '*.go')) | (cd "${build_dir}" && tar xf -)
   (cd "${build_dir}" && go mod edit -replace "github.com/karmada-io/karmada=${src}")
 
-  local commit ldflags pkg="github.com/karmada-io/karmada/pkg/version"
-  commit="$(cd "${dir}" && go mod download -json "github.com/karmada-io/karmada@${ver}" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
-  ldflags="-s -w -X ${pkg}.gitVersion=${ver} -X ${pkg}.gitTreeState=clean"
-  if [[ -n "${commit}" ]]; then
-    ldflags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitShortCommit=${commit:0:9}"
-  fi
+  local ldflags
+  ldflags="$(karmada_ldflags "${dir}")"
   log "building karmada-scheduler, karmada-descheduler, karmada-scheduler-estimator, estimator-probe, cluster-status of Karmada ${ver} (first build: ~5-10 min on 2 cores)"
   # Karmada's own build uses this tag (hack/build.sh): the estimator's gRPC
   # messages embed k8s.io/api protobuf types, whose ProtoMessage methods
@@ -122,8 +176,8 @@ MODS=()
 for arg in "$@"; do
   case "${arg}" in
     --check) CHECK=1 ;;
-    kube | karmada) MODS+=("${arg}") ;;
-    -h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    kube | karmada | node | coredns | estimator-pod) MODS+=("${arg}") ;;
+    -h | --help) sed -n '2,25p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument: ${arg}" ;;
   esac
 done

@@ -4,12 +4,15 @@
 #   * Debian packages used by the hack scripts (openssl, jq, curl, util-linux
 #     for flock, ca-certificates) and by the tests (podman and runc for the image
 #     tests; iproute2 and iptables for the VM topology of crates/testenv/src/vm;
+#     containerd, CNI plugins and busybox-static for the host cluster of
+#     hack/host-cluster-up.sh;
 #     systemd for `systemd-analyze verify` of manifests/systemd), only if
 #     something is missing;
 #   * the Go binaries of the local Karmada control plane (hack/build-tools.sh:
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
-#     karmada-scheduler-estimator, helpers), rebuilt only when their pinned
-#     versions change;
+#     karmada-scheduler-estimator, helpers, and the host cluster's kubelet,
+#     kube-controller-manager, kube-scheduler, kube-proxy, CoreDNS and pod
+#     estimator), rebuilt only when their pinned versions change;
 #   * other issues' Go-built peers when present: the upstream test oracle
 #     (hack/build-oracle.sh) and helm (hack/build-helm.sh).
 #
@@ -35,6 +38,11 @@ command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
+# The host cluster (hack/host-cluster-up.sh, crates/scheduler/tests/e2e_host_cluster.rs).
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # Only the command is needed (the tests verify the shipped units); systemd need not run.
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [[ ${#need[@]} -gt 0 ]]; then
@@ -44,7 +52,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
   ${SUDO} apt-get update -qq
   DEBIAN_FRONTEND=noninteractive ${SUDO} apt-get install -y -qq --no-install-recommends "${need[@]}"
 else
-  log "Debian packages present (openssl, jq, curl, flock, git, podman, runc, ip, iptables, systemd-analyze)"
+  log "Debian packages present (openssl, jq, curl, flock, git, podman, runc, ip, iptables, containerd, CNI plugins, busybox, gcc, systemd-analyze)"
 fi
 
 # --- Go -----------------------------------------------------------------------
@@ -67,6 +75,8 @@ log "using Go ${gov}"
 
 # --- Go binaries ----------------------------------------------------------------
 "${ROOT}/hack/build-tools.sh"
+# The host cluster's (~14 min cold on 2 cores after the above; e2e_host_cluster needs them).
+"${ROOT}/hack/build-tools.sh" node coredns estimator-pod
 # Other issues' Go-built test peers, when present (each rebuilds only on change).
 if [[ -x "${ROOT}/hack/build-oracle.sh" ]]; then
   log "building the test oracle (hack/build-oracle.sh)"

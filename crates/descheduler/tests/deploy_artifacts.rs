@@ -18,9 +18,12 @@ fn systemd_unit_flags_parse_and_validate() {
     match parse(&words[1..]) {
         Ok(Invocation::Run(opts)) => {
             opts.validate().unwrap();
-            assert!(opts.leader_election.leader_elect);
-            assert_eq!(opts.leader_election.resource_name, "karmada-descheduler");
-            assert_eq!(opts.serving.health_probe_bind_address, ":10358");
+            assert!(opts.common.leader_election.leader_elect);
+            assert_eq!(
+                opts.common.leader_election.resource_name,
+                "karmada-descheduler"
+            );
+            assert_eq!(opts.common.serving.health_probe_bind_address, ":10358");
         }
         other => panic!("unit flags: {other:?}"),
     }
@@ -44,5 +47,14 @@ fn systemd_unit_verifies() {
     assert!(
         complaints.is_empty(),
         "systemd-analyze verify:\n{complaints:#?}"
+    );
+}
+
+/// Every line of the Go karmada-descheduler's `--help` (flag names, defaults, texts) is in ours.
+#[test]
+fn help_prints_every_line_of_the_go_descheduler() {
+    testenv::help::assert_help_covers_go(
+        "karmada-descheduler",
+        std::path::Path::new(env!("CARGO_BIN_EXE_karmada-descheduler")),
     );
 }

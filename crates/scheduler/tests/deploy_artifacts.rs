@@ -15,7 +15,7 @@ fn systemd_unit_flags_parse_and_validate() {
     match parse(&words[1..]) {
         Ok(Invocation::Run(opts)) => {
             opts.validate().unwrap();
-            assert!(opts.leader_election.leader_elect);
+            assert!(opts.common.leader_election.leader_elect);
             assert!(opts.enable_scheduler_estimator);
         }
         other => panic!("unit flags: {other:?}"),
@@ -79,4 +79,13 @@ fn example_estimator_services_are_resolvable_externalnames() {
         n += 1;
     }
     assert_eq!(n, 3);
+}
+
+/// Every line of the Go karmada-scheduler's `--help` (flag names, defaults, texts) is in ours.
+#[test]
+fn help_prints_every_line_of_the_go_scheduler() {
+    testenv::help::assert_help_covers_go(
+        "karmada-scheduler",
+        std::path::Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")),
+    );
 }

@@ -32,79 +32,10 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Value, json};
 use testenv::podman::{Podman, RunSpec};
-use testenv::{TestEnv, e2e_required, http_get, tools_or_skip, wait_for};
+use testenv::{TestEnv, http_get, tools_or_skip, wait_for};
 
+use common::image::*;
 use common::*;
-
-/// The image's user: numeric, non-root.
-const USER: &str = "65532:65532";
-
-/// Our chart's appVersion, the image's tag.
-fn app_version() -> String {
-    let chart = std::fs::read_to_string(testenv::helm::chart().join("Chart.yaml")).unwrap();
-    let v: serde_yaml::Value = serde_yaml::from_str(&chart).unwrap();
-    v["appVersion"].as_str().expect("appVersion").to_string()
-}
-
-/// The directory of this test build's binaries.
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The archive under test: `$KARMADA_IMAGE_ARCHIVE`, or one `hack/build-image.sh` builds in
-/// `dir` from this test build's binaries (fast compression: the debug binaries are large).
-fn image_archive(test: &str, dir: &Path) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("KARMADA_IMAGE_ARCHIVE") {
-        return Some(PathBuf::from(p));
-    }
-    let bins = bin_dir();
-    if !bins.join("karmada-descheduler").is_file() {
-        let msg = format!(
-            "{test}: {} has no karmada-descheduler to put in the image (cargo build --bin \
-             karmada-descheduler, or cargo test --workspace)",
-            bins.display()
-        );
-        assert!(!e2e_required(), "{msg}");
-        eprintln!("SKIPPED {msg}");
-        return None;
-    }
-    let out = dir.join("image.oci.tar");
-    let run = Command::new(testenv::repo_root().join("hack/build-image.sh"))
-        .args(["--no-build", "--gzip-level", "1", "--bin-dir"])
-        .arg(&bins)
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("{test}: running hack/build-image.sh: {e}"));
-    assert!(
-        run.status.success(),
-        "{test}: hack/build-image.sh failed ({}):\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    Some(out)
-}
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("karmada-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
@@ -142,26 +73,15 @@ fn json_file(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|u| u.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn the_archive_is_a_drop_in_image() {
     const TEST: &str = "the_archive_is_a_drop_in_image";
-    let dir = Scratch::new("image-archive");
-    let Some(archive) = image_archive(TEST, &dir.0) else {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(archive) = image_archive(TEST, dir.path()) else {
         return;
     };
     let tag = app_version();
-    let layout = dir.0.join("layout");
+    let layout = dir.path().join("layout");
     std::fs::create_dir_all(&layout).unwrap();
     run(Command::new("tar")
         .arg("-xf")
@@ -259,7 +179,7 @@ fn the_archive_is_a_drop_in_image() {
     assert_eq!(manifest["annotations"], c["Labels"]);
 
     // The layer: its uncompressed digest is the config's diff_id.
-    let layer = dir.0.join("layer.tar");
+    let layer = dir.path().join("layer.tar");
     let tar_bytes = Command::new("gzip")
         .arg("-dc")
         .arg(&layer_gz)
@@ -303,7 +223,7 @@ fn the_archive_is_a_drop_in_image() {
         assert_eq!(entries.get(path).map(String::as_str), Some(mode), "{path}");
     }
 
-    let rootfs = dir.0.join("rootfs");
+    let rootfs = dir.path().join("rootfs");
     std::fs::create_dir_all(&rootfs).unwrap();
     run(Command::new("tar")
         .arg("-xf")
@@ -366,7 +286,7 @@ fn the_archive_is_a_drop_in_image() {
     assert_eq!(shipped, needed, "the libraries shipped are those loaded");
 
     // Runs as the image's user in a chroot of the image's files (root only).
-    if is_root() {
+    if testenv::is_root() {
         let out = run(Command::new("chroot")
             .arg(format!("--userspec={USER}"))
             .arg(&rootfs)
@@ -574,12 +494,12 @@ async fn the_image_runs_as_karmadas_chart_runs_it() -> anyhow::Result<()> {
     let Some(chart) = testenv::helm::karmada_chart_or_skip(TEST) else {
         return Ok(());
     };
-    let scratch = Scratch::new("image-run");
-    let Some(archive) = image_archive(TEST, &scratch.0) else {
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(archive) = image_archive(TEST, scratch.path()) else {
         return Ok(());
     };
-    let podman_dir = std::env::temp_dir().join(format!("karmada-podman-{}", std::process::id()));
-    let Some(podman) = Podman::or_skip(TEST, &podman_dir) else {
+    let podman_dir = tempfile::tempdir()?;
+    let Some(podman) = Podman::or_skip(TEST, podman_dir.path()) else {
         return Ok(());
     };
 

@@ -56,7 +56,7 @@ fn defaults_render_the_reference_defaults() {
         changed: opts.changed.clone(),
         ..Default::default()
     };
-    reference.kube.kubeconfig = "/etc/karmada/kubeconfig".into();
+    reference.common.kube.kubeconfig = "/etc/karmada/kubeconfig".into();
     assert_eq!(
         opts, reference,
         "chart defaults equal the reference defaults"
@@ -97,8 +97,8 @@ fn zero_addresses_disable_the_servers() {
         ],
     );
     let opts = options(&deployment_args(&docs));
-    assert_eq!(opts.serving.metrics_bind_address, "0");
-    assert_eq!(opts.serving.health_probe_bind_address, "0");
+    assert_eq!(opts.common.serving.metrics_bind_address, "0");
+    assert_eq!(opts.common.serving.health_probe_bind_address, "0");
     let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     assert!(
@@ -145,12 +145,15 @@ fn every_flag_value_reaches_the_binary() {
         ],
     );
     let opts = options(&deployment_args(&docs));
-    assert!(!opts.leader_election.leader_elect);
-    assert_eq!(opts.leader_election.lease_duration.to_string(), "20s");
-    assert_eq!(opts.kube.master, "https://10.0.0.1:5443");
-    assert_eq!(opts.kube.kube_api_qps, 12.5);
-    assert_eq!(opts.kube.kube_api_burst, 30);
-    assert_eq!(opts.serving.metrics_bind_address, ":9090");
+    assert!(!opts.common.leader_election.leader_elect);
+    assert_eq!(
+        opts.common.leader_election.lease_duration.to_string(),
+        "20s"
+    );
+    assert_eq!(opts.common.kube.master, "https://10.0.0.1:5443");
+    assert_eq!(opts.common.kube.kube_api_qps, 12.5);
+    assert_eq!(opts.common.kube.kube_api_burst, 30);
+    assert_eq!(opts.common.serving.metrics_bind_address, ":9090");
     assert!(opts.enable_scheduler_estimator && opts.disable_scheduler_estimator_in_pull_mode);
     assert_eq!(opts.estimator.timeout.to_string(), "1m30s");
     assert_eq!(opts.estimator.port, 20352);
@@ -159,15 +162,15 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.scheduler_name, "rs-scheduler");
     assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));
     assert_eq!(opts.rate_limiter.qps, 20);
-    assert!(opts.leader_election.exit_on_lost_lease);
+    assert!(opts.common.leader_election.exit_on_lost_lease);
     assert_eq!(opts.estimator.tls_server_name, "estimator.example");
     assert!(opts.estimator.endpoint_routing);
     assert_eq!(opts.estimator.failure_policy, "per-cluster");
     assert!(opts.enable_explain_endpoint);
-    assert_eq!(opts.logging.format, "json");
-    assert_eq!(opts.logging.verbosity, 4);
-    assert_eq!(opts.logging.log_dir, "/var/log/ks");
-    assert_eq!(opts.logging.log_file_max_size, 10);
+    assert_eq!(opts.common.logging.format, "json");
+    assert_eq!(opts.common.logging.verbosity, 4);
+    assert_eq!(opts.common.logging.log_dir, "/var/log/ks");
+    assert_eq!(opts.common.logging.log_file_max_size, 10);
     let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], 9091);

@@ -55,12 +55,27 @@ pub fn render_chart(
     namespace: &str,
     sets: &[&str],
 ) -> Vec<Value> {
+    render_chart_only(helm, chart_dir, release, namespace, sets, &[])
+}
+
+/// [`render_chart`] with `--show-only <template>` for each of `templates` (all when empty).
+pub fn render_chart_only(
+    helm: &Path,
+    chart_dir: &Path,
+    release: &str,
+    namespace: &str,
+    sets: &[&str],
+    templates: &[&str],
+) -> Vec<Value> {
     let mut cmd = Command::new(helm);
     cmd.args(["template", release])
         .arg(chart_dir)
         .args(["--namespace", namespace]);
     for s in sets {
         cmd.args(["--set", s]);
+    }
+    for t in templates {
+        cmd.args(["--show-only", t]);
     }
     let out = cmd.output().expect("helm template");
     assert!(
@@ -126,19 +141,14 @@ fn go_mod_cache() -> Option<PathBuf> {
 #[derive(Debug)]
 pub struct KarmadaChart {
     dir: PathBuf,
-    scratch: PathBuf,
+    /// Holds the copy; removed when the chart is dropped.
+    _scratch: tempfile::TempDir,
 }
 
 impl KarmadaChart {
     /// The chart's directory.
     pub fn path(&self) -> &Path {
         &self.dir
-    }
-}
-
-impl Drop for KarmadaChart {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.scratch);
     }
 }
 
@@ -196,13 +206,11 @@ pub fn karmada_chart_or_skip(test: &str) -> Option<KarmadaChart> {
             return None;
         }
     };
-    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let scratch = std::env::temp_dir().join(format!(
-        "karmada-chart-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-    ));
-    let dir = scratch.join("karmada");
+    let scratch = tempfile::Builder::new()
+        .prefix("karmada-chart-")
+        .tempdir()
+        .expect("a scratch directory for Karmada's chart");
+    let dir = scratch.path().join("karmada");
     copy_tree(&source, &dir).expect("copy Karmada's chart");
     let common = dir.join("charts/common");
     if !common.exists() {
@@ -211,5 +219,8 @@ pub fn karmada_chart_or_skip(test: &str) -> Option<KarmadaChart> {
         std::fs::write(common.join("templates/_images.tpl"), COMMON_HELPERS)
             .expect("common/templates/_images.tpl");
     }
-    Some(KarmadaChart { dir, scratch })
+    Some(KarmadaChart {
+        dir,
+        _scratch: scratch,
+    })
 }

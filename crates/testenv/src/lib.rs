@@ -51,9 +51,13 @@ pub mod faults;
 pub mod fencing;
 pub mod fixtures;
 pub mod helm;
+pub mod help;
+pub mod hostcluster;
 pub mod overcommit;
+pub mod pki;
 pub mod podman;
 pub mod quantity;
+pub mod rbac;
 pub mod rng;
 pub mod simulate;
 pub mod units;
@@ -83,6 +87,18 @@ pub const REQUIRED_BINARIES: &[&str] = &[
 pub fn e2e_required() -> bool {
     std::env::var(E2E_ENV)
         .map(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+        .unwrap_or(false)
+}
+
+/// Whether this process runs as root (real uid 0).
+pub fn is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|u| u.split_whitespace().next() == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -334,47 +350,23 @@ pub struct EstimatorPki {
 
 impl EstimatorPki {
     fn generate(dir: &Path, members: usize) -> anyhow::Result<Self> {
-        use rcgen::{
-            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
-            IsCa, KeyPair, KeyUsagePurpose,
-        };
         use std::os::unix::fs::PermissionsExt as _;
-        fs::create_dir_all(dir)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "karmada-testenv-estimator-ca");
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+        let ca = pki::Pki::unprefixed(dir, "karmada-testenv-estimator-ca")?;
         let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
         for i in 1..=members {
             let svc = format!("karmada-scheduler-estimator-member{i}.karmada-system");
             names.push(format!("{svc}.svc"));
             names.push(format!("{svc}.svc.cluster.local"));
         }
-        let mut params = CertificateParams::new(names)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "system:karmada:karmada");
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &ca)?;
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let files = ca.server_and_client("karmada", "system:karmada:karmada", &names)?;
         let pki = EstimatorPki {
             dir: dir.to_path_buf(),
-            ca: dir.join("ca.crt"),
-            cert: dir.join("karmada.crt"),
-            key: dir.join("karmada.key"),
+            ca: ca.ca_file().to_path_buf(),
+            cert: files.cert,
+            key: files.key,
         };
-        for (path, pem) in [
-            (&pki.ca, ca.pem()),
-            (&pki.cert, cert.pem()),
-            (&pki.key, key.serialize_pem()),
-        ] {
-            fs::write(path, pem)?;
+        for path in [&pki.ca, &pki.cert, &pki.key] {
             fs::set_permissions(path, fs::Permissions::from_mode(0o644))?;
         }
         Ok(pki)
@@ -468,22 +460,15 @@ impl TestEnvBuilder {
             Some(t) => t,
             None => Tools::ensure()?,
         };
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        // The pid alone is not unique: processes in other PID namespaces share the temporary
-        // directory, and removing a directory of the same name would take a live
-        // environment's state (and its processes' pid files) away. A clock suffix and
-        // `create_dir`, which fails on an existing directory, keep them apart.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let state_dir = std::env::temp_dir().join(format!(
-            "karmada-testenv-{}-{}-{:x}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst),
-            nanos & 0xffff_ffff_ffff
-        ));
-        fs::create_dir(&state_dir)
-            .with_context(|| format!("creating the state dir {}", state_dir.display()))?;
+        // A fresh name each time (tempfile's random suffix, created exclusively): processes in
+        // other PID namespaces share the temporary directory, and reusing a live environment's
+        // directory would take its state (and its processes' pid files) away. Kept rather than
+        // removed on drop: hack/local-down.sh removes it unless the logs are to be kept.
+        let state_dir = tempfile::Builder::new()
+            .prefix(&format!("karmada-testenv-{}-", std::process::id()))
+            .tempdir()
+            .context("creating the state dir")?
+            .keep();
         let mut estimator_args = self.estimator_args.clone();
         let estimator_pki = if self.estimator_tls {
             let pki = EstimatorPki::generate(&state_dir.join("estimator-pki"), self.members)?;
@@ -601,6 +586,16 @@ impl TestEnv {
         &self.state_dir
     }
 
+    /// The pid of the control-plane process `name` (`etcd`, `karmada-apiserver`, ...), from
+    /// its pid file in the state dir.
+    pub fn pid_of(&self, name: &str) -> anyhow::Result<u32> {
+        let p = self.state_dir.join("pids").join(format!("{name}.pid"));
+        Ok(fs::read_to_string(&p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .trim()
+            .parse()?)
+    }
+
     /// The member clusters.
     pub fn members(&self) -> &[MemberInfo] {
         &self.info().members
@@ -688,25 +683,10 @@ impl TestEnv {
         program: &Path,
         args: &[String],
     ) -> anyhow::Result<GoProcess> {
-        let log = self.log_path(name);
-        let f = fs::File::create(&log)?;
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(f.try_clone()?)
-            .stderr(f)
-            .spawn()
-            .with_context(|| format!("starting {}", program.display()))?;
-        let pid_file = self.state_dir.join("pids").join(format!("{name}.pid"));
-        fs::write(&pid_file, child.id().to_string())?;
-        Ok(GoProcess {
-            name: name.to_string(),
-            child,
-            pid_file,
-            log,
-            metrics_address: None,
-            health_address: None,
-        })
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        GoProcess::start(cmd, &self.state_dir, name)
+            .with_context(|| format!("starting {}", program.display()))
     }
 
     /// Stops everything now and removes the state dir.
@@ -764,6 +744,29 @@ pub struct GoProcess {
 }
 
 impl GoProcess {
+    /// Starts `cmd` as `name` of the environment in `state_dir`: output to
+    /// `logs/<name>.log`, stdin closed, pid in `pids/<name>.pid` (so `hack/local-down.sh`
+    /// stops it too). Killed when the handle is dropped.
+    pub(crate) fn start(mut cmd: Command, state_dir: &Path, name: &str) -> anyhow::Result<Self> {
+        let log = state_dir.join("logs").join(format!("{name}.log"));
+        let f = fs::File::create(&log)?;
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(f.try_clone()?)
+            .stderr(f)
+            .spawn()?;
+        let pid_file = state_dir.join("pids").join(format!("{name}.pid"));
+        fs::write(&pid_file, child.id().to_string())?;
+        Ok(GoProcess {
+            name: name.to_string(),
+            child,
+            pid_file,
+            log,
+            metrics_address: None,
+            health_address: None,
+        })
+    }
+
     /// Name used for the log and pid files.
     pub fn name(&self) -> &str {
         &self.name

@@ -63,14 +63,7 @@ impl Podman {
                     .is_ok_and(|s| s.success())
             })
             .collect();
-        let root = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Uid:"))
-                    .map(|u| u.split_whitespace().next() == Some("0"))
-            })
-            .unwrap_or(false);
+        let root = crate::is_root();
         let why = if !missing.is_empty() {
             format!(
                 "{} not installed (hack/ci-deps.sh installs Debian's)",

@@ -31,16 +31,14 @@ pub fn verify(file_name: &str, unit: &str, installed: &str, built: &Path) -> Opt
         return None;
     }
     let unit = unit.replace(installed, &built.to_string_lossy());
-    let dir = std::env::temp_dir().join(format!("ksrs-unit-{}-{file_name}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(file_name);
+    let dir = tempfile::tempdir().ok()?;
+    let path = dir.path().join(file_name);
     std::fs::write(&path, unit).ok()?;
     let out = Command::new("systemd-analyze")
         .arg("verify")
         .arg(&path)
         .output()
         .ok()?;
-    let _ = std::fs::remove_dir_all(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut complaints: Vec<String> = stderr
         .lines()

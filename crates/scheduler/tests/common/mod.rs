@@ -10,6 +10,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 use testenv::{TestEnv, wait_for};
 
+pub mod image;
+
 pub const WAIT: Duration = Duration::from_secs(90);
 
 #[allow(unused_imports)]
@@ -81,12 +83,20 @@ pub struct OurScheduler {
 
 impl OurScheduler {
     pub async fn start(env: &TestEnv, extra: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_kubeconfig(env.kubeconfig(), extra).await
+    }
+
+    /// [`OurScheduler::start`] with another identity (e.g. `testenv::rbac`'s token).
+    pub async fn start_with_kubeconfig(
+        kubeconfig: &std::path::Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_max_level(tracing::Level::INFO)
             .try_init();
         let mut args = vec![
-            format!("--kubeconfig={}", env.kubeconfig().display()),
+            format!("--kubeconfig={}", kubeconfig.display()),
             "--leader-elect=false".to_string(),
             "--metrics-bind-address=0".to_string(),
             "--health-probe-bind-address=0".to_string(),

@@ -32,8 +32,6 @@
 //! `hack/local-up.sh` with the bridge address in the API servers' certificate
 //! ([`VmNet::apiserver_sans`]).
 
-pub mod pki;
-
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -672,31 +670,13 @@ impl NetNs {
         args: &[String],
         env: &[(&str, &str)],
     ) -> anyhow::Result<GoProcess> {
-        let log = state_dir.join("logs").join(format!("{name}.log"));
-        let f = fs::File::create(&log)?;
         // `ip netns exec` execs the program: the pid is the program's. Its own process group:
         // a terminal's Ctrl-C goes to the test, whose teardown stops it.
         use std::os::unix::process::CommandExt as _;
-        let child = self
-            .command(program)
-            .args(args)
-            .envs(env.iter().copied())
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(f.try_clone()?)
-            .stderr(f)
-            .spawn()
-            .with_context(|| format!("starting {} in {}", program.display(), self.name))?;
-        let pid_file = state_dir.join("pids").join(format!("{name}.pid"));
-        fs::write(&pid_file, child.id().to_string())?;
-        Ok(GoProcess {
-            name: name.to_string(),
-            child,
-            pid_file,
-            log,
-            metrics_address: None,
-            health_address: None,
-        })
+        let mut cmd = self.command(program);
+        cmd.args(args).envs(env.iter().copied()).process_group(0);
+        GoProcess::start(cmd, state_dir, name)
+            .with_context(|| format!("starting {} in {}", program.display(), self.name))
     }
 }
 
@@ -1133,7 +1113,7 @@ impl VmTopology {
         )
     }
 
-    /// (Re)starts every replica with `extra` flags (e.g. [`pki::estimator_server_flags`])
+    /// (Re)starts every replica with `extra` flags (e.g. [`crate::pki::estimator_server_flags`])
     /// and waits until they accept connections.
     pub async fn start_replicas(&mut self, extra: &[String]) -> anyhow::Result<()> {
         for i in 0..self.replicas.len() {
@@ -1293,8 +1273,8 @@ mod tests {
 
     #[test]
     fn undo_runs_newest_first_and_tolerates_failures() {
-        let dir = std::env::temp_dir().join(format!("testenv-vm-undo-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let out = dir.join("out");
         let mut undo = Undo {
             path: dir.join("undo.sh"),
@@ -1310,7 +1290,6 @@ mod tests {
         let status = Command::new("bash").arg(&undo.path).status().unwrap();
         assert!(status.success());
         assert_eq!(fs::read_to_string(&out).unwrap(), "newer\nolder\n");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -1327,8 +1306,8 @@ mod tests {
 
     #[test]
     fn kubeconfig_server_is_rewritten() {
-        let dir = std::env::temp_dir().join(format!("testenv-vm-kc-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let from = dir.join("a");
         fs::write(
             &from,
@@ -1341,6 +1320,5 @@ mod tests {
                 .unwrap()
                 .contains("server: https://10.234.7.1:6443")
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

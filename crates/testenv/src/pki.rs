@@ -1,6 +1,7 @@
-//! Certificates for estimator mTLS in the VM topology, made with rcgen: a CA, server
-//! certificates for DNS names (what an operator issues for an estimator reached through a VIP)
-//! and client certificates, written as PEM files.
+//! Certificates for estimator mutual TLS, made with rcgen: a CA, server certificates for DNS
+//! names (what an operator issues for an estimator reached through a VIP), client
+//! certificates, and the one certificate for both ends that Karmada's chart mounts
+//! ([`crate::EstimatorPki`]), written as PEM files. The one place the tests make certificates.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,28 +24,39 @@ pub struct CertFiles {
 /// A certificate authority whose certificates are written to one directory.
 pub struct Pki {
     dir: PathBuf,
-    name: String,
+    /// Prepended to every file name (`<name>-`, or nothing for the chart's layout).
+    prefix: String,
     ca: CertifiedIssuer<'static, KeyPair>,
     ca_file: PathBuf,
 }
 
 impl Pki {
-    /// A new CA called `name` (its common name too); files go to `dir` as `<name>-ca.crt`,
-    /// `<name>-<cert>.crt` and `.key`.
+    /// A new CA called `name` (its common name `<name> CA`); files go to `dir` as
+    /// `<name>-ca.crt`, `<name>-<cert>.crt` and `.key`.
     pub fn new(dir: &Path, name: &str) -> anyhow::Result<Self> {
+        Self::create(dir, &format!("{name} CA"), format!("{name}-"))
+    }
+
+    /// A new CA with this common name whose files carry no prefix: `ca.crt`, `<cert>.crt`,
+    /// `<cert>.key` (the layout of the Secret Karmada's chart mounts at `/etc/karmada/pki`).
+    pub fn unprefixed(dir: &Path, common_name: &str) -> anyhow::Result<Self> {
+        Self::create(dir, common_name, String::new())
+    }
+
+    fn create(dir: &Path, common_name: &str, prefix: String) -> anyhow::Result<Self> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         params
             .distinguished_name
-            .push(DnType::CommonName, format!("{name} CA"));
+            .push(DnType::CommonName, common_name);
         let ca = CertifiedIssuer::self_signed(params, KeyPair::generate()?)?;
-        let ca_file = dir.join(format!("{name}-ca.crt"));
+        let ca_file = dir.join(format!("{prefix}ca.crt"));
         fs::write(&ca_file, ca.pem())?;
         Ok(Self {
             dir: dir.to_path_buf(),
-            name: name.to_string(),
+            prefix,
             ca,
             ca_file,
         })
@@ -58,40 +70,67 @@ impl Pki {
 
     /// A server certificate (`serverAuth`) for these DNS names and nothing else.
     pub fn server(&self, file: &str, dns_names: &[&str]) -> anyhow::Result<CertFiles> {
-        let names: Vec<String> = dns_names.iter().map(|s| s.to_string()).collect();
-        let mut params = CertificateParams::new(names)?;
-        params.distinguished_name.push(
-            DnType::CommonName,
-            dns_names.first().copied().unwrap_or(file),
-        );
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        self.issue(file, params)
+        let common_name = dns_names.first().copied().unwrap_or(file);
+        self.issue(
+            file,
+            common_name,
+            dns_names,
+            vec![ExtendedKeyUsagePurpose::ServerAuth],
+        )
     }
 
     /// A client certificate (`clientAuth`) with this common name.
     pub fn client(&self, file: &str, common_name: &str) -> anyhow::Result<CertFiles> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        self.issue(
+            file,
+            common_name,
+            &[],
+            vec![ExtendedKeyUsagePurpose::ClientAuth],
+        )
+    }
+
+    /// One certificate for both ends (`serverAuth` and `clientAuth`) with this common name,
+    /// naming `names` (DNS names or IP addresses), as Karmada's chart issues one for the
+    /// estimators and their clients.
+    pub fn server_and_client(
+        &self,
+        file: &str,
+        common_name: &str,
+        names: &[&str],
+    ) -> anyhow::Result<CertFiles> {
+        self.issue(
+            file,
+            common_name,
+            names,
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        )
+    }
+
+    fn issue(
+        &self,
+        file: &str,
+        common_name: &str,
+        names: &[&str],
+        usages: Vec<ExtendedKeyUsagePurpose>,
+    ) -> anyhow::Result<CertFiles> {
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(names)?;
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.extended_key_usages = usages;
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        self.issue(file, params)
-    }
-
-    fn issue(&self, file: &str, params: CertificateParams) -> anyhow::Result<CertFiles> {
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.ca)?;
         let files = CertFiles {
-            cert: self.dir.join(format!("{}-{file}.crt", self.name)),
-            key: self.dir.join(format!("{}-{file}.key", self.name)),
+            cert: self.dir.join(format!("{}{file}.crt", self.prefix)),
+            key: self.dir.join(format!("{}{file}.key", self.prefix)),
         };
         fs::write(&files.cert, cert.pem())?;
         fs::write(&files.key, key.serialize_pem())?;
@@ -125,8 +164,9 @@ mod tests {
 
     #[test]
     fn writes_a_ca_and_certificates() {
-        let dir = std::env::temp_dir().join(format!("testenv-pki-{}", std::process::id()));
-        let pki = Pki::new(&dir, "est").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let pki = Pki::new(dir, "est").unwrap();
         let server = pki.server("server", &["estimator.test"]).unwrap();
         let client = pki.client("client", "karmada-scheduler").unwrap();
         for f in [pki.ca_file(), &server.cert, &client.cert] {
@@ -148,6 +188,5 @@ mod tests {
                 dir.join("est-ca.crt").display()
             )
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,17 @@
+// Command kube-controller-manager runs the upstream kube-controller-manager (pinned in ../go.mod) for the one-node host
+// cluster of hack/host-cluster-up.sh; built by `hack/build-tools.sh node`.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
