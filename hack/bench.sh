@@ -11,6 +11,7 @@
 #   hack/bench.sh --clusters 1000 --bindings 10000
 # Descheduler: hack/bench.sh --descheduler-only [--desched-bindings N --desched-clusters M]
 # Overcommit:  hack/bench.sh --overcommit-only [--overcommit-members M]
+# Growth:      hack/bench.sh --growth-from a.json,b.json (CPU/binding and RSS vs clusters, chart)
 # Churn/soak:  hack/bench.sh --churn-only [--churn-minutes N] [--churn-live 300] [--churn-rate 15]
 #              [--churn-scale-rate 7] [--churn-sample-seconds 15] [--churn-faults [--churn-fault-every 300]]
 #              (ours and Go side by side, real Go estimators; RSS, FDs, threads, queue depth,
@@ -24,7 +25,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,21p' "${BASH_SOURCE[0]}"
+  sed -n '2,22p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release -p karmada-bench -- --help
 fi

@@ -6,6 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use anyhow::Context as _;
+use estimator_client::pb::EstimatorClient;
+use estimator_client::request::OBJECT_METADATA_KEY;
+use tonic::transport::Channel;
+
 use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
@@ -16,6 +21,7 @@ use tokio::time::Instant;
 
 use crate::jobs::in_flight;
 use crate::observe::rb_resource;
+use crate::stub_estimator::{RecordedCall, RecordedMessage};
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";
@@ -75,7 +81,7 @@ pub async fn measure(
     Ok(count.load(Ordering::Relaxed) as f64 / elapsed)
 }
 
-/// What a scheduler wrote for one binding, to be written again by [`replay_writes`].
+/// What a scheduler wrote for one binding, to be written again by [`replay`].
 pub struct BindingWrites {
     pub namespace: Option<String>,
     pub name: String,
@@ -150,13 +156,118 @@ impl BindingWrites {
     }
 }
 
+/// The estimator calls a scheduler made, to be made again by a bare client ([`replay`]): a
+/// connected client per cluster of the [`crate::stub_estimator::MultiStub`], and each
+/// binding's share of the recorded calls.
+pub struct EstimatorCalls {
+    clients: Vec<EstimatorClient<Channel>>,
+    /// Per binding (in the order of the writes): the calls it makes, all at once, before its
+    /// writes.
+    per_binding: Vec<Vec<RecordedCall>>,
+}
+
+impl EstimatorCalls {
+    /// Connects to every port (untimed, as a scheduler is connected before its batch) and
+    /// deals `recorded` out to `bindings` bindings in arrival order: binding `i` gets the
+    /// calls `i·N/B .. (i+1)·N/B` (the scheduler's fan-outs arrive together, so a binding's
+    /// share is mostly whole fan-outs).
+    pub async fn connect(
+        ports: &[u16],
+        recorded: Vec<RecordedCall>,
+        bindings: usize,
+    ) -> anyhow::Result<EstimatorCalls> {
+        use futures::StreamExt as _;
+        let connected: Vec<anyhow::Result<EstimatorClient<Channel>>> =
+            futures::stream::iter(ports.iter().map(|&port| async move {
+                let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))?
+                    .tcp_nodelay(true)
+                    .connect()
+                    .await
+                    .with_context(|| format!("connecting to the stub estimator on port {port}"))?;
+                Ok(EstimatorClient::new(channel))
+            }))
+            .buffered(32)
+            .collect()
+            .await;
+        let clients = connected.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        let n = recorded.len();
+        let b = bindings.max(1);
+        let mut per_binding: Vec<Vec<RecordedCall>> = vec![Vec::new(); b];
+        for (k, call) in recorded.into_iter().enumerate() {
+            per_binding[k * b / n.max(1)].push(call);
+        }
+        Ok(EstimatorCalls {
+            clients,
+            per_binding,
+        })
+    }
+
+    /// Calls in all.
+    pub fn len(&self) -> usize {
+        self.per_binding.iter().map(Vec::len).sum()
+    }
+
+    /// Distinct calls (cluster, method and request bytes): what coalescing identical
+    /// requests could save at most.
+    pub fn distinct(&self) -> usize {
+        use prost::Message as _;
+        let mut seen = std::collections::HashSet::new();
+        for c in self.per_binding.iter().flatten() {
+            let bytes = match &c.message {
+                RecordedMessage::MaxAvailableReplicas(m) => (0u8, m.encode_to_vec()),
+                RecordedMessage::MaxAvailableComponentSets(m) => (1u8, m.encode_to_vec()),
+            };
+            seen.insert((c.cluster, bytes));
+        }
+        seen.len()
+    }
+
+    /// Makes binding `i`'s calls at once, as a fan-out does; the number that failed.
+    async fn fan_out(&self, i: usize) -> usize {
+        let Some(calls) = self.per_binding.get(i) else {
+            return 0;
+        };
+        let answers = futures::future::join_all(calls.iter().map(|c| {
+            let mut client = self.clients[c.cluster].clone();
+            async move {
+                match &c.message {
+                    RecordedMessage::MaxAvailableReplicas(m) => client
+                        .max_available_replicas(request(c, m))
+                        .await
+                        .map(|_| ()),
+                    RecordedMessage::MaxAvailableComponentSets(m) => client
+                        .max_available_component_sets(request(c, m))
+                        .await
+                        .map(|_| ()),
+                }
+            }
+        }))
+        .await;
+        answers.iter().filter(|a| a.is_err()).count()
+    }
+}
+
+/// The recorded call `c` with its message `m` as a request: its `object` metadata, and the
+/// schedulers' default estimator timeout.
+fn request<T: Clone>(c: &RecordedCall, m: &T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(m.clone());
+    if let Some(o) = c.object.as_deref().and_then(|o| o.parse().ok()) {
+        r.metadata_mut().insert(OBJECT_METADATA_KEY, o);
+    }
+    r.set_timeout(Duration::from_secs(3));
+    r
+}
+
 /// The fastest any scheduler could go on this apiserver with these results: creates the
 /// copies (untimed), then writes every binding's PATCHes and Events as fast as `concurrency`
-/// requests in flight allow, binding after binding, each binding's writes in order (as a
-/// scheduler must). Returns bindings written per second. The copies are deleted afterwards.
-pub async fn replay_writes(
+/// bindings in flight allow, each binding's writes in order (as a scheduler must). With
+/// `calls`, each binding first makes its share of them, all at once: the whole work of a
+/// scheduler's batch, estimator calls included, with no decision to make. Returns bindings
+/// done per second. The copies are deleted afterwards.
+pub async fn replay(
     client: &Client,
     writes: &[BindingWrites],
+    calls: Option<&EstimatorCalls>,
     concurrency: usize,
 ) -> anyhow::Result<f64> {
     use futures::StreamExt as _;
@@ -180,9 +291,15 @@ pub async fn replay_writes(
     .await?;
 
     let start = Instant::now();
-    let done = futures::stream::iter(writes.iter().map(|w| {
+    let failed_calls = AtomicU64::new(0);
+    let done = futures::stream::iter(writes.iter().enumerate().map(|(i, w)| {
         let api = api_of(&w.namespace);
+        let failed_calls = &failed_calls;
         async move {
+            if let Some(calls) = calls {
+                let failed = calls.fan_out(i).await;
+                failed_calls.fetch_add(failed as u64, Ordering::Relaxed);
+            }
             api.patch(
                 &w.name,
                 &PatchParams::default(),
@@ -238,6 +355,10 @@ pub async fn replay_writes(
             "bench: replay ceiling: {} write(s) failed, first: {e:#}",
             done.len() - ok
         );
+    }
+    let failed_calls = failed_calls.load(Ordering::Relaxed);
+    if failed_calls > 0 {
+        eprintln!("bench: fair ceiling: {failed_calls} estimator call(s) failed");
     }
     // best effort: a copy left behind answers to no scheduler
     let _ = in_flight(

@@ -242,8 +242,8 @@ mod tests {
 
     #[test]
     fn draws_a_png() {
-        let dir = std::env::temp_dir().join(format!("bench-chart-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let p = dir.join("c.png");
         let pts = vec![Point {
             rust_rate: 500.0,
@@ -278,6 +278,5 @@ mod tests {
             "{axes:?}"
         );
         assert_eq!(&std::fs::read(&q).unwrap()[1..4], b"PNG");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

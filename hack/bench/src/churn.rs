@@ -26,7 +26,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
-use crate::procs::{Sched, connections_to, memory_kib, open_fds, threads};
+use crate::procs::{Sched, connections_to, cpu_seconds, memory_kib, open_fds, threads};
 use crate::promtext;
 use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
@@ -91,6 +91,12 @@ pub struct ChurnSample {
     /// Live bindings without a `Scheduled` condition, or `Scheduled=True` for an older
     /// generation, as the bench's watch sees them.
     pub backlog: [usize; 2],
+    /// CPU seconds (user + system) used by each process so far.
+    #[serde(default)]
+    pub cpu_s: [f64; 2],
+    /// The machine's 1-minute load average (other work on the cores shows here).
+    #[serde(default)]
+    pub load1: f64,
 }
 
 /// Requests of the stream (bindings, both schedulers).
@@ -106,6 +112,10 @@ pub struct Ops {
     pub skipped_ticks: u64,
     /// Scale ticks that found no pair to scale.
     pub no_scale_candidate: u64,
+    /// Creation ticks without a creation: a pair whose deletion had failed was deleted again
+    /// instead (the live count would grow otherwise).
+    #[serde(default)]
+    pub creations_held: u64,
     /// Of the scale changes, those made to a pair a member of which was not placed at its
     /// generation yet (no pair was): they may not see the same history.
     #[serde(default)]
@@ -445,16 +455,24 @@ async fn drive(
             continue;
         };
         if create {
-            let gone = {
+            let (gone, make) = {
                 let mut st = lock(&ctx.state);
-                let full = st.live.len() + st.creating >= live_pairs;
+                // Pairs whose deletion failed are still alive: they count, and go first. While
+                // deletions fail (the API server down), no pair is added in their place, so
+                // that the live count stays put.
+                let full = st.live.len() + st.retry.len() + st.creating >= live_pairs;
                 let gone = match st.retry.pop_front() {
                     Some(p) => Some(p),
                     None if full => st.live.pop_front(),
                     None => None,
                 };
-                st.creating += 1;
-                gone
+                let make = st.live.len() + st.retry.len() + st.creating < live_pairs;
+                if make {
+                    st.creating += 1;
+                } else {
+                    st.ops.creations_held += 1;
+                }
+                (gone, make)
             };
             if let Some(p) = gone {
                 let (ctx, permit) = (ctx.clone(), sem.clone().try_acquire_owned());
@@ -463,13 +481,15 @@ async fn drive(
                     drop(permit);
                 });
             }
-            let pair = new_pair(n, templates, &ctx.sides);
-            n += 1;
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                ctx.create(pair).await;
-                drop(permit);
-            });
+            if make {
+                let pair = new_pair(n, templates, &ctx.sides);
+                n += 1;
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    ctx.create(pair).await;
+                    drop(permit);
+                });
+            }
         } else {
             let pick = {
                 let mut st = lock(&ctx.state);
@@ -583,12 +603,17 @@ impl Probe<'_> {
             (st.keys(), (st.live.len() + st.retry.len()) * 2)
         };
         s.live = live;
+        s.load1 = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0.0);
         for (i, sched) in self.scheds.iter().enumerate() {
             let pid = sched.pid();
             s.rss_kib[i] = memory_kib(pid).map_or(0, |m| m.0);
             s.fds[i] = open_fds(pid).unwrap_or(0);
             s.threads[i] = threads(pid).unwrap_or(0);
             s.estimator_sockets[i] = connections_to(pid, &self.ports);
+            s.cpu_s[i] = cpu_seconds(pid).unwrap_or(0.0);
             s.backlog[i] = self
                 .observer
                 .snapshot(&keys[i])
@@ -1055,6 +1080,18 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         live = r.live,
         every = r.sample_s,
     );
+    if let (Some(a), Some(b)) = (r.samples.first(), r.samples.last()) {
+        let dt = (b.t_s - a.t_s).max(1e-9);
+        let cores = |i: usize| (b.cpu_s[i] - a.cpu_s[i]) / dt;
+        let load = r.samples.iter().map(|s| s.load1).sum::<f64>() / r.samples.len() as f64;
+        md += &format!(
+            "CPU used during the stream: ours {:.2} cores, Go {:.2} cores. The machine's \
+             1-minute load average over the samples: {load:.1} (mean; other work shared the \
+             cores: a scheduler that falls behind here may only be starved).\n\n",
+            cores(0),
+            cores(1)
+        );
+    }
     // ---- Verdict.
     let [rss_r, rss_g] = growth[0];
     let flat = |g: &Growth| match (g.per_min_second_half, g.mid) {
@@ -1155,13 +1192,14 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         }
         md += "\n";
     }
-    md += "| s | live | RSS ours | RSS Go | FDs ours | FDs Go | threads ours | threads Go | tasks ours | goroutines Go | queue ours | queue Go | est. conns ours | est. conns Go | backlog ours | backlog Go |\n";
-    md += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    md += "| s | live | RSS ours | RSS Go | FDs ours | FDs Go | threads ours | threads Go | tasks ours | goroutines Go | queue ours | queue Go | est. conns ours | est. conns Go | backlog ours | backlog Go | load |\n";
+    md +=
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     let step = r.samples.len().div_ceil(30).max(1);
     for (i, s) in r.samples.iter().enumerate() {
         if i % step == 0 || i + 1 == r.samples.len() {
             md += &format!(
-                "| {:.0} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {:.0} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
                 s.t_s,
                 s.live,
                 s.rss_kib[0] as f64 / 1024.0,
@@ -1178,6 +1216,7 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
                 s.estimator_sockets[1],
                 s.backlog[0],
                 s.backlog[1],
+                s.load1,
             );
         }
     }
@@ -1280,7 +1319,8 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     md += &format!(
         "Requests of the stream (bindings): {} created, {} scale changes, {} deleted; failed: \
          {} creations, {} scale changes, {} deletions; {} ticks skipped with {IN_FLIGHT} \
-         requests in flight; {} scale ticks found no pair to scale.\n\n",
+         requests in flight; {} scale ticks found no pair to scale; {} creation ticks held \
+         back while a failed deletion was retried.\n\n",
         o.created,
         o.scaled,
         o.deleted,
@@ -1288,7 +1328,8 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         o.scale_failed,
         o.delete_failed,
         o.skipped_ticks,
-        o.no_scale_candidate
+        o.no_scale_candidate,
+        o.creations_held
     );
     if !r.faults.is_empty() {
         md += "| fault at (s) | API server serving again after (s) | error |\n|---:|---:|---|\n";

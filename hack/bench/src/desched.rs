@@ -48,6 +48,23 @@ pub struct DeschedSide {
     pub estimator_calls: u64,
     pub peak_rss_kib: u64,
     pub cpu_s: f64,
+    /// Seconds from the process start to the first expected write seen (the poll is every
+    /// 200 ms): start-up, cache sync and connections, as near as polling can tell.
+    #[serde(default)]
+    pub first_write_s: Option<f64>,
+    /// CPU seconds the kube-apiserver and etcd spent during this side's pass.
+    #[serde(default)]
+    pub control_plane_cpu_s: f64,
+}
+
+/// A bare client doing a pass's work: the same list, estimator calls and writes, no rules.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DeschedCeiling {
+    /// Bindings in flight.
+    pub concurrency: usize,
+    /// Seconds from connecting to the last write.
+    pub pass_s: f64,
+    pub estimator_calls: u64,
 }
 
 /// The whole run.
@@ -65,6 +82,12 @@ pub struct DeschedBench {
     pub go: DeschedSide,
     /// Bindings with the same `spec.clusters` after both passes, of all.
     pub agree: usize,
+    /// The fair ceiling at 16 and 64 bindings in flight.
+    #[serde(default)]
+    pub ceilings: Vec<DeschedCeiling>,
+    /// The machine's 1-minute load average before the first pass.
+    #[serde(default)]
+    pub load_before: f64,
 }
 
 const REPLICAS: i32 = 3;
@@ -78,17 +101,20 @@ fn cluster_name(i: usize) -> String {
     format!("member{}", i + 1)
 }
 
+/// A cluster's replicas once `unschedulable` of them are given back (the reference's rule:
+/// never below the ready ones, nothing when the estimator says more than the cluster has).
+fn replicas_after(unschedulable: i32) -> i32 {
+    if unschedulable > 0 && REPLICAS >= unschedulable {
+        (REPLICAS - unschedulable).max(READY)
+    } else {
+        REPLICAS
+    }
+}
+
 /// The `spec.clusters` replicas the reference's rules give for binding `i`.
 fn expected(i: usize, clusters: usize) -> Vec<i32> {
     (0..clusters)
-        .map(|c| {
-            let u = unschedulable_answer(&cluster_name(c), &binding_name(i));
-            if u > 0 && REPLICAS >= u {
-                (REPLICAS - u).max(READY)
-            } else {
-                REPLICAS
-            }
-        })
+        .map(|c| replicas_after(unschedulable_answer(&cluster_name(c), &binding_name(i))))
         .collect()
 }
 
@@ -149,6 +175,141 @@ async fn placements(client: &Client, ns: &str) -> anyhow::Result<BTreeMap<String
         .collect())
 }
 
+/// Creates namespace `ns` and its bindings (untimed).
+async fn create_bindings(client: &Client, flags: &DeschedFlags, ns: &str) -> anyhow::Result<()> {
+    apply_value(
+        client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+    )
+    .await?;
+    create_all(
+        client,
+        bindings_of(ns, flags.bindings, flags.clusters),
+        flags.create_concurrency,
+    )
+    .await
+}
+
+/// Deletes every binding of `ns` and waits until they are gone.
+async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let api = rb_api(client, ns);
+    api.delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await?;
+    while !api.list(&ListParams::default()).await?.items.is_empty() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// CPU seconds of the control plane's kube-apiserver and etcd so far.
+fn control_plane_cpu(env: &TestEnv) -> f64 {
+    ["karmada-apiserver", "etcd"]
+        .iter()
+        .filter_map(|name| cpu_seconds(env.pid_of(name).ok()?))
+        .sum()
+}
+
+/// The fair ceiling: a bare client does what a pass must, with `concurrency` bindings in
+/// flight and nothing else: connects a channel per cluster, lists the bindings, asks every
+/// cluster `GetUnschedulableReplicas` for each binding at once, and merge-patches
+/// `spec.clusters` (with the resourceVersion, as the descheduler does) from the answers.
+async fn ceiling(
+    env: &TestEnv,
+    flags: &DeschedFlags,
+    stub: &StubEstimator,
+    concurrency: usize,
+    t0: Instant,
+) -> anyhow::Result<DeschedCeiling> {
+    use estimator_client::pb::EstimatorClient;
+    use estimator_client::pb::messages as pb;
+    use futures::StreamExt as _;
+    use kube::api::{Patch, PatchParams};
+
+    let client = env.client().await?;
+    let ns = format!("desched-ceiling-{concurrency}");
+    create_bindings(&client, flags, &ns).await?;
+    let calls_before = stub.unschedulable_calls();
+    let start = Instant::now();
+    let endpoint = format!("http://{}", stub.addr);
+    let channels: Vec<anyhow::Result<EstimatorClient<tonic::transport::Channel>>> =
+        futures::stream::iter((0..flags.clusters).map(|_| {
+            let endpoint = endpoint.clone();
+            async move {
+                let channel = tonic::transport::Channel::from_shared(endpoint)?
+                    .tcp_nodelay(true)
+                    .connect()
+                    .await
+                    .context("connecting to the stub estimator")?;
+                Ok(EstimatorClient::new(channel))
+            }
+        }))
+        .buffered(32)
+        .collect()
+        .await;
+    let channels = channels.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let api = rb_api(&client, &ns);
+    let listed = api.list(&ListParams::default()).await?;
+    let threshold = i64::try_from(Duration::from_secs(60).as_nanos()).unwrap_or(i64::MAX);
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(listed.items.iter().map(|rb| {
+        let api = api.clone();
+        let channels = &channels;
+        let ns = &ns;
+        async move {
+            let name = rb.metadata.name.clone().unwrap_or_default();
+            let rv = rb.metadata.resource_version.clone().unwrap_or_default();
+            let answers = futures::future::join_all(channels.iter().enumerate().map(|(c, ch)| {
+                let mut ch = ch.clone();
+                let request = pb::UnschedulableReplicasRequest {
+                    cluster: cluster_name(c),
+                    resource: Some(pb::ObjectReference {
+                        api_version: "apps/v1".into(),
+                        kind: "Deployment".into(),
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    }),
+                    unschedulable_threshold: threshold,
+                };
+                async move {
+                    ch.get_unschedulable_replicas(request)
+                        .await
+                        .map(|r| r.into_inner().unschedulable_replicas)
+                }
+            }))
+            .await;
+            let clusters: Vec<Value> = answers
+                .into_iter()
+                .enumerate()
+                .map(|(c, a)| {
+                    json!({"name": cluster_name(c), "replicas": replicas_after(a.unwrap_or(0))})
+                })
+                .collect();
+            let patch =
+                json!({"metadata": {"resourceVersion": rv}, "spec": {"clusters": clusters}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            Ok(())
+        }
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .collect()
+    .await;
+    let pass_s = start.elapsed().as_secs_f64();
+    results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+    let estimator_calls = stub.unschedulable_calls() - calls_before;
+    delete_bindings(&client, &ns).await?;
+    log(
+        t0,
+        format!(
+            "fair ceiling, {concurrency} in flight: {pass_s:.2}s, {estimator_calls} estimator calls"
+        ),
+    );
+    Ok(DeschedCeiling {
+        concurrency,
+        pass_s,
+        estimator_calls,
+    })
+}
+
 /// Runs one descheduler over the bindings of `ns` until the expected writes are in.
 async fn side(
     env: &TestEnv,
@@ -160,17 +321,7 @@ async fn side(
     t0: Instant,
 ) -> anyhow::Result<(DeschedSide, BTreeMap<String, Vec<i32>>)> {
     let client = env.client().await?;
-    apply_value(
-        &client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-    )
-    .await?;
-    create_all(
-        &client,
-        bindings_of(ns, flags.bindings, flags.clusters),
-        flags.create_concurrency,
-    )
-    .await?;
+    create_bindings(&client, flags, ns).await?;
     let want: BTreeMap<String, Vec<i32>> = (0..flags.bindings)
         .map(|i| (binding_name(i), expected(i, flags.clusters)))
         .collect();
@@ -196,27 +347,70 @@ async fn side(
         format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
         format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
     ];
+    // Writes are seen on a watch (not by listing every binding again and again, which would
+    // load the API server the pass is measured against).
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let observer = {
+        use futures::StreamExt as _;
+        use kube::runtime::watcher;
+        let api = rb_api(&client, ns);
+        let mut descheduled = std::collections::HashSet::new();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
+            while let Some(event) = stream.next().await {
+                let obj = match event {
+                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(tx) = ready.take() {
+                            let _ = tx.send(());
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let changed = obj.data["spec"]["clusters"].as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|c| c["replicas"].as_i64() != Some(i64::from(REPLICAS)))
+                });
+                if changed && descheduled.insert(obj.metadata.name.clone().unwrap_or_default()) {
+                    let _ = seen_tx.send(Instant::now());
+                }
+            }
+        });
+        ready_rx
+            .await
+            .context("the bench's watch of the bindings ended")?;
+        task
+    };
+    let control_plane = control_plane_cpu(env);
     let start = Instant::now();
     let mut process = env.spawn_process(name, program, &args)?;
     let mut pass_s = None;
+    let mut first_write_s = None;
     let mut written = 0;
-    while start.elapsed() < flags.timeout {
+    while start.elapsed() < flags.timeout && written < expected_writes {
         if let Ok(Some(status)) = process.try_wait() {
             anyhow::bail!("{name} exited ({status}):\n{}", process.log_tail(30));
         }
-        let now = placements(&client, ns).await?;
-        written = now
-            .values()
-            .filter(|r| r.iter().any(|&x| x != REPLICAS))
-            .count();
-        if written >= expected_writes {
-            pass_s = Some(start.elapsed().as_secs_f64());
-            break;
+        match tokio::time::timeout(Duration::from_millis(500), seen_rx.recv()).await {
+            Ok(Some(at)) => {
+                written += 1;
+                let s = at.duration_since(start).as_secs_f64();
+                first_write_s.get_or_insert(s);
+                if written >= expected_writes {
+                    pass_s = Some(s);
+                }
+            }
+            Ok(None) => anyhow::bail!("the bench's watch of the bindings ended"),
+            Err(_) => {}
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    observer.abort();
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
+    let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = stub.unschedulable_calls() - calls_before;
@@ -238,6 +432,8 @@ async fn side(
             estimator_calls: calls,
             peak_rss_kib: hwm,
             cpu_s: cpu,
+            first_write_s,
+            control_plane_cpu_s,
         },
         result,
     ))
@@ -256,7 +452,11 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         "{} not found: build it with `cargo build --release -p karmada-descheduler`",
         flags.rust_bin.display()
     );
-    let env = TestEnv::builder().tools(tools).members(0).start().await?;
+    let mut env = TestEnv::builder().tools(tools).members(0).start().await?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        env.keep_state_on_drop();
+        log(t0, format!("state kept in {}", env.state_dir().display()));
+    }
     let client = env.client().await?;
     let stub = StubEstimator::start(flags.latency).await?;
     let port = stub.addr.port();
@@ -287,6 +487,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         ),
     );
 
+    let load_before = crate::procs::load_1m();
     // The reference alone with its bindings, which are then deleted so that ours sees only
     // its own.
     let (go, go_result) = side(
@@ -299,12 +500,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         t0,
     )
     .await?;
-    let api = rb_api(&client, "desched-go");
-    api.delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
-    while !api.list(&ListParams::default()).await?.items.is_empty() {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    delete_bindings(&client, "desched-go").await?;
     let (rust, rust_result) = side(
         &env,
         flags,
@@ -327,6 +523,11 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
     let expected_writes = (0..flags.bindings)
         .filter(|&i| expected(i, flags.clusters).iter().any(|&x| x != REPLICAS))
         .count();
+    delete_bindings(&client, "desched-rs").await?;
+    let mut ceilings = Vec::new();
+    for concurrency in [16, 64] {
+        ceilings.push(ceiling(&env, flags, &stub, concurrency, t0).await?);
+    }
     env.stop();
     Ok(DeschedBench {
         bindings: flags.bindings,
@@ -336,6 +537,8 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         rust,
         go,
         agree,
+        ceilings,
+        load_before,
         ..Default::default()
     })
 }
@@ -364,7 +567,7 @@ pub fn markdown(b: &DeschedBench) -> String {
          ({} replicas each, {} ready), so every cluster is asked `GetUnschedulableReplicas`; a stub \
          estimator behind {} `ExternalName` Services answers 0–2 from a hash of cluster and \
          workload after {:.0} ms. {} bindings get replicas back. The time runs from the process \
-         start to the last of those writes (cache sync and estimator connections included).\n\n",
+         start to the last of those writes as a watch of the bench sees it (cache sync and estimator connections included).\n\n",
         b.bindings,
         b.clusters,
         b.date,
@@ -409,9 +612,71 @@ pub fn markdown(b: &DeschedBench) -> String {
         b.go.cpu_s,
         ratio(b.go.cpu_s, b.rust.cpu_s)
     ));
+    let first = |s: &DeschedSide| {
+        s.first_write_s
+            .map_or("–".to_string(), |v| format!("{v:.2} s"))
+    };
+    out.push_str(&format!(
+        "| first write seen (start-up, caches, connections) | {} | {} | |\n",
+        first(&b.rust),
+        first(&b.go)
+    ));
+    out.push_str(&format!(
+        "| kube-apiserver + etcd CPU seconds during the pass | {:.2} | {:.2} | |\n",
+        b.rust.control_plane_cpu_s, b.go.control_plane_cpu_s
+    ));
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
         b.agree, b.bindings
+    ));
+    if !b.ceilings.is_empty() {
+        out.push_str(
+            "\nFair ceiling: a bare client in the bench does a pass's work and nothing else (connects a \
+             channel per cluster, lists the bindings, asks every cluster of each binding at once, \
+             merge-patches `spec.clusters` from the answers), on fresh copies of the same bindings:\n\n\
+             | bindings in flight | ceiling pass | estimator calls | ours / ceiling time |\n| ---: | ---: | ---: | ---: |\n",
+        );
+        for c in &b.ceilings {
+            out.push_str(&format!(
+                "| {} | {:.2} s | {} | {} |\n",
+                c.concurrency,
+                c.pass_s,
+                c.estimator_calls,
+                b.rust.pass_s.map_or("–".into(), |r| ratio(r, c.pass_s))
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "\n1-minute load average of the machine before the first pass: {:.2}.\n",
+        b.load_before
+    ));
+    out.push_str(&targets(b));
+    out
+}
+
+/// The issue's targets for a pass: at least 5× Go's speed, at most half its peak RSS.
+fn targets(b: &DeschedBench) -> String {
+    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    let mut out = String::from("\n| target | measured | verdict |\n| --- | --- | --- |\n");
+    if let (Some(g), Some(r)) = (b.go.pass_s, b.rust.pass_s) {
+        out.push_str(&format!(
+            "| pass ≥ 5× faster than Go | {:.2}× | {} |\n",
+            g / r,
+            verdict(g / r >= 5.0)
+        ));
+    }
+    if b.go.peak_rss_kib > 0 {
+        let r = b.rust.peak_rss_kib as f64 / b.go.peak_rss_kib as f64;
+        out.push_str(&format!(
+            "| peak RSS ≤ 1/2 of Go's | {r:.2} | {} |\n",
+            verdict(r <= 0.5)
+        ));
+    }
+    out.push_str(&format!(
+        "| same writes as the reference's rules | {}/{} | {} |\n",
+        b.agree,
+        b.bindings,
+        verdict(b.agree == b.bindings)
     ));
     out
 }

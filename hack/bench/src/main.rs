@@ -9,6 +9,7 @@ mod churn;
 mod desched;
 mod estload;
 mod faults;
+mod growth;
 mod jobs;
 mod memory;
 mod observe;
@@ -174,6 +175,11 @@ struct Cli {
     /// `estimators-<L>ms.md`, `.json` and `estimators-<L>ms.png`.
     #[arg(long)]
     estimators_only: bool,
+    /// Growth chart only: CPU per binding and peak RSS against clusters, ours and Go, with
+    /// the n·log n line, from these `--estimators-only` results files (comma separated; a
+    /// later file's scale replaces an earlier one's); writes `growth.md`, `.json`, `.png`.
+    #[arg(long, value_delimiter = ',')]
+    growth_from: Vec<PathBuf>,
     /// `--estimators-only`: cluster counts (comma separated).
     #[arg(long, default_value = "10,100,1000", value_delimiter = ',')]
     est_scales: Vec<usize>,
@@ -293,7 +299,8 @@ fn write_report(
     Ok(())
 }
 
-/// When, where and from which commit a report was made.
+/// When a run began, where, and from which commit (`-dirty` when tracked files differed).
+#[derive(Clone)]
 struct Stamp {
     date: String,
     machine: String,
@@ -316,7 +323,7 @@ fn out_dir(cli: &Cli, root: &Path) -> PathBuf {
 }
 
 /// Results written by an earlier run (`--from-results`).
-fn read_results<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+pub(crate) fn read_results<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_slice(&bytes).with_context(|| format!("decoding {}", path.display()))
 }
@@ -342,9 +349,10 @@ fn git_commit(root: &Path) -> String {
         &[
             "-C",
             &root.to_string_lossy(),
-            "rev-parse",
-            "--short",
-            "HEAD",
+            "describe",
+            "--always",
+            "--dirty",
+            "--abbrev=7",
         ],
     )
 }
@@ -371,6 +379,9 @@ fn all_runs(dir: &Path, run: &Run) -> Vec<Run> {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let root = testenv::repo_root();
+    // Taken before the run: the tree may change while a long run goes on, and the report
+    // must name the commit of the binaries it measured and when it began.
+    let started = stamp(&root);
     let cfg = run::Config {
         clusters: cli.clusters,
         bindings: cli.bindings,
@@ -417,7 +428,7 @@ async fn main() -> anyhow::Result<()> {
             go_bin: cfg.go_bin.clone(),
         })
         .await?;
-        let st = stamp(&root);
+        let st = started.clone();
         (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = faults::markdown(&b);
         publish(
@@ -437,7 +448,7 @@ async fn main() -> anyhow::Result<()> {
             go_bin: cfg.go_bin.clone(),
         })
         .await?;
-        let st = stamp(&root);
+        let st = started.clone();
         (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = overcommit::markdown(&b);
         publish(&cli, &root, &format!("overcommit-{}m", b.members), &b, &md)?;
@@ -457,7 +468,7 @@ async fn main() -> anyhow::Result<()> {
             timeout: Duration::from_secs(cli.settle_timeout),
         })
         .await?;
-        let st = stamp(&root);
+        let st = started.clone();
         (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
         let md = desched::markdown(&b);
         publish(
@@ -467,6 +478,17 @@ async fn main() -> anyhow::Result<()> {
             &b,
             &md,
         )?;
+        return Ok(());
+    }
+    if !cli.growth_from.is_empty() {
+        let g = growth::collect(&cli.growth_from)?;
+        let out = out_dir(&cli, &root);
+        if !cli.no_write {
+            std::fs::create_dir_all(&out)?;
+            growth::draw(&out.join("growth.png"), &g)?;
+        }
+        let md = growth::markdown(&g, "growth.png");
+        publish(&cli, &root, "growth", &g, &md)?;
         return Ok(());
     }
     if cli.estimators_only {
@@ -486,7 +508,7 @@ async fn main() -> anyhow::Result<()> {
                     },
                 )
                 .await?;
-                let st = stamp(&root);
+                let st = started.clone();
                 (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
                 b
             }
@@ -525,7 +547,7 @@ async fn main() -> anyhow::Result<()> {
                     },
                 )
                 .await?;
-                let st = stamp(&root);
+                let st = started.clone();
                 (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
                 b
             }
@@ -554,7 +576,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if cli.memory_only {
         let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;
-        let st = stamp(&root);
+        let st = started.clone();
         (m.date, m.machine, m.git_commit) = (st.date, st.machine, st.git_commit);
         let md = memory::markdown(&m);
         publish(
@@ -570,7 +592,7 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => read_results(path)?,
         None => {
             let mut result = run::run(&cfg).await?;
-            let st = stamp(&root);
+            let st = started.clone();
             (result.date, result.machine, result.git_commit) = (st.date, st.machine, st.git_commit);
             result
         }

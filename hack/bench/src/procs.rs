@@ -261,3 +261,24 @@ pub fn connections_to(pid: u32, ports: &std::collections::HashSet<u16>) -> usize
     }
     n
 }
+
+/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
+/// This process's soft limit of open files (`Max open files` in /proc/self/limits; 1024 when
+/// unreadable), which the processes it starts inherit.
+pub fn open_files_limit() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|line| line.starts_with("Max open files"))
+                .and_then(|line| line.split_whitespace().nth(3)?.parse().ok())
+        })
+        .unwrap_or(1024)
+}
+
+pub fn load_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}

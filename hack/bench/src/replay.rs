@@ -471,15 +471,14 @@ mod tests {
             object: object.clone(),
             history: vec![step(&["a", "b", "c"]), step(&["a", "b"])],
         };
-        let dir = std::env::temp_dir().join(format!("bench-replay-test-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
         let tools = Tools {
             simulate: oracle.clone(),
             oracle,
-            dir: dir.clone(),
+            dir: dir.path().to_path_buf(),
         };
         let pairs = vec![("default/web".to_string(), [member(), member()])];
         let out = replay(&tools, &clusters, &ops, t0, pairs);
-        let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].error, None);
         let c = &out[0].sides[0].changes[0];

@@ -53,7 +53,7 @@ pub fn rust_algo(run: &Run) -> (Option<f64>, Option<f64>, &'static str) {
         (
             h.p99_s,
             h.mean_s,
-            "`schedule_binding` timed in-process on the same workload; the daemon does not observe the histogram yet",
+            "`schedule_binding` timed in-process on the same workload: the daemon observes the histogram, but it had no observations in this run (not scraped, or nothing scheduled)",
         )
     }
 }

@@ -59,7 +59,7 @@ pub struct Config {
     pub go_bin: Option<PathBuf>,
     /// The offline upstream scheduler, for replaying disagreements after churn.
     pub oracle_bin: PathBuf,
-    /// Measure the ceiling for the Rust solo batch's own writes (`ceiling::replay_writes`).
+    /// Measure the ceiling for the Rust solo batch's own writes (`ceiling::replay`).
     pub replay_ceiling: bool,
     /// Scratch space (replay inputs).
     pub scratch_dir: PathBuf,
@@ -142,15 +142,8 @@ pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
         format!("control plane up, state in {}", env.state_dir().display()),
     );
     let client = env.client().await?;
-    let pid_of = |name: &str| -> anyhow::Result<u32> {
-        let p = env.state_dir().join("pids").join(format!("{name}.pid"));
-        Ok(std::fs::read_to_string(&p)
-            .with_context(|| format!("reading {}", p.display()))?
-            .trim()
-            .parse()?)
-    };
-    let apiserver_pid = pid_of("karmada-apiserver")?;
-    let etcd_pid = pid_of("etcd")?;
+    let apiserver_pid = env.pid_of("karmada-apiserver")?;
+    let etcd_pid = env.pid_of("etcd")?;
 
     let nss: Api<Namespace> = Api::all(client.clone());
     for ns in NAMESPACES {
@@ -421,6 +414,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 &wl.bindings[..solo_n],
                 SOLO[0],
                 &cfg.ceiling_concurrency,
+                None,
                 t0,
             )
             .await?;
@@ -840,14 +834,21 @@ fn hist(h: &Histogram) -> Hist {
 
 /// The rate (bindings/s, per number of requests in flight) at which a bare client writes what
 /// a scheduler wrote for `bindings` (named `name + suffix`): their PATCHes and Events, in
-/// order per binding, with no decision to make.
+/// order per binding, with no decision to make. With `calls`, each binding first makes its
+/// share of the estimator calls the scheduler made (the fair ceiling of the estimator bench).
 pub async fn replay_ceiling(
     client: &Client,
     bindings: &[BindingTemplate],
     suffix: &str,
     concurrency: &[usize],
+    calls: Option<&crate::ceiling::EstimatorCalls>,
     t0: Instant,
 ) -> anyhow::Result<BTreeMap<String, f64>> {
+    let what = if calls.is_some() {
+        "fair ceiling (estimator calls and writes"
+    } else {
+        "replay ceiling (writes"
+    };
     let mut writes = Vec::new();
     for b in bindings {
         let api = binding_api(client, b.namespace.as_deref());
@@ -859,20 +860,15 @@ pub async fn replay_ceiling(
     }
     let mut by = BTreeMap::new();
     for &c in concurrency {
-        match crate::ceiling::replay_writes(client, &writes, c).await {
+        match crate::ceiling::replay(client, &writes, calls, c).await {
             Ok(r) => {
                 log(
                     t0,
-                    format!(
-                        "replay ceiling ({suffix} batch's writes, {c} in flight): {r:.1} bindings/s"
-                    ),
+                    format!("{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s"),
                 );
                 by.insert(c.to_string(), r);
             }
-            Err(e) => log(
-                t0,
-                format!("replay ceiling with {c} in flight failed: {e:#}"),
-            ),
+            Err(e) => log(t0, format!("{what}) with {c} in flight failed: {e:#}")),
         }
     }
     Ok(by)

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use estimator_client::pb::messages as pb;
 use estimator_client::pb::{EstimatorServer, EstimatorService};
+use estimator_client::request::OBJECT_METADATA_KEY;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::transport::Server;
@@ -51,6 +52,27 @@ pub struct Counts {
     pub hung: AtomicU64,
 }
 
+/// One call a [`MultiStub`] received while recording: which cluster's port, the message and
+/// the `object` metadata, so that a bare client can make the very same call again.
+#[derive(Clone, Debug)]
+pub struct RecordedCall {
+    /// Index of the cluster (the port) in the [`MultiStub`].
+    pub cluster: usize,
+    /// The `object` metadata the caller sent, if any.
+    pub object: Option<String>,
+    pub message: RecordedMessage,
+}
+
+/// The request of a [`RecordedCall`].
+#[derive(Clone, Debug)]
+pub enum RecordedMessage {
+    MaxAvailableReplicas(pb::MaxAvailableReplicasRequest),
+    MaxAvailableComponentSets(pb::MaxAvailableComponentSetsRequest),
+}
+
+/// Calls recorded by every port of a [`MultiStub`], in arrival order (`None`: not recording).
+type Recorder = Arc<Mutex<Option<Vec<RecordedCall>>>>;
+
 #[derive(Clone)]
 struct Stub {
     latency: Duration,
@@ -58,9 +80,28 @@ struct Stub {
     /// The cluster this port serves (`None`: any, answering 100).
     cluster: Option<String>,
     hang: Arc<AtomicBool>,
+    /// Index of the cluster in its [`MultiStub`], and where its calls are recorded.
+    index: usize,
+    recorder: Recorder,
 }
 
 impl Stub {
+    /// Keeps the call while the [`MultiStub`] records.
+    fn record<T>(&self, request: &Request<T>, message: impl FnOnce() -> RecordedMessage) {
+        let mut r = self.recorder.lock().expect("recorder lock");
+        if let Some(calls) = r.as_mut() {
+            calls.push(RecordedCall {
+                cluster: self.index,
+                object: request
+                    .metadata()
+                    .get(OBJECT_METADATA_KEY)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
+                message: message(),
+            });
+        }
+    }
+
     /// Waits the latency, or for ever while hanging.
     async fn answer(&self) -> i32 {
         if self.hang.load(Ordering::Relaxed) {
@@ -77,8 +118,11 @@ impl Stub {
 impl EstimatorService for Stub {
     async fn max_available_replicas(
         &self,
-        _request: Request<pb::MaxAvailableReplicasRequest>,
+        request: Request<pb::MaxAvailableReplicasRequest>,
     ) -> Result<Response<pb::MaxAvailableReplicasResponse>, Status> {
+        self.record(&request, || {
+            RecordedMessage::MaxAvailableReplicas(request.get_ref().clone())
+        });
         Ok(Response::new(pb::MaxAvailableReplicasResponse {
             max_replicas: self.answer().await,
         }))
@@ -86,8 +130,11 @@ impl EstimatorService for Stub {
 
     async fn max_available_component_sets(
         &self,
-        _request: Request<pb::MaxAvailableComponentSetsRequest>,
+        request: Request<pb::MaxAvailableComponentSetsRequest>,
     ) -> Result<Response<pb::MaxAvailableComponentSetsResponse>, Status> {
+        self.record(&request, || {
+            RecordedMessage::MaxAvailableComponentSets(request.get_ref().clone())
+        });
         Ok(Response::new(pb::MaxAvailableComponentSetsResponse {
             max_sets: self.answer().await,
         }))
@@ -178,6 +225,8 @@ impl StubEstimator {
             counts: counts.clone(),
             cluster: None,
             hang: Arc::default(),
+            index: 0,
+            recorder: Recorder::default(),
         };
         let serving = Serving::start(([127, 0, 0, 1], 0).into(), stub).await?;
         Ok(Self {
@@ -207,6 +256,7 @@ struct Endpoint {
 pub struct MultiStub {
     clusters: Vec<String>,
     endpoints: Mutex<Vec<Endpoint>>,
+    recorder: Recorder,
 }
 
 /// Calls a [`MultiStub`] cluster received.
@@ -220,12 +270,15 @@ impl MultiStub {
     /// A server on a free 127.0.0.1 port for each of `clusters`.
     pub async fn start(clusters: &[String], latency: Duration) -> anyhow::Result<MultiStub> {
         let mut endpoints = Vec::with_capacity(clusters.len());
-        for c in clusters {
+        let recorder = Recorder::default();
+        for (index, c) in clusters.iter().enumerate() {
             let stub = Stub {
                 latency,
                 counts: Arc::default(),
                 cluster: Some(c.clone()),
                 hang: Arc::default(),
+                index,
+                recorder: recorder.clone(),
             };
             let serving = Serving::start(([127, 0, 0, 1], 0).into(), stub.clone()).await?;
             endpoints.push(Endpoint {
@@ -238,7 +291,24 @@ impl MultiStub {
         Ok(MultiStub {
             clusters: clusters.to_vec(),
             endpoints: Mutex::new(endpoints),
+            recorder,
         })
+    }
+
+    /// From now on every `MaxAvailableReplicas`/`MaxAvailableComponentSets` call is kept
+    /// (see [`MultiStub::take_recording`]).
+    pub fn start_recording(&self) {
+        *self.recorder.lock().expect("recorder lock") = Some(Vec::new());
+    }
+
+    /// The calls received since [`MultiStub::start_recording`], in arrival order; recording
+    /// stops.
+    pub fn take_recording(&self) -> Vec<RecordedCall> {
+        self.recorder
+            .lock()
+            .expect("recorder lock")
+            .take()
+            .unwrap_or_default()
     }
 
     pub fn clusters(&self) -> &[String] {
