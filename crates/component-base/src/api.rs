@@ -45,6 +45,29 @@ impl std::fmt::Display for ApiFailure {
     }
 }
 
+/// `fut` (one API request, described by `what` when it times out) bounded by `limit`: a
+/// timeout is a failure without an answer (code 0, reason `Timeout`), so that a hung API
+/// server cannot hold a caller forever (the client has no read timeout: it also carries the
+/// watches). A write that times out may still have landed.
+pub async fn bounded<T>(
+    what: impl FnOnce() -> String,
+    limit: std::time::Duration,
+    fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, ApiFailure> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r.map_err(api_failure),
+        Err(_) => Err(ApiFailure {
+            code: 0,
+            reason: "Timeout".into(),
+            message: format!(
+                "{}: no answer from the API server within {}s",
+                what(),
+                limit.as_secs()
+            ),
+        }),
+    }
+}
+
 /// Convert a kube error into the fields the callers look at.
 pub fn api_failure(e: kube::Error) -> ApiFailure {
     match e {

@@ -93,7 +93,8 @@ pub fn flag_names<O: Command>() -> BTreeSet<&'static str> {
 }
 
 /// Declares a component's command line in one place: implements [`Command`] for `$opts`
-/// (which has the fields `changed` and `logging` and a method `validate`) and defines the
+/// (which has the fields `changed` and `common` (its
+/// [`CommonOptions`](crate::options::CommonOptions)) and a method `validate`) and defines the
 /// module-level `parse`, `help_text`, `usage_text`, `version_text` and `flag_names` its tests
 /// and tools call.
 #[macro_export]
@@ -111,7 +112,7 @@ macro_rules! command_line {
                 <$opts>::validate(self)
             }
             fn logging(&self) -> &$crate::logflags::LoggingOptions {
-                &self.logging
+                &self.common.logging
             }
         }
 

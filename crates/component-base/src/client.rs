@@ -83,6 +83,9 @@ pub fn build_fenced(
         kube::client::ClientBuilder::try_from(config).context("building the kube client")?;
     // `tower`'s `buffer` and `retry` features are those kube-client enables for its own stack.
     let counted = builder
+        .with_layer(&crate::forbidden::ForbiddenLayer(
+            crate::forbidden::forbidden_requests(),
+        ))
         .with_layer(&RequestMetricsLayer::new(host, rest_client()))
         .with_layer(&tower::util::option_layer(
             fence.map(crate::fence::FenceLayer),

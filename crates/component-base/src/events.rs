@@ -69,6 +69,58 @@ impl PendingEvent {
     }
 }
 
+/// A reference to an object, as client-go builds the `involvedObject` of an Event: each
+/// empty part left out, as Go's JSON omits empty strings, so that the Event the API server
+/// stores is the reference's to the byte.
+pub fn reference(
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    resource_version: &str,
+) -> ObjectReference {
+    let part = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    ObjectReference {
+        api_version: part(api_version),
+        kind: part(kind),
+        namespace: part(namespace),
+        name: part(name),
+        uid: part(uid),
+        resource_version: part(resource_version),
+        ..Default::default()
+    }
+}
+
+/// A reference to a stored object of this type, as client-go's `ref.GetReference` makes one
+/// (name, namespace, uid and resourceVersion from its metadata).
+pub fn reference_to(api_version: &str, kind: &str, meta: &ObjectMeta) -> ObjectReference {
+    let field = |f: &Option<String>| f.as_deref().unwrap_or_default().to_string();
+    reference(
+        api_version,
+        kind,
+        &field(&meta.namespace),
+        &field(&meta.name),
+        &field(&meta.uid),
+        &field(&meta.resource_version),
+    )
+}
+
+/// The two objects the reference's scheduler and descheduler record a binding's event on:
+/// the binding (of kind `kind`) and its resource template, whose reference is built from
+/// `spec.resource` as it stands (no resourceVersion).
+pub fn binding_references(
+    kind: &str,
+    meta: &ObjectMeta,
+    template: &karmada_api::work::ObjectReference,
+) -> [ObjectReference; 2] {
+    let t = template;
+    [
+        reference_to(karmada_api::work::API_VERSION, kind, meta),
+        reference(&t.api_version, &t.kind, &t.namespace, &t.name, &t.uid, ""),
+    ]
+}
+
 /// Handle to the recorder; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -94,6 +146,28 @@ impl Recorder {
         if self.writers[w].try_send(e).is_err() {
             tracing::warn!("event queue full, dropping event {reason}");
         }
+    }
+}
+
+/// Where a component's Events go: the API server ([`Recorder`]) or memory ([`MemoryEvents`]).
+/// The one event sink of both daemons.
+pub trait EventSink: Send + Sync {
+    fn record(&self, event: PendingEvent);
+}
+
+impl EventSink for Recorder {
+    fn record(&self, event: PendingEvent) {
+        self.send(event);
+    }
+}
+
+/// Events kept in memory, in the order recorded (tests, and runs that write nothing).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryEvents(pub Arc<std::sync::Mutex<Vec<PendingEvent>>>);
+
+impl EventSink for MemoryEvents {
+    fn record(&self, event: PendingEvent) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
     }
 }
 
@@ -270,6 +344,11 @@ async fn write_events(
         };
         match create_event(&api, &event).await {
             Ok(()) => memory.created(key, name, now),
+            // A missing RBAC rule is reported once per interval by the client
+            // (`forbidden`), not once per event.
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                tracing::debug!(reason = %e.reason, "Server rejected event: {s}")
+            }
             Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
         }
     }
@@ -312,6 +391,62 @@ async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The involved objects serialize as Go's `corev1.ObjectReference` does: a namespaced
+    /// binding with all of its metadata, a template without a uid, and a cluster-scoped binding
+    /// whose metadata holds empty strings, each empty part omitted from the JSON.
+    #[test]
+    fn binding_references_omit_empty_parts_as_go_does() {
+        let meta = ObjectMeta {
+            name: Some("b".into()),
+            namespace: Some("ns".into()),
+            uid: Some("u1".into()),
+            resource_version: Some("7".into()),
+            ..Default::default()
+        };
+        let template = karmada_api::work::ObjectReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: "ns".into(),
+            name: "d".into(),
+            resource_version: "99".into(),
+            ..Default::default()
+        };
+        let [binding, on_template] = binding_references("ResourceBinding", &meta, &template);
+        assert_eq!(
+            serde_json::to_value(&binding).unwrap(),
+            serde_json::json!({"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+                "namespace": "ns", "name": "b", "uid": "u1", "resourceVersion": "7"})
+        );
+        assert_eq!(
+            serde_json::to_value(&on_template).unwrap(),
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "d"})
+        );
+        let cluster_scoped = ObjectMeta {
+            name: Some("c".into()),
+            namespace: Some(String::new()),
+            uid: Some(String::new()),
+            ..Default::default()
+        };
+        let [crb, namespace] = binding_references(
+            "ClusterResourceBinding",
+            &cluster_scoped,
+            &karmada_api::work::ObjectReference {
+                api_version: "v1".into(),
+                kind: "Namespace".into(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            serde_json::to_value(&crb).unwrap(),
+            serde_json::json!({"apiVersion": "work.karmada.io/v1alpha2", "kind": "ClusterResourceBinding", "name": "c"})
+        );
+        assert_eq!(
+            serde_json::to_value(&namespace).unwrap(),
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace"})
+        );
+        assert_eq!(PendingEvent::on(crb, false, "r", "m").namespace, "default");
+    }
 
     /// One object's events always go to the same writer (its aggregation and spam state live
     /// there, and its events stay in order); different objects spread over the writers.

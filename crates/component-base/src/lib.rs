@@ -2,8 +2,8 @@
 //! components: the command line ([`flags`], [`goparse`], the shared flag groups in
 //! [`options`] and [`logflags`]), klog-compatible [`logging`], the kube [`client`] with its
 //! QPS limiter ([`ratelimit`]), [`leader`] election, the probe/metrics/profiling servers
-//! ([`serve`]), the base [`metrics`], [`events`] recording, and the process [`lifecycle`] and
-//! its edge ([`cli`]).
+//! ([`serve`]), the base [`metrics`], [`events`] recording, fenced object [`write`]s, and the
+//! process [`lifecycle`] and its edge ([`cli`]).
 
 pub mod api;
 pub mod cancel;
@@ -12,6 +12,7 @@ pub mod client;
 pub mod events;
 pub mod fence;
 pub mod flags;
+pub mod forbidden;
 pub mod goparse;
 pub mod leader;
 pub mod lifecycle;
@@ -23,9 +24,8 @@ pub mod options;
 pub mod ratelimit;
 pub mod serve;
 pub mod watch;
+pub mod write;
 
-use std::future::Future;
-use std::pin::Pin;
-
-/// A boxed, sendable future (object-safe async trait methods).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (object-safe async trait methods); the one alias, defined next to
+/// the estimator trait of the pure core that needs it first.
+pub use scheduler_core::estimator::BoxFuture;

@@ -19,7 +19,7 @@ use crate::cancel::CancellationToken;
 use crate::fence::Fence;
 use crate::leader::{ElectionConfig, Elector, KubeLease, LeadingEnded};
 use crate::metrics::ComponentMetrics as Metrics;
-use crate::options::{KubeClientOptions, LeaderElection, ServingOptions};
+use crate::options::{CommonOptions, KubeClientOptions, LeaderElection, ServingOptions};
 use crate::serve::{Readiness, Servers};
 
 /// The process settings the lifecycle needs.
@@ -51,6 +51,62 @@ pub type Work = Box<
         + Send
         + Sync,
 >;
+
+impl Settings {
+    /// The settings of a component from its shared option groups, with no endpoints of its
+    /// own on the probe server ([`Settings::health_routes`]).
+    pub fn new(version_text: String, work_name: &'static str, common: &CommonOptions) -> Self {
+        Self {
+            version_text,
+            work_name,
+            serving: common.serving.clone(),
+            kube: common.kube.clone(),
+            leader_election: common.leader_election.clone(),
+            health_routes: None,
+        }
+    }
+}
+
+/// A daemon as the lifecycle runs it: the one run shape of every binary (its settings, its
+/// metrics registry, its work), so that a binary only says what its work is.
+pub struct Daemon {
+    pub settings: Settings,
+    pub metrics: Arc<Metrics>,
+    pub work: Work,
+}
+
+impl Daemon {
+    /// A daemon whose work is `work(opts, client, ready, fence, stop)`, `opts` shared by every
+    /// start of the work (each leadership term).
+    pub fn new<O, F, Fut>(settings: Settings, metrics: Arc<Metrics>, opts: O, work: F) -> Self
+    where
+        O: Send + Sync + 'static,
+        F: Fn(Arc<O>, kube::Client, Readiness, Fence, CancellationToken) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        let opts = Arc::new(opts);
+        Self {
+            settings,
+            metrics,
+            work: Box::new(move |client, ready, fence, stop| {
+                Box::pin(work(opts.clone(), client, ready, fence, stop))
+            }),
+        }
+    }
+
+    /// [`run`]: until a signal or a fatal error.
+    pub async fn run(self) -> anyhow::Result<()> {
+        run(self.settings, self.metrics, self.work).await
+    }
+
+    /// [`run_until`]: with an explicit stop token (tests).
+    pub async fn run_until(self, stop: CancellationToken) -> anyhow::Result<()> {
+        run_until(self.settings, self.metrics, self.work, stop).await
+    }
+}
 
 /// The Lease could not be renewed and `--exit-on-lost-lease` asks to end (exit code 255).
 #[derive(Debug, thiserror::Error)]

@@ -65,14 +65,12 @@ fn quantity_zero(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
-/// `--logging-format`'s text where the component registers its feature gates as a flag (the
-/// JSON format's gate is then settable and not mentioned).
-pub const FORMAT_USAGE: &str = "Sets the log format. Permitted formats: \"json\", \"text\".";
-/// `--logging-format`'s text where the feature gates are not a flag.
-pub const FORMAT_USAGE_GATED: &str =
+/// `--logging-format`'s text as both Go components of v1.18.2 print it (the scheduler too,
+/// although it registers `--feature-gates`: the text names the gate either way).
+pub const FORMAT_USAGE: &str =
     "Sets the log format. Permitted formats: \"json\" (gated by LoggingBetaOptions), \"text\".";
 
-/// `--logging-format` with `usage` ([`FORMAT_USAGE`] or [`FORMAT_USAGE_GATED`]).
+/// `--logging-format` with `usage` (the components pass [`FORMAT_USAGE`]).
 pub const fn format_flag(usage: &'static str) -> FlagDef {
     flag(L, "logging-format", K::Str, "text", usage)
         .set(setter!(LoggingOptions, |o, v| o.format = v.into()))

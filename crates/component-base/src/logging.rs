@@ -573,13 +573,6 @@ mod tests {
     use super::*;
     use tracing_subscriber::layer::SubscriberExt as _;
 
-    fn scratch(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("karmada-logging-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     fn with_router<T>(lg: &LoggingOptions, f: impl FnOnce() -> T) -> T {
         let subscriber = tracing_subscriber::registry().with(Router::new(lg));
         tracing::subscriber::with_default(subscriber, f)
@@ -589,8 +582,8 @@ mod tests {
     /// would, it is truncated and starts again with the header, as klog does.
     #[test]
     fn a_log_file_rotates_at_its_size_limit() {
-        let dir = scratch("rotate");
-        let path = dir.join("scheduler.log");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scheduler.log");
         std::fs::write(&path, "from an earlier run\n").unwrap();
         let lg = LoggingOptions {
             logtostderr: false,
@@ -637,15 +630,14 @@ mod tests {
             last.starts_with('I') && last.contains("logging.rs:") && last.ends_with("n=2499"),
             "{last}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// At start an existing `--log-file` is appended to; `--skip-log-headers` and
     /// `--skip-headers` leave the file and line headers out.
     #[test]
     fn a_log_file_is_appended_at_start_and_headers_can_be_skipped() {
-        let dir = scratch("append");
-        let path = dir.join("scheduler.log");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scheduler.log");
         std::fs::write(&path, "from an earlier run\n").unwrap();
         let lg = LoggingOptions {
             logtostderr: false,
@@ -660,7 +652,6 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "from an earlier run\nplain binding=\"ns/b\"\n"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// `--log-dir`: a file per severity, each line in its own and the lower ones (only its own
@@ -668,10 +659,10 @@ mod tests {
     #[test]
     fn a_log_dir_gets_a_file_per_severity() {
         for one_output in [false, true] {
-            let dir = scratch(&format!("dir-{one_output}"));
+            let dir = tempfile::tempdir().unwrap();
             let lg = LoggingOptions {
                 logtostderr: false,
-                log_dir: dir.display().to_string(),
+                log_dir: dir.path().display().to_string(),
                 one_output,
                 stderrthreshold: 3,
                 ..Default::default()
@@ -682,8 +673,9 @@ mod tests {
                 tracing::error!("an error");
             });
             let program = Router::new(&lg).program;
-            let read =
-                |sev: &str| std::fs::read_to_string(dir.join(format!("{program}.{sev}"))).unwrap();
+            let read = |sev: &str| {
+                std::fs::read_to_string(dir.path().join(format!("{program}.{sev}"))).unwrap()
+            };
             let count = |text: &str| text.lines().filter(|l| l.contains("] a")).count();
             let (info, warning, error) = (read("INFO"), read("WARNING"), read("ERROR"));
             if one_output {
@@ -696,7 +688,7 @@ mod tests {
                     .lines()
                     .any(|l| l.starts_with('E') && l.ends_with("] an error"))
             );
-            let target = std::fs::read_link(dir.join(format!("{program}.INFO"))).unwrap();
+            let target = std::fs::read_link(dir.path().join(format!("{program}.INFO"))).unwrap();
             let name = target.to_string_lossy();
             assert!(
                 name.starts_with(&format!("{program}.")) && name.contains(".log.INFO."),
@@ -706,7 +698,6 @@ mod tests {
                 name.ends_with(&format!(".{}", std::process::id())),
                 "{name}"
             );
-            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 
@@ -732,9 +723,9 @@ mod tests {
 
     /// One line from each kind of source at debug and trace, plus a dependency's warning,
     /// written at `verbosity` with `vmodule`; the messages that made it to the log.
-    fn lines_at(tag: &str, verbosity: u32, vmodule: &[(&str, u32)]) -> Vec<String> {
-        let dir = scratch(tag);
-        let path = dir.join("v.log");
+    fn lines_at(verbosity: u32, vmodule: &[(&str, u32)]) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.log");
         let lg = LoggingOptions {
             logtostderr: false,
             log_file: path.display().to_string(),
@@ -760,7 +751,6 @@ mod tests {
             tracing::warn!(target: "hyper::proto", "hyper warning");
         });
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let _ = std::fs::remove_dir_all(&dir);
         text.lines().map(str::to_string).collect()
     }
 
@@ -813,7 +803,7 @@ mod tests {
             ),
         ];
         for (v, expected) in cases {
-            let got = lines_at(&format!("v{v}"), v, &[]);
+            let got = lines_at(v, &[]);
             let mut want: Vec<&str> = expected.to_vec();
             want.extend(always);
             want.sort_unstable();
@@ -830,13 +820,13 @@ mod tests {
     /// h2's) to a `-v=4` log, `h2=9` its trace lines too; `kube_client=6` the client's.
     #[test]
     fn vmodule_turns_a_dependency_on_by_its_crate_name() {
-        let got = lines_at("vmod-h2", 4, &[("h2", 8)]);
+        let got = lines_at(4, &[("h2", 8)]);
         assert!(got.contains(&"h2 debug".to_string()), "{got:?}");
         assert!(!got.contains(&"h2 trace".to_string()), "{got:?}");
         assert!(!got.contains(&"hyper debug".to_string()), "{got:?}");
         assert!(got.contains(&"own debug".to_string()), "{got:?}");
 
-        let got = lines_at("vmod-h2-9", 0, &[("h2", 9), ("kube_*", 6)]);
+        let got = lines_at(0, &[("h2", 9), ("kube_*", 6)]);
         assert!(got.contains(&"h2 trace".to_string()), "{got:?}");
         assert!(got.contains(&"kube debug".to_string()), "{got:?}");
         assert!(!got.contains(&"kube trace".to_string()), "{got:?}");
@@ -844,7 +834,7 @@ mod tests {
         assert!(!got.contains(&"tonic debug".to_string()), "{got:?}");
 
         // A file pattern of our own does not reach a dependency crate of another name.
-        let got = lines_at("vmod-own", 0, &[("logging", 4)]);
+        let got = lines_at(0, &[("logging", 4)]);
         assert!(got.contains(&"own debug".to_string()), "{got:?}");
         assert!(
             !got.iter()
@@ -855,8 +845,8 @@ mod tests {
 
     #[test]
     fn json_lines_are_component_base_shaped() {
-        let dir = scratch("json");
-        let path = dir.join("scheduler.log");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scheduler.log");
         let lg = LoggingOptions {
             format: "json".into(),
             logtostderr: false,
@@ -873,13 +863,12 @@ mod tests {
         assert_eq!(v["v"], 0);
         assert!(v["caller"].as_str().unwrap().starts_with("logging.rs:"));
         assert!(v["ts"].as_f64().unwrap() > 1.7e12);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_backtrace_is_added_at_the_named_line() {
-        let dir = scratch("bt");
-        let path = dir.join("scheduler.log");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scheduler.log");
         let line = line!() + 11;
         let lg = LoggingOptions {
             logtostderr: false,
@@ -904,6 +893,5 @@ mod tests {
             here.contains("a_backtrace_is_added_at_the_named_line"),
             "{text}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,10 +1,69 @@
 //! Flag groups every Karmada daemon registers with the same names, texts and defaults: leader
 //! election, the control-plane client, and the metrics/profiling servers. Each group is one
 //! table of [`FlagDef`] and one setter; a component lists the tables it offers.
+//!
+//! The skeleton of a daemon's options is here too: [`CommonOptions`] holds the groups every
+//! daemon has (with logging), routes their flags ([`CommonOptions::groups`]), and
+//! [`daemon_tables!`](crate::daemon_tables) lists their tables first, in the order `--help`
+//! shows them; a binary declares only its own flags and groups after them.
+
+use std::any::Any;
 
 use crate::flags::{FlagDef, GENERIC as G, Kind as K, flag, with_defaults};
 use crate::goparse::{self, GoDuration};
+use crate::logflags::LoggingOptions;
 use crate::setter;
+
+/// The option groups every Karmada daemon has, under the same flags: leader election, the
+/// control-plane client, the probe/metrics/profiling servers and logging.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommonOptions {
+    pub leader_election: LeaderElection,
+    pub kube: KubeClientOptions,
+    pub serving: ServingOptions,
+    pub logging: LoggingOptions,
+}
+
+impl CommonOptions {
+    /// Every group at its table's defaults, the Lease named after `component`; the health
+    /// probe address is the default of the component's own [`health_probe_flag`].
+    pub fn new(component: &str) -> Self {
+        Self {
+            leader_election: LeaderElection::new(component),
+            kube: KubeClientOptions::default(),
+            serving: ServingOptions::new(""),
+            logging: LoggingOptions::default(),
+        }
+    }
+
+    /// The groups a shared flag's setter is routed to
+    /// ([`flags::apply_to`](crate::flags::apply_to)); a daemon adds its own after them.
+    pub fn groups(&mut self) -> Vec<&mut dyn Any> {
+        vec![
+            &mut self.logging,
+            &mut self.leader_election,
+            &mut self.kube,
+            &mut self.serving,
+        ]
+    }
+}
+
+/// The flag tables of a daemon's command line: the shared groups' first (`--logging-format`
+/// with the component's usage text, the other logging flags, leader election, the client,
+/// the servers), then the component's own, in the order given. The order is `--help`'s.
+#[macro_export]
+macro_rules! daemon_tables {
+    ($format_usage:expr; $($own:expr),* $(,)?) => {
+        &[
+            &[$crate::logflags::format_flag($format_usage)],
+            $crate::logflags::FLAGS,
+            $crate::options::LEADER_FLAGS,
+            $crate::options::KUBE_FLAGS,
+            $crate::options::SERVING_FLAGS,
+            $($own),*
+        ]
+    };
+}
 
 /// Namespace of the Go components' Leases and estimator Services.
 pub const KARMADA_SYSTEM: &str = "karmada-system";

@@ -1,13 +1,16 @@
 //! Watches as the daemons consume them: a backoff that comes back quickly after an API server
 //! restart, and a driver that turns a watcher stream into upserts and removals.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ApiResource};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
 
@@ -17,12 +20,95 @@ use tokio::sync::watch as tokio_watch;
 pub struct WatchEnded;
 
 /// `namespace/name` of an object (`/name` for cluster-scoped ones).
-pub fn key_of(o: &DynamicObject) -> String {
+pub fn key_of<K: kube::Resource>(o: &K) -> String {
+    let meta = o.meta();
     format!(
         "{}/{}",
-        o.metadata.namespace.as_deref().unwrap_or_default(),
-        o.metadata.name.as_deref().unwrap_or_default()
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default()
     )
+}
+
+/// A watched object kept compact until its consumer decodes it: its key fields, and the
+/// object as JSON text without `metadata.managedFields` (which no daemon reads).
+///
+/// kube's list type buffers a whole page (it flattens its type fields), and a page decoded as
+/// `DynamicObject`s, JSON values held per page, was 17 MiB for 100 bindings of 10 clusters: 35
+/// times their text. Kept as text, a page is about its wire size; each object is decoded
+/// once more, alone, when it is handed on.
+#[derive(Clone, Debug)]
+pub struct RawObject {
+    metadata: ObjectMeta,
+    json: Box<str>,
+}
+
+impl RawObject {
+    /// The object as JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(d)?;
+        let mut metadata = ObjectMeta::default();
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+            let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_string);
+            metadata.name = text("name");
+            metadata.namespace = text("namespace");
+            metadata.resource_version = text("resourceVersion");
+            metadata.uid = text("uid");
+        }
+        let json = serde_json::to_string(&value)
+            .map_err(serde::de::Error::custom)?
+            .into_boxed_str();
+        Ok(RawObject { metadata, json })
+    }
+}
+
+impl kube::Resource for RawObject {
+    type DynamicType = ApiResource;
+    type Scope = kube::core::DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Objects per page of a watch's list. client-go pages by 500; kube decodes a whole page at
+/// once (see [`RawObject`]), so 100 keeps that transient at a fifth for a few more list
+/// requests at start and on relists.
+pub const LIST_PAGE_SIZE: u32 = 100;
+
+/// The watcher configuration of [`watch_all`]: the defaults with [`LIST_PAGE_SIZE`].
+pub fn list_config() -> watcher::Config {
+    watcher::Config::default().page_size(LIST_PAGE_SIZE)
 }
 
 /// Watches every object of `resource` (all namespaces) with [`WatchBackoff`], driven by
@@ -36,18 +122,17 @@ pub fn watch_all(
     mut upsert: impl FnMut(Value) + Send + 'static,
     remove: impl FnMut(&str) + Send + 'static,
 ) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let api: Api<DynamicObject> = Api::all_with(client, resource);
+    let api: Api<RawObject> = Api::all_with(client, resource);
     let (tx, rx) = tokio_watch::channel(false);
     let task = tokio::spawn(async move {
-        let stream =
-            watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+        let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
         drive(
             stream,
             what,
             key_of,
-            move |o: DynamicObject| match serde_json::to_value(o) {
+            move |o: RawObject| match serde_json::from_str(o.json()) {
                 Ok(raw) => upsert(raw),
-                Err(e) => tracing::error!("encoding a watched object of {what}: {e}"),
+                Err(e) => tracing::error!("decoding a watched object of {what}: {e}"),
             },
             remove,
             tx,
@@ -115,21 +200,23 @@ pub async fn drive<K, FU, FR>(
     FR: FnMut(&str),
 {
     futures::pin_mut!(stream);
-    let mut buffer: Vec<K> = Vec::new();
+    // Keys of the list in progress. Its objects are handed on as they arrive, not held until
+    // the list is complete (a relist of many objects would otherwise sit in memory next to
+    // the consumer's own copy). What the list no longer has is removed once it is complete.
+    let mut listing: HashSet<String> = HashSet::new();
     let mut known: HashSet<String> = HashSet::new();
     while let Some(ev) = stream.next().await {
         match ev {
-            Ok(Event::Init) => buffer.clear(),
-            Ok(Event::InitApply(o)) => buffer.push(o),
+            Ok(Event::Init) => listing.clear(),
+            Ok(Event::InitApply(o)) => {
+                listing.insert(key_of(&o));
+                upsert(o);
+            }
             Ok(Event::InitDone) => {
-                let listed: HashSet<String> = buffer.iter().map(&key_of).collect();
-                for gone in known.difference(&listed) {
+                for gone in known.difference(&listing) {
                     remove(gone);
                 }
-                known = listed;
-                for o in buffer.drain(..) {
-                    upsert(o);
-                }
+                known = std::mem::take(&mut listing);
                 let _ = synced.send(true);
             }
             Ok(Event::Apply(o)) => {
@@ -141,6 +228,11 @@ pub async fn drive<K, FU, FR>(
                 known.remove(&k);
                 remove(&k);
             }
+            // A missing RBAC rule is reported once a minute by the client (`forbidden`), not
+            // at each retry.
+            Err(e) if crate::forbidden::is_forbidden_watch(&e) => {
+                tracing::debug!("watch of {what} failed, retrying with backoff: {e}")
+            }
             Err(e) => tracing::warn!("watch of {what} failed, retrying with backoff: {e}"),
         }
     }
@@ -149,6 +241,41 @@ pub async fn drive<K, FU, FR>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Listed (through kube's list type, which buffers its page) and watched (an event), an
+    /// object keeps everything but its managed fields, and its key fields.
+    #[test]
+    fn raw_objects_keep_the_object_without_managed_fields() {
+        let object = serde_json::json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "7",
+                         "uid": "u-1", "labels": {"a": "b"},
+                         "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"clusters": [{"name": "m1", "replicas": 2}]},
+            "status": {"aggregatedStatus": [{"clusterName": "m1", "status": {"replicas": 2}}]}
+        });
+        let mut want = object.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List",
+            "metadata": {"resourceVersion": "9", "continue": "x"}, "items": [object.clone()]});
+        let listed: kube::core::ObjectList<RawObject> =
+            serde_json::from_str(&list.to_string()).unwrap();
+        let event = serde_json::json!({"type": "MODIFIED", "object": object});
+        let watched: kube::core::WatchEvent<RawObject> =
+            serde_json::from_str(&event.to_string()).unwrap();
+        let kube::core::WatchEvent::Modified(watched) = watched else {
+            panic!("not a modification")
+        };
+        for o in [&listed.items[0], &watched] {
+            assert_eq!(serde_json::from_str::<Value>(o.json()).unwrap(), want);
+            assert_eq!(key_of(o), "default/web");
+            assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
+            assert_eq!(o.metadata.uid.as_deref(), Some("u-1"));
+        }
+    }
 
     #[test]
     fn watches_come_back_within_five_seconds() {
@@ -195,9 +322,9 @@ mod tests {
                 "upsert b@1",
                 "upsert c@1",
                 "remove a",
-                "remove c",
                 "upsert b@2",
-                "upsert d@1"
+                "upsert d@1",
+                "remove c"
             ]
         );
     }

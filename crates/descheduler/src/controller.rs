@@ -17,20 +17,22 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use component_base::api::{ApiFailure, api_failure};
+use component_base::BoxFuture;
+use component_base::api::{ApiFailure, bounded};
 use component_base::cancel::CancellationToken;
-use component_base::events::{PendingEvent, Recorder};
+use component_base::events::{EventSink, PendingEvent, binding_references};
 use component_base::fence::{Fence, Permit};
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
 use component_base::watch::{all_synced, watch_all};
+use component_base::write::{ObjectWriter, Permitted, Target, merge_patch};
+use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::ObjectReference;
 use karmada_api::Cluster;
-use karmada_api::work::{API_VERSION, ResourceBinding};
-use kube::api::{Api, ApiResource, Patch, PatchParams};
+use karmada_api::work::ResourceBinding;
+use kube::api::{Api, ApiResource};
 use serde_json::{Value, json};
 
 use crate::options::{COMPONENT, Options};
@@ -56,65 +58,46 @@ pub struct Descheduler {
     bindings: RwLock<HashMap<String, Arc<ResourceBinding>>>,
     clusters: RwLock<HashMap<String, Arc<Cluster>>>,
     estimator: SchedulerEstimator,
-    writer: Arc<dyn BindingWriter>,
-    events: Arc<dyn EventRecorder>,
+    writer: Arc<BindingWriter>,
+    events: Arc<dyn EventSink>,
     queue: Arc<WorkqueueMetrics>,
 }
 
-/// The one write the descheduler makes.
-pub trait BindingWriter: Send + Sync {
-    /// Merge-patch `spec.clusters` of `namespace/name`, if its resourceVersion is still
-    /// `resource_version`; the patched object on success.
-    fn write_clusters<'a>(
-        &'a self,
-        namespace: &'a str,
-        name: &'a str,
-        resource_version: &'a str,
-        clusters: Value,
-    ) -> component_base::BoxFuture<'a, Result<ResourceBinding, ApiFailure>>;
+/// A ResourceBinding by namespace and name: what the descheduler's writer is keyed by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BindingName {
+    pub namespace: String,
+    pub name: String,
 }
 
-/// Where events go (the API server, or memory in tests).
-pub trait EventRecorder: Send + Sync {
-    fn record(&self, event: PendingEvent);
-}
-
-impl EventRecorder for Recorder {
-    fn record(&self, event: PendingEvent) {
-        self.send(event);
-    }
-}
+/// The descheduler's writes: component-base's writer of ResourceBindings.
+pub type BindingWriter = dyn ObjectWriter<BindingName, ResourceBinding>;
 
 /// The writer over the kube client.
 pub struct KubeWriter(pub kube::Client);
 
-impl BindingWriter for KubeWriter {
-    fn write_clusters<'a>(
+impl ObjectWriter<BindingName, ResourceBinding> for KubeWriter {
+    fn patch<'a>(
         &'a self,
-        namespace: &'a str,
-        name: &'a str,
-        resource_version: &'a str,
-        clusters: Value,
-    ) -> component_base::BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
+        key: &'a BindingName,
+        target: Target,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
         Box::pin(async move {
-            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), namespace);
-            let patch = json!({
-                "metadata": {"resourceVersion": resource_version},
-                "spec": {"clusters": clusters},
-            });
-            match tokio::time::timeout(
-                REQUEST_TIMEOUT,
-                api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await
-            {
-                Ok(r) => r.map_err(api_failure),
-                Err(_) => Err(ApiFailure {
-                    code: 0,
-                    reason: String::new(),
-                    message: format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
-                }),
-            }
+            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
+            let what = || format!("patching ResourceBinding {}/{}", key.namespace, key.name);
+            merge_patch(&api, &key.name, target, &patch, what, REQUEST_TIMEOUT).await
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a BindingName,
+    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
+        Box::pin(async move {
+            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
+            let what = || format!("reading ResourceBinding {}/{}", key.namespace, key.name);
+            bounded(what, REQUEST_TIMEOUT, api.get(&key.name)).await
         })
     }
 }
@@ -138,38 +121,13 @@ fn key_of(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-fn binding_ref(rb: &ResourceBinding) -> ObjectReference {
-    ObjectReference {
-        api_version: Some(API_VERSION.to_string()),
-        kind: Some(ResourceBinding::KIND.to_string()),
-        name: rb.metadata.name.clone(),
-        namespace: rb.metadata.namespace.clone(),
-        uid: rb.metadata.uid.clone(),
-        resource_version: rb.metadata.resource_version.clone(),
-        ..Default::default()
-    }
-}
-
-fn workload_ref(rb: &ResourceBinding) -> ObjectReference {
-    let r = &rb.spec.resource;
-    let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    ObjectReference {
-        api_version: some(&r.api_version),
-        kind: some(&r.kind),
-        name: some(&r.name),
-        namespace: some(&r.namespace),
-        uid: some(&r.uid),
-        ..Default::default()
-    }
-}
-
 impl Descheduler {
     /// A descheduler over these parts (its caches start empty).
     pub fn new(
         threshold: Duration,
         estimator: SchedulerEstimator,
-        writer: Arc<dyn BindingWriter>,
-        events: Arc<dyn EventRecorder>,
+        writer: Arc<BindingWriter>,
+        events: Arc<dyn EventSink>,
         queue: Arc<WorkqueueMetrics>,
     ) -> Self {
         Self {
@@ -331,18 +289,23 @@ impl Descheduler {
             return Ok(Outcome::Unchanged);
         };
         let clusters = serde_json::to_value(&plan.clusters).unwrap_or(Value::Null);
-        let (namespace, name) = (
-            rb.metadata.namespace.as_deref().unwrap_or_default(),
-            rb.metadata.name.as_deref().unwrap_or_default(),
-        );
+        let target = BindingName {
+            namespace: rb.metadata.namespace.clone().unwrap_or_default(),
+            name: rb.metadata.name.clone().unwrap_or_default(),
+        };
         let rv = rb.metadata.resource_version.as_deref().unwrap_or_default();
-        // Right before the request: the decision may have outlived the term it was made in.
-        permit.check()?;
-        match self
-            .writer
-            .write_clusters(namespace, name, rv, clusters)
-            .await
-        {
+        // Guarded by the resourceVersion the decision was made on.
+        let patch = json!({
+            "metadata": {"resourceVersion": rv},
+            "spec": {"clusters": clusters},
+        });
+        // The permit is checked right before the request: the decision may have outlived the
+        // term it was made in.
+        let writer = Permitted {
+            inner: self.writer.as_ref(),
+            permit,
+        };
+        match writer.patch(&target, Target::Main, patch).await {
             Ok(updated) => {
                 self.event(&updated, false, &plan.message);
                 // The cache follows at once, so that a pass right after this one decides on
@@ -351,6 +314,8 @@ impl Descheduler {
                 tracing::info!(binding = %key, "{}", plan.message);
                 Ok(Outcome::Descheduled { total: plan.total })
             }
+            // Not sent: nothing to tell, the binding is left to whoever leads.
+            Err(fenced) if fenced.is_fenced() => Err(fenced),
             Err(failure) => {
                 tracing::error!(binding = %key, "descheduling write failed: {failure}");
                 self.event(&rb, true, &failure.message);
@@ -366,7 +331,7 @@ impl Descheduler {
         } else {
             REASON_SUCCEED
         };
-        for involved in [binding_ref(rb), workload_ref(rb)] {
+        for involved in binding_references(ResourceBinding::KIND, &rb.metadata, &rb.spec.resource) {
             self.events
                 .record(PendingEvent::on(involved, warning, reason, message));
         }
@@ -429,34 +394,24 @@ pub async fn run(
     );
     watches.push(task);
     synced.push(rx);
-    let (d1, d2) = (d.clone(), d.clone());
-    let (s1, s2) = (sync.clone(), sync.clone());
-    let (task, rx) = watch_all(
+    let (d1, d2, lookup) = (d.clone(), d.clone(), d.clone());
+    let current: ClusterLookup = Arc::new(move |name: &str| lookup.cluster(name));
+    let (task, rx) = watch_clusters(
         client.clone(),
-        &ApiResource::erase::<Cluster>(&()),
-        "clusters",
-        move |raw: Value| match karmada_api::from_json_value::<Cluster>(raw) {
-            Ok(mut c) => {
-                c.metadata.managed_fields = None;
-                let name = c.metadata.name.clone().unwrap_or_default();
-                let c = Arc::new(c);
-                d1.clusters
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(name, c.clone());
-                let lookup = d1.clone();
-                let current: ClusterLookup = Arc::new(move |name: &str| lookup.cluster(name));
-                s1.ensure(c, current);
-            }
-            Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+        Some(sync.clone()),
+        current,
+        move |c| {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            d1.clusters
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name, Arc::new(c));
         },
-        move |k: &str| {
-            let name = k.trim_start_matches('/');
+        move |name| {
             d2.clusters
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(name);
-            s2.cluster_deleted(name);
         },
     );
     watches.push(task);

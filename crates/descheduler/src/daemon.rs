@@ -4,30 +4,31 @@
 use std::sync::Arc;
 
 use component_base::cancel::CancellationToken;
-use component_base::lifecycle::{self, Settings, Work};
+use component_base::lifecycle::{Daemon, Settings};
 use component_base::metrics::ComponentMetrics;
 
 use crate::options::Options;
 
-fn settings(opts: &Options) -> Settings {
-    Settings {
-        version_text: crate::options::version_text(),
-        work_name: "descheduling",
-        serving: opts.serving.clone(),
-        kube: opts.kube.clone(),
-        leader_election: opts.leader_election.clone(),
-        health_routes: None,
-    }
+fn daemon(opts: Options) -> Daemon {
+    let metrics = metrics();
+    let settings = Settings::new(crate::options::version_text(), "descheduling", &opts.common);
+    let work_metrics = metrics.clone();
+    Daemon::new(
+        settings,
+        metrics,
+        opts,
+        move |opts, client, ready, fence, stop| {
+            crate::controller::run(opts, client, work_metrics.clone(), ready, fence, stop)
+        },
+    )
 }
 
-fn work(opts: Options, metrics: Arc<ComponentMetrics>) -> Work {
-    let opts = Arc::new(opts);
-    Box::new(move |client, ready, fence, stop| {
-        let (opts, metrics) = (opts.clone(), metrics.clone());
-        Box::pin(
-            async move { crate::controller::run(opts, client, metrics, ready, fence, stop).await },
-        )
-    })
+/// The process's metrics: the shared families, and ours (docs/compatibility.md): requests
+/// refused for lack of an RBAC rule.
+fn metrics() -> Arc<ComponentMetrics> {
+    let metrics = Arc::new(ComponentMetrics::new());
+    metrics.register(|r| component_base::forbidden::register(r, "karmada_descheduler"));
+    metrics
 }
 
 /// Run until a signal or a fatal error.
@@ -35,12 +36,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     tracing::info!(
         "Please make sure the karmada-scheduler-estimator of all member clusters has been deployed"
     );
-    let metrics = Arc::new(ComponentMetrics::new());
-    lifecycle::run(settings(&opts), metrics.clone(), work(opts, metrics)).await
+    daemon(opts).run().await
 }
 
 /// [`run`] with an explicit stop token (tests).
 pub async fn run_until(opts: Options, stop: CancellationToken) -> anyhow::Result<()> {
-    let metrics = Arc::new(ComponentMetrics::new());
-    lifecycle::run_until(settings(&opts), metrics.clone(), work(opts, metrics), stop).await
+    daemon(opts).run_until(stop).await
 }

@@ -6,12 +6,8 @@
 use component_base::cli::{Invocation as GenericInvocation, ValidationError};
 use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K};
 use component_base::goparse::{self, GoDuration, go_quote};
-use component_base::logflags::LoggingOptions;
-use component_base::options::{
-    KUBE_FLAGS, KubeClientOptions, LEADER_FLAGS, LeaderElection, SERVING_FLAGS, ServingOptions,
-    health_probe_flag,
-};
-use component_base::setter;
+use component_base::options::{CommonOptions, health_probe_flag};
+use component_base::{daemon_tables, setter};
 use estimator_client::flags::EstimatorFlags;
 
 /// The component name: the command, the Lease and the events' source.
@@ -23,9 +19,8 @@ pub type Invocation = GenericInvocation<Options>;
 /// Everything the command line can say.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    pub leader_election: LeaderElection,
-    pub kube: KubeClientOptions,
-    pub serving: ServingOptions,
+    /// Leader election, the client, the servers, logging: the groups every daemon has.
+    pub common: CommonOptions,
     pub estimator: EstimatorFlags,
     /// `--descheduling-interval`: time between two passes.
     pub descheduling_interval: GoDuration,
@@ -34,7 +29,6 @@ pub struct Options {
     /// Not a flag of the reference (which handles one binding at a time): how many bindings
     /// are descheduled at once; `1` behaves as the reference.
     pub concurrent_syncs: i64,
-    pub logging: LoggingOptions,
     /// Normalised names of the flags given, in order of first use.
     pub changed: Vec<String>,
 }
@@ -43,14 +37,11 @@ impl Default for Options {
     /// The shared groups' defaults, then every default of [`FLAGS`].
     fn default() -> Self {
         let mut o = Self {
-            leader_election: LeaderElection::new(COMPONENT),
-            kube: KubeClientOptions::default(),
-            serving: ServingOptions::new(""),
+            common: CommonOptions::new(COMPONENT),
             estimator: EstimatorFlags::default(),
             descheduling_interval: GoDuration(0),
             unschedulable_threshold: GoDuration(0),
             concurrent_syncs: 0,
-            logging: LoggingOptions::default(),
             changed: Vec::new(),
         };
         flags::apply_defaults(&[FLAGS], &mut o);
@@ -91,17 +82,11 @@ pub static FLAGS: &[FlagDef] = &[
 ];
 
 /// The Go descheduler registers no `--leader-elect-resource-name` and no `--feature-gates`.
-const TABLES: &[&[FlagDef]] = &[
-    &[component_base::logflags::format_flag(
-        component_base::logflags::FORMAT_USAGE_GATED,
-    )],
-    component_base::logflags::FLAGS,
-    LEADER_FLAGS,
-    KUBE_FLAGS,
-    SERVING_FLAGS,
+const TABLES: &[&[FlagDef]] = daemon_tables!(
+    component_base::logflags::FORMAT_USAGE;
     estimator_client::flags::FLAGS,
     FLAGS,
-];
+);
 
 impl FlagSink for Options {
     fn set(&mut self, name: &str, value: &str, _first_use: bool) -> Result<(), String> {
@@ -109,13 +94,9 @@ impl FlagSink for Options {
             TABLES,
             self,
             |o| {
-                vec![
-                    &mut o.logging,
-                    &mut o.leader_election,
-                    &mut o.kube,
-                    &mut o.serving,
-                    &mut o.estimator,
-                ]
+                let mut groups = o.common.groups();
+                groups.push(&mut o.estimator);
+                groups
             },
             name,
             value,
@@ -138,7 +119,10 @@ impl Options {
     /// The reference's validation: the logging configuration (with the default feature
     /// gates: the Go descheduler has no `--feature-gates`), then its options, in its order.
     pub fn validate(&self) -> Result<(), ValidationError> {
-        let logging = self.logging.validate(&|gate| gate == "LoggingBetaOptions");
+        let logging = self
+            .common
+            .logging
+            .validate(&|gate| gate == "LoggingBetaOptions");
         if !logging.is_empty() {
             return Err(ValidationError::Logging(flags::aggregate(&logging)));
         }
@@ -207,14 +191,23 @@ mod tests {
     #[test]
     fn defaults_are_the_references() {
         let o = run(&[]);
-        assert!(o.leader_election.leader_elect);
-        assert_eq!(o.leader_election.resource_name, "karmada-descheduler");
-        assert_eq!(o.leader_election.resource_namespace, "karmada-system");
-        assert_eq!(o.leader_election.lease_duration, GoDuration::from_secs(15));
-        assert_eq!(o.serving.metrics_bind_address, ":8080");
-        assert_eq!(o.serving.health_probe_bind_address, ":10358");
-        assert_eq!(o.kube.kube_api_qps, 40.0);
-        assert_eq!(o.kube.kube_api_burst, 60);
+        assert!(o.common.leader_election.leader_elect);
+        assert_eq!(
+            o.common.leader_election.resource_name,
+            "karmada-descheduler"
+        );
+        assert_eq!(
+            o.common.leader_election.resource_namespace,
+            "karmada-system"
+        );
+        assert_eq!(
+            o.common.leader_election.lease_duration,
+            GoDuration::from_secs(15)
+        );
+        assert_eq!(o.common.serving.metrics_bind_address, ":8080");
+        assert_eq!(o.common.serving.health_probe_bind_address, ":10358");
+        assert_eq!(o.common.kube.kube_api_qps, 40.0);
+        assert_eq!(o.common.kube.kube_api_burst, 60);
         assert_eq!(o.estimator.timeout, GoDuration::from_secs(3));
         assert_eq!(o.estimator.port, 10352);
         assert_eq!(o.estimator.service_prefix, "karmada-scheduler-estimator");
@@ -237,9 +230,9 @@ mod tests {
         assert_eq!(o.descheduling_interval, GoDuration::from_secs(30));
         assert_eq!(o.unschedulable_threshold, GoDuration::from_secs(60));
         assert_eq!(o.estimator.port, 20352);
-        assert_eq!(o.kube.kube_api_qps, 5.0);
-        assert!(!o.leader_election.leader_elect);
-        assert_eq!(o.logging.verbosity, 4);
+        assert_eq!(o.common.kube.kube_api_qps, 5.0);
+        assert!(!o.common.leader_election.leader_elect);
+        assert_eq!(o.common.logging.verbosity, 4);
         assert_eq!(
             err(&["--descheduling-interval=soon"]),
             r#"invalid argument "soon" for "--descheduling-interval" flag: time: invalid duration "soon""#

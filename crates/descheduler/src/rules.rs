@@ -128,7 +128,7 @@ pub fn ready_replicas(rb: &ResourceBinding) -> (HashMap<String, i32>, Vec<String
     let mut ready = HashMap::new();
     let mut problems = Vec::new();
     for item in &rb.status.aggregated_status {
-        let Some(status) = &item.status else {
+        let Some(status) = item.status.as_ref().map(karmada_api::work::RawJson::value) else {
             continue;
         };
         let Some(fields) = status.as_object() else {

@@ -12,13 +12,16 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
 use karmada_api::work::ResourceBinding;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use testenv::faults::StoppedEstimator;
+use testenv::helm::helm_or_skip;
+use testenv::rbac::{self, Daemon, Identity};
 use testenv::workload::{PodState, deployment_with_pods};
-use testenv::{GoProcess, TestEnv, apply_value, free_port, tools_or_skip};
+use testenv::{GoProcess, TestEnv, apply_value, free_port, http_get, tools_or_skip, wait_for};
 
 const AGGREGATED: &str = r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Aggregated"}}"#;
 const DYNAMIC: &str = r#"{"replicaScheduling":{"replicaSchedulingType":"Divided","replicaDivisionPreference":"Weighted","weightPreference":{"dynamicWeight":"AvailableReplicas"}}}"#;
@@ -152,8 +155,14 @@ fn replicas(rb: &ResourceBinding) -> Vec<i32> {
 /// One recorded event: (involved kind, involved name, type, reason, message).
 type Recorded = (String, String, String, String, String);
 
-/// What one descheduler wrote: every binding's replicas, the events, and the process.
-type Run = (Vec<(String, Vec<i32>)>, BTreeSet<Recorded>, GoProcess);
+/// What one descheduler wrote: every binding's replicas, the events, the process and its
+/// metrics address.
+type Run = (
+    Vec<(String, Vec<i32>)>,
+    BTreeSet<Recorded>,
+    GoProcess,
+    String,
+);
 
 /// The descheduler's events in `ns`.
 async fn events(env: &TestEnv, ns: &str) -> anyhow::Result<BTreeSet<Recorded>> {
@@ -196,23 +205,63 @@ fn expected_events() -> BTreeSet<Recorded> {
         .collect()
 }
 
-fn spawn(env: &TestEnv, name: &str, program: &Path) -> anyhow::Result<GoProcess> {
+/// How a descheduler is run: the reference with the admin kubeconfig and no leader election;
+/// ours with the token of the chart's ServiceAccount, bound to the chart's RBAC only
+/// (`testenv::rbac`), and leader election on the Lease `karmada-descheduler`.
+enum As<'a> {
+    Admin,
+    Chart(&'a Identity),
+}
+
+fn spawn(
+    env: &TestEnv,
+    name: &str,
+    program: &Path,
+    who: &As,
+    metrics: &str,
+) -> anyhow::Result<GoProcess> {
+    let (kubeconfig, leader_elect) = match who {
+        As::Admin => (env.kubeconfig(), false),
+        As::Chart(id) => (id.kubeconfig.as_path(), true),
+    };
     let args = vec![
-        format!("--kubeconfig={}", env.kubeconfig().display()),
-        "--leader-elect=false".to_string(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--leader-elect={leader_elect}"),
         "--descheduling-interval=2s".to_string(),
         "--unschedulable-threshold=1m".to_string(),
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
+        format!("--metrics-bind-address={metrics}"),
         format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
         "--v=4".to_string(),
     ];
     env.spawn_process(name, program, &args)
 }
 
+/// The chart's descheduler identity for release `release` (its ServiceAccount's token), with
+/// `take_away` (API group, resource, verb) taken from its roles when given.
+async fn chart_identity(
+    env: &TestEnv,
+    helm: &Path,
+    release: &str,
+    take_away: Option<(&str, &str, &str)>,
+) -> anyhow::Result<Identity> {
+    let mut docs = rbac::chart_rbac(helm, Daemon::Descheduler, release, &[]);
+    if let Some((group, resource, verb)) = take_away {
+        rbac::without_verb(&mut docs, group, resource, verb)?;
+    }
+    rbac::service_account_kubeconfig(env, &docs).await
+}
+
 /// Runs a descheduler until the namespace's bindings and events are what the rules say (and
 /// stay so for a few more passes); returns what it wrote and the still running process.
-async fn run_one(env: &TestEnv, name: &str, program: &Path, ns: &str) -> anyhow::Result<Run> {
-    let mut process = spawn(env, name, program)?;
+async fn run_one(
+    env: &TestEnv,
+    name: &str,
+    program: &Path,
+    ns: &str,
+    who: &As<'_>,
+) -> anyhow::Result<Run> {
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut process = spawn(env, name, program, who, &metrics)?;
     let api: Api<ResourceBinding> = Api::namespaced(env.client().await?, ns);
     let want = expected_events();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
@@ -239,13 +288,16 @@ async fn run_one(env: &TestEnv, name: &str, program: &Path, ns: &str) -> anyhow:
         written.push((case.name.to_string(), replicas(&api.get(case.name).await?)));
     }
     let got = events(env, ns).await?;
-    Ok((written, got, process))
+    Ok((written, got, process, metrics))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Result<()> {
     let Some(tools) = tools_or_skip("descheduler_matches_the_reference_with_real_estimators")
     else {
+        return Ok(());
+    };
+    let Some(helm) = helm_or_skip("descheduler_matches_the_reference_with_real_estimators") else {
         return Ok(());
     };
     let env = TestEnv::builder().tools(tools).members(2).start().await?;
@@ -260,14 +312,29 @@ async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Res
     // The reference first, alone with its bindings.
     bindings(&env, "twin-go").await?;
     let go_bin = env.tools().bin("karmada-descheduler");
-    let (go_written, go_events, mut go) =
-        run_one(&env, "go-descheduler", &go_bin, "twin-go").await?;
+    let (go_written, go_events, mut go, _) =
+        run_one(&env, "go-descheduler", &go_bin, "twin-go", &As::Admin).await?;
     go.kill();
 
-    // Then ours, on an identical copy.
+    // Then ours, on an identical copy, with the chart's RBAC only.
     bindings(&env, "twin-rs").await?;
     let ours = Path::new(env!("CARGO_BIN_EXE_karmada-descheduler"));
-    let (rs_written, rs_events, mut rs) = run_one(&env, "rs-descheduler", ours, "twin-rs").await?;
+    let id = chart_identity(&env, &helm, "ksrs", None).await?;
+    let (rs_written, rs_events, mut rs, _) =
+        run_one(&env, "rs-descheduler", ours, "twin-rs", &As::Chart(&id)).await?;
+    // It led (its Lease), and nothing it asked for was refused.
+    let leases: Api<Lease> = Api::namespaced(env.client().await?, "karmada-system");
+    let holder = leases
+        .get("karmada-descheduler")
+        .await?
+        .spec
+        .and_then(|s| s.holder_identity);
+    assert!(
+        holder.is_some(),
+        "the Lease karmada-descheduler has no holder"
+    );
+    let log = std::fs::read_to_string(rs.log_path())?;
+    assert!(!log.contains("forbidden"), "{log}");
 
     assert_eq!(go_written, want, "the Go descheduler follows the rules");
     assert_eq!(
@@ -326,6 +393,80 @@ async fn descheduler_matches_the_reference_with_real_estimators() -> anyhow::Res
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     rs.kill();
+    env.stop();
+    Ok(())
+}
+
+/// Ours with the chart's RBAC less `create` on events: it deschedules exactly as with the full
+/// role, writes no Event, says once which permission is missing (verb, resource, namespace,
+/// identity) however many Events were refused, and counts each refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descheduler_without_events_create_still_deschedules() -> anyhow::Result<()> {
+    const TEST: &str = "descheduler_without_events_create_still_deschedules";
+    let Some(tools) = tools_or_skip(TEST) else {
+        return Ok(());
+    };
+    let Some(helm) = helm_or_skip(TEST) else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(2).start().await?;
+    let ns = "noevents";
+    members(&env, ns).await?;
+    bindings(&env, ns).await?;
+    let id = chart_identity(&env, &helm, "noevents", Some(("", "events", "create"))).await?;
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let ours = Path::new(env!("CARGO_BIN_EXE_karmada-descheduler"));
+    let started = std::time::Instant::now();
+    let process = spawn(&env, "rs-descheduler", ours, &As::Chart(&id), &metrics)?;
+    let api: Api<ResourceBinding> = Api::namespaced(env.client().await?, ns);
+    let want: Vec<(String, Vec<i32>)> = CASES
+        .iter()
+        .map(|c| (c.name.to_string(), c.want.to_vec()))
+        .collect();
+    let explain = |e: anyhow::Error| anyhow::anyhow!("{e:#}\n{}", process.log_tail(40));
+    wait_for(
+        "the bindings descheduled",
+        Duration::from_secs(90),
+        || async {
+            let mut written = Vec::new();
+            for case in CASES {
+                written.push((case.name.to_string(), replicas(&api.get(case.name).await?)));
+            }
+            Ok((written == want).then_some(()))
+        },
+    )
+    .await
+    .map_err(explain)?;
+    let line = format!(
+        "forbidden: \"{}\" may not create resource \"events\" in API group \"\" in the namespace \"{ns}\"",
+        id.user
+    );
+    let log = wait_for("the forbidden warning", Duration::from_secs(30), || async {
+        let log = std::fs::read_to_string(process.log_path())?;
+        Ok(log.contains(&line).then_some(log))
+    })
+    .await
+    .map_err(explain)?;
+    println!(
+        "the warning: {}",
+        log.lines().find(|l| l.contains(&line)).unwrap_or_default()
+    );
+    // One warning per minute at most, whatever the number of refusals.
+    let minutes = started.elapsed().as_secs() / 60;
+    let warnings = log.matches(&line).count() as u64;
+    assert!(
+        (1..=1 + minutes).contains(&warnings),
+        "{warnings} warnings in {minutes} whole minutes:\n{log}"
+    );
+    // Two descheduled bindings, an Event on each and on its workload.
+    let series = "karmada_descheduler_forbidden_requests_total{group=\"\",resource=\"events\",verb=\"create\"}";
+    let (_, body) = http_get(&metrics, "/metrics").await?;
+    let refused: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(refused >= 4.0, "{series} = {refused}\n{body}");
+    assert_eq!(events(&env, ns).await?, BTreeSet::new(), "no Event written");
     env.stop();
     Ok(())
 }

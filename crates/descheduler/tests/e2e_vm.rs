@@ -19,7 +19,8 @@ use anyhow::bail;
 use karmada_api::work::ResourceBinding;
 use kube::api::Api;
 use serde_json::json;
-use testenv::vm::{self, VmNet, VmTopology, pki, set_estimator_service};
+use testenv::pki;
+use testenv::vm::{self, VmNet, VmTopology, set_estimator_service};
 use testenv::workload::{PodState, deployment_with_pods};
 use testenv::{GoProcess, TestEnv, apply_value, tools_or_skip};
 

@@ -273,6 +273,17 @@ impl ConnectionCache {
 
     /// Records the outcome of a call, logging only changes.
     pub(crate) fn record_call(&self, cluster: &str, outcome: Result<(), &str>) {
+        // Almost every call answers a healthy cluster: that needs no change, and the read
+        // lock lets a cycle's hundreds of concurrent calls record it without queueing for
+        // the write lock.
+        if outcome.is_ok()
+            && self
+                .read()
+                .get(cluster)
+                .is_none_or(|e| e.health == Health::Ready)
+        {
+            return;
+        }
         let mut entries = self.write();
         let Some(entry) = entries.get_mut(cluster) else {
             return;
@@ -299,7 +310,7 @@ impl ConnectionCache {
     pub(crate) fn observe_call(
         &self,
         cluster: &str,
-        method: &str,
+        method: &'static str,
         result: crate::metrics::CallResult,
         took: std::time::Duration,
     ) {

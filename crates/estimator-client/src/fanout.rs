@@ -5,109 +5,142 @@
 //! estimator costs at most that one timeout and the fan-out costs about one round trip,
 //! however many clusters are asked. The result keeps the order of the clusters asked.
 //!
+//! The process has at most [`MAX_CALLS_IN_FLIGHT`] calls in flight over all its fan-outs: a
+//! call's state (a few KiB) is only created once it may start, so 16 bindings fanning out to
+//! thousands of clusters queue behind a bounded set instead of holding every call at once.
+//! A fan-out still waiting for a slot at its deadline fails its remaining clusters as timed
+//! out, as a call that started and did not finish would.
+//!
 //! Merging follows [`FailurePolicy`]: by default (the reference) any failure makes the whole
 //! estimator fail for this binding and scheduler-core discards all its answers; the opt-in
 //! per-cluster policy answers `-1` ("no opinion") for failed clusters instead.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use futures::{FutureExt as _, StreamExt as _};
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use scheduler_core::estimator::{
     AssumedByCluster, AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator,
     EstimatorError, UNAUTHENTIC_REPLICA,
 };
+use tokio::sync::Semaphore;
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::cache::ConnectionCache;
-use crate::codec::MAX_RESPONSE_SIZE;
+use crate::codec::{Encoded, EncodedCodec, MAX_RESPONSE_SIZE};
 use crate::dial::aggregate;
 use crate::metrics::CallResult;
 use crate::options::FailurePolicy;
-use crate::pb::EstimatorClient;
 use crate::pb::messages as pb;
 use crate::request::{self, OBJECT_METADATA_KEY};
 
 /// Registry name of the accurate estimator.
 pub const NAME: &str = "scheduler-estimator";
 
+/// Estimator calls one process has in flight at most, over all its fan-outs. Far above what
+/// keeps the estimators and two cores busy (a few dozen calls of 1 ms saturate a core), far
+/// below the tens of thousands 16 concurrent fan-outs to thousands of clusters would start.
+pub const MAX_CALLS_IN_FLIGHT: usize = 2048;
+
 /// One estimator RPC: its request type, method name and how to call it.
-pub trait Rpc: Clone + Send + Sync + 'static {
+pub trait Rpc: prost::Message + Default + Clone + Send + Sync + 'static {
     /// gRPC method name, as used in metrics.
     const METHOD: &'static str;
     /// The name the reference's error texts use for the method.
     const CALLING: &'static str = Self::METHOD;
+    /// The method's HTTP/2 path.
+    const PATH: &'static str;
+    /// The response message.
+    type Response: prost::Message + Default + Send + 'static;
     /// Stamps the cluster name into the request.
     fn set_cluster(&mut self, cluster: &str);
     /// Puts the workloads assumed on this request's cluster into it (methods without the
     /// field ignore them).
     fn set_assumed(&mut self, _assumed: &[AssumedWorkload]) {}
-    /// Calls the method and extracts the number answered.
-    fn call(
-        client: EstimatorClient<Channel>,
-        request: tonic::Request<Self>,
-    ) -> impl Future<Output = Result<i32, Status>> + Send;
+    /// The number answered.
+    fn answer(response: Self::Response) -> i32;
+
+    /// The encoding of a message holding only one cluster's own fields (its name, the
+    /// workloads assumed on it): what [`Encoded`] appends to the shared template.
+    fn own_fields(cluster: &str, assumed: Option<&[AssumedWorkload]>) -> Vec<u8> {
+        let mut own = Self::default();
+        own.set_cluster(cluster);
+        if let Some(a) = assumed {
+            own.set_assumed(a);
+        }
+        own.encode_to_vec()
+    }
+}
+
+/// Sends one pre-encoded request of `R` on `channel` (as the generated client would, without
+/// encoding the message again).
+async fn call<R: Rpc>(channel: Channel, request: tonic::Request<Encoded>) -> Result<i32, Status> {
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(MAX_RESPONSE_SIZE);
+    grpc.ready()
+        .await
+        .map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;
+    let path = http::uri::PathAndQuery::from_static(R::PATH);
+    let response = grpc
+        .unary(request, path, EncodedCodec::<R::Response>::default())
+        .await?;
+    Ok(R::answer(response.into_inner()))
+}
+
+/// The gRPC service of the estimator protocol, for [`Rpc::PATH`].
+macro_rules! path {
+    ($method:literal) => {
+        concat!(
+            "/github.com.karmada_io.karmada.pkg.estimator.service.Estimator/",
+            $method
+        )
+    };
 }
 
 impl Rpc for pb::MaxAvailableReplicasRequest {
     const METHOD: &'static str = "MaxAvailableReplicas";
+    const PATH: &'static str = path!("MaxAvailableReplicas");
+    type Response = pb::MaxAvailableReplicasResponse;
     fn set_cluster(&mut self, cluster: &str) {
         self.cluster = cluster.to_string();
     }
     fn set_assumed(&mut self, assumed: &[AssumedWorkload]) {
         self.assumed_workloads = assumed.iter().map(request::assumed_workload).collect();
     }
-    async fn call(
-        mut client: EstimatorClient<Channel>,
-        request: tonic::Request<Self>,
-    ) -> Result<i32, Status> {
-        Ok(client
-            .max_available_replicas(request)
-            .await?
-            .into_inner()
-            .max_replicas)
+    fn answer(response: Self::Response) -> i32 {
+        response.max_replicas
     }
 }
 
 impl Rpc for pb::MaxAvailableComponentSetsRequest {
     const METHOD: &'static str = "MaxAvailableComponentSets";
+    const PATH: &'static str = path!("MaxAvailableComponentSets");
+    type Response = pb::MaxAvailableComponentSetsResponse;
     fn set_cluster(&mut self, cluster: &str) {
         self.cluster = cluster.to_string();
     }
     fn set_assumed(&mut self, assumed: &[AssumedWorkload]) {
         self.assumed_workloads = assumed.iter().map(request::assumed_workload).collect();
     }
-    async fn call(
-        mut client: EstimatorClient<Channel>,
-        request: tonic::Request<Self>,
-    ) -> Result<i32, Status> {
-        Ok(client
-            .max_available_component_sets(request)
-            .await?
-            .into_inner()
-            .max_sets)
+    fn answer(response: Self::Response) -> i32 {
+        response.max_sets
     }
 }
 
 impl Rpc for pb::UnschedulableReplicasRequest {
     const METHOD: &'static str = "GetUnschedulableReplicas";
     const CALLING: &'static str = "UnschedulableReplicas";
+    const PATH: &'static str = path!("GetUnschedulableReplicas");
+    type Response = pb::UnschedulableReplicasResponse;
     fn set_cluster(&mut self, cluster: &str) {
         self.cluster = cluster.to_string();
     }
-    async fn call(
-        mut client: EstimatorClient<Channel>,
-        request: tonic::Request<Self>,
-    ) -> Result<i32, Status> {
-        Ok(client
-            .get_unschedulable_replicas(request)
-            .await?
-            .into_inner()
-            .unschedulable_replicas)
+    fn answer(response: Self::Response) -> i32 {
+        response.unschedulable_replicas
     }
 }
 
@@ -154,10 +187,24 @@ pub fn as_grpc_go(status: Status) -> Status {
     status
 }
 
+/// A call slot, waited for until `deadline` (`None` past it).
+async fn take_slot(
+    slots: Arc<Semaphore>,
+    deadline: tokio::time::Instant,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    tokio::time::timeout_at(deadline, slots.acquire_owned())
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
 /// The gRPC estimator client (`scheduler-estimator`).
 #[derive(Clone)]
 pub struct SchedulerEstimator {
     cache: Arc<ConnectionCache>,
+    /// Slots for calls in flight (see [`MAX_CALLS_IN_FLIGHT`]); FIFO, so fan-outs are served
+    /// in the order they asked.
+    slots: Arc<Semaphore>,
 }
 
 /// One cluster to ask: its name and, when known, whether it is a Pull cluster.
@@ -169,7 +216,15 @@ struct Target<'a> {
 impl SchedulerEstimator {
     /// The estimator over `cache` (timeout and failure policy come from its options).
     pub fn new(cache: Arc<ConnectionCache>) -> Self {
-        Self { cache }
+        Self::with_call_slots(cache, MAX_CALLS_IN_FLIGHT)
+    }
+
+    /// The estimator with at most `slots` calls in flight (tests use a small number).
+    pub fn with_call_slots(cache: Arc<ConnectionCache>, slots: usize) -> Self {
+        Self {
+            cache,
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+        }
     }
 
     /// The connection cache, for the daemon's Cluster and Service event handlers.
@@ -216,14 +271,38 @@ impl SchedulerEstimator {
         let options = self.cache.options();
         let deadline = tokio::time::Instant::now() + options.timeout;
         let object = MetadataValue::try_from(object).ok();
-        let calls = targets.iter().map(|t| {
-            let mut message = template.clone();
-            if let Some(a) = assumed.and_then(|m| m.get(t.name)) {
-                message.set_assumed(a);
-            }
-            self.ask(t, object.clone(), message, deadline)
-        });
-        let answers = futures::future::join_all(calls).await;
+        // Encoded once; each call appends its cluster's own fields.
+        let shared = Bytes::from(template.encode_to_vec());
+        let slots = &self.slots;
+        let shared = &shared;
+        let object = &object;
+        // Slots are taken one cluster after the other by one waiting future, which keeps this
+        // fan-out's place in the semaphore's FIFO queue while its calls run; past the deadline
+        // a call starts without a slot and times out at once.
+        let mut done: Vec<(usize, Result<i32, String>)> = futures::stream::iter(0..targets.len())
+            .then(|i| take_slot(slots.clone(), deadline).map(move |slot| (i, slot)))
+            .map(|(i, slot)| {
+                let t = &targets[i];
+                let own = R::own_fields(
+                    t.name,
+                    assumed.and_then(|m| m.get(t.name)).map(Vec::as_slice),
+                );
+                let asked = self.ask::<R>(
+                    t,
+                    object.clone(),
+                    Encoded::new(shared.clone(), own),
+                    deadline,
+                );
+                asked.map(move |answer| {
+                    drop(slot);
+                    (i, answer)
+                })
+            })
+            .buffer_unordered(targets.len().max(1))
+            .collect()
+            .await;
+        done.sort_unstable_by_key(|(i, _)| *i);
+        let answers = done.into_iter().map(|(_, answer)| answer);
 
         let mut estimates = Vec::with_capacity(targets.len());
         let mut errors = Vec::new();
@@ -248,11 +327,20 @@ impl SchedulerEstimator {
         &self,
         target: &Target<'_>,
         object: Option<MetadataValue<tonic::metadata::Ascii>>,
-        mut message: R,
+        message: Encoded,
         deadline: tokio::time::Instant,
     ) -> Result<i32, String> {
         let cluster = target.name;
         let started = Instant::now();
+        if tokio::time::Instant::now() >= deadline {
+            // Its fan-out waited for a slot until the deadline: timed out before it started.
+            return self.failed::<R>(
+                cluster,
+                started,
+                CallResult::Timeout,
+                &Status::deadline_exceeded("context deadline exceeded"),
+            );
+        }
         let connection = tokio::time::timeout_at(
             deadline,
             self.cache.connection_for_call(cluster, target.pull),
@@ -271,15 +359,13 @@ impl SchedulerEstimator {
                 "cluster {cluster} does not exist in estimator cache"
             ));
         };
-        message.set_cluster(cluster);
         let mut request = tonic::Request::new(message);
         if let Some(object) = object {
             request.metadata_mut().insert(OBJECT_METADATA_KEY, object);
         }
         request.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        let client =
-            EstimatorClient::new(connection.channel()).max_decoding_message_size(MAX_RESPONSE_SIZE);
-        let outcome = tokio::time::timeout_at(deadline, R::call(client, request)).await;
+        let outcome =
+            tokio::time::timeout_at(deadline, call::<R>(connection.channel(), request)).await;
         let (result, status) = match outcome {
             Ok(Ok(replicas)) => {
                 self.cache
@@ -303,12 +389,23 @@ impl SchedulerEstimator {
                 Status::deadline_exceeded("context deadline exceeded"),
             ),
         };
+        self.failed::<R>(cluster, started, result, &status)
+    }
+
+    /// Counts and records a failed call of `cluster`; the error text the reference gives.
+    fn failed<R: Rpc>(
+        &self,
+        cluster: &str,
+        started: Instant,
+        result: CallResult,
+        status: &Status,
+    ) -> Result<i32, String> {
         self.cache
             .observe_call(cluster, R::METHOD, result, started.elapsed());
         let error = format!(
             "gRPC request cluster({cluster}) estimator error when calling {}: {}",
             R::CALLING,
-            format_status(&status)
+            format_status(status)
         );
         self.cache.record_call(cluster, Err(&error));
         Err(error)
@@ -360,6 +457,95 @@ impl Estimator for SchedulerEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use karmada_api::work::{Component, ComponentReplicaRequirements};
+
+    /// What the estimator decodes from [`Encoded`] bytes (template encoded once, the
+    /// cluster's own fields appended).
+    fn sent<R: Rpc>(template: &R, cluster: &str, assumed: Option<&[AssumedWorkload]>) -> R {
+        let bytes = Encoded::new(
+            Bytes::from(template.encode_to_vec()),
+            R::own_fields(cluster, assumed),
+        )
+        .to_vec();
+        R::decode(bytes.as_slice()).expect("decodes")
+    }
+
+    fn assumed() -> Vec<AssumedWorkload> {
+        let cpu = [(
+            "cpu".to_string(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("250m".into()),
+        )]
+        .into_iter()
+        .collect();
+        vec![AssumedWorkload {
+            namespace: "ns-a".into(),
+            components: vec![Component {
+                name: "web".into(),
+                replicas: 3,
+                replica_requirements: Some(ComponentReplicaRequirements {
+                    resource_request: cpu,
+                    priority_class_name: "high".into(),
+                    ..Default::default()
+                }),
+            }],
+        }]
+    }
+
+    #[test]
+    fn a_request_encoded_once_decodes_as_the_cluster_s_own_message() {
+        let template = pb::MaxAvailableReplicasRequest {
+            cluster: String::new(),
+            replica_requirements: Some(pb::ReplicaRequirements {
+                namespace: "default".into(),
+                priority_class_name: "p".into(),
+                resource_request_bytes: [("memory".to_string(), vec![1, 2, 3])]
+                    .into_iter()
+                    .collect(),
+                ..Default::default()
+            }),
+            assumed_workloads: Vec::new(),
+        };
+        let assumed = assumed();
+        for a in [None, Some(assumed.as_slice()), Some(&[][..])] {
+            let mut expected = template.clone();
+            expected.set_cluster("member-7");
+            if let Some(a) = a {
+                expected.set_assumed(a);
+            }
+            assert_eq!(sent(&template, "member-7", a), expected);
+        }
+
+        let template = pb::MaxAvailableComponentSetsRequest {
+            cluster: String::new(),
+            components: vec![pb::Component {
+                name: "db".into(),
+                replicas: 2,
+                replica_requirements: None,
+            }],
+            namespace: "team".into(),
+            assumed_workloads: Vec::new(),
+        };
+        let mut expected = template.clone();
+        expected.set_cluster("m");
+        expected.set_assumed(&assumed);
+        assert_eq!(sent(&template, "m", Some(&assumed)), expected);
+
+        let template = pb::UnschedulableReplicasRequest {
+            cluster: String::new(),
+            resource: Some(pb::ObjectReference {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: "ns".into(),
+                name: "web".into(),
+            }),
+            unschedulable_threshold: 5,
+        };
+        let mut expected = template.clone();
+        expected.set_cluster("c");
+        // The method has no assumed workloads: they are ignored.
+        assert_eq!(sent(&template, "c", Some(&assumed)), expected);
+    }
 
     #[test]
     fn statuses_print_like_grpc_go() {

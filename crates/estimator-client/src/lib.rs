@@ -22,6 +22,7 @@
 //! namespace. `simulate` does the same over an [`InMemoryServiceSource`].
 
 pub mod cache;
+pub mod cluster_watch;
 pub mod codec;
 pub mod dial;
 pub mod fanout;

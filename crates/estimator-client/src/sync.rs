@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use component_base::metrics::WorkqueueMetrics;
-use component_base::watch::{WatchBackoff, drive};
+use component_base::watch::{WatchBackoff, drive, list_config};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_api::Cluster;
@@ -86,8 +86,7 @@ impl EstimatorSync {
         let (tx, _rx) = tokio_watch::channel(false);
         let (e1, e2) = (self.clone(), self.clone());
         tasks.push(tokio::spawn(async move {
-            let stream =
-                watcher::watcher(api, watcher::Config::default()).backoff(WatchBackoff::default());
+            let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
             let ns1 = ns.clone();
             let ns2 = ns.clone();
             drive(
@@ -111,7 +110,7 @@ impl EstimatorSync {
         let (tx, _rx) = tokio_watch::channel(false);
         let est = self.clone();
         tasks.push(tokio::spawn(async move {
-            let cfg = watcher::Config::default().labels(SERVICE_NAME_LABEL);
+            let cfg = list_config().labels(SERVICE_NAME_LABEL);
             let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
             // Added, changed or gone: the same re-resolution of the slice's Service.
             let changed = move |key: &str| {

@@ -1029,3 +1029,80 @@ async fn a_request_much_larger_than_the_codec_buffers_arrives_whole() {
         "the request must dwarf the codec's buffers"
     );
 }
+
+/// With two call slots, a fan-out to six clusters sends them two at a time and still gets
+/// every answer, in the order of the clusters.
+#[tokio::test]
+async fn calls_beyond_the_slots_wait_and_are_answered_in_order() {
+    let mut fake = FakeEstimator::default();
+    for (i, name) in ["m1", "m2", "m3", "m4", "m5", "m6"].iter().enumerate() {
+        fake = fake.with(name, Behaviour::Answer(10 + i as i32));
+    }
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let names = ["m1", "m2", "m3", "m4", "m5", "m6"];
+    let source = Arc::new(InMemoryServiceSource::with_objects(
+        names
+            .iter()
+            .map(|n| external_name_service(n, "127.0.0.1", port))
+            .collect::<Vec<_>>(),
+        [],
+    ));
+    let cache = Arc::new(ConnectionCache::new(EstimatorOptions::default(), source));
+    let estimator = SchedulerEstimator::with_call_slots(cache, 2);
+    let clusters: Vec<Cluster> = names.iter().map(|n| cluster(n)).collect();
+    let answers = ask(&estimator, &clusters).await.unwrap();
+    let want: Vec<(String, i32)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.to_string(), 10 + i as i32))
+        .collect();
+    assert_eq!(answers, want);
+    assert_eq!(fake.seen().len(), 6);
+}
+
+/// With every slot taken by hung calls until the deadline, a waiting cluster is never sent
+/// and fails as timed out, at the fan-out's one deadline; with the default slots it is sent
+/// and answered.
+#[tokio::test]
+async fn a_call_waiting_for_a_slot_past_the_deadline_times_out_unsent() {
+    let fake = FakeEstimator::default()
+        .with("m1", Behaviour::Hang)
+        .with("m2", Behaviour::Hang)
+        .with("m3", Behaviour::Answer(5));
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let services = || {
+        ["m1", "m2", "m3"]
+            .iter()
+            .map(|n| external_name_service(n, "127.0.0.1", port))
+            .collect::<Vec<_>>()
+    };
+    let clusters = [cluster("m1"), cluster("m2"), cluster("m3")];
+    let cache = |services| {
+        Arc::new(ConnectionCache::new(
+            short_timeout(FailurePolicy::PerCluster),
+            Arc::new(InMemoryServiceSource::with_objects(services, [])),
+        ))
+    };
+
+    let bounded = SchedulerEstimator::with_call_slots(cache(services()), 2);
+    let started = std::time::Instant::now();
+    let answers = ask(&bounded, &clusters).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        answers,
+        [
+            ("m1".to_string(), -1),
+            ("m2".to_string(), -1),
+            ("m3".to_string(), -1)
+        ]
+    );
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    let sent: Vec<String> = fake.seen().iter().map(|s| s.cluster.clone()).collect();
+    assert!(!sent.contains(&"m3".to_string()), "m3 was sent: {sent:?}");
+
+    let unbounded = SchedulerEstimator::new(cache(services()));
+    let answers = ask(&unbounded, &clusters).await.unwrap();
+    assert_eq!(answers[2], ("m3".to_string(), 5));
+}

@@ -13,7 +13,7 @@
 //!
 //! TLS: a second Go estimator of member1 serving mTLS (`--grpc-auth-cert-file`,
 //! `--grpc-auth-key-file`, `--grpc-client-ca-file`) with a certificate for a DNS name only
-//! (`testenv::vm::pki`), dialled at 127.0.0.1: answered with the CA, our client certificate and
+//! (`testenv::pki`), dialled at 127.0.0.1: answered with the CA, our client certificate and
 //! the server name; refused without the server name and with another CA, each with an error
 //! saying why, and without a client certificate (the first call fails: with TLS 1.3 the
 //! server's alert comes after the client's side of the handshake).
@@ -34,7 +34,8 @@ use karmada_api::work::{
 };
 use kube::api::{Api, ListParams};
 use scheduler_core::estimator::{EstimateRequest, Estimator};
-use testenv::vm::{pki, pki::Pki, without_flags};
+use testenv::pki::{self, Pki};
+use testenv::vm::without_flags;
 use testenv::{TestEnv, free_port, tools_or_skip};
 
 fn probe_resource() -> ObjectReference {

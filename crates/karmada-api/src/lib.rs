@@ -22,7 +22,7 @@ pub mod policy;
 pub mod work;
 
 pub use cluster::Cluster;
-pub use decode::{DecodeError, from_json_value, from_yaml_str};
+pub use decode::{DecodeError, from_json_ref, from_json_value, from_yaml_str};
 pub use name::ClusterName;
 pub use policy::Placement;
 pub use work::{ClusterResourceBinding, ResourceBinding};

@@ -50,6 +50,110 @@ pub const PRIORITY_BASED_SCHEDULING: &str = "PriorityBasedScheduling";
 const ALL_ALPHA: &str = "AllAlpha";
 const ALL_BETA: &str = "AllBeta";
 
+/// The usage text of `--feature-gates`, as the reference prints it: one line per gate of
+/// [`KNOWN_GATES`] and the two stage switches, sorted by name. Generated at compile time from
+/// the table, so that a gate added there shows up in `--help` without a second edit.
+pub const FEATURE_GATES_USAGE: &str = match std::str::from_utf8(&usage::BYTES) {
+    Ok(text) => text,
+    Err(_) => panic!("the feature gate usage text is not UTF-8"),
+};
+
+/// Const builders of [`FEATURE_GATES_USAGE`] (const code: no `format!`, no sort, so loops).
+mod usage {
+    use super::{ALL_ALPHA, ALL_BETA, KNOWN_GATES, Stage};
+
+    const HEAD: &str = "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:";
+    const COUNT: usize = KNOWN_GATES.len() + 2;
+
+    /// The stage switches and the gates, sorted by name (byte order, as Go's sort.Strings).
+    const SORTED: [(&str, bool, Stage); COUNT] = {
+        let mut all = [(ALL_ALPHA, false, Stage::Alpha); COUNT];
+        all[1] = (ALL_BETA, false, Stage::Beta);
+        let mut i = 0;
+        while i < KNOWN_GATES.len() {
+            all[i + 2] = KNOWN_GATES[i];
+            i += 1;
+        }
+        let mut i = 1;
+        while i < COUNT {
+            let mut j = i;
+            while j > 0 && less(all[j].0, all[j - 1].0) {
+                let t = all[j];
+                all[j] = all[j - 1];
+                all[j - 1] = t;
+                j -= 1;
+            }
+            i += 1;
+        }
+        all
+    };
+
+    const fn less(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let mut i = 0;
+        while i < a.len() && i < b.len() {
+            if a[i] != b[i] {
+                return a[i] < b[i];
+            }
+            i += 1;
+        }
+        a.len() < b.len()
+    }
+
+    /// The pieces of one line: `\n<name>=true|false (<STAGE> - default=<bool>)`.
+    const fn parts(gate: (&'static str, bool, Stage)) -> [&'static str; 5] {
+        let stage = match gate.2 {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+        };
+        let default = if gate.1 { "true" } else { "false" };
+        ["\n", gate.0, "=true|false (", stage, default]
+    }
+
+    const TAIL_OF_STAGE: &str = " - default=";
+    const CLOSE: &str = ")";
+
+    const LEN: usize = {
+        let mut n = HEAD.len();
+        let mut i = 0;
+        while i < COUNT {
+            let p = parts(SORTED[i]);
+            n += p[0].len() + p[1].len() + p[2].len() + p[3].len();
+            n += TAIL_OF_STAGE.len() + p[4].len() + CLOSE.len();
+            i += 1;
+        }
+        n
+    };
+
+    pub(super) const BYTES: [u8; LEN] = {
+        let mut out = [0u8; LEN];
+        let mut at = put(&mut out, 0, HEAD);
+        let mut i = 0;
+        while i < COUNT {
+            let p = parts(SORTED[i]);
+            at = put(&mut out, at, p[0]);
+            at = put(&mut out, at, p[1]);
+            at = put(&mut out, at, p[2]);
+            at = put(&mut out, at, p[3]);
+            at = put(&mut out, at, TAIL_OF_STAGE);
+            at = put(&mut out, at, p[4]);
+            at = put(&mut out, at, CLOSE);
+            i += 1;
+        }
+        out
+    };
+
+    const fn put(out: &mut [u8; LEN], at: usize, s: &str) -> usize {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            out[at + i] = b[i];
+            i += 1;
+        }
+        at + b.len()
+    }
+}
+
 /// A `--feature-gates` value the reference would reject; the text is the reference's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -178,6 +282,32 @@ fn parse_go_bool(s: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The generated `--feature-gates` usage is the reference's text, line for line.
+    #[test]
+    fn the_usage_text_lists_every_gate_as_the_reference_does() {
+        let want = "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:
+AllAlpha=true|false (ALPHA - default=false)
+AllBeta=true|false (BETA - default=false)
+ContextualLogging=true|false (BETA - default=true)
+ControllerPriorityQueue=true|false (BETA - default=true)
+CustomizedClusterResourceModeling=true|false (BETA - default=true)
+Failover=true|false (BETA - default=false)
+FederatedQuotaEnforcement=true|false (ALPHA - default=false)
+GracefulEviction=true|false (BETA - default=true)
+LoggingAlphaOptions=true|false (ALPHA - default=false)
+LoggingBetaOptions=true|false (BETA - default=true)
+MultiClusterService=true|false (ALPHA - default=false)
+MultiplePodTemplatesScheduling=true|false (ALPHA - default=false)
+PriorityBasedScheduling=true|false (ALPHA - default=false)
+PropagateDeps=true|false (BETA - default=true)
+PropagationPolicyPreemption=true|false (ALPHA - default=false)
+ResourceQuotaEstimate=true|false (ALPHA - default=false)
+SchedulingOvercommitProtection=true|false (ALPHA - default=false)
+StatefulFailoverInjection=true|false (ALPHA - default=false)
+WorkloadAffinity=true|false (ALPHA - default=false)";
+        assert_eq!(FEATURE_GATES_USAGE, want);
+    }
 
     #[test]
     fn defaults_are_v1_18_2() {

@@ -570,7 +570,17 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
     let negative = amount.signum() < 0;
     let mut amount = amount.abs();
     if !amount.is_zero() {
-        if i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
+        // The digits the value has at nano scale: its significant digits and the zeros the
+        // exponent appends. Counting the exponent alone let a long mantissa through whose
+        // canonical form (the same digits, their zeros folded into the exponent) was then
+        // refused: a quantity printed by us must parse again.
+        let significant = p
+            .value
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .skip_while(|&b| b == b'0')
+            .count() as i64;
+        if significant + i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
             return Err(QuantityError::TooLarge);
         }
         amount = round_up_to_scale(&amount, dscale, -NANO);
@@ -1291,6 +1301,24 @@ mod tests {
             Ordering::Greater
         );
         assert!(q("1.0") == q("1000m"));
+    }
+
+    /// Found by fuzzing (fuzz/corpus/quantity/found-long-mantissa): 122 digits at `e99899`
+    /// passed the digit limit, which counted the exponent only, and printed as
+    /// `9999999999999999990e100002`, which did not parse. The limit counts the digits too,
+    /// so a value and its canonical form get the same verdict.
+    #[test]
+    fn the_digit_limit_counts_the_mantissa() {
+        let long = format!("999999999999999999{}e99899", "0".repeat(104));
+        assert_eq!(Quantity::parse(&long), Err(QuantityError::TooLarge));
+        assert_eq!(
+            Quantity::parse("9999999999999999990e100002"),
+            Err(QuantityError::TooLarge)
+        );
+        // Just inside the limit, the value prints and parses back to itself.
+        let inside = Quantity::parse("99e99889").expect("within the limit");
+        let again = Quantity::parse(&inside.to_string()).expect("its canonical form parses");
+        assert_eq!(again.cmp_value(&inside), std::cmp::Ordering::Equal);
     }
 
     /// Found by fuzzing (fuzz/corpus/quantity/found-*): zero at a huge scale made `Value()`

@@ -3,6 +3,9 @@
 
 mod cli;
 
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {

@@ -167,6 +167,8 @@ impl Metrics {
             "Duration for running a plugin at a specific extension point",
             plugin_duration.clone(),
         );
+        // Our addition (docs/compatibility.md): requests refused for lack of an RBAC rule.
+        component_base::forbidden::register(registry, "karmada_scheduler");
         registry.register_collector(Box::new(RuntimeCollector));
         drop(guard);
         let metrics = Self {

@@ -187,17 +187,14 @@ fn conformance_vectors() {
     collect(&dir, &mut files);
     assert!(!files.is_empty(), "no vectors under {}", dir.display());
 
-    let scratch_dir =
-        std::env::temp_dir().join(format!("karmada-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch_dir).expect("scratch directory");
-    let scratch = scratch_dir.join("objects.yaml");
+    let scratch_dir = tempfile::tempdir().expect("scratch directory");
+    let scratch = scratch_dir.path().join("objects.yaml");
     let mut failures = Vec::new();
     for f in &files {
         if let Err(why) = run_vector(f, &scratch) {
             failures.push(format!("{}:\n    {why}", f.display()));
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch_dir);
     eprintln!(
         "conformance: {} vectors, {} failed ({})",
         files.len(),

@@ -3,7 +3,8 @@
 //! must write the same `spec.clusters`, applied-placement annotation (byte for byte),
 //! `Scheduled` condition and observed generation — for every replica strategy, for failover
 //! across `clusterAffinities` and for the failure outcomes (no fit, not enough replicas, bad
-//! input). Then scale and placement changes, a tainted cluster and a deleted cluster must lead
+//! input). Ours runs with the token of the chart's ServiceAccount, bound to the chart's RBAC
+//! only. Then scale and placement changes, a tainted cluster and a deleted cluster must lead
 //! to the same rescheduling on both sides.
 //!
 //! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
@@ -13,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use serde_json::json;
-use testenv::{TestEnv, fixtures, tools_or_skip};
+use testenv::{TestEnv, fixtures, rbac, tools_or_skip};
 
 use common::*;
 
@@ -25,6 +26,9 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
     let Some(tools) = tools_or_skip("twins_match_the_go_scheduler") else {
         return Ok(());
     };
+    let Some(helm) = testenv::helm::helm_or_skip("twins_match_the_go_scheduler") else {
+        return Ok(());
+    };
     let env = TestEnv::builder().tools(tools).members(2).start().await?;
     for cluster in fixtures::extra_clusters() {
         env.apply_json(&cluster).await?;
@@ -34,7 +38,14 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
         "--scheduler-name=go-scheduler",
     ])?;
     go.wait_healthy(Duration::from_secs(60)).await?;
-    let ours = OurScheduler::start(&env, &["--enable-scheduler-estimator=true"]).await?;
+    // Ours with the chart's RBAC only (its ServiceAccount's token, see testenv::rbac).
+    let docs = rbac::chart_rbac(&helm, rbac::Daemon::Scheduler, "ksrs", &[]);
+    let identity = rbac::service_account_kubeconfig(&env, &docs).await?;
+    let ours = OurScheduler::start_with_kubeconfig(
+        &identity.kubeconfig,
+        &["--enable-scheduler-estimator=true"],
+    )
+    .await?;
 
     let rbs = rb_api(&env).await?;
     let mut accepted = Vec::new();
@@ -211,6 +222,12 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
         unexpected.is_empty(),
         "differences from the Go scheduler:\n{}",
         unexpected.join("\n")
+    );
+    // Nothing ours asked for was refused (it is the only client of this process that counts).
+    assert_eq!(
+        component_base::forbidden::forbidden_requests().total(),
+        0,
+        "requests refused with the chart's RBAC (see the warnings above)"
     );
 
     drop(ours);

@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use testenv::vm::{self, VmNet, VmTopology, pki, set_estimator_service};
+use testenv::pki;
+use testenv::vm::{self, VmNet, VmTopology, set_estimator_service};
 use testenv::{GoProcess, TestEnv, fixtures, free_port, tools_or_skip};
 
 use common::{cluster_api, rb_api, scheduled_condition};

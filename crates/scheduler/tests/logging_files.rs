@@ -4,25 +4,8 @@
 //! files. The process fails fast here (its kubeconfig does not exist), which logs an info line
 //! and an error line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("karmada-logfiles-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn run(extra: &[String]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_karmada-scheduler"))
@@ -47,8 +30,8 @@ fn flag(name: &str, value: &Path) -> String {
 
 #[test]
 fn log_file_gets_every_line_and_stderr_only_errors() {
-    let dir = Scratch::new("file");
-    let file = dir.0.join("scheduler.log");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scheduler.log");
     let (code, stderr) = run(&["--logtostderr=false".into(), flag("log-file", &file)]);
     assert_eq!(code, 1);
     let text = std::fs::read_to_string(&file).unwrap();
@@ -87,7 +70,7 @@ fn log_file_gets_every_line_and_stderr_only_errors() {
     assert_eq!(text.matches("Log file created at: ").count(), 2, "{text}");
 
     // The file flags do nothing while --logtostderr is true (the default).
-    let other = dir.0.join("unused.log");
+    let other = dir.path().join("unused.log");
     let (_, stderr) = run(&[flag("log-file", &other)]);
     assert!(!other.exists());
     assert!(
@@ -100,18 +83,18 @@ fn log_file_gets_every_line_and_stderr_only_errors() {
 
 #[test]
 fn log_dir_gets_klogs_files_per_severity() {
-    let dir = Scratch::new("dir");
-    let (code, _) = run(&["--logtostderr=false".into(), flag("log-dir", &dir.0)]);
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _) = run(&["--logtostderr=false".into(), flag("log-dir", dir.path())]);
     assert_eq!(code, 1);
-    let info = std::fs::read_to_string(dir.0.join("karmada-scheduler.INFO")).unwrap();
-    let error = std::fs::read_to_string(dir.0.join("karmada-scheduler.ERROR")).unwrap();
+    let info = std::fs::read_to_string(dir.path().join("karmada-scheduler.INFO")).unwrap();
+    let error = std::fs::read_to_string(dir.path().join("karmada-scheduler.ERROR")).unwrap();
     assert!(
         info.contains("karmada-scheduler version") && info.contains("error building kubeconfig")
     );
     assert!(
         !error.contains("karmada-scheduler version") && error.contains("error building kubeconfig")
     );
-    let names: Vec<String> = std::fs::read_dir(&dir.0)
+    let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();

@@ -41,27 +41,17 @@ fn binding(name: &str, replicas: i32, extra_spec: &str) -> String {
     )
 }
 
-struct Scratch(PathBuf);
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
-    fn new(tag: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("karmada-simulate-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+    fn new() -> Self {
+        Scratch(tempfile::tempdir().unwrap())
     }
 
     fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
+        let p = self.0.path().join(name);
         std::fs::write(&p, text).unwrap();
         p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -121,7 +111,7 @@ const STATIC_1_1: &str = "  placement:\n    replicaScheduling:\n      replicaSch
 
 #[test]
 fn json_output_in_input_order_with_sorted_clusters() {
-    let s = Scratch::new("json");
+    let s = Scratch::new();
     let f = s.write(
         "in.yaml",
         &format!(
@@ -165,7 +155,7 @@ fn json_output_in_input_order_with_sorted_clusters() {
 fn empty_workload_propagation_flag() {
     // Static weights 1:1 with one replica: one cluster gets it, the other gets no entry unless
     // empty workloads are propagated.
-    let s = Scratch::new("empty");
+    let s = Scratch::new();
     let f = s.write(
         "in.yaml",
         &format!("{CLUSTERS}{}", binding("web", 1, STATIC_1_1)),
@@ -182,7 +172,7 @@ fn empty_workload_propagation_flag() {
 
 #[test]
 fn plugins_and_feature_gates() {
-    let s = Scratch::new("plugins");
+    let s = Scratch::new();
     let f = s.write(
         "in.yaml",
         &format!("{CLUSTERS}{}", binding("dup", 1, DUPLICATED)),
@@ -208,14 +198,14 @@ fn plugins_and_feature_gates() {
 
 #[test]
 fn directories_and_stdin() {
-    let s = Scratch::new("dir");
+    let s = Scratch::new();
     s.write("1-clusters.yaml", CLUSTERS);
     s.write("2-binding.yml", &binding("a", 1, DUPLICATED));
     s.write("3-binding.json", r#"{"apiVersion": "work.karmada.io/v1alpha2", "kind": "ClusterResourceBinding",
         "metadata": {"name": "b"}, "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b"},
         "replicas": 2, "placement": {}}}"#);
     s.write("ignored.txt", "not yaml: [");
-    let out = json(&simulate(&["-f", s.0.to_str().unwrap()], None));
+    let out = json(&simulate(&["-f", s.0.path().to_str().unwrap()], None));
     assert_eq!(out.len(), 2);
     assert_eq!(
         (out[0]["name"].as_str(), out[1]["name"].as_str()),
@@ -231,7 +221,7 @@ fn directories_and_stdin() {
 
 #[test]
 fn yaml_and_explain_outputs() {
-    let s = Scratch::new("explain");
+    let s = Scratch::new();
     let region = "  placement:\n    spreadConstraints:\n    - {spreadByField: region, minGroups: 1, maxGroups: 1}\n    - {spreadByField: cluster, minGroups: 1, maxGroups: 2}\n    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}\n";
     let f = s.write(
         "in.yaml",
@@ -286,7 +276,7 @@ fn yaml_and_explain_outputs() {
 
 #[test]
 fn malformed_input_names_file_document_and_field() {
-    let s = Scratch::new("bad");
+    let s = Scratch::new();
     let f = s.write(
         "bad.yaml",
         &format!(
@@ -321,7 +311,7 @@ fn malformed_input_names_file_document_and_field() {
 /// `simulate ... | head` closes the pipe early: the output ends quietly, no panic (exit 101).
 #[test]
 fn a_closed_stdout_is_not_a_panic() {
-    let s = Scratch::new("closed-stdout");
+    let s = Scratch::new();
     let input = s.write(
         "in.yaml",
         &format!(

@@ -5,7 +5,6 @@
 //! general estimator alone (the reference's all-or-nothing merge).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
@@ -138,29 +137,17 @@ fn service(cluster: &str, service_port: u16, target_port: u16) -> String {
     )
 }
 
-struct Scratch(PathBuf);
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "karmada-simulate-estimator-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+    fn new() -> Self {
+        Scratch(tempfile::tempdir().unwrap())
     }
 
     fn write(&self, text: &str) -> String {
-        let p = self.0.join("in.yaml");
+        let p = self.0.path().join("in.yaml");
         std::fs::write(&p, text).unwrap();
         p.to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -200,7 +187,7 @@ fn division(out: &Output) -> Vec<String> {
 async fn division_follows_the_real_estimators_answers() {
     // m3's estimator says 100, above the general estimate (10): the minimum, 10, counts.
     let (port, _stop) = serve(&[("m1", 2), ("m2", 6), ("m3", 100)]).await;
-    let s = Scratch::new("ok");
+    let s = Scratch::new();
     // m3's Service is written without a namespace: it is taken to be in the estimator
     // Service namespace.
     let f = s.write(&format!(
@@ -265,7 +252,7 @@ async fn division_follows_the_real_estimators_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_or_missing_service_falls_back_to_the_general_estimate() {
     let (port, _stop) = serve(&[("m1", 2), ("m2", 6), ("m3", 100)]).await;
-    let s = Scratch::new("broken");
+    let s = Scratch::new();
     // m2's Service has no port 10352; m3 has no Service at all (the DNS fallback fails).
     let f = s.write(&format!(
         "{CLUSTERS}{BINDING}{}{}",
@@ -302,7 +289,7 @@ async fn a_broken_or_missing_service_falls_back_to_the_general_estimate() {
 
 #[tokio::test]
 async fn estimator_flags_are_parsed_and_validated_as_the_daemon_does() {
-    let s = Scratch::new("flags");
+    let s = Scratch::new();
     let f = s.write(&format!("{CLUSTERS}{BINDING}"));
     let out = simulate(&["-f", &f, "--scheduler-estimator-timeout=10"]).await;
     assert_eq!(out.status.code(), Some(2));

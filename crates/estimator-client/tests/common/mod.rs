@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use estimator_client::pb::messages as pb;
@@ -238,23 +237,14 @@ pub fn pull_cluster(name: &str) -> Cluster {
 /// `estimator.test` (or other names), and a client certificate, all written to a fresh
 /// directory.
 pub struct Pki {
-    pub dir: PathBuf,
+    /// Holds the files; removed on drop.
+    _dir: tempfile::TempDir,
     pub ca_pem: String,
     pub server_cert_pem: String,
     pub server_key_pem: String,
     pub ca_file: PathBuf,
     pub client_cert_file: PathBuf,
     pub client_key_file: PathBuf,
-}
-
-static DIRS: AtomicUsize = AtomicUsize::new(0);
-
-fn fresh_dir() -> PathBuf {
-    let n = DIRS.fetch_add(1, Ordering::Relaxed);
-    let dir =
-        std::env::temp_dir().join(format!("estimator-client-test-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
@@ -292,16 +282,16 @@ impl Pki {
         let client_key = KeyPair::generate().unwrap();
         let client_cert = client_params.signed_by(&client_key, &ca).unwrap();
 
-        let dir = fresh_dir();
+        let dir = tempfile::tempdir().unwrap();
         let ca_pem = ca.pem();
         Self {
-            ca_file: write(&dir, "ca.crt", &ca_pem),
-            client_cert_file: write(&dir, "client.crt", &client_cert.pem()),
-            client_key_file: write(&dir, "client.key", &client_key.serialize_pem()),
+            ca_file: write(dir.path(), "ca.crt", &ca_pem),
+            client_cert_file: write(dir.path(), "client.crt", &client_cert.pem()),
+            client_key_file: write(dir.path(), "client.key", &client_key.serialize_pem()),
             ca_pem,
             server_cert_pem: server_cert.pem(),
             server_key_pem: server_key.serialize_pem(),
-            dir,
+            _dir: dir,
         }
     }
 
@@ -312,11 +302,5 @@ impl Pki {
             key_pem: self.server_key_pem.clone(),
             client_ca_pem: require_client_cert.then(|| self.ca_pem.clone()),
         }
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -7,7 +7,9 @@
 
 use std::cmp::Ordering;
 
-use karmada_api::work::ResourceBinding;
+use std::sync::Arc;
+
+use karmada_api::work::{ResourceBinding, WorkloadAffinityGroups};
 
 use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult, WorkloadGroupIndex};
 
@@ -29,45 +31,76 @@ impl Plugin for WorkloadAffinity {
 
 impl FilterPlugin for WorkloadAffinity {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
-        let spec = ctx.spec;
-        let cluster = ctx.cluster.name();
-        if ctx.targets.contains(cluster) {
-            return PluginResult::success();
-        }
-        let group = match &spec.workload_affinity_groups {
-            Some(g) if !g.affinity_group.is_empty() => g.affinity_group.as_str(),
-            _ => return PluginResult::success(),
-        };
-        let Some(index) = ctx.workload_index else {
-            return PluginResult::unschedulable("ResourceBindingIndexer is nil");
-        };
-        let Ok(peers) = index.by_affinity_group(group) else {
-            return PluginResult::unschedulable("failed to list ResourceBindings");
-        };
-        let me = binding_name(&spec.resource.kind, &spec.resource.name);
-        for rb in &peers {
-            let peer = match newest(index, rb) {
-                Ok(p) => p,
-                Err(r) => return r,
-            };
-            let Some(groups) = &peer.spec.workload_affinity_groups else {
-                continue;
-            };
-            if namespace_of(&peer) != spec.resource.namespace
-                || groups.affinity_group != group
-                || peer.spec.clusters.is_empty()
-                || peer.metadata.name.as_deref() == Some(me.as_str())
-            {
-                continue;
-            }
-            if !peer.spec.target_contains(cluster) {
-                return PluginResult::unschedulable(
-                    "ResourceBinding with the same affinity group does not target this cluster",
-                );
-            }
-        }
-        PluginResult::success()
+        filter_by_group(
+            ctx,
+            &GroupRule {
+                group: |g| &g.affinity_group,
+                peers: |index, group| index.by_affinity_group(group),
+                peer_on_cluster_passes: true,
+                reject: "ResourceBinding with the same affinity group does not target this cluster",
+            },
+        )
     }
+}
+
+/// How a group filter lists a group's bindings from the caller's index.
+pub(crate) type PeerList =
+    fn(&dyn WorkloadGroupIndex, &str) -> Result<Vec<Arc<ResourceBinding>>, String>;
+
+/// What one of the two group filters (this one and `WorkloadAntiAffinity`) follows.
+pub(crate) struct GroupRule {
+    /// The binding's group name (empty: in no group).
+    pub group: fn(&WorkloadAffinityGroups) -> &str,
+    /// The group's bindings, from the caller's index.
+    pub peers: PeerList,
+    /// Whether a placed peer on the cluster lets it pass (affinity) or rejects it
+    /// (anti-affinity); a placed peer elsewhere does the opposite.
+    pub peer_on_cluster_passes: bool,
+    /// Why a cluster is rejected.
+    pub reject: &'static str,
+}
+
+/// The filter both group plugins run: a cluster the binding already targets passes, as does
+/// every cluster for a binding in no such group; otherwise each placed peer of the group (same
+/// namespace, not the binding itself, newest copy) decides by `rule`. Without an index every
+/// cluster is rejected as upstream does.
+pub(crate) fn filter_by_group(ctx: &FilterContext<'_>, rule: &GroupRule) -> PluginResult {
+    let spec = ctx.spec;
+    let cluster = ctx.cluster.name();
+    if ctx.targets.contains(cluster) {
+        return PluginResult::success();
+    }
+    let group = match &spec.workload_affinity_groups {
+        Some(g) if !(rule.group)(g).is_empty() => (rule.group)(g),
+        _ => return PluginResult::success(),
+    };
+    let Some(index) = ctx.workload_index else {
+        return PluginResult::unschedulable("ResourceBindingIndexer is nil");
+    };
+    let Ok(peers) = (rule.peers)(index, group) else {
+        return PluginResult::unschedulable("failed to list ResourceBindings");
+    };
+    let me = binding_name(&spec.resource.kind, &spec.resource.name);
+    for rb in &peers {
+        let peer = match newest(index, rb) {
+            Ok(p) => p,
+            Err(r) => return r,
+        };
+        let Some(groups) = &peer.spec.workload_affinity_groups else {
+            continue;
+        };
+        if namespace_of(&peer) != spec.resource.namespace
+            || (rule.group)(groups) != group
+            || peer.spec.clusters.is_empty()
+            || peer.metadata.name.as_deref() == Some(me.as_str())
+        {
+            continue;
+        }
+        if peer.spec.target_contains(cluster) != rule.peer_on_cluster_passes {
+            return PluginResult::unschedulable(rule.reject);
+        }
+    }
+    PluginResult::success()
 }
 
 /// The binding name the resource detector gives a resource: `lower(name(':'→'.') + "-" + kind)`.

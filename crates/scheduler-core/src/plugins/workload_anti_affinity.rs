@@ -2,8 +2,8 @@
 //! avoid each other's clusters. Peers come from the caller's [`WorkloadGroupIndex`], as for
 //! [`super::workload_affinity`].
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult, WorkloadGroupIndex};
-use crate::plugins::workload_affinity::{binding_name, namespace_of, newest};
+use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::plugins::workload_affinity::{GroupRule, filter_by_group};
 
 /// Registry name.
 pub const NAME: &str = "WorkloadAntiAffinity";
@@ -22,50 +22,25 @@ impl Plugin for WorkloadAntiAffinity {
 }
 
 impl FilterPlugin for WorkloadAntiAffinity {
+    /// A peer without clusters holds none, so skipping unplaced peers (as the affinity filter
+    /// does) changes nothing here.
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
-        let spec = ctx.spec;
-        let cluster = ctx.cluster.name();
-        if ctx.targets.contains(cluster) {
-            return PluginResult::success();
-        }
-        let group = match &spec.workload_affinity_groups {
-            Some(g) if !g.anti_affinity_group.is_empty() => g.anti_affinity_group.as_str(),
-            _ => return PluginResult::success(),
-        };
-        let Some(index): Option<&dyn WorkloadGroupIndex> = ctx.workload_index else {
-            return PluginResult::unschedulable("ResourceBindingIndexer is nil");
-        };
-        let Ok(peers) = index.by_anti_affinity_group(group) else {
-            return PluginResult::unschedulable("failed to list ResourceBindings");
-        };
-        let me = binding_name(&spec.resource.kind, &spec.resource.name);
-        for rb in &peers {
-            let peer = match newest(index, rb) {
-                Ok(p) => p,
-                Err(r) => return r,
-            };
-            let Some(groups) = &peer.spec.workload_affinity_groups else {
-                continue;
-            };
-            if namespace_of(&peer) != spec.resource.namespace
-                || groups.anti_affinity_group != group
-                || peer.metadata.name.as_deref() == Some(me.as_str())
-            {
-                continue;
-            }
-            if peer.spec.target_contains(cluster) {
-                return PluginResult::unschedulable(
-                    "cluster already has workload with the same anti-affinity group",
-                );
-            }
-        }
-        PluginResult::success()
+        filter_by_group(
+            ctx,
+            &GroupRule {
+                group: |g| &g.anti_affinity_group,
+                peers: |index, group| index.by_anti_affinity_group(group),
+                peer_on_cluster_passes: false,
+                reject: "cluster already has workload with the same anti-affinity group",
+            },
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::WorkloadGroupIndex;
     use crate::plugins::testutil::cluster;
     use crate::plugins::workload_affinity::tests::{MemIndex, binding};
     use std::sync::Arc;

@@ -159,9 +159,12 @@ async fn list(api: &Api<DynamicObject>, what: &str) -> anyhow::Result<Vec<serde_
 
 async fn run(args: &Args) -> anyhow::Result<String> {
     let opts = &args.daemon;
-    let config = component_base::client::rest_config(&opts.kube).await?;
-    let client =
-        component_base::client::build(config, opts.kube.kube_api_qps, opts.kube.kube_api_burst)?;
+    let config = component_base::client::rest_config(&opts.common.kube).await?;
+    let client = component_base::client::build(
+        config,
+        opts.common.kube.kube_api_qps,
+        opts.common.kube.kube_api_burst,
+    )?;
 
     let clusters_api: Api<DynamicObject> =
         Api::all_with(client.clone(), &ApiResource::erase::<Cluster>(&()));

@@ -10,15 +10,11 @@
 
 use component_base::flags::{self, FlagDef, FlagSink, GENERIC as G, Kind as K, flag};
 use component_base::goparse::{self, GoDuration};
-use component_base::logflags::LoggingOptions;
-use component_base::options::{
-    KUBE_FLAGS, KubeClientOptions, LEADER_FLAGS, LeaderElection, SERVING_FLAGS, ServingOptions,
-    health_probe_flag, leader_resource_name_flag,
-};
-use component_base::setter;
+use component_base::options::{CommonOptions, health_probe_flag, leader_resource_name_flag};
+use component_base::{daemon_tables, setter};
 use estimator_client::flags::EstimatorFlags;
 pub use estimator_client::flags::{FAILURE_POLICY_ALL, FAILURE_POLICY_PER_CLUSTER};
-use scheduler_core::features::FeatureGates;
+use scheduler_core::features::{FEATURE_GATES_USAGE, FeatureGates};
 
 pub use component_base::cli::ValidationError;
 pub use component_base::flags::FlagError;
@@ -31,17 +27,6 @@ pub const COMPONENT: &str = "karmada-scheduler";
 
 /// `spec.schedulerName` of bindings handled by default.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
-
-/// In-tree plugin names, as `--help` lists them (the workload-affinity pair only exists with
-/// the `WorkloadAffinity` gate and is not listed, as upstream).
-pub const IN_TREE_PLUGINS: &[&str] = &[
-    "APIEnablement",
-    "ClusterAffinity",
-    "ClusterEviction",
-    "ClusterLocality",
-    "SpreadConstraint",
-    "TaintToleration",
-];
 
 /// The `--rate-limiter-*` flags of the scheduling queue.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -93,9 +78,8 @@ impl Default for RateLimiterOptions {
 /// Everything the command line can say.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    pub leader_election: LeaderElection,
-    pub kube: KubeClientOptions,
-    pub serving: ServingOptions,
+    /// Leader election, the client, the servers, logging: the groups every daemon has.
+    pub common: CommonOptions,
     pub enable_scheduler_estimator: bool,
     pub disable_scheduler_estimator_in_pull_mode: bool,
     pub estimator: EstimatorFlags,
@@ -109,7 +93,6 @@ pub struct Options {
     pub enable_explain_endpoint: bool,
     pub feature_gates: FeatureGates,
     pub rate_limiter: RateLimiterOptions,
-    pub logging: LoggingOptions,
     /// Normalised names of the flags given on the command line, in order of first use.
     pub changed: Vec<String>,
 }
@@ -119,9 +102,7 @@ impl Default for Options {
     /// default is stated once, in its flag's table.
     fn default() -> Self {
         let mut o = Self {
-            leader_election: LeaderElection::new(COMPONENT),
-            kube: KubeClientOptions::default(),
-            serving: ServingOptions::new(""),
+            common: CommonOptions::new(COMPONENT),
             enable_scheduler_estimator: false,
             disable_scheduler_estimator_in_pull_mode: false,
             estimator: EstimatorFlags::default(),
@@ -132,34 +113,12 @@ impl Default for Options {
             enable_explain_endpoint: false,
             feature_gates: FeatureGates::default(),
             rate_limiter: RateLimiterOptions::default(),
-            logging: LoggingOptions::default(),
             changed: Vec::new(),
         };
         flags::apply_defaults(&[FLAGS], &mut o);
         o
     }
 }
-
-const FEATURE_GATES_USAGE: &str = "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:
-AllAlpha=true|false (ALPHA - default=false)
-AllBeta=true|false (BETA - default=false)
-ContextualLogging=true|false (BETA - default=true)
-ControllerPriorityQueue=true|false (BETA - default=true)
-CustomizedClusterResourceModeling=true|false (BETA - default=true)
-Failover=true|false (BETA - default=false)
-FederatedQuotaEnforcement=true|false (ALPHA - default=false)
-GracefulEviction=true|false (BETA - default=true)
-LoggingAlphaOptions=true|false (ALPHA - default=false)
-LoggingBetaOptions=true|false (BETA - default=true)
-MultiClusterService=true|false (ALPHA - default=false)
-MultiplePodTemplatesScheduling=true|false (ALPHA - default=false)
-PriorityBasedScheduling=true|false (ALPHA - default=false)
-PropagateDeps=true|false (BETA - default=true)
-PropagationPolicyPreemption=true|false (ALPHA - default=false)
-ResourceQuotaEstimate=true|false (ALPHA - default=false)
-SchedulingOvercommitProtection=true|false (ALPHA - default=false)
-StatefulFailoverInjection=true|false (ALPHA - default=false)
-WorkloadAffinity=true|false (ALPHA - default=false)";
 
 /// The scheduler's own flags, with the reference's name, type, default and usage text.
 pub static FLAGS: &[FlagDef] = &[
@@ -274,18 +233,12 @@ pub static RATE_LIMITER_FLAGS: &[FlagDef] = &[
 ];
 
 /// Every table the command line is parsed against.
-const TABLES: &[&[FlagDef]] = &[
-    &[component_base::logflags::format_flag(
-        component_base::logflags::FORMAT_USAGE,
-    )],
-    component_base::logflags::FLAGS,
-    LEADER_FLAGS,
-    KUBE_FLAGS,
-    SERVING_FLAGS,
+const TABLES: &[&[FlagDef]] = daemon_tables!(
+    component_base::logflags::FORMAT_USAGE;
     estimator_client::flags::FLAGS,
     RATE_LIMITER_FLAGS,
     FLAGS,
-];
+);
 
 impl FlagSink for Options {
     fn set(&mut self, name: &str, value: &str, first_use: bool) -> Result<(), String> {
@@ -293,14 +246,10 @@ impl FlagSink for Options {
             TABLES,
             self,
             |o| {
-                vec![
-                    &mut o.logging,
-                    &mut o.leader_election,
-                    &mut o.kube,
-                    &mut o.serving,
-                    &mut o.estimator,
-                    &mut o.rate_limiter,
-                ]
+                let mut groups = o.common.groups();
+                groups.push(&mut o.estimator);
+                groups.push(&mut o.rate_limiter);
+                groups
             },
             name,
             value,
@@ -320,7 +269,7 @@ impl Options {
     /// its errors as one aggregate message (`e` or `[e1, e2]`).
     pub fn validate(&self) -> Result<(), ValidationError> {
         let gates = &self.feature_gates;
-        let logging = self.logging.validate(&|g| gates.enabled(g));
+        let logging = self.common.logging.validate(&|g| gates.enabled(g));
         if !logging.is_empty() {
             return Err(ValidationError::Logging(flags::aggregate(&logging)));
         }
@@ -402,24 +351,36 @@ mod tests {
     #[test]
     fn defaults_match_the_reference() {
         let o = run(&[]);
-        assert!(o.leader_election.leader_elect);
-        assert_eq!(o.leader_election.resource_name, "karmada-scheduler");
-        assert_eq!(o.leader_election.resource_namespace, "karmada-system");
-        assert_eq!(o.leader_election.lease_duration, GoDuration::from_secs(15));
-        assert_eq!(o.leader_election.renew_deadline, GoDuration::from_secs(10));
-        assert_eq!(o.leader_election.retry_period, GoDuration::from_secs(2));
-        assert_eq!(o.serving.metrics_bind_address, ":8080");
-        assert_eq!(o.serving.health_probe_bind_address, ":10351");
-        assert_eq!(o.kube.kube_api_qps, 40.0);
-        assert_eq!(o.kube.kube_api_burst, 60);
+        assert!(o.common.leader_election.leader_elect);
+        assert_eq!(o.common.leader_election.resource_name, "karmada-scheduler");
+        assert_eq!(
+            o.common.leader_election.resource_namespace,
+            "karmada-system"
+        );
+        assert_eq!(
+            o.common.leader_election.lease_duration,
+            GoDuration::from_secs(15)
+        );
+        assert_eq!(
+            o.common.leader_election.renew_deadline,
+            GoDuration::from_secs(10)
+        );
+        assert_eq!(
+            o.common.leader_election.retry_period,
+            GoDuration::from_secs(2)
+        );
+        assert_eq!(o.common.serving.metrics_bind_address, ":8080");
+        assert_eq!(o.common.serving.health_probe_bind_address, ":10351");
+        assert_eq!(o.common.kube.kube_api_qps, 40.0);
+        assert_eq!(o.common.kube.kube_api_burst, 60);
         assert_eq!(o.estimator.timeout, GoDuration::from_secs(3));
         assert_eq!(o.estimator.port, 10352);
         assert_eq!(o.plugins, vec!["*"]);
         assert_eq!(o.scheduler_name, "default-scheduler");
         assert_eq!(o.rate_limiter, RateLimiterOptions::default());
-        assert_eq!(o.logging.format, "text");
-        assert!(o.logging.logtostderr);
-        assert_eq!(o.logging.stderrthreshold, 2);
+        assert_eq!(o.common.logging.format, "text");
+        assert!(o.common.logging.logtostderr);
+        assert_eq!(o.common.logging.stderrthreshold, 2);
         assert!(!o.feature_gates.enabled("PriorityBasedScheduling"));
         assert!(o.feature_gates.enabled("CustomizedClusterResourceModeling"));
         assert!(o.validate().is_ok());
@@ -427,7 +388,12 @@ mod tests {
 
     #[test]
     fn booleans_take_no_separate_value() {
-        assert!(!run(&["--leader-elect=false"]).leader_election.leader_elect);
+        assert!(
+            !run(&["--leader-elect=false"])
+                .common
+                .leader_election
+                .leader_elect
+        );
         assert!(run(&["--enable-scheduler-estimator"]).enable_scheduler_estimator);
         assert!(run(&["--enable-scheduler-estimator=T"]).enable_scheduler_estimator);
         // `--x false` leaves `false` as a positional argument, which the command rejects.
@@ -451,16 +417,19 @@ mod tests {
             "--master=https://x:6443",
             "--kube-api-qps=12.5",
         ]);
-        assert_eq!(o.kube.kubeconfig, "/k");
-        assert_eq!(o.kube.master, "https://x:6443");
-        assert_eq!(o.kube.kube_api_qps, 12.5);
+        assert_eq!(o.common.kube.kubeconfig, "/k");
+        assert_eq!(o.common.kube.master, "https://x:6443");
+        assert_eq!(o.common.kube.kube_api_qps, 12.5);
         assert_eq!(run(&["--scheduler-name="]).scheduler_name, "");
         assert_eq!(
             err(&["--kubeconfig"]),
             "flag needs an argument: --kubeconfig"
         );
         // A following flag is taken as the value, as pflag does.
-        assert_eq!(run(&["--kubeconfig", "--v=3"]).kube.kubeconfig, "--v=3");
+        assert_eq!(
+            run(&["--kubeconfig", "--v=3"]).common.kube.kubeconfig,
+            "--v=3"
+        );
     }
 
     #[test]
@@ -470,7 +439,10 @@ mod tests {
             "--scheduler-estimator-timeout",
             "500ms",
         ]);
-        assert_eq!(o.leader_election.lease_duration, GoDuration::from_secs(90));
+        assert_eq!(
+            o.common.leader_election.lease_duration,
+            GoDuration::from_secs(90)
+        );
         assert_eq!(o.estimator.timeout, GoDuration::from_millis(500));
         assert_eq!(
             err(&["--rate-limiter-max-delay=10"]),
@@ -480,11 +452,11 @@ mod tests {
 
     #[test]
     fn verbosity_short_and_long() {
-        assert_eq!(run(&["-v", "4"]).logging.verbosity, 4);
-        assert_eq!(run(&["-v=5"]).logging.verbosity, 5);
-        assert_eq!(run(&["-v6"]).logging.verbosity, 6);
-        assert_eq!(run(&["--v=7"]).logging.verbosity, 7);
-        assert_eq!(run(&["--v", "8"]).logging.verbosity, 8);
+        assert_eq!(run(&["-v", "4"]).common.logging.verbosity, 4);
+        assert_eq!(run(&["-v=5"]).common.logging.verbosity, 5);
+        assert_eq!(run(&["-v6"]).common.logging.verbosity, 6);
+        assert_eq!(run(&["--v=7"]).common.logging.verbosity, 7);
+        assert_eq!(run(&["--v", "8"]).common.logging.verbosity, 8);
         assert_eq!(
             err(&["-v=x"]),
             r#"invalid argument "x" for "-v, --v" flag: strconv.ParseUint: parsing "x": invalid syntax"#
@@ -506,10 +478,10 @@ mod tests {
             "--kube_api_burst=7",
             "--skip_headers",
         ]);
-        assert_eq!(o.logging.log_dir, "/var/log");
-        assert_eq!(o.logging.log_file, "/f");
-        assert_eq!(o.kube.kube_api_burst, 7);
-        assert!(o.logging.skip_headers);
+        assert_eq!(o.common.logging.log_dir, "/var/log");
+        assert_eq!(o.common.logging.log_file, "/f");
+        assert_eq!(o.common.kube.kube_api_burst, 7);
+        assert!(o.common.logging.skip_headers);
         assert!(o.was_set("log-dir"));
     }
 
@@ -530,7 +502,10 @@ mod tests {
 
     #[test]
     fn ints_accept_go_prefixes() {
-        assert_eq!(run(&["--kube-api-burst=0x20"]).kube.kube_api_burst, 32);
+        assert_eq!(
+            run(&["--kube-api-burst=0x20"]).common.kube.kube_api_burst,
+            32
+        );
         assert_eq!(run(&["--rate-limiter-qps=1_000"]).rate_limiter.qps, 1000);
         assert_eq!(
             err(&["--kube-api-burst=ten"]),
@@ -596,13 +571,13 @@ mod tests {
             "--vmodule=a=1,b=2",
             "--log-file-max-size=0",
         ]);
-        assert_eq!(o.logging.stderrthreshold, 1);
-        assert_eq!(o.logging.log_backtrace_at, "main.go:12");
+        assert_eq!(o.common.logging.stderrthreshold, 1);
+        assert_eq!(o.common.logging.log_backtrace_at, "main.go:12");
         assert_eq!(
-            o.logging.vmodule,
+            o.common.logging.vmodule,
             vec![("a".to_string(), 1), ("b".to_string(), 2)]
         );
-        assert_eq!(o.logging.log_file_max_size, 0);
+        assert_eq!(o.common.logging.log_file_max_size, 0);
         assert!(err(&["--log-backtrace-at=main:1"]).contains("syntax error: expect file.go:234"));
         assert!(err(&["--vmodule=a"]).contains(r#""a" does not have the pattern=N format"#));
         assert!(err(&["--log-text-info-buffer-size=1Q"]).contains("quantities must match"));

@@ -3,7 +3,9 @@
 //! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
-//! - `handlers.rs`: what each watch event does to the caches and the queue;
+//! - `reflector.rs`: the caches' one writer: each watch event applied to the caches of
+//!   [`crate::store`], the bindings it queues returned; the cycles' after-write hook;
+//! - `handlers.rs`: each watch event handed to the reflector, and what it returns queued;
 //! - `watches.rs`: the watches that call the handlers;
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
@@ -16,6 +18,7 @@
 //! the same handler calls as live events.
 
 mod handlers;
+pub mod reflector;
 mod watches;
 mod worker;
 
@@ -26,6 +29,7 @@ use scheduler_core::schedule::Scheduler;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
+use crate::controller::reflector::Reflector;
 use crate::cycle::Parts;
 use crate::cycle::assume::Assumptions;
 use crate::cycle::sink::{EventSink, Writer};
@@ -34,7 +38,6 @@ use crate::kube::writer::KubeWriter;
 use crate::metrics::{Metrics, StepTimer};
 use crate::queue::SchedulingQueue;
 use crate::store::Stores;
-use crate::store::own_writes::OwnWrites;
 use crate::store::workload::{AssigningCache, WorkloadIndex};
 use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
@@ -53,22 +56,23 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Present with the `WorkloadAffinity` gate.
     pub workload: Option<Arc<WorkloadIndex>>,
-    /// Generation bumps of our own result patches, whose watch events are not queued.
-    pub own_writes: OwnWrites,
     /// Present with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<Arc<Assumptions>>,
+    /// The one writer of `stores` (and of the gates' caches above), and the cycles'
+    /// after-write hook.
+    pub cache: Reflector,
 }
 
 impl Context {
     /// What the daemon's cycles read besides the binding and the snapshot: its group index and
-    /// assumption cache (each present with its gate), and its own writes.
+    /// assumption cache (each present with its gate), and the caches' after-write hook.
     pub fn parts(&self) -> Parts<'_> {
         Parts {
             workload_index: self
                 .workload
                 .as_deref()
                 .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
-            own_writes: Some(&self.own_writes),
+            after_write: Some(&self.cache),
             assumptions: self.assumptions.as_deref(),
             want_trace: false,
         }
@@ -157,23 +161,26 @@ fn context(
         .feature_gates
         .scheduling_overcommit_protection()
         .then(|| Arc::new(Assumptions::default()));
+    let cache = Reflector::new(
+        stores.clone(),
+        &opts.scheduler_name,
+        workload.clone(),
+        assumptions.clone(),
+    );
     Ok(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
         stores,
         queue: Arc::new(queue),
-        writer: Arc::new(KubeWriter::new(
-            client.clone(),
-            workload.as_ref().map(|w| w.assigning.clone()),
-        )),
+        writer: Arc::new(KubeWriter::new(client.clone())),
         events: Arc::new(component_base::events::start(
             client.clone(),
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
         metrics,
         workload,
-        own_writes: OwnWrites::default(),
         assumptions,
+        cache,
     })
 }
 

@@ -9,15 +9,15 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use serde_json::{Value, json};
 
 use super::Context;
-use crate::cycle::sink::{Target, Writer};
+use crate::controller::reflector::Reflector;
+use crate::cycle::sink::{ObjectWriter, Target};
 use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
 use crate::queue::{Outcome, SchedulingQueue};
 use crate::store::filter::{
-    Summary, binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
+    binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
 };
-use crate::store::own_writes::OwnWrites;
 use crate::store::workload::{AssigningCache, WorkloadIndex};
 use crate::store::{Cached, Stores, decode_cached};
 
@@ -125,7 +125,7 @@ fn cluster(v: Value) -> Cluster {
 #[derive(Default)]
 struct Recording(std::sync::Mutex<Vec<(BindingKey, Target, Value)>>);
 
-impl Writer for Recording {
+impl ObjectWriter<BindingKey, Binding> for Recording {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -153,12 +153,14 @@ impl Writer for Recording {
 }
 
 /// A worker context over in-memory parts, default flags.
-fn test_context(writer: Arc<Recording>, events: crate::cycle::events::MemoryRecorder) -> Context {
+fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEvents) -> Context {
     let metrics = Arc::new(Metrics::new());
+    let stores = Arc::new(Stores::default());
     Context {
         scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
         scheduler_name: "default-scheduler".into(),
-        stores: Arc::new(Stores::default()),
+        cache: Reflector::new(stores.clone(), "default-scheduler", None, None),
+        stores,
         queue: Arc::new(
             SchedulingQueue::new(false, Default::default())
                 .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
@@ -167,7 +169,6 @@ fn test_context(writer: Arc<Recording>, events: crate::cycle::events::MemoryReco
         events: Arc::new(events),
         metrics,
         workload: None,
-        own_writes: OwnWrites::default(),
         assumptions: None,
     }
 }
@@ -175,7 +176,7 @@ fn test_context(writer: Arc<Recording>, events: crate::cycle::events::MemoryReco
 #[tokio::test]
 async fn a_malformed_binding_is_told_and_the_others_go_on() {
     let writer = Arc::new(Recording::default());
-    let events = crate::cycle::events::MemoryRecorder::default();
+    let events = component_base::events::MemoryEvents::default();
     let ctx = test_context(writer.clone(), events.clone());
     let mut bad = raw(
         lbl(),
@@ -229,7 +230,7 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
     let writer = Arc::new(Recording::default());
     let ctx = test_context(
         writer.clone(),
-        crate::cycle::events::MemoryRecorder::default(),
+        component_base::events::MemoryEvents::default(),
     );
     let key = BindingKey::rb("ns", "b");
     let other = json!({"schedulerName": "other", "clusters": [{"name": "m1", "replicas": 1}]});
@@ -267,7 +268,7 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
 async fn queue_depth_follows_pops() {
     let ctx = test_context(
         Arc::new(Recording::default()),
-        crate::cycle::events::MemoryRecorder::default(),
+        component_base::events::MemoryEvents::default(),
     );
     ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
     let depth = |ctx: &Context| {
@@ -290,7 +291,7 @@ async fn queue_depth_follows_pops() {
 async fn the_echo_of_our_own_write_is_not_queued() {
     let ctx = test_context(
         Arc::new(Recording::default()),
-        crate::cycle::events::MemoryRecorder::default(),
+        component_base::events::MemoryEvents::default(),
     );
     let key = BindingKey::rb("ns", "b");
     ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
@@ -298,7 +299,7 @@ async fn the_echo_of_our_own_write_is_not_queued() {
     ctx.queue.done(item, Outcome::Success);
     assert_eq!(ctx.queue.lengths().active, 0);
 
-    ctx.own_writes.expect(&key, 1);
+    ctx.cache.own_writes().expect(&key, 1);
     ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, json!({})));
     assert_eq!(ctx.queue.lengths().active, 0, "our own write");
     assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
@@ -311,14 +312,15 @@ async fn the_echo_of_our_own_write_is_not_queued() {
 fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     use scheduler_core::framework::WorkloadGroupIndex as _;
     let stores = Arc::new(Stores::default());
-    let index = WorkloadIndex {
+    let index = Arc::new(WorkloadIndex {
         stores: stores.clone(),
         assigning: Arc::new(AssigningCache::default()),
-    };
+    });
+    let cache = Reflector::new(stores, "default-scheduler", Some(index.clone()), None);
     let rb = |name: &str, group: &str, rv: &str| {
         Binding::decode(
             BindingKind::ResourceBinding,
-            json!({
+            &json!({
                 "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
                 "spec": {"resource": {"apiVersion": "v1", "kind": "Pod", "name": name},
                          "workloadAffinityGroups": {"affinityGroup": group}}
@@ -327,18 +329,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
         .unwrap()
     };
     for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
-        let s = Summary {
-            passes: true,
-            owned: true,
-            generation: 1,
-            observed_generation: 0,
-            priority: 0,
-        };
-        stores
-            .bindings
-            .write()
-            .unwrap()
-            .insert(b.key(), (Some(Cached::Ok(Arc::new(b))), s));
+        cache.upsert_binding(BindingKind::ResourceBinding, b.to_json());
     }
     let mut names: Vec<String> = index
         .by_affinity_group("g1")
@@ -403,7 +394,7 @@ fn cluster_update_rules() {
 #[test]
 fn fan_out_matches_the_observed_affinity() {
     let b = |placement: Value, status: Value| {
-        Binding::decode(BindingKind::ResourceBinding, json!({
+        Binding::decode(BindingKind::ResourceBinding, &json!({
             "metadata": {"name": "b", "namespace": "ns", "generation": 2},
             "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": placement},
             "status": status
@@ -481,16 +472,22 @@ async fn deleted_bindings_leave_nothing_behind() {
     use crate::store::workload::SWEEP_SLACK;
     let mut ctx = test_context(
         Arc::new(Recording::default()),
-        crate::cycle::events::MemoryRecorder::default(),
+        component_base::events::MemoryEvents::default(),
     );
     let stores = ctx.stores.clone();
     ctx.workload = Some(Arc::new(WorkloadIndex {
-        stores,
+        stores: stores.clone(),
         assigning: Arc::new(AssigningCache::default()),
     }));
     ctx.assumptions = Some(Arc::new(Assumptions::default()));
     let workload = ctx.workload.clone().unwrap();
     let assumptions = ctx.assumptions.clone().unwrap();
+    ctx.cache = Reflector::new(
+        stores,
+        "default-scheduler",
+        ctx.workload.clone(),
+        ctx.assumptions.clone(),
+    );
     let n = 10_000;
     for i in 0..n {
         let name = format!("b{i}");
@@ -503,9 +500,9 @@ async fn deleted_bindings_leave_nothing_behind() {
         });
         ctx.upsert_binding(BindingKind::ResourceBinding, raw.clone());
         let key = BindingKey::rb("ns", &name);
-        let binding = Binding::decode(BindingKind::ResourceBinding, raw).unwrap();
+        let binding = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap();
         // The cycle: announce the write, assume its result, the write lands.
-        ctx.own_writes.expect(&key, 1);
+        ctx.cache.own_writes().expect(&key, 1);
         assumptions
             .assume(
                 &format!("ns/{name}"),
@@ -529,9 +526,9 @@ async fn deleted_bindings_leave_nothing_behind() {
             workload.assigning.len()
         );
     }
-    assert_eq!(ctx.own_writes.len(), 0);
+    assert_eq!(ctx.cache.own_writes().len(), 0);
     assert!(assumptions.is_empty());
-    assert!(ctx.stores.bindings.read().unwrap().is_empty());
+    assert_eq!(ctx.stores.binding_count(), 0);
     // The queue forgets them as each is popped once more and found gone.
     while let Ok(Some(item)) =
         tokio::time::timeout(std::time::Duration::from_secs(3600), ctx.queue.pop()).await

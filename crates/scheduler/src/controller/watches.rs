@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use karmada_api::Cluster;
-use kube::api::ApiResource;
 use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
@@ -14,6 +12,7 @@ use crate::config::options::Options;
 use crate::kube::resource;
 use crate::model::binding::{BindingKey, BindingKind};
 use component_base::watch::watch_all;
+use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 
 fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
@@ -77,45 +76,13 @@ fn watch_clusters(
     estimators: Option<Arc<EstimatorSync>>,
 ) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
     let (c1, c2) = (ctx.clone(), ctx.clone());
-    let (est1, est2) = (estimators.clone(), estimators);
-    watch_all(
+    let stores = ctx.stores.clone();
+    let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
+    watch_clusters_of(
         client.clone(),
-        &ApiResource::erase::<Cluster>(&()),
-        "clusters",
-        move |raw: Value| cluster_upserted(&c1, est1.as_ref(), raw),
-        move |k: &str| cluster_removed(&c2, est2.as_ref(), k),
+        estimators,
+        current,
+        move |c| c1.upsert_cluster(c),
+        move |name| c2.remove_cluster(name),
     )
-}
-
-/// A Cluster added or changed: the estimator sync follows it (reading the cached clusters),
-/// then the handler.
-fn cluster_upserted(ctx: &Arc<Context>, estimators: Option<&Arc<EstimatorSync>>, raw: Value) {
-    match karmada_api::from_json_value::<Cluster>(raw) {
-        Ok(mut c) => {
-            c.metadata.managed_fields = None;
-            if let Some(e) = estimators {
-                let stores = ctx.stores.clone();
-                let current: ClusterLookup = Arc::new(move |name: &str| {
-                    stores
-                        .clusters
-                        .read()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(name)
-                        .cloned()
-                });
-                e.ensure(Arc::new(c.clone()), current);
-            }
-            ctx.upsert_cluster(c);
-        }
-        Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
-    }
-}
-
-/// A Cluster deleted: the handler, then the estimator sync.
-fn cluster_removed(ctx: &Arc<Context>, estimators: Option<&Arc<EstimatorSync>>, k: &str) {
-    let name = k.trim_start_matches('/');
-    ctx.remove_cluster(name);
-    if let Some(e) = estimators {
-        e.cluster_deleted(name);
-    }
 }

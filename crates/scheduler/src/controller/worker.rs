@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use component_base::cancel::CancellationToken;
 use component_base::fence::{Fence, Permit};
+use component_base::write::Permitted;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use tokio::task::JoinHandle;
@@ -19,9 +20,8 @@ use tokio::time::Instant;
 
 use super::Context;
 use crate::cycle::patch::{REASON_FAILED, StatusUpdate, status_patch};
-use crate::cycle::sink::{Target, Writer as _};
+use crate::cycle::sink::{ObjectWriter as _, Target, Writer};
 use crate::cycle::{Cycle, CycleError};
-use crate::kube::writer::PermittedWriter;
 use crate::metrics::IncomingEvent;
 use crate::model::binding::BindingKey;
 use crate::model::condition::ScheduledCondition;
@@ -35,7 +35,7 @@ impl Context {
     /// Process one key under `permit`; the queue outcome, or `None` when a write was fenced
     /// (nothing more was sent: the key goes back to the queue for whoever leads).
     pub async fn process(&self, key: &BindingKey, permit: &Permit) -> Option<Outcome> {
-        let writer = PermittedWriter {
+        let writer = Permitted {
             inner: self.writer.as_ref(),
             permit,
         };
@@ -46,7 +46,11 @@ impl Context {
         outcome
     }
 
-    async fn attempt(&self, key: &BindingKey, writer: &PermittedWriter<'_>) -> Option<Outcome> {
+    async fn attempt(
+        &self,
+        key: &BindingKey,
+        writer: &Permitted<'_, dyn Writer>,
+    ) -> Option<Outcome> {
         let Some(cached) = self.stores.binding(key) else {
             return Some(Outcome::Success);
         };
@@ -118,7 +122,7 @@ impl Context {
     async fn report_malformed(
         &self,
         m: &Malformed,
-        writer: &PermittedWriter<'_>,
+        writer: &Permitted<'_, dyn Writer>,
     ) -> Option<Outcome> {
         let key = m.binding.key();
         let message = format!("failed to decode {}: {}", key.describe(), m.error);

@@ -1,13 +1,10 @@
 //! Scheduling Events on bindings and their resource templates: the two objects the reference
 //! records each scheduling result on. Writing is component-base's recorder.
 
-use std::sync::Arc;
-
-use component_base::events::{PendingEvent, Recorder};
-use k8s_openapi::api::core::v1::ObjectReference;
+use component_base::events::{PendingEvent, binding_references};
 
 use crate::cycle::sink::EventSink;
-use crate::model::binding::{Binding, BindingKind};
+use crate::model::binding::Binding;
 
 /// The two involved objects of a scheduling event: the binding and its template.
 pub fn events_for(
@@ -16,48 +13,22 @@ pub fn events_for(
     reason: &str,
     message: &str,
 ) -> [PendingEvent; 2] {
-    let api_version = karmada_api::work::API_VERSION.to_string();
-    let binding_ref = ObjectReference {
-        api_version: Some(api_version),
-        kind: Some(binding.kind.kind().to_string()),
-        name: binding.metadata.name.clone(),
-        namespace: binding
-            .metadata
-            .namespace
-            .clone()
-            .filter(|_| binding.kind == BindingKind::ResourceBinding),
-        uid: binding.metadata.uid.clone(),
-        resource_version: binding.metadata.resource_version.clone(),
-        ..Default::default()
-    };
-    let r = &binding.spec.resource;
-    let template_ref = ObjectReference {
-        api_version: Some(r.api_version.clone()),
-        kind: Some(r.kind.clone()),
-        name: Some(r.name.clone()),
-        namespace: (!r.namespace.is_empty()).then(|| r.namespace.clone()),
-        uid: (!r.uid.is_empty()).then(|| r.uid.clone()),
-        ..Default::default()
-    };
-    [binding_ref, template_ref].map(|involved| PendingEvent::on(involved, warning, reason, message))
+    binding_references(
+        binding.kind.kind(),
+        &binding.metadata,
+        &binding.spec.resource,
+    )
+    .map(|involved| PendingEvent::on(involved, warning, reason, message))
 }
 
-impl EventSink for Recorder {
+/// Every component event sink (the daemon's [`Recorder`](component_base::events::Recorder),
+/// the [`MemoryEvents`](component_base::events::MemoryEvents) of tests and read-only runs) records a binding's events on the
+/// binding and on its template.
+impl<S: component_base::events::EventSink + ?Sized> EventSink for S {
     fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String) {
         for e in events_for(binding, warning, reason, &message) {
-            self.send(e);
+            self.record(e);
         }
-    }
-}
-
-/// A recorder that keeps events in memory (tests, `simulate`).
-#[derive(Clone, Debug, Default)]
-pub struct MemoryRecorder(pub Arc<std::sync::Mutex<Vec<PendingEvent>>>);
-
-impl EventSink for MemoryRecorder {
-    fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String) {
-        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        v.extend(events_for(binding, warning, reason, &message));
     }
 }
 
@@ -69,7 +40,7 @@ mod tests {
 
     #[test]
     fn binding_and_template_references() {
-        let rb = Binding::decode(BindingKind::ResourceBinding, json!({
+        let rb = Binding::decode(BindingKind::ResourceBinding, &json!({
             "metadata": {"name": "b", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "d", "uid": "u2"}}
         })).unwrap();
@@ -84,7 +55,7 @@ mod tests {
         assert_eq!(on_template.involved.uid.as_deref(), Some("u2"));
         let crb = Binding::decode(
             BindingKind::ClusterResourceBinding,
-            json!({
+            &json!({
                 "metadata": {"name": "c"},
                 "spec": {"resource": {"apiVersion": "v1", "kind": "Namespace", "name": "n"}}
             }),

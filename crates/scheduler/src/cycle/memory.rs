@@ -13,10 +13,9 @@ use scheduler_core::estimator::BoxFuture;
 use scheduler_core::framework::WorkloadGroupIndex;
 use serde_json::{Value, json};
 
-use crate::cycle::sink::{Target, Writer};
+use crate::cycle::sink::{ObjectWriter, Target};
 use crate::model::binding::{Binding, BindingKey, BindingKind, MalformedBinding};
 use crate::model::condition::ApiFailure;
-use crate::store::workload::to_rb;
 
 /// RFC 7386 merge of `patch` into `target` (`null` removes a field).
 pub fn merge(target: &mut Value, patch: &Value) {
@@ -80,7 +79,7 @@ impl MemoryStore {
             meta.insert("resourceVersion".into(), json!(self.next_version()));
             meta.entry("generation").or_insert(json!(1));
         }
-        let binding = Binding::decode(kind, raw.clone())?;
+        let binding = Binding::decode(kind, &raw)?;
         self.objects
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -92,7 +91,7 @@ impl MemoryStore {
     pub fn binding(&self, key: &BindingKey) -> Option<Binding> {
         let objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         let (kind, raw) = objects.get(key)?;
-        Binding::decode(*kind, raw.clone()).ok()
+        Binding::decode(*kind, raw).ok()
     }
 
     /// The patches applied to `key`, in order.
@@ -153,7 +152,7 @@ impl MemoryStore {
             o["metadata"]["generation"] = json!(g + 1);
         }
         o["metadata"]["resourceVersion"] = json!(self.next_version());
-        let stored = Binding::decode(*kind, o.clone()).map_err(|e| ApiFailure {
+        let stored = Binding::decode(*kind, o).map_err(|e| ApiFailure {
             code: 422,
             reason: "Invalid".into(),
             message: e.error.clone(),
@@ -179,8 +178,8 @@ impl MemoryStore {
                 *kind == BindingKind::ResourceBinding
                     && raw.pointer(&pointer).and_then(Value::as_str) == Some(group)
             })
-            .filter_map(|(kind, raw)| Binding::decode(*kind, raw.clone()).ok())
-            .map(|b| Arc::new(to_rb(&b)))
+            .filter_map(|(kind, raw)| Binding::decode(*kind, raw).ok())
+            .map(|b| Arc::new(b.to_resource_binding()))
             .collect()
     }
 }
@@ -202,7 +201,7 @@ impl WorkloadGroupIndex for MemoryStore {
     }
 }
 
-impl Writer for MemoryStore {
+impl ObjectWriter<BindingKey, Binding> for MemoryStore {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,

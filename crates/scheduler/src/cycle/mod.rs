@@ -43,9 +43,9 @@ use crate::cycle::patch::{
 use crate::model::binding::{Binding, BindingKind};
 use crate::model::condition::AttemptError;
 use crate::model::decision::{Decision, ScheduleType, decide};
-use crate::store::own_writes::OwnWrites;
 
 use crate::cycle::sink::{EventSink, Target, Writer};
+use crate::store::ResultHook;
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,9 +75,8 @@ pub struct Cycle<'a> {
     pub(crate) events: &'a dyn EventSink,
     /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
     pub(crate) workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// Where the generation bump of our own result patch is announced, so that its watch
-    /// event does not queue the binding again (see [`crate::store::own_writes`]).
-    pub(crate) own_writes: Option<&'a OwnWrites>,
+    /// The daemon's caches, told about each result patch (see [`ResultHook`]).
+    pub(crate) after_write: Option<&'a dyn ResultHook>,
     /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
     pub(crate) assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
@@ -91,9 +90,9 @@ pub struct Parts<'a> {
     /// The other bindings, for the workload (anti-)affinity filters; used with the
     /// `WorkloadAffinity` gate.
     pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// Where our own generation bumps are announced (the daemon's watch echoes); a read-only
-    /// run has no watch and passes none.
-    pub own_writes: Option<&'a OwnWrites>,
+    /// The after-write hook of the daemon's caches; a read-only run has no caches of its own
+    /// to keep and passes none.
+    pub after_write: Option<&'a dyn ResultHook>,
     /// The assumption cache; used with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report.
@@ -133,7 +132,7 @@ impl<'a> Cycle<'a> {
             writer,
             events,
             workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
-            own_writes: parts.own_writes,
+            after_write: parts.after_write,
             assumptions: parts
                 .assumptions
                 .filter(|_| gates.scheduling_overcommit_protection()),

@@ -240,7 +240,7 @@ mod tests {
     }
 
     fn rb(v: Value) -> Binding {
-        Binding::decode(BindingKind::ResourceBinding, v).unwrap()
+        Binding::decode(BindingKind::ResourceBinding, &v).unwrap()
     }
 
     fn base(annotations: Value, clusters: Value, status: Value) -> Binding {

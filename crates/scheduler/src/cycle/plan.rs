@@ -173,7 +173,7 @@ mod tests {
         };
         Binding::decode(
             BindingKind::ResourceBinding,
-            json!({"metadata": {"name": "b", "namespace": "ns", "generation": generation},
+            &json!({"metadata": {"name": "b", "namespace": "ns", "generation": generation},
                    "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"},
                             "placement": placement}}),
         )

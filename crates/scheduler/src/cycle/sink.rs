@@ -1,32 +1,15 @@
 //! The cycle's view of the API: binding writes and Events, as traits so that tests can use
 //! in-memory fakes and the daemon the kube client.
 
-use scheduler_core::estimator::BoxFuture;
-use serde_json::Value;
-
 use crate::model::binding::{Binding, BindingKey};
-use crate::model::condition::ApiFailure;
 
-/// Which endpoint a patch goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    Main,
-    Status,
-}
+pub use component_base::write::{ObjectWriter, Target};
 
-/// The API writes of a cycle.
-pub trait Writer: Send + Sync {
-    /// Merge-patch the binding (or its status); returns the object the server stored.
-    fn patch<'a>(
-        &'a self,
-        key: &'a BindingKey,
-        target: Target,
-        patch: Value,
-    ) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
+/// The API writes of a cycle: component-base's [`ObjectWriter`] of bindings, named once for
+/// the cycle, the daemon's kube writer and the fakes of tests (all implement `ObjectWriter`).
+pub trait Writer: ObjectWriter<BindingKey, Binding> {}
 
-    /// The binding as the server has it now.
-    fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>>;
-}
+impl<W: ObjectWriter<BindingKey, Binding> + ?Sized> Writer for W {}
 
 /// Where Events go; each call is recorded on the binding and on its resource template.
 pub trait EventSink: Send + Sync {

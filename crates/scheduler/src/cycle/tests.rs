@@ -7,9 +7,11 @@ use scheduler_core::schedule::{BindingInput, Decision as CoreDecision};
 use serde_json::Value;
 
 use crate::cycle::patch::{StatusUpdate, result_patch};
+use crate::cycle::sink::ObjectWriter;
 use crate::model::annotation::encode_placement;
 use crate::model::binding::BindingKey;
 use crate::model::condition::{ApiFailure, condition_for};
+use crate::store::own_writes::OwnWrites;
 use pretty_assertions::assert_eq;
 use scheduler_core::estimator::BoxFuture;
 use scheduler_core::schedule::ScheduleConfig;
@@ -72,7 +74,7 @@ impl FakeApi {
     }
 }
 
-impl Writer for FakeApi {
+impl ObjectWriter<BindingKey, Binding> for FakeApi {
     fn patch<'a>(
         &'a self,
         _key: &'a BindingKey,
@@ -153,7 +155,7 @@ fn cycle<'a>(
         writer: api,
         events,
         workload_index: None,
-        own_writes,
+        after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
         assumptions: None,
         want_trace: false,
     }
@@ -170,7 +172,7 @@ fn scheduler() -> Scheduler {
 /// A writer whose answers take a while, as a real API server's do.
 struct Slow<'a>(&'a FakeApi);
 
-impl Writer for Slow<'_> {
+impl ObjectWriter<BindingKey, Binding> for Slow<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -192,7 +194,7 @@ impl Writer for Slow<'_> {
 /// server, as a user would while a result patch was being written.
 struct ScaleBeforeStatus<'a>(&'a FakeApi, Mutex<bool>);
 
-impl Writer for ScaleBeforeStatus<'_> {
+impl ObjectWriter<BindingKey, Binding> for ScaleBeforeStatus<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,

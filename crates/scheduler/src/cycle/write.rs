@@ -1,5 +1,5 @@
 //! The writes of a [`Cycle`], preconditioned on the resourceVersion they were computed
-//! against: the result patch (announced to `own_writes`) and the status patch, recomputed on
+//! against: the result patch (announced to the after-write hook) and the status patch, recomputed on
 //! a fresh read when it conflicts.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -15,9 +15,8 @@ use crate::model::condition::{ApiFailure, AttemptError};
 const STATUS_PATCH_ATTEMPTS: usize = 5;
 
 impl Cycle<'_> {
-    /// Send a result patch computed against `base`, preconditioned on its resourceVersion;
-    /// a patch that bumps the generation is announced to `own_writes` first (and withdrawn if
-    /// it fails), so that its watch echo is not queued.
+    /// Send a result patch computed against `base`, preconditioned on its resourceVersion,
+    /// between the after-write hook's two calls (see [`ResultHook`](crate::store::ResultHook)).
     pub(super) async fn send_result(
         &self,
         key: &BindingKey,
@@ -26,13 +25,12 @@ impl Cycle<'_> {
         bumps_generation: bool,
     ) -> Result<Binding, ApiFailure> {
         let patch = with_precondition(patch, base.resource_version());
-        let own = self.own_writes.filter(|_| bumps_generation);
-        if let Some(own) = own {
-            own.expect(key, base.generation());
+        if let Some(hook) = self.after_write {
+            hook.sending(key, base.generation(), bumps_generation);
         }
         let sent = self.writer.patch(key, Target::Main, patch).await;
-        if let (Err(_), Some(own)) = (&sent, own) {
-            own.withdraw(key);
+        if let Some(hook) = self.after_write {
+            hook.answered(key, bumps_generation, sent.as_ref());
         }
         sent
     }

@@ -22,9 +22,9 @@ use crate::model::condition::SCHEDULED;
 use crate::model::decision::{Decision, ScheduleType, Trigger};
 use component_base::events::PendingEvent;
 
-use crate::cycle::events::MemoryRecorder;
 use crate::cycle::memory::MemoryStore;
 use crate::cycle::sink::Target;
+use component_base::events::MemoryEvents;
 
 /// One binding explained.
 #[derive(Clone, Debug)]
@@ -148,7 +148,7 @@ pub struct ReadOnly<'a> {
     scheduler_name: &'a str,
     /// The bindings of the run, as written by its cycles.
     pub store: MemoryStore,
-    events: MemoryRecorder,
+    events: MemoryEvents,
     assumptions: Assumptions,
     /// The daemon's group index, when the run is the daemon's ([`ReadOnly::with_daemon`]).
     daemon_index: Option<&'a dyn WorkloadGroupIndex>,
@@ -163,7 +163,7 @@ impl<'a> ReadOnly<'a> {
             scheduler,
             scheduler_name,
             store: MemoryStore::default(),
-            events: MemoryRecorder::default(),
+            events: MemoryEvents::default(),
             assumptions: Assumptions::default(),
             daemon_index: None,
             want_trace,
@@ -202,7 +202,7 @@ impl<'a> ReadOnly<'a> {
             &self.events,
             Parts {
                 workload_index: Some(index),
-                own_writes: None,
+                after_write: None,
                 assumptions: Some(&self.assumptions),
                 want_trace: self.want_trace,
             },

@@ -10,34 +10,12 @@ use std::time::Duration;
 use kube::api::ApiResource;
 
 use crate::model::binding::BindingKind;
-use crate::model::condition::ApiFailure;
-use component_base::api::api_failure;
 
 /// Longest wait for the answer to one binding read or write. The client has no read timeout
 /// (it also carries the watches), so without this a hung API server (stopped, or a response
 /// lost on the way) would hold a worker forever. A write that times out may still land: it is
 /// then recognised by its marker (`binding::RESULT_GENERATION_ANNOTATION`) or its 409.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// `fut` bounded by `limit`; a timeout is a failure without an answer (code 0).
-pub(crate) async fn bounded<T>(
-    what: impl FnOnce() -> String,
-    limit: Duration,
-    fut: impl std::future::Future<Output = Result<T, kube::Error>>,
-) -> Result<T, ApiFailure> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(r) => r.map_err(api_failure),
-        Err(_) => Err(ApiFailure {
-            code: 0,
-            reason: "Timeout".into(),
-            message: format!(
-                "{}: no answer from the API server within {}s",
-                what(),
-                limit.as_secs()
-            ),
-        }),
-    }
-}
 
 /// `ApiResource` of a binding kind.
 pub fn resource(kind: BindingKind) -> ApiResource {

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::kube::bounded;
 use crate::model::condition::ApiFailure;
 use crate::queue::SchedulingQueue;
+use component_base::api::bounded;
 
 const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// Longest wait for one probe's answer.

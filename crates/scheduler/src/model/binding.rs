@@ -124,6 +124,18 @@ pub struct MalformedBinding {
 }
 
 impl Binding {
+    /// The binding as the ResourceBinding the workload group filters read (whatever its
+    /// kind: callers pass ResourceBindings).
+    pub fn to_resource_binding(&self) -> karmada_api::work::ResourceBinding {
+        karmada_api::work::ResourceBinding {
+            api_version: karmada_api::work::API_VERSION.into(),
+            kind: "ResourceBinding".into(),
+            metadata: self.metadata.clone(),
+            spec: self.spec.clone(),
+            status: self.status.clone(),
+        }
+    }
+
     /// The object as JSON again (`apiVersion`, `kind`, `metadata`, `spec`, `status`).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -137,16 +149,13 @@ impl Binding {
 
     /// Decode one object of the given kind from raw JSON. On failure, the identity that could
     /// still be read is returned with the error, so that the binding itself can be told.
+    /// The value is borrowed: a caller that must read more of a malformed object keeps it
+    /// without copying it first (a copy costs about half a decode).
     pub fn decode(
         kind: BindingKind,
-        raw: serde_json::Value,
+        raw: &serde_json::Value,
     ) -> Result<Self, Box<MalformedBinding>> {
-        let metadata: ObjectMeta = raw
-            .get("metadata")
-            .cloned()
-            .and_then(|m| serde_json::from_value(m).ok())
-            .unwrap_or_default();
-        match karmada_api::from_json_value::<Wire>(raw) {
+        match karmada_api::from_json_ref::<Wire>(raw) {
             Ok(w) => Ok(Self {
                 kind,
                 metadata: w.metadata,
@@ -154,6 +163,10 @@ impl Binding {
                 status: w.status,
             }),
             Err(e) => {
+                let metadata: ObjectMeta = raw
+                    .get("metadata")
+                    .and_then(|m| ObjectMeta::deserialize(m).ok())
+                    .unwrap_or_default();
                 let key = key_of(kind, &metadata);
                 Err(Box::new(MalformedBinding {
                     key,
@@ -270,7 +283,7 @@ mod tests {
             "spec": {"resource": {"apiVersion": "v1", "kind": "Pod", "name": "p"},
                      "placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}
         });
-        let e = Binding::decode(BindingKind::ResourceBinding, raw).unwrap_err();
+        let e = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap_err();
         assert_eq!(e.key, BindingKey::rb("ns", "b"));
         assert!(
             e.error

@@ -243,7 +243,7 @@ mod tests {
     use serde_json::json;
 
     fn binding(v: serde_json::Value) -> Binding {
-        Binding::decode(BindingKind::ResourceBinding, v).unwrap()
+        Binding::decode(BindingKind::ResourceBinding, &v).unwrap()
     }
 
     fn cluster(name: &str, deleting: bool) -> Cluster {

@@ -1,7 +1,13 @@
 //! The scheduler's caches: bindings as watched (decoded, or kept with their decode error, and
 //! summarised for the event filter), the clusters and the snapshot shared until a cluster
 //! changes, and, with `WorkloadAffinity`, the index of workload groups with the results just
-//! written. Pure data structures: the watch handlers of [`crate::controller`] feed them.
+//! written.
+//!
+//! Reflector-style: [`Stores`] is read and written through methods only (no lock leaves this
+//! module); every watch event is applied by one writer, the controller's `Reflector`, which
+//! returns the bindings to queue. What the caches learn from a cycle's own writes comes
+//! through one after-write hook, [`ResultHook`], defined here: our own generation bumps
+//! ([`own_writes`]) and the results just written ([`workload::AssigningCache`]).
 //!
 //! Beside the caches: which watch events queue which bindings ([`filter`]), the workload
 //! group index ([`workload`]) and the generations of our own writes, whose watch echoes are
@@ -21,7 +27,26 @@ use scheduler_core::snapshot::Snapshot;
 use serde_json::Value;
 
 use crate::model::binding::{Binding, BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
 use crate::store::filter::Summary;
+
+/// The one after-write hook: what the daemon's caches learn from a cycle's result patches.
+/// Called around every result patch (`spec.clusters` and its annotations), never around the
+/// status patch. Read-only runs (`simulate`, `explain`) have none.
+pub trait ResultHook: Send + Sync {
+    /// A result patch of `key`, computed against `generation`, is about to be sent;
+    /// `bumps_generation` when it changes the spec. Called before sending, because the watch
+    /// event of the write can arrive before the answer.
+    fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool);
+
+    /// The answer to that patch: the object the server stored, or the failure.
+    fn answered(
+        &self,
+        key: &BindingKey,
+        bumps_generation: bool,
+        answer: Result<&Binding, &ApiFailure>,
+    );
+}
 
 /// A binding as cached: decoded, or kept with its decode error.
 #[derive(Clone, Debug)]
@@ -40,21 +65,21 @@ pub struct Malformed {
     pub error: String,
 }
 
-/// The caches the workers read.
+/// The caches the workers read; written by the controller's `Reflector` only.
 #[derive(Default)]
 pub struct Stores {
     /// Every binding's filter summary; the decoded object only where this scheduler may need
-    /// it (see [`Context::upsert_binding`]). At 1,000 clusters a placed Duplicated binding holds
-    /// hundreds of `spec.clusters` entries, and the other schedulers' bindings are most of the
-    /// cache on a shared control plane.
-    pub(crate) bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
-    pub(crate) clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
+    /// it (see the controller's `Reflector::upsert_binding`). At 1,000 clusters a placed
+    /// Duplicated binding holds hundreds of `spec.clusters` entries, and the other
+    /// schedulers' bindings are most of the cache on a shared control plane.
+    bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
+    clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
     /// Bumped (under the `clusters` write lock) by every cluster change.
-    pub(crate) cluster_version: AtomicU64,
+    cluster_version: AtomicU64,
     /// The snapshot of `clusters` at a `cluster_version`. Kept until a cluster changes, because
     /// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries)
     /// that then serve every binding scheduled meanwhile.
-    pub(crate) snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
+    snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
 }
 
 impl Stores {
@@ -95,6 +120,67 @@ impl Stores {
         clusters.remove(name);
     }
 
+    /// The cluster `name` as cached.
+    pub fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
+        self.clusters
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Insert or replace a binding's entry; the previous summary, if any.
+    pub(crate) fn put_binding(
+        &self,
+        key: BindingKey,
+        cached: Option<Cached>,
+        summary: Summary,
+    ) -> Option<Summary> {
+        self.bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, (cached, summary))
+            .map(|(_, s)| s)
+    }
+
+    pub(crate) fn drop_binding(&self, key: &BindingKey) {
+        self.bindings
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// Bindings with an entry (decoded or not).
+    pub fn binding_count(&self) -> usize {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// Those of `keys` that have no entry.
+    pub(crate) fn not_cached(&self, keys: Vec<BindingKey>) -> Vec<BindingKey> {
+        let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
+        keys.into_iter()
+            .filter(|k| !bindings.contains_key(k))
+            .collect()
+    }
+
+    /// The decoded ResourceBindings that `keep` accepts.
+    pub(crate) fn resource_bindings(&self, keep: impl Fn(&Binding) -> bool) -> Vec<Arc<Binding>> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter_map(|(c, _)| match c {
+                Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding && keep(b) => {
+                    Some(b.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
         self.bindings
             .read()
@@ -127,7 +213,7 @@ pub fn decode_cached(kind: BindingKind, mut raw: Value) -> Cached {
     if let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    match Binding::decode(kind, raw.clone()) {
+    match Binding::decode(kind, &raw) {
         Ok(b) => Cached::Ok(Arc::new(b)),
         Err(m) => {
             let status: ResourceBindingStatus = raw

@@ -19,7 +19,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::model::binding::BindingKey;
+use crate::model::binding::{Binding, BindingKey};
+use crate::model::condition::ApiFailure;
+use crate::store::ResultHook;
 
 /// Expected generations of our own result patches, by binding: a range, because one cycle
 /// may write `spec.clusters` more than once (see `cycle/schedule.rs`, the echo passes).
@@ -81,6 +83,27 @@ impl OwnWrites {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BindingKey, (i64, i64)>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Alone (the cycle's tests), the expectation half of the caches' after-write hook; the
+/// daemon's hook is the controller's `Reflector`, which also keeps the written results.
+impl ResultHook for OwnWrites {
+    fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
+        if bumps_generation {
+            self.expect(key, generation);
+        }
+    }
+
+    fn answered(
+        &self,
+        key: &BindingKey,
+        bumps_generation: bool,
+        answer: Result<&Binding, &ApiFailure>,
+    ) {
+        if bumps_generation && answer.is_err() {
+            self.withdraw(key);
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::ResourceBinding;
 
 use crate::model::binding::{Binding, BindingKey, BindingKind};
-use crate::store::{Cached, Stores};
+use crate::store::Stores;
 
 /// ResourceBindings whose new result was written but may not be in the cache yet (gate
 /// `WorkloadAffinity`), so that the workload-affinity filters honour a result just
@@ -20,7 +20,7 @@ use crate::store::{Cached, Stores};
 /// a binding that is gone; [`WorkloadIndex::forget`] sweeps those (see [`SWEEP_SLACK`]).
 #[derive(Default)]
 pub struct AssigningCache(
-    pub(crate) RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>,
+    RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>,
     /// Size above which the next deletion sweeps the entries of bindings no longer cached.
     AtomicUsize,
 );
@@ -36,17 +36,6 @@ fn rv_number(meta: &ObjectMeta) -> u64 {
         .unwrap_or(0)
 }
 
-/// The binding as the ResourceBinding the workload group filters read.
-pub(crate) fn to_rb(b: &Binding) -> ResourceBinding {
-    ResourceBinding {
-        api_version: karmada_api::work::API_VERSION.into(),
-        kind: "ResourceBinding".into(),
-        metadata: b.metadata.clone(),
-        spec: b.spec.clone(),
-        status: b.status.clone(),
-    }
-}
-
 impl AssigningCache {
     /// A result patch of this RB succeeded; the server returned `stored`.
     pub fn written(&self, stored: &Binding) {
@@ -54,7 +43,7 @@ impl AssigningCache {
             self.0
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(stored.key(), Arc::new(to_rb(stored)));
+                .insert(stored.key(), Arc::new(stored.to_resource_binding()));
         }
     }
 
@@ -75,7 +64,7 @@ impl AssigningCache {
         if fully_applied {
             m.remove(&key);
         } else {
-            m.insert(key, Arc::new(to_rb(b)));
+            m.insert(key, Arc::new(b.to_resource_binding()));
         }
     }
 
@@ -116,16 +105,7 @@ impl WorkloadIndex {
             .keys()
             .cloned()
             .collect();
-        let gone: Vec<BindingKey> = {
-            let bindings = self
-                .stores
-                .bindings
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
-            held.into_iter()
-                .filter(|k| !bindings.contains_key(k))
-                .collect()
-        };
+        let gone = self.stores.not_cached(held);
         let mut m = self.assigning.0.write().unwrap_or_else(|p| p.into_inner());
         for k in &gone {
             m.remove(k);
@@ -141,21 +121,14 @@ impl WorkloadIndex {
         group: &str,
     ) -> Vec<Arc<ResourceBinding>> {
         self.stores
-            .bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter_map(|(c, _)| match c {
-                Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding => Some(b),
-                _ => None,
-            })
-            .filter(|b| {
+            .resource_bindings(|b| {
                 b.spec
                     .workload_affinity_groups
                     .as_ref()
                     .is_some_and(|g| pick(g) == group)
             })
-            .map(|b| Arc::new(to_rb(b)))
+            .iter()
+            .map(|b| Arc::new(b.to_resource_binding()))
             .collect()
     }
 }
