@@ -7,8 +7,8 @@
 //! `karmada-system/karmada-scheduler-estimator-m1`.
 //!
 //! Checks besides "no panic": a resolution is never empty, holds no duplicate, no port 0;
-//! endpoint origins and only they are balanced; a missing Service and only it gives the DNS
-//! fallback; slices labelled for other Services change nothing; addresses print in a form
+//! a configured port 0 and only it is refused before the Service is looked at; endpoint
+//! origins and only they are balanced; a missing Service and only it gives the DNS fallback; slices labelled for other Services change nothing; addresses print in a form
 //! that reads back as the same address; errors name the Service.
 
 #![no_main]
@@ -119,7 +119,15 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(r.server_name.is_some(), annotated);
         }
         Err(e) => {
-            assert!(service.is_some(), "a missing Service always resolves");
+            assert!(
+                service.is_some() || input.port == 0,
+                "a missing Service always resolves for a usable port"
+            );
+            assert_eq!(
+                input.port == 0,
+                e.to_string().contains("configured estimator port is 0"),
+                "{e}"
+            );
             assert!(
                 e.to_string()
                     .starts_with(&format!("estimator service \"{NAMESPACE}/{NAME}\"")),

@@ -167,6 +167,10 @@ pub enum Problem {
     /// A port number outside 1..=65535.
     #[error("targetPort {0} is not a valid port number")]
     InvalidPort(i32),
+    /// The configured port itself is 0. The flags refuse it; a library caller could still
+    /// pass it, and dialling port 0 would only fail later with a less helpful error.
+    #[error("the configured estimator port is 0 (--scheduler-estimator-port must be 1-65535)")]
+    ZeroPort,
     /// A `spec.type` this resolver does not know.
     #[error("unsupported service type {0:?}")]
     UnsupportedType(String),
@@ -236,6 +240,14 @@ fn addresses(
     endpoint_slices: &[EndpointSlice],
     endpoint_routing: bool,
 ) -> Result<Resolution, ResolveError> {
+    if port == 0 {
+        return Err(ResolveError {
+            namespace: namespace.into(),
+            name: name.into(),
+            port,
+            problem: Problem::ZeroPort,
+        });
+    }
     let Some(service) = service else {
         return Ok(Resolution {
             addresses: dns_fallback(name, namespace, port),
@@ -463,6 +475,25 @@ mod tests {
 
     fn addrs(r: &Resolution) -> Vec<String> {
         r.addresses.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn configured_port_zero_is_refused_naming_the_service() {
+        let svc = external(
+            "10.0.0.1",
+            vec![port(0, Some(IntOrString::Int(8080)), None)],
+        );
+        for s in [None, Some(&svc)] {
+            let err = resolve(NS, SVC, 0, s, &[], false).unwrap_err();
+            assert_eq!(err.problem, Problem::ZeroPort);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "estimator service \"{NS}/{SVC}\" (port 0): the configured estimator port \
+                     is 0 (--scheduler-estimator-port must be 1-65535)"
+                )
+            );
+        }
     }
 
     fn resolve_ok(svc: Option<&Service>, slices: &[EndpointSlice]) -> Resolution {
