@@ -192,10 +192,32 @@ async fn create_bindings(client: &Client, flags: &DeschedFlags, ns: &str) -> any
 
 /// Deletes every binding of `ns` and waits until they are gone.
 async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
+    // One by one and listing metadata only: a collection delete answers with every deleted
+    // object, and 1,000 bindings of 1,000 clusters (~125 KB each) made that one response too
+    // large to read back.
     let api = rb_api(client, ns);
-    api.delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
-    while !api.list(&ListParams::default()).await?.items.is_empty() {
+    let names: Vec<String> = api
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|m| m.metadata.name)
+        .collect();
+    let api = &api;
+    let jobs = names.into_iter().map(|name| async move {
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("deleting {ns}/{name}"))),
+        }
+    });
+    in_flight(jobs, 16).await?;
+    while !api
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .items
+        .is_empty()
+    {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
