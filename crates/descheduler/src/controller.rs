@@ -122,7 +122,12 @@ struct Cached {
 
 impl Cached {
     fn new(mut binding: ResourceBinding) -> Self {
-        let (ready, problems) = rules::ready_replicas(&binding);
+        // Most bindings are of kinds a pass never looks at: their statuses are not read.
+        let (ready, problems) = if rules::is_supported_kind(&binding) {
+            rules::ready_replicas(&binding)
+        } else {
+            Default::default()
+        };
         binding.status.aggregated_status = Vec::new();
         Self {
             binding,
@@ -517,8 +522,15 @@ mod tests {
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(cached.binding.status.aggregated_status.is_empty());
         // Everything else the rules and the writes read is kept.
-        let mut expected = rb;
+        let mut expected = rb.clone();
         expected.status.aggregated_status.clear();
         assert_eq!(cached.binding, expected);
+
+        // A kind the passes skip keeps nothing of its status and reads none of it.
+        let mut other = rb;
+        other.spec.resource.kind = "ConfigMap".into();
+        let other = Cached::new(other);
+        assert!(other.ready.is_empty() && other.problems.is_empty());
+        assert!(other.binding.status.aggregated_status.is_empty());
     }
 }

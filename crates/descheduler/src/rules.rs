@@ -53,11 +53,7 @@ pub enum Skip {
 
 /// Whether the reference's descheduler considers this binding at all.
 pub fn is_candidate(rb: &ResourceBinding) -> Result<(), Skip> {
-    let r = &rb.spec.resource;
-    if !SUPPORTED_KINDS
-        .iter()
-        .any(|(v, k)| *v == r.api_version && *k == r.kind)
-    {
+    if !is_supported_kind(rb) {
         return Err(Skip::Kind);
     }
     let annotation = rb
@@ -74,6 +70,14 @@ pub fn is_candidate(rb: &ResourceBinding) -> Result<(), Skip> {
     } else {
         Err(Skip::StaticDivision)
     }
+}
+
+/// Whether the binding's workload is of a kind the descheduler handles at all.
+pub fn is_supported_kind(rb: &ResourceBinding) -> bool {
+    let r = &rb.spec.resource;
+    SUPPORTED_KINDS
+        .iter()
+        .any(|(v, k)| *v == r.api_version && *k == r.kind)
 }
 
 /// The reference's `IsReplicaDynamicDivided` of an applied-placement annotation: `Divided`
