@@ -1321,6 +1321,27 @@ mod tests {
         assert_eq!(again.cmp_value(&inside), std::cmp::Ordering::Equal);
     }
 
+    /// Found by fuzzing (fuzz/corpus/quantity/found-fast-path-scale): 18 digits at `e99000070`
+    /// fit the reference's i64 fast path, which takes any scale (the golden vectors have
+    /// `1e2147483647`), so they parse; the canonical form `1000000000000000090e99000069` has
+    /// 19 digits, goes to the slow path, and is refused by the digit limit there (the
+    /// reference would try to expand it to nano units and exhaust memory). A printed value
+    /// fails to parse again only from the digit limit, and only beyond it.
+    #[test]
+    fn the_fast_path_takes_any_scale() {
+        let big = q("100000000000000009e99000070");
+        assert_eq!(big.canonicalize(), "1000000000000000090e99000069");
+        assert_eq!(
+            Quantity::parse(&big.canonicalize()),
+            Err(QuantityError::TooLarge)
+        );
+        assert_eq!(big.cmp_value(&q("1e99991")), Ordering::Greater);
+        // Inside the limit the printed form parses back to the same value.
+        let inside = q("100000000000000009e99970");
+        let again = q(&inside.canonicalize());
+        assert!(again == inside);
+    }
+
     /// Found by fuzzing (fuzz/corpus/quantity/found-*): zero at a huge scale made `Value()`
     /// multiply zero by ten `scale` times, 2^31 steps for `0e2147483647`.
     #[test]
