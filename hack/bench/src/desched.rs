@@ -18,10 +18,10 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use testenv::{TestEnv, apply_value, free_port};
+use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
-use crate::jobs::in_flight;
+use crate::jobs::{apply_retrying, in_flight};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::run::log;
 use crate::stub_estimator::{StubEstimator, unschedulable_answer};
@@ -121,7 +121,7 @@ fn expected(i: usize, clusters: usize) -> Vec<i32> {
 async fn create_all(client: &Client, values: Vec<Value>, concurrency: usize) -> anyhow::Result<()> {
     let jobs = values
         .into_iter()
-        .map(|v| async move { apply_value(client, &v).await.map(|_| ()) });
+        .map(|v| async move { apply_retrying(client, &v).await });
     in_flight(jobs, concurrency).await
 }
 
@@ -177,7 +177,7 @@ async fn placements(client: &Client, ns: &str) -> anyhow::Result<BTreeMap<String
 
 /// Creates namespace `ns` and its bindings (untimed).
 async fn create_bindings(client: &Client, flags: &DeschedFlags, ns: &str) -> anyhow::Result<()> {
-    apply_value(
+    apply_retrying(
         client,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
     )

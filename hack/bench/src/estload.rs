@@ -19,10 +19,9 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use testenv::apply_value;
 use tokio::time::Instant;
 
-use crate::jobs::in_flight;
+use crate::jobs::{apply_retrying, in_flight};
 use crate::observe::{Obs, Observer};
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
@@ -692,7 +691,7 @@ async fn scale(
         in_flight(
             services
                 .into_iter()
-                .map(|v| async move { apply_value(client, &v).await.map(|_| ()) }),
+                .map(|v| async move { apply_retrying(client, &v).await }),
             cfg.create_concurrency,
         )
         .await
