@@ -10,6 +10,12 @@
 # Defaults: 20 s per target, every target. New inputs found on the way go to a scratch
 # corpus under fuzz/target (the committed seeds are never written); a crashing input is
 # saved under fuzz/artifacts/<target>/ and its path printed.
+#
+# FUZZ_RUNS=<n> replaces the time by a fixed number of inputs per target, mutated from a fixed
+# random seed (FUZZ_SEED, default 1) starting from the seeds alone (the scratch corpus is
+# emptied first): a run that depends on the commit, not on the machine's speed or on earlier
+# runs. hack/test.sh runs that way, so CI explores what the developer explored before
+# pushing; open-ended exploration is the timed mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,18 +58,28 @@ log "building ${#targets[@]} targets"
 (cd fuzz && cargo "+${TOOLCHAIN}" fuzz build "${build_flags[@]}")
 log "built in $(($(date +%s) - start))s"
 
+# What bounds each run: a time, or (FUZZ_RUNS) a count of inputs from a fixed seed.
+if [[ -n "${FUZZ_RUNS:-}" ]]; then
+  budget=(-runs="${FUZZ_RUNS}" -seed="${FUZZ_SEED:-1}" -reload=0)
+  budget_text="${FUZZ_RUNS} inputs from seed ${FUZZ_SEED:-1}"
+else
+  budget=(-max_total_time="${SECONDS_PER_TARGET}")
+  budget_text="${SECONDS_PER_TARGET}s"
+fi
+
 failed=()
 mkdir -p fuzz/target/logs
 for t in "${targets[@]}"; do
   seeds="fuzz/corpus/${t}"
   output="fuzz/target/logs/${t}.log"
   [[ -d "${seeds}" ]] || { log "ERROR: no seed corpus ${seeds}"; failed+=("${t}"); continue; }
+  [[ -z "${FUZZ_RUNS:-}" ]] || rm -rf "fuzz/target/corpus/${t}"
   mkdir -p "fuzz/target/corpus/${t}"
-  log "${t}: ${SECONDS_PER_TARGET}s from $(find "${seeds}" -type f | wc -l) seeds"
+  log "${t}: ${budget_text} from $(find "${seeds}" -type f | wc -l) seeds"
   # The first corpus directory receives new inputs; the seeds are only read.
   if (cd fuzz && cargo "+${TOOLCHAIN}" fuzz run "${build_flags[@]}" "${t}" \
     "target/corpus/${t}" "corpus/${t}" -- \
-    -max_total_time="${SECONDS_PER_TARGET}" \
+    "${budget[@]}" \
     -timeout="${INPUT_TIMEOUT}" \
     -rss_limit_mb="${RSS_LIMIT_MB}" \
     -print_final_stats=1) >"${output}" 2>&1; then
