@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use testenv::{TestEnv, free_port};
@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::jobs::{apply_retrying, in_flight};
 use crate::procs::{cpu_seconds, memory_kib};
-use crate::run::log;
+use crate::run::{self, log};
 use crate::stub_estimator::{StubEstimator, unschedulable_answer};
 
 /// What the flags ask for.
@@ -203,13 +203,10 @@ async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
         .into_iter()
         .filter_map(|m| m.metadata.name)
         .collect();
-    let api = &api;
     let jobs = names.into_iter().map(|name| async move {
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(anyhow::Error::new(e).context(format!("deleting {ns}/{name}"))),
-        }
+        run::delete_binding(client, Some(ns), &name)
+            .await
+            .with_context(|| format!("deleting {ns}/{name}"))
     });
     in_flight(jobs, 16).await?;
     while !api

@@ -17,10 +17,21 @@ where
 /// Tries an object's apply this many times before the bench gives up.
 const APPLY_TRIES: u32 = 5;
 
+/// Whether a failed request may succeed when sent again: no answer (a closed or reset
+/// connection), 429 or 5xx. Any other answer of the API server (an invalid object, a missing
+/// kind) would only be given again.
+fn transient(e: &anyhow::Error) -> bool {
+    e.chain().all(|c| match c.downcast_ref::<kube::Error>() {
+        Some(kube::Error::Api(a)) => a.code == 429 || a.code >= 500,
+        _ => true,
+    })
+}
+
 /// Applies `value` (`testenv::apply_value`: server-side apply, then the status as a merge
-/// patch; both idempotent), trying again after a failure. Creating thousands of large bindings
-/// on one API server now and then meets a pooled connection the server has just closed
-/// (`connection closed before message completed`), which failed a whole run of an hour.
+/// patch; both idempotent), trying again after a transient failure. Creating thousands of
+/// large bindings on one API server now and then meets a pooled connection the server has
+/// just closed (`connection closed before message completed`), which failed a whole run of
+/// an hour.
 pub async fn apply_retrying(
     client: &kube::Client,
     value: &serde_json::Value,
@@ -30,11 +41,35 @@ pub async fn apply_retrying(
         tries += 1;
         match testenv::apply_value(client, value).await {
             Ok(_) => return Ok(()),
-            Err(e) if tries < APPLY_TRIES => {
+            Err(e) if tries < APPLY_TRIES && transient(&e) => {
                 eprintln!("bench: try {tries} of {APPLY_TRIES} failed, trying again: {e:#}");
                 tokio::time::sleep(std::time::Duration::from_millis(200 << tries)).await;
             }
             Err(e) => return Err(e.context(format!("after {tries} tries"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transient;
+
+    fn answered(code: u16) -> anyhow::Error {
+        let status = kube::core::Status {
+            code,
+            ..Default::default()
+        };
+        anyhow::Error::new(kube::Error::Api(Box::new(status))).context("applying Binding b")
+    }
+
+    #[test]
+    fn only_lost_connections_429_and_5xx_are_tried_again() {
+        assert!(transient(&anyhow::anyhow!(
+            "connection closed before message completed"
+        )));
+        assert!(transient(&answered(429)));
+        assert!(transient(&answered(503)));
+        assert!(!transient(&answered(422)));
+        assert!(!transient(&answered(404)));
     }
 }

@@ -991,13 +991,21 @@ pub async fn delete_one(client: &Client, key: &str, obj: &Value) -> anyhow::Resu
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    delete_binding(client, ns, name)
+        .await
+        .with_context(|| format!("deleting binding {key}"))
+}
+
+/// Deletes a ResourceBinding (`ns` given) or ClusterResourceBinding by name; one already gone
+/// counts as deleted.
+pub async fn delete_binding(client: &Client, ns: Option<&str>, name: &str) -> anyhow::Result<()> {
     match binding_api(client, ns)
         .delete(name, &DeleteParams::default())
         .await
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(anyhow!(e).context(format!("deleting binding {key}"))),
+        Err(e) => Err(e.into()),
     }
 }
 
