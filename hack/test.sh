@@ -8,8 +8,8 @@
 # makes a test that lacks its peers fail instead of skipping. Servers the tests need are
 # started and stopped by the tests themselves (crates/testenv), on loopback only. Last, every
 # fuzz target replays its seed corpus and tries FUZZ_RUNS (default 10000; 0 skips) inputs
-# mutated from a fixed seed: the same inputs on every machine for a given commit, so CI
-# passes what passed here (hack/fuzz.sh, docs/fuzzing.md; needs the nightly toolchain).
+# mutated from a fixed seed: a bounded amount of work on any machine, mostly the same inputs
+# (hack/fuzz.sh, docs/fuzzing.md; needs the nightly toolchain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +34,5 @@ KARMADA_E2E=1 cargo test --workspace --locked "$@"
 FUZZ_RUNS="${FUZZ_RUNS:-10000}"
 if [[ "${FUZZ_RUNS}" != 0 ]]; then
   step "fuzz targets, the seeds and ${FUZZ_RUNS} inputs from a fixed seed each (hack/fuzz.sh)"
-  FUZZ_RUNS="${FUZZ_RUNS}" FUZZ_SEED="${FUZZ_SEED:-1}" hack/fuzz.sh
+  FUZZ_RUNS="${FUZZ_RUNS}" hack/fuzz.sh
 fi

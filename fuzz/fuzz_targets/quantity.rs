@@ -15,7 +15,7 @@ use estimator_client::pb::resource;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
-use scheduler_core::quantity::{Format, Quantity, QuantityError};
+use scheduler_core::quantity::{Format, MAX_DIGITS, Quantity, QuantityError};
 
 /// The canonical form drops a decimal suffix it has no name for (Go's `String()` does the
 /// same), so `1000E` and beyond print as a smaller number; below that, printing is exact.
@@ -23,12 +23,7 @@ fn exact_when_printed(q: &Quantity) -> bool {
     let limit = Quantity::parse("1000E").expect("a valid quantity");
     let below = |v: &Quantity| v.cmp_value(&limit) == Ordering::Less;
     match q.format() {
-        Format::DecimalSI => {
-            let neg = Quantity::from_i64(0, Format::DecimalSI)
-                .sub(q)
-                .expect("negating a parsed quantity stays in range");
-            below(q) && below(&neg)
-        }
+        Format::DecimalSI => below(q) && below(&negated(q)),
         Format::BinarySI | Format::DecimalExponent => true,
     }
 }
@@ -42,16 +37,17 @@ fn reparse(text: &str, what: &str, printed: &str, q: &Quantity) -> Option<Quanti
     }
 }
 
-/// |q| >= 10^99991: at nano scale more than `MAX_DIGITS` digits.
+/// `-q`, exactly.
+fn negated(q: &Quantity) -> Quantity {
+    Quantity::from_i64(0, Format::DecimalSI)
+        .sub(q)
+        .expect("negating a parsed quantity stays in range")
+}
+
+/// |q| >= 10^(MAX_DIGITS - 9): at nano scale more than `MAX_DIGITS` digits.
 fn beyond_digit_limit(q: &Quantity) -> bool {
-    let limit = Quantity::parse("1e99991").expect("a valid quantity");
-    let zero = Quantity::from_i64(0, Format::DecimalSI);
-    let magnitude = if q.sign() < 0 {
-        zero.sub(q)
-            .expect("negating a parsed quantity stays in range")
-    } else {
-        q.clone()
-    };
+    let limit = Quantity::parse(&format!("1e{}", MAX_DIGITS - 9)).expect("a valid quantity");
+    let magnitude = if q.sign() < 0 { negated(q) } else { q.clone() };
     magnitude.cmp_value(&limit) != Ordering::Less
 }
 
