@@ -6,26 +6,20 @@
 //! replicas) every endpoint is dialled at once and calls are spread over those that
 //! connected.
 //!
-//! The connector resolves the host name on every (re)connect, so a DNS target follows DNS
-//! changes like grpc-go's `dns` resolver; TLS is done by our own rustls connector so that the
-//! reference's choices (including skipped verification) can be reproduced.
+//! The transport ([`crate::transport`]) resolves the host name on every (re)connect, so a DNS
+//! target follows DNS changes like grpc-go's `dns` resolver; TLS is done by our own rustls
+//! connector so that the reference's choices (including skipped verification) can be
+//! reproduced.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
-use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
-use tonic::transport::{Channel, Endpoint};
 
 use crate::resolver::{Address, DialStrategy, Resolution};
 use crate::tls;
+use crate::transport::Channel;
 
 /// Transport settings for one dial.
 #[derive(Clone)]
@@ -126,9 +120,6 @@ pub async fn dial(
 
 /// Connects one address and waits until the HTTP/2 connection is ready.
 pub async fn dial_one(address: &Address, settings: &DialSettings) -> Result<Channel, String> {
-    let endpoint = Endpoint::from_shared(format!("http://{address}"))
-        .map_err(|e| format!("invalid address: {}", error_chain(&e)))?
-        .connect_timeout(settings.connect_timeout);
     let tls = match &settings.tls {
         None => None,
         Some(config) => {
@@ -137,24 +128,10 @@ pub async fn dial_one(address: &Address, settings: &DialSettings) -> Result<Chan
             Some((config.clone(), name))
         }
     };
-    let connector = Connector {
-        address: address.clone(),
-        tls,
-    };
-    let started = tokio::time::Instant::now();
-    let outcome = tokio::time::timeout(
-        settings.connect_timeout,
-        endpoint.connect_with_connector(connector),
-    )
-    .await;
-    match outcome {
+    let connecting = Channel::connect(address.clone(), tls, settings.connect_timeout);
+    match tokio::time::timeout(settings.connect_timeout, connecting).await {
         Ok(Ok(channel)) => Ok(channel),
-        // The endpoint's own connect timeout (the same limit) may fire first.
-        Ok(Err(_)) | Err(_) if started.elapsed() >= settings.connect_timeout => Err(format!(
-            "timeout waiting for connection to {address} after {:?}",
-            settings.connect_timeout
-        )),
-        Ok(Err(e)) => Err(error_chain(&e)),
+        Ok(Err(e)) => Err(error_chain(e.as_ref())),
         Err(_) => Err(format!(
             "timeout waiting for connection to {address} after {:?}",
             settings.connect_timeout
@@ -162,7 +139,7 @@ pub async fn dial_one(address: &Address, settings: &DialSettings) -> Result<Chan
     }
 }
 
-/// `error: cause: cause`, skipping repeated texts (tonic wraps errors in layers).
+/// `error: cause: cause`, skipping repeated texts (errors wrap their causes in layers).
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current = Some(error);
@@ -174,61 +151,4 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         current = e.source();
     }
     parts.join(": ")
-}
-
-/// Byte stream of one connection, plain or TLS.
-trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
-
-/// TCP (+ TLS) to a fixed address; the URI tonic passes is ignored.
-#[derive(Clone)]
-struct Connector {
-    address: Address,
-    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-}
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-impl tower::Service<http::Uri> for Connector {
-    type Response = TokioIo<Box<dyn Io>>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _uri: http::Uri) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move {
-            let port = this.address.port();
-            let tcp = match this.address.ip() {
-                Some(ip) => TcpStream::connect((ip, port)).await?,
-                None => {
-                    // Resolved apart from connecting so that a host without DNS (an
-                    // `ExternalName` holding a name there) gets an error saying so.
-                    let host = this.address.host();
-                    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host, port))
-                        .await
-                        .map_err(|e| format!("cannot resolve the host name {host:?}: {e}"))?
-                        .collect();
-                    TcpStream::connect(&addrs[..]).await?
-                }
-            };
-            tcp.set_nodelay(true)?;
-            let io: Box<dyn Io> = match this.tls {
-                None => Box::new(tcp),
-                Some((config, name)) => {
-                    let tls = tokio_rustls::TlsConnector::from(config)
-                        .connect(name, tcp)
-                        .await?;
-                    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-                        return Err("the server did not negotiate ALPN h2".into());
-                    }
-                    Box::new(tls)
-                }
-            };
-            Ok(TokioIo::new(io))
-        })
-    }
 }

@@ -28,7 +28,6 @@ use scheduler_core::estimator::{
 };
 use tokio::sync::Semaphore;
 use tonic::metadata::MetadataValue;
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::cache::ConnectionCache;
@@ -38,6 +37,7 @@ use crate::metrics::CallResult;
 use crate::options::FailurePolicy;
 use crate::pb::messages as pb;
 use crate::request::{self, OBJECT_METADATA_KEY};
+use crate::transport::Channel;
 
 /// Registry name of the accurate estimator.
 pub const NAME: &str = "scheduler-estimator";
@@ -80,7 +80,9 @@ pub trait Rpc: prost::Message + Default + Clone + Send + Sync + 'static {
 /// Sends one pre-encoded request of `R` on `channel` (as the generated client would, without
 /// encoding the message again).
 async fn call<R: Rpc>(channel: Channel, request: tonic::Request<Encoded>) -> Result<i32, Status> {
-    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(MAX_RESPONSE_SIZE);
+    let origin = channel.origin().clone();
+    let mut grpc = tonic::client::Grpc::with_origin(channel, origin)
+        .max_decoding_message_size(MAX_RESPONSE_SIZE);
     grpc.ready()
         .await
         .map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;

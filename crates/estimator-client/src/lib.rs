@@ -10,7 +10,8 @@
 //! * [`resolver`]: Service (ExternalName, ClusterIP/NodePort, LoadBalancer, headless, not
 //!   found) to addresses; [`source`]: where Services come from (API server or memory).
 //! * [`tls`] and [`dial`]: transport settings decided as the reference decides them, and
-//!   connecting with its 5 s limit per address.
+//!   connecting with its 5 s limit per address; [`transport`]: the HTTP/2 connection calls
+//!   go over (h2 directly, dialled again when it ends).
 //! * [`cache`]: one connection per cluster, re-resolved when the Service changes.
 //! * [`fanout`]: concurrent calls bounded by one timeout, implementing scheduler-core's
 //!   [`Estimator`](scheduler_core::Estimator) trait as [`SchedulerEstimator`].
@@ -36,6 +37,7 @@ pub mod resolver;
 pub mod source;
 pub mod sync;
 pub mod tls;
+pub mod transport;
 
 pub use cache::{ConnectionCache, EstablishError};
 pub use fanout::SchedulerEstimator;

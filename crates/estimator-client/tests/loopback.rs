@@ -551,6 +551,57 @@ async fn service_change_to_a_new_port_reaches_the_new_server() {
     );
 }
 
+/// The estimator restarts on the same address (a pod restarted behind the same VIP): the
+/// connection it closed is dialled again by a later call, with no Service or Cluster event.
+#[tokio::test]
+async fn an_estimator_restarted_on_the_same_address_is_dialled_again() {
+    let probe = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let first = serve_on(FakeEstimator::answering(1), "127.0.0.1", port).await;
+    let s = setup(
+        EstimatorOptions::default(),
+        vec![external_name_service("m1", "127.0.0.1", port)],
+    );
+    let m1 = cluster("m1");
+    s.estimator.cache().ensure(&m1).await.unwrap();
+    assert_eq!(
+        ask(&s.estimator, std::slice::from_ref(&m1)).await.unwrap(),
+        [("m1".to_string(), 1)]
+    );
+    let before = s.estimator.cache().connection("m1").expect("connected");
+
+    // Graceful stop: the server says GOAWAY and closes the connection.
+    first.send(()).unwrap();
+    // While nothing listens, calls fail as unavailable (the redial is refused) and the
+    // cluster keeps its connection entry.
+    let mut last = Ok(Vec::new());
+    for _ in 0..100 {
+        last = ask(&s.estimator, std::slice::from_ref(&m1)).await;
+        if last
+            .as_ref()
+            .is_err_and(|e| e.contains("code = Unavailable"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = last.expect_err("calls fail once the estimator is gone");
+    assert!(refused.contains("code = Unavailable"), "{refused}");
+
+    let _second = serve_on(FakeEstimator::answering(2), "127.0.0.1", port).await;
+    assert_eq!(
+        ask(&s.estimator, std::slice::from_ref(&m1)).await.unwrap(),
+        [("m1".to_string(), 2)],
+        "the next call dials the restarted estimator"
+    );
+    let after = s.estimator.cache().connection("m1").expect("connected");
+    assert!(
+        Arc::ptr_eq(&before, &after),
+        "the same cache entry redialled its own address"
+    );
+}
+
 /// A headless Service with hand-made endpoints: editing only the EndpointSlice moves the
 /// calls (what the daemon does on an EndpointSlice watch event).
 #[tokio::test]

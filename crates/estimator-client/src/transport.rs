@@ -1,0 +1,313 @@
+//! The HTTP/2 transport of estimator calls: one h2 connection per address, nothing in front.
+//!
+//! Why not tonic's `Channel`: it stacks a clonable, queued (tower `Buffer`), reconnecting
+//! service over hyper's client over h2. Per idle connection that is about 28 KiB of queues and
+//! tasks on top of h2's own ~27 KiB, before a single call; with one connection per member
+//! cluster it was half the scheduler's peak at 1,000 clusters (docs/bench/scale/heap-1000c.md).
+//! A [`Channel`] holds h2's `SendRequest` itself and every call clones it. tonic's `Grpc`
+//! client still frames the messages, sends the metadata and `grpc-timeout`, and reads the
+//! status from headers or trailers, so what goes on the wire and how an answer is judged are
+//! unchanged; the HTTP/2 settings are those hyper's client used.
+//!
+//! Reconnection is what tonic's channel did: once a connection has ended (closed by the peer,
+//! an I/O or protocol error), the next call dials the same address again (a host name is
+//! resolved again) within the connect timeout, and fails as unavailable if that dial does.
+//! Dropping the last clone of a [`Channel`] (and its calls) closes the connection.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt as _;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tonic::ConnectError;
+
+use crate::resolver::Address;
+
+/// Errors as tonic's client expects them from a service.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// hyper's client defaults, which the estimator calls had before: receive windows large
+/// enough that an answer never waits for a window update, a 16 KiB header list at most.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+const MAX_FRAME_SIZE: u32 = 16 * 1024;
+const MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
+const MAX_SEND_BUFFER_SIZE: usize = 1024 * 1024;
+const INITIAL_MAX_SEND_STREAMS: usize = 100;
+const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
+
+/// Sent as `user-agent` unless a call sets its own.
+const USER_AGENT: &str = concat!("karmada-scheduler-rs/", env!("CARGO_PKG_VERSION"));
+
+/// Byte stream of one connection, plain or TLS.
+trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// Calls to one estimator address over one HTTP/2 connection, dialled again when it ended.
+/// Cheap to clone; all clones share the connection.
+#[derive(Clone)]
+pub struct Channel(Arc<Inner>);
+
+struct Inner {
+    address: Address,
+    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    connect_timeout: Duration,
+    /// `http://<address>`: scheme and authority of every request (as tonic's channel sent
+    /// them, also over TLS).
+    origin: http::Uri,
+    /// The connection, `None` only before the first dial succeeded.
+    link: Mutex<Option<Link>>,
+    /// One redial at a time; calls arriving meanwhile wait for its result.
+    redial: tokio::sync::Mutex<()>,
+}
+
+/// One live HTTP/2 connection.
+#[derive(Clone)]
+struct Link {
+    send: SendRequest<Bytes>,
+    /// Set by the connection's task when the connection has ended.
+    ended: Arc<AtomicBool>,
+}
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Channel")
+            .field("address", &self.0.address)
+            .field("tls", &self.0.tls.is_some())
+            .finish()
+    }
+}
+
+impl Channel {
+    /// Connects to `address` (TCP, TLS when `tls` is given, then the HTTP/2 preface). The
+    /// caller bounds the time; `connect_timeout` bounds later redials.
+    pub async fn connect(
+        address: Address,
+        tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+        connect_timeout: Duration,
+    ) -> Result<Self, BoxError> {
+        let origin = http::Uri::try_from(format!("http://{address}"))
+            .map_err(|e| format!("invalid address: {e}"))?;
+        let inner = Inner {
+            origin,
+            address,
+            tls,
+            connect_timeout,
+            link: Mutex::new(None),
+            redial: tokio::sync::Mutex::new(()),
+        };
+        let link = handshake(&inner.address, inner.tls.as_ref()).await?;
+        *inner.link.lock().unwrap_or_else(|e| e.into_inner()) = Some(link);
+        Ok(Self(Arc::new(inner)))
+    }
+
+    /// Scheme and authority for the requests of this channel.
+    pub fn origin(&self) -> &http::Uri {
+        &self.0.origin
+    }
+
+    /// The live connection's sender, if there is one.
+    fn live(&self) -> Option<SendRequest<Bytes>> {
+        let link = self.0.link.lock().unwrap_or_else(|e| e.into_inner());
+        link.as_ref()
+            .filter(|l| !l.ended.load(Ordering::Acquire))
+            .map(|l| l.send.clone())
+    }
+
+    /// The live connection's sender, dialling again if the connection has ended.
+    async fn sender(&self) -> Result<SendRequest<Bytes>, BoxError> {
+        if let Some(send) = self.live() {
+            return Ok(send);
+        }
+        let _turn = self.0.redial.lock().await;
+        if let Some(send) = self.live() {
+            return Ok(send);
+        }
+        let address = &self.0.address;
+        let link = match tokio::time::timeout(
+            self.0.connect_timeout,
+            handshake(address, self.0.tls.as_ref()),
+        )
+        .await
+        {
+            Ok(Ok(link)) => link,
+            Ok(Err(e)) => return Err(Box::new(ConnectError(e))),
+            Err(_) => {
+                return Err(Box::new(ConnectError(
+                    format!(
+                        "timeout waiting for connection to {address} after {:?}",
+                        self.0.connect_timeout
+                    )
+                    .into(),
+                )));
+            }
+        };
+        tracing::debug!(%address, "estimator connection dialled again");
+        let send = link.send.clone();
+        *self.0.link.lock().unwrap_or_else(|e| e.into_inner()) = Some(link);
+        Ok(send)
+    }
+
+    /// Sends one request (its body is short: one gRPC message) and returns the response
+    /// whose body streams the answer and its trailers.
+    async fn send(
+        &self,
+        request: http::Request<tonic::body::Body>,
+    ) -> Result<http::Response<ResponseBody>, BoxError> {
+        let (mut parts, body) = request.into_parts();
+        let data = body.collect().await?.to_bytes();
+        parts
+            .headers
+            .entry(http::header::USER_AGENT)
+            .or_insert(http::HeaderValue::from_static(USER_AGENT));
+        let unsent = |e: h2::Error| -> BoxError {
+            // The connection failed before this request left: unavailable, as grpc-go says
+            // of a transport that is closing.
+            Box::new(ConnectError(Box::new(e)))
+        };
+        let mut send = self.sender().await?.ready().await.map_err(unsent)?;
+        let (response, mut stream) = send
+            .send_request(http::Request::from_parts(parts, ()), data.is_empty())
+            .map_err(unsent)?;
+        if !data.is_empty() {
+            stream.send_data(data, true)?;
+        }
+        let response = response.await?;
+        Ok(response.map(|recv| ResponseBody {
+            recv,
+            data_done: false,
+        }))
+    }
+}
+
+impl tower::Service<http::Request<tonic::body::Body>> for Channel {
+    type Response = http::Response<ResponseBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // Readiness (a live connection, a free stream) is awaited per call, in `send`.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { this.send(request).await })
+    }
+}
+
+/// A response body: the DATA frames, then the trailers. Received bytes are given back to the
+/// flow-control window as they are read.
+pub struct ResponseBody {
+    recv: h2::RecvStream,
+    data_done: bool,
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = h2::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+        if !self.data_done {
+            match ready!(self.recv.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    // Fails only if the stream is already gone, which the next poll reports.
+                    let _ = self.recv.flow_control().release_capacity(data.len());
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => self.data_done = true,
+            }
+        }
+        match ready!(self.recv.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(e))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.recv.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+/// TCP (+ TLS), then the HTTP/2 handshake; the connection is driven by its own task.
+async fn handshake(
+    address: &Address,
+    tls: Option<&(Arc<ClientConfig>, ServerName<'static>)>,
+) -> Result<Link, BoxError> {
+    let io = open(address, tls).await?;
+    let (send, connection) = h2::client::Builder::new()
+        .initial_max_send_streams(INITIAL_MAX_SEND_STREAMS)
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME_SIZE)
+        .max_header_list_size(MAX_HEADER_LIST_SIZE)
+        .max_send_buffer_size(MAX_SEND_BUFFER_SIZE)
+        .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESET_STREAMS))
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
+        .await?;
+    let ended = Arc::new(AtomicBool::new(false));
+    let flag = ended.clone();
+    let target = address.to_string();
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(address = %target, "estimator connection ended: {e}");
+        }
+        flag.store(true, Ordering::Release);
+    });
+    Ok(Link { send, ended })
+}
+
+/// Opens the byte stream to `address`: TCP with no delay, then TLS negotiating `h2`.
+async fn open(
+    address: &Address,
+    tls: Option<&(Arc<ClientConfig>, ServerName<'static>)>,
+) -> Result<Box<dyn Io>, BoxError> {
+    let port = address.port();
+    let tcp = match address.ip() {
+        Some(ip) => TcpStream::connect((ip, port)).await?,
+        None => {
+            // Resolved apart from connecting so that a host without DNS (an `ExternalName`
+            // holding a name there) gets an error saying so.
+            let host = address.host();
+            let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|e| format!("cannot resolve the host name {host:?}: {e}"))?
+                .collect();
+            TcpStream::connect(&addrs[..]).await?
+        }
+    };
+    tcp.set_nodelay(true)?;
+    Ok(match tls {
+        None => Box::new(tcp),
+        Some((config, name)) => {
+            let tls = tokio_rustls::TlsConnector::from(config.clone())
+                .connect(name.clone(), tcp)
+                .await?;
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                return Err("the server did not negotiate ALPN h2".into());
+            }
+            Box::new(tls)
+        }
+    })
+}
