@@ -171,19 +171,17 @@ impl Channel {
             .headers
             .entry(http::header::USER_AGENT)
             .or_insert(http::HeaderValue::from_static(USER_AGENT));
-        let unsent = |e: h2::Error| -> BoxError {
-            // The connection failed before this request left: unavailable, as grpc-go says
-            // of a transport that is closing.
-            Box::new(ConnectError(Box::new(e)))
-        };
+        // The connection failed before this request left: unavailable, as grpc-go says of a
+        // transport that is closing.
+        let unsent = |e: h2::Error| -> BoxError { Box::new(ConnectError(Box::new(e))) };
         let mut send = self.sender().await?.ready().await.map_err(unsent)?;
         let (response, mut stream) = send
             .send_request(http::Request::from_parts(parts, ()), data.is_empty())
             .map_err(unsent)?;
         if !data.is_empty() {
-            stream.send_data(data, true)?;
+            stream.send_data(data, true).map_err(classify)?;
         }
-        let response = response.await?;
+        let response = response.await.map_err(classify)?;
         Ok(response.map(|recv| ResponseBody {
             recv,
             data_done: false,
@@ -216,12 +214,12 @@ pub struct ResponseBody {
 
 impl Body for ResponseBody {
     type Data = Bytes;
-    type Error = h2::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         if !self.data_done {
             match ready!(self.recv.poll_data(cx)) {
                 Some(Ok(data)) => {
@@ -229,14 +227,14 @@ impl Body for ResponseBody {
                     let _ = self.recv.flow_control().release_capacity(data.len());
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                Some(Err(e)) => return Poll::Ready(Some(Err(classify(e)))),
                 None => self.data_done = true,
             }
         }
         match ready!(self.recv.poll_trailers(cx)) {
             Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
             Ok(None) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(e))),
+            Err(e) => Poll::Ready(Some(Err(classify(e)))),
         }
     }
 
@@ -246,6 +244,19 @@ impl Body for ResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::default()
+    }
+}
+
+/// An HTTP/2 error of a call as tonic should judge it. The connection broke (an I/O error, a
+/// GOAWAY sent or received: the estimator does not speak HTTP/2 or violated it): unavailable,
+/// as grpc-go reports a broken transport. A reset of the call's own stream is left to tonic,
+/// which maps its reason as gRPC's HTTP/2 mapping says (`REFUSED_STREAM` is unavailable,
+/// `CANCEL` cancelled, ...).
+fn classify(error: h2::Error) -> BoxError {
+    if error.is_io() || error.is_go_away() {
+        Box::new(ConnectError(Box::new(error)))
+    } else {
+        Box::new(error)
     }
 }
 

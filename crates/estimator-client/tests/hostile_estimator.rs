@@ -255,6 +255,8 @@ async fn bytes_that_are_not_http2_cost_at_most_one_timeout() {
     let (err, took) = error_for(port).await;
     assert!(took < TIMEOUT + SLACK, "{took:?}");
     assert!(err.contains("m1"), "{err}");
+    // A broken connection is unavailable, as grpc-go reports a broken transport.
+    assert!(err.contains("code = Unavailable"), "{err}");
 }
 
 #[tokio::test]
@@ -275,6 +277,8 @@ async fn a_forbidden_http2_frame_costs_at_most_one_timeout() {
     let (err, took) = error_for(port).await;
     assert!(took < TIMEOUT + SLACK, "{took:?}");
     assert!(err.contains("m1"), "{err}");
+    // A broken connection is unavailable, as grpc-go reports a broken transport.
+    assert!(err.contains("code = Unavailable"), "{err}");
 }
 
 #[tokio::test]
