@@ -322,3 +322,36 @@ async fn open(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A channel whose clones are all dropped closes its connection (a deleted cluster or a
+    /// replaced connection leaves no socket or task behind); a live clone keeps it open.
+    #[tokio::test]
+    async fn dropping_the_last_clone_closes_the_connection() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (closed, mut closed_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            let mut connection = h2::server::handshake(socket).await.unwrap();
+            while let Some(Ok(_)) = connection.accept().await {}
+            let _ = closed.send(());
+        });
+        let address = Address::new("127.0.0.1", port);
+        let channel = Channel::connect(address, None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        let clone = channel.clone();
+        drop(channel);
+        let early = tokio::time::timeout(Duration::from_millis(300), &mut closed_rx).await;
+        assert!(early.is_err(), "a clone still holds the connection");
+        drop(clone);
+        tokio::time::timeout(Duration::from_secs(5), closed_rx)
+            .await
+            .expect("the connection closes once no clone is left")
+            .unwrap();
+    }
+}
