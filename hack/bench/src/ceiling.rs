@@ -6,10 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use estimator_client::pb::EstimatorClient;
 use estimator_client::request::OBJECT_METADATA_KEY;
-use tonic::transport::Channel;
+use estimator_client::transport::Channel;
 
 use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -178,13 +177,11 @@ impl EstimatorCalls {
     ) -> anyhow::Result<EstimatorCalls> {
         use futures::StreamExt as _;
         let connected: Vec<anyhow::Result<EstimatorClient<Channel>>> =
-            futures::stream::iter(ports.iter().map(|&port| async move {
-                let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))?
-                    .tcp_nodelay(true)
-                    .connect()
-                    .await
-                    .with_context(|| format!("connecting to the stub estimator on port {port}"))?;
-                Ok(EstimatorClient::new(channel))
+            futures::stream::iter(ports.iter().map(|&port| {
+                crate::stub_estimator::bare_client(std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    port,
+                )))
             }))
             .buffered(32)
             .collect()

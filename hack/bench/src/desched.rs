@@ -249,19 +249,10 @@ async fn ceiling(
     create_bindings(&client, flags, &ns).await?;
     let calls_before = stub.unschedulable_calls();
     let start = Instant::now();
-    let endpoint = format!("http://{}", stub.addr);
-    let channels: Vec<anyhow::Result<EstimatorClient<tonic::transport::Channel>>> =
-        futures::stream::iter((0..flags.clusters).map(|_| {
-            let endpoint = endpoint.clone();
-            async move {
-                let channel = tonic::transport::Channel::from_shared(endpoint)?
-                    .tcp_nodelay(true)
-                    .connect()
-                    .await
-                    .context("connecting to the stub estimator")?;
-                Ok(EstimatorClient::new(channel))
-            }
-        }))
+    let channels: Vec<anyhow::Result<EstimatorClient<estimator_client::transport::Channel>>> =
+        futures::stream::iter(
+            (0..flags.clusters).map(|_| crate::stub_estimator::bare_client(stub.addr)),
+        )
         .buffered(32)
         .collect()
         .await;

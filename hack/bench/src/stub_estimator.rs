@@ -386,3 +386,25 @@ impl MultiStub {
         }
     }
 }
+
+/// A bare client of the stub on `addr`, over the same HTTP/2 transport the schedulers' estimator
+/// calls use (`estimator_client::transport`), so that a ceiling made with it measures the
+/// calls, not a heavier client.
+pub async fn bare_client(
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<estimator_client::pb::EstimatorClient<estimator_client::transport::Channel>> {
+    use anyhow::Context as _;
+    let address = estimator_client::Address::new(addr.ip().to_string(), addr.port());
+    let channel = estimator_client::transport::Channel::connect(
+        address,
+        None,
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+    .with_context(|| format!("connecting to the stub estimator on {addr}"))?;
+    let origin = channel.origin().clone();
+    Ok(estimator_client::pb::EstimatorClient::with_origin(
+        channel, origin,
+    ))
+}
