@@ -66,14 +66,13 @@ struct Inner {
     /// `http://<address>`: scheme and authority of every request (as tonic's channel sent
     /// them, also over TLS).
     origin: http::Uri,
-    /// The connection, `None` only before the first dial succeeded.
-    link: Mutex<Option<Link>>,
+    /// The connection, replaced by a redial once it has ended.
+    link: Mutex<Link>,
     /// One redial at a time; calls arriving meanwhile wait for its result.
     redial: tokio::sync::Mutex<()>,
 }
 
-/// One live HTTP/2 connection.
-#[derive(Clone)]
+/// One HTTP/2 connection.
 struct Link {
     send: SendRequest<Bytes>,
     /// Set by the connection's task when the connection has ended.
@@ -99,17 +98,15 @@ impl Channel {
     ) -> Result<Self, BoxError> {
         let origin = http::Uri::try_from(format!("http://{address}"))
             .map_err(|e| format!("invalid address: {e}"))?;
-        let inner = Inner {
+        let link = handshake(&address, tls.as_ref()).await?;
+        Ok(Self(Arc::new(Inner {
             origin,
             address,
             tls,
             connect_timeout,
-            link: Mutex::new(None),
+            link: Mutex::new(link),
             redial: tokio::sync::Mutex::new(()),
-        };
-        let link = handshake(&inner.address, inner.tls.as_ref()).await?;
-        *inner.link.lock().unwrap_or_else(|e| e.into_inner()) = Some(link);
-        Ok(Self(Arc::new(inner)))
+        })))
     }
 
     /// Scheme and authority for the requests of this channel.
@@ -120,9 +117,7 @@ impl Channel {
     /// The live connection's sender, if there is one.
     fn live(&self) -> Option<SendRequest<Bytes>> {
         let link = self.0.link.lock().unwrap_or_else(|e| e.into_inner());
-        link.as_ref()
-            .filter(|l| !l.ended.load(Ordering::Acquire))
-            .map(|l| l.send.clone())
+        (!link.ended.load(Ordering::Acquire)).then(|| link.send.clone())
     }
 
     /// The live connection's sender, dialling again if the connection has ended.
@@ -155,7 +150,7 @@ impl Channel {
         };
         tracing::debug!(%address, "estimator connection dialled again");
         let send = link.send.clone();
-        *self.0.link.lock().unwrap_or_else(|e| e.into_inner()) = Some(link);
+        *self.0.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
         Ok(send)
     }
 
@@ -171,6 +166,7 @@ impl Channel {
             .headers
             .entry(http::header::USER_AGENT)
             .or_insert(http::HeaderValue::from_static(USER_AGENT));
+        keep_out_of_hpack_table(&mut parts.headers);
         // The connection failed before this request left: unavailable, as grpc-go says of a
         // transport that is closing.
         let unsent = |e: h2::Error| -> BoxError { Box::new(ConnectError(Box::new(e))) };
@@ -244,6 +240,27 @@ impl Body for ResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::default()
+    }
+}
+
+/// Headers whose values are the same on every call of a connection: worth indexing in HPACK.
+const INDEXED_HEADERS: [http::HeaderName; 3] = [
+    http::header::CONTENT_TYPE,
+    http::header::TE,
+    http::header::USER_AGENT,
+];
+
+/// Marks every other header (`grpc-timeout`, the `object` metadata, ...) as not to be indexed.
+/// Their values differ from call to call, so entries for them in the connection's HPACK table
+/// would never be used again, yet each would hold its bytes until evicted: with up to 4 KiB of
+/// table per connection and one connection per member cluster, megabytes at 1,000 clusters,
+/// plus the work of indexing on every call. Sent as literals, the bytes on the wire are the
+/// same as for a value not yet in the table.
+fn keep_out_of_hpack_table(headers: &mut http::HeaderMap) {
+    for (name, value) in headers.iter_mut() {
+        if !INDEXED_HEADERS.contains(name) {
+            value.set_sensitive(true);
+        }
     }
 }
 
@@ -326,6 +343,27 @@ async fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values that change from call to call stay out of the HPACK table; the fixed ones do not.
+    #[test]
+    fn only_fixed_headers_are_indexed() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("content-type", "application/grpc".parse().unwrap());
+        headers.insert("te", "trailers".parse().unwrap());
+        headers.insert("user-agent", USER_AGENT.parse().unwrap());
+        headers.insert("grpc-timeout", "2999m".parse().unwrap());
+        headers.insert(
+            "object",
+            "kind=Deployment, name=default/web".parse().unwrap(),
+        );
+        keep_out_of_hpack_table(&mut headers);
+        let sensitive: Vec<&str> = headers
+            .iter()
+            .filter(|(_, v)| v.is_sensitive())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(sensitive, ["grpc-timeout", "object"]);
+    }
 
     /// A channel whose clones are all dropped closes its connection (a deleted cluster or a
     /// replaced connection leaves no socket or task behind); a live clone keeps it open.
