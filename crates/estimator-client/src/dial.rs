@@ -128,15 +128,9 @@ pub async fn dial_one(address: &Address, settings: &DialSettings) -> Result<Chan
             Some((config.clone(), name))
         }
     };
-    let connecting = Channel::connect(address.clone(), tls, settings.connect_timeout);
-    match tokio::time::timeout(settings.connect_timeout, connecting).await {
-        Ok(Ok(channel)) => Ok(channel),
-        Ok(Err(e)) => Err(error_chain(e.as_ref())),
-        Err(_) => Err(format!(
-            "timeout waiting for connection to {address} after {:?}",
-            settings.connect_timeout
-        )),
-    }
+    Channel::connect(address.clone(), tls, settings.connect_timeout)
+        .await
+        .map_err(|e| error_chain(e.as_ref()))
 }
 
 /// `error: cause: cause`, skipping repeated texts (errors wrap their causes in layers).

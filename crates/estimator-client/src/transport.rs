@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, Frame};
 use http_body_util::BodyExt as _;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
@@ -89,8 +89,8 @@ impl fmt::Debug for Channel {
 }
 
 impl Channel {
-    /// Connects to `address` (TCP, TLS when `tls` is given, then the HTTP/2 preface). The
-    /// caller bounds the time; `connect_timeout` bounds later redials.
+    /// Connects to `address` (TCP, TLS when `tls` is given, then the HTTP/2 preface) within
+    /// `connect_timeout`, which bounds every later redial too.
     pub async fn connect(
         address: Address,
         tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
@@ -98,7 +98,7 @@ impl Channel {
     ) -> Result<Self, BoxError> {
         let origin = http::Uri::try_from(format!("http://{address}"))
             .map_err(|e| format!("invalid address: {e}"))?;
-        let link = handshake(&address, tls.as_ref()).await?;
+        let link = handshake_within(&address, tls.as_ref(), connect_timeout).await?;
         Ok(Self(Arc::new(Inner {
             origin,
             address,
@@ -130,24 +130,9 @@ impl Channel {
             return Ok(send);
         }
         let address = &self.0.address;
-        let link = match tokio::time::timeout(
-            self.0.connect_timeout,
-            handshake(address, self.0.tls.as_ref()),
-        )
-        .await
-        {
-            Ok(Ok(link)) => link,
-            Ok(Err(e)) => return Err(Box::new(ConnectError(e))),
-            Err(_) => {
-                return Err(Box::new(ConnectError(
-                    format!(
-                        "timeout waiting for connection to {address} after {:?}",
-                        self.0.connect_timeout
-                    )
-                    .into(),
-                )));
-            }
-        };
+        let link = handshake_within(address, self.0.tls.as_ref(), self.0.connect_timeout)
+            .await
+            .map_err(|e| -> BoxError { Box::new(ConnectError(e)) })?;
         tracing::debug!(%address, "estimator connection dialled again");
         let send = link.send.clone();
         *self.0.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
@@ -237,10 +222,6 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         self.recv.is_end_stream()
     }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
-    }
 }
 
 /// Headers whose values are the same on every call of a connection: worth indexing in HPACK.
@@ -275,6 +256,19 @@ fn classify(error: h2::Error) -> BoxError {
     } else {
         Box::new(error)
     }
+}
+
+/// [`handshake`] within `limit`, failing with the reference's words when it takes longer.
+async fn handshake_within(
+    address: &Address,
+    tls: Option<&(Arc<ClientConfig>, ServerName<'static>)>,
+    limit: Duration,
+) -> Result<Link, BoxError> {
+    tokio::time::timeout(limit, handshake(address, tls))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!("timeout waiting for connection to {address} after {limit:?}").into())
+        })
 }
 
 /// TCP (+ TLS), then the HTTP/2 handshake; the connection is driven by its own task.
