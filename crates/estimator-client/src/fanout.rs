@@ -1,15 +1,19 @@
 //! Asking every candidate cluster's estimator at once: scheduler-core's `Estimator`.
 //!
 //! All calls of one fan-out run concurrently and share one deadline,
-//! `--scheduler-estimator-timeout` from the start, so a failed, slow or missing
+//! `--scheduler-estimator-timeout` from its start, so a failed, slow or missing
 //! estimator costs at most that one timeout and the fan-out costs about one round trip,
 //! however many clusters are asked. The result keeps the order of the clusters asked.
 //!
 //! The process has at most [`MAX_CALLS_IN_FLIGHT`] calls in flight over all its fan-outs: a
 //! call's state (a few KiB) is only created once it may start, so 16 bindings fanning out to
 //! thousands of clusters queue behind a bounded set instead of holding every call at once.
-//! A fan-out still waiting for a slot at its deadline fails its remaining clusters as timed
-//! out, as a call that started and did not finish would.
+//! Fan-outs are admitted whole, in the order they asked, with as many slots as they have
+//! clusters (all of them past [`MAX_CALLS_IN_FLIGHT`]), and the deadline starts on admission:
+//! waiting behind other bindings' calls is queueing, as the reference's bindings wait in its
+//! queue, and never costs a fan-out its timeout. Only a fan-out to more clusters than there
+//! are slots can run out of time before its last calls start; those fail as timed out, as a
+//! call that started and did not finish would.
 //!
 //! Merging follows [`FailurePolicy`]: by default (the reference) any failure makes the whole
 //! estimator fail for this binding and scheduler-core discards all its answers; the opt-in
@@ -19,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
@@ -189,24 +194,15 @@ pub fn as_grpc_go(status: Status) -> Status {
     status
 }
 
-/// A call slot, waited for until `deadline` (`None` past it).
-async fn take_slot(
-    slots: Arc<Semaphore>,
-    deadline: tokio::time::Instant,
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
-    tokio::time::timeout_at(deadline, slots.acquire_owned())
-        .await
-        .ok()
-        .and_then(Result::ok)
-}
-
 /// The gRPC estimator client (`scheduler-estimator`).
 #[derive(Clone)]
 pub struct SchedulerEstimator {
     cache: Arc<ConnectionCache>,
-    /// Slots for calls in flight (see [`MAX_CALLS_IN_FLIGHT`]); FIFO, so fan-outs are served
-    /// in the order they asked.
+    /// Slots for calls in flight (see [`MAX_CALLS_IN_FLIGHT`]); FIFO, so fan-outs are
+    /// admitted in the order they asked.
     slots: Arc<Semaphore>,
+    /// How many slots there are: the most one fan-out takes.
+    slot_count: usize,
 }
 
 /// One cluster to ask: its name and, when known, whether it is a Pull cluster.
@@ -223,9 +219,12 @@ impl SchedulerEstimator {
 
     /// The estimator with at most `slots` calls in flight (tests use a small number).
     pub fn with_call_slots(cache: Arc<ConnectionCache>, slots: usize) -> Self {
+        // Within what one `acquire_many` can ask for.
+        let slot_count = slots.clamp(1, u32::MAX as usize);
         Self {
             cache,
-            slots: Arc::new(Semaphore::new(slots.max(1))),
+            slots: Arc::new(Semaphore::new(slot_count)),
+            slot_count,
         }
     }
 
@@ -271,38 +270,47 @@ impl SchedulerEstimator {
         assumed: Option<&AssumedByCluster>,
     ) -> Result<Estimates, EstimatorError> {
         let options = self.cache.options();
-        let deadline = tokio::time::Instant::now() + options.timeout;
         let object = MetadataValue::try_from(object).ok();
         // Encoded once; each call appends its cluster's own fields.
         let shared = Bytes::from(template.encode_to_vec());
-        let slots = &self.slots;
-        let shared = &shared;
-        let object = &object;
-        // Slots are taken one cluster after the other by one waiting future, which keeps this
-        // fan-out's place in the semaphore's FIFO queue while its calls run; past the deadline
-        // a call starts without a slot and times out at once.
-        let mut done: Vec<(usize, Result<i32, String>)> = futures::stream::iter(0..targets.len())
-            .then(|i| take_slot(slots.clone(), deadline).map(move |slot| (i, slot)))
-            .map(|(i, slot)| {
-                let t = &targets[i];
+        // Admitted whole: as many slots as this fan-out can use, in the order fan-outs asked.
+        // The deadline starts once admitted, so the wait behind other fan-outs is queueing
+        // (as the reference's bindings wait in its queue) and never eats this one's timeout.
+        let width = targets.len().clamp(1, self.slot_count);
+        // `Err` only once closed, which these slots never are.
+        let mut admitted = self
+            .slots
+            .clone()
+            .acquire_many_owned(u32::try_from(width).unwrap_or(u32::MAX))
+            .await
+            .ok();
+        let deadline = tokio::time::Instant::now() + options.timeout;
+        // At most `width` calls at once; once every call has started, each one that ends gives
+        // its slot back, so the next fan-out is admitted while this one's last calls finish.
+        let mut waiting = targets.iter().enumerate();
+        let mut running = FuturesUnordered::new();
+        let mut done: Vec<(usize, Result<i32, String>)> = Vec::with_capacity(targets.len());
+        loop {
+            while running.len() < width {
+                let Some((i, t)) = waiting.next() else { break };
                 let own = R::own_fields(
                     t.name,
                     assumed.and_then(|m| m.get(t.name)).map(Vec::as_slice),
                 );
-                let asked = self.ask::<R>(
-                    t,
-                    object.clone(),
-                    Encoded::new(shared.clone(), own),
-                    deadline,
+                let message = Encoded::new(shared.clone(), own);
+                running.push(
+                    self.ask::<R>(t, object.clone(), message, deadline)
+                        .map(move |answer| (i, answer)),
                 );
-                asked.map(move |answer| {
-                    drop(slot);
-                    (i, answer)
-                })
-            })
-            .buffer_unordered(targets.len().max(1))
-            .collect()
-            .await;
+            }
+            let Some(answer) = running.next().await else {
+                break;
+            };
+            done.push(answer);
+            if waiting.len() == 0 {
+                drop(admitted.as_mut().and_then(|slots| slots.split(1)));
+            }
+        }
         done.sort_unstable_by_key(|(i, _)| *i);
         let answers = done.into_iter().map(|(_, answer)| answer);
 
@@ -335,7 +343,8 @@ impl SchedulerEstimator {
         let cluster = target.name;
         let started = Instant::now();
         if tokio::time::Instant::now() >= deadline {
-            // Its fan-out waited for a slot until the deadline: timed out before it started.
+            // More clusters than slots, and the calls ahead of it used up the deadline: timed
+            // out before it started.
             return self.failed::<R>(
                 cluster,
                 started,

@@ -1112,6 +1112,49 @@ async fn calls_beyond_the_slots_wait_and_are_answered_in_order() {
     assert_eq!(fake.seen().len(), 6);
 }
 
+/// Fan-outs are admitted whole and the deadline starts on admission: with two slots, a
+/// fan-out queued behind one whose calls take 300 ms of its 500 ms still gets its whole
+/// 500 ms, so both are answered, one after the other. (Counted from the first fan-out's
+/// start, the second's calls would have had 200 ms for 300 ms of work.)
+#[tokio::test]
+async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
+    let slow = Duration::from_millis(300);
+    let names = ["m1", "m2", "m3", "m4"];
+    let mut fake = FakeEstimator::default();
+    for (i, name) in names.iter().enumerate() {
+        fake = fake.with(name, Behaviour::AnswerAfter(i as i32, slow));
+    }
+    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let port = server.addr.port();
+    let source = Arc::new(InMemoryServiceSource::with_objects(
+        names
+            .iter()
+            .map(|n| external_name_service(n, "127.0.0.1", port))
+            .collect::<Vec<_>>(),
+        [],
+    ));
+    let cache = Arc::new(ConnectionCache::new(
+        short_timeout(FailurePolicy::FailAll),
+        source,
+    ));
+    let estimator = SchedulerEstimator::with_call_slots(cache, 2);
+    let first = [cluster("m1"), cluster("m2")];
+    let second = [cluster("m3"), cluster("m4")];
+    let started = std::time::Instant::now();
+    let (a, b) = tokio::join!(ask(&estimator, &first), ask(&estimator, &second));
+    let took = started.elapsed();
+    assert_eq!(a.unwrap(), [("m1".to_string(), 0), ("m2".to_string(), 1)]);
+    assert_eq!(b.unwrap(), [("m3".to_string(), 2), ("m4".to_string(), 3)]);
+    // One after the other: the second was not sent until the first was answered.
+    assert!(took >= 2 * slow, "took {took:?}");
+    let order: Vec<String> = fake.seen().iter().map(|s| s.cluster.clone()).collect();
+    assert_eq!(order.len(), 4, "sent {order:?}");
+    assert!(
+        order[..2].iter().all(|c| c == "m1" || c == "m2"),
+        "sent {order:?}"
+    );
+}
+
 /// With every slot taken by hung calls until the deadline, a waiting cluster is never sent
 /// and fails as timed out, at the fan-out's one deadline; with the default slots it is sent
 /// and answered.

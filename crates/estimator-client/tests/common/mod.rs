@@ -26,6 +26,8 @@ use tonic::{Request, Response, Status};
 pub enum Behaviour {
     /// Answer this number.
     Answer(i32),
+    /// Answer this number after this long.
+    AnswerAfter(i32, std::time::Duration),
     /// Never answer.
     Hang,
     /// Fail with this status.
@@ -79,6 +81,10 @@ impl FakeEstimator {
         let behaviour = self.behaviours.lock().unwrap().get(cluster).cloned();
         match behaviour {
             Some(Behaviour::Answer(n)) => Ok(n),
+            Some(Behaviour::AnswerAfter(n, after)) => {
+                tokio::time::sleep(after).await;
+                Ok(n)
+            }
             Some(Behaviour::Hang) => std::future::pending().await,
             Some(Behaviour::Fail(status)) => Err(status),
             None => self.default.ok_or_else(|| {
