@@ -1,7 +1,6 @@
 //! core/v1 Events, recorded as client-go's recorder records them.
 //!
-//! A small version of client-go's recorder: events are queued (1000 at most, dropped when
-//! full); identical events (same object, type, reason, message) within 10 minutes are
+//! A small version of client-go's recorder: events are queued; identical events (same object, type, reason, message) within 10 minutes are
 //! aggregated into one object whose `count` grows; a token bucket per object and event type
 //! (burst 25, one token per 5 minutes) drops floods, as client-go's spam filter.
 //!
@@ -9,22 +8,32 @@
 //! time; with concurrent cycles that single writer would fall behind and the queue would drop
 //! events. Events are therefore written by [`WRITERS`] tasks, each owning the objects that hash
 //! to it, so that one object's events (and its aggregation and spam state) stay in order.
+//!
+//! Nor do the daemons drop events when writes come faster than the API server takes Events: a
+//! worker waits for [`EventSink::room`] before it starts on a binding, so no more than
+//! [`QUEUE`] events (client-go's queue length) wait to be written and the binding writes, the
+//! ones that carry state, go first while their events follow. Only a producer that does not
+//! wait can fill a writer's channel ([`QUEUE`] places each); past that an event is dropped with
+//! a warning, as client-go drops them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
+use crate::BoxFuture;
 use crate::lru::Lru;
 use crate::ratelimit::TokenBucket;
 
-const QUEUE: usize = 1000;
-/// Writer tasks; each has `QUEUE / WRITERS` places.
+/// Events waiting to be written that make [`EventSink::room`] wait: client-go's queue length.
+pub const QUEUE: usize = 1000;
+/// Writer tasks; each has [`QUEUE`] places, so a waiting producer never finds one full.
 pub const WRITERS: usize = 8;
 const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 /// Objects remembered by the spam filter, and identical events by the aggregation, over all
@@ -125,6 +134,45 @@ pub fn binding_references(
 #[derive(Clone, Debug)]
 pub struct Recorder {
     writers: Arc<[mpsc::Sender<PendingEvent>]>,
+    backlog: Arc<Backlog>,
+}
+
+/// Events sent and not yet written, and a wake-up each time one is.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    pending: AtomicUsize,
+    drained: Notify,
+}
+
+impl Backlog {
+    /// Events waiting to be written.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn add(&self) {
+        self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One event left the queue (written, refused or dropped).
+    fn done(&self) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        self.drained.notify_waiters();
+    }
+
+    /// Until fewer than `limit` events wait.
+    pub async fn below(&self, limit: usize) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a write finishing in between still wakes us.
+            drained.as_mut().enable();
+            if self.pending() < limit {
+                return;
+            }
+            drained.await;
+        }
+    }
 }
 
 /// The writer of an event: by its involved object, so that one object's events are written
@@ -143,9 +191,16 @@ impl Recorder {
     pub fn send(&self, e: PendingEvent) {
         let w = writer_of(&e, self.writers.len());
         let reason = e.reason.clone();
+        self.backlog.add();
         if self.writers[w].try_send(e).is_err() {
+            self.backlog.done();
             tracing::warn!("event queue full, dropping event {reason}");
         }
+    }
+
+    /// Events sent and not yet written.
+    pub fn pending(&self) -> usize {
+        self.backlog.pending()
     }
 }
 
@@ -153,11 +208,22 @@ impl Recorder {
 /// The one event sink of both daemons.
 pub trait EventSink: Send + Sync {
     fn record(&self, event: PendingEvent);
+
+    /// Resolves once the sink takes more events without dropping any: a worker awaits it
+    /// before it starts on an object, so that events are written, late if need be, instead
+    /// of dropped when the API server falls behind.
+    fn room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 impl EventSink for Recorder {
     fn record(&self, event: PendingEvent) {
         self.send(event);
+    }
+
+    fn room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.backlog.below(QUEUE))
     }
 }
 
@@ -197,14 +263,20 @@ fn seen_key(e: &PendingEvent) -> SeenKey {
 
 /// Start the recorder writing with `client`; `component` is the events' `source.component`.
 pub fn start(client: kube::Client, component: String) -> Recorder {
+    let backlog = Arc::new(Backlog::default());
     let writers = (0..WRITERS)
         .map(|_| {
-            let (tx, rx) = mpsc::channel::<PendingEvent>(QUEUE / WRITERS);
-            tokio::spawn(write_events(client.clone(), component.clone(), rx));
+            let (tx, rx) = mpsc::channel::<PendingEvent>(QUEUE);
+            tokio::spawn(write_events(
+                client.clone(),
+                component.clone(),
+                rx,
+                backlog.clone(),
+            ));
             tx
         })
         .collect();
-    Recorder { writers }
+    Recorder { writers, backlog }
 }
 
 /// Spam-filter key: client-go's (source, object, event type).
@@ -293,71 +365,83 @@ async fn write_events(
     client: kube::Client,
     component: String,
     mut rx: mpsc::Receiver<PendingEvent>,
+    backlog: Arc<Backlog>,
 ) {
     let mut memory = Correlator::new(WRITER_LRU_ENTRIES);
     while let Some(e) = rx.recv().await {
-        let now = Instant::now();
-        let o = &e.involved;
-        if !memory.admit(&e, now) {
-            continue;
+        write_event(&client, &component, &mut memory, e).await;
+        backlog.done();
+    }
+}
+
+/// Writes `e` (or counts it into an identical earlier Event), unless the spam filter drops it.
+async fn write_event(
+    client: &kube::Client,
+    component: &str,
+    memory: &mut Correlator,
+    e: PendingEvent,
+) {
+    let now = Instant::now();
+    let o = &e.involved;
+    if !memory.admit(&e, now) {
+        return;
+    }
+    let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
+    let ts = Time(Timestamp::now());
+    let key = seen_key(&e);
+    if let Some((name, count)) = memory.aggregated(&key, now) {
+        let patch = serde_json::json!({"count": count + 1, "lastTimestamp": ts});
+        let sent = tokio::time::timeout(
+            EVENT_REQUEST_TIMEOUT,
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await;
+        if matches!(sent, Ok(Ok(_))) {
+            memory.patched(&key, count + 1, now);
+            return;
         }
-        let api: Api<Event> = Api::namespaced(client.clone(), &e.namespace);
-        let ts = Time(Timestamp::now());
-        let key = seen_key(&e);
-        if let Some((name, count)) = memory.aggregated(&key, now) {
-            let patch = serde_json::json!({"count": count + 1, "lastTimestamp": ts});
-            let sent = tokio::time::timeout(
-                EVENT_REQUEST_TIMEOUT,
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
-            )
-            .await;
-            if matches!(sent, Ok(Ok(_))) {
-                memory.patched(&key, count + 1, now);
-                continue;
-            }
-        }
-        let name = format!(
-            "{}.{:x}",
-            o.name.clone().unwrap_or_default(),
-            Timestamp::now().as_nanosecond()
-        );
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(e.namespace.clone()),
-                ..Default::default()
-            },
-            involved_object: e.involved.clone(),
-            reason: Some(e.reason.clone()),
-            message: Some(e.message.clone()),
-            first_timestamp: Some(ts.clone()),
-            last_timestamp: Some(ts.clone()),
-            count: Some(1),
-            type_: Some(if e.warning { "Warning" } else { "Normal" }.to_string()),
-            source: Some(EventSource {
-                component: Some(component.clone()),
-                host: None,
-            }),
-            reporting_component: Some(component.clone()),
-            reporting_instance: Some(String::new()),
+    }
+    let name = format!(
+        "{}.{:x}",
+        o.name.clone().unwrap_or_default(),
+        Timestamp::now().as_nanosecond()
+    );
+    let event = Event {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(e.namespace.clone()),
             ..Default::default()
-        };
-        match create_event(&api, &event).await {
-            Ok(()) => memory.created(key, name, now),
-            // A missing RBAC rule is reported once per interval by the client
-            // (`forbidden`), not once per event.
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                tracing::debug!(reason = %e.reason, "Server rejected event: {s}")
-            }
-            Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
+        },
+        involved_object: e.involved.clone(),
+        reason: Some(e.reason.clone()),
+        message: Some(e.message.clone()),
+        first_timestamp: Some(ts.clone()),
+        last_timestamp: Some(ts.clone()),
+        count: Some(1),
+        type_: Some(if e.warning { "Warning" } else { "Normal" }.to_string()),
+        source: Some(EventSource {
+            component: Some(component.to_string()),
+            host: None,
+        }),
+        reporting_component: Some(component.to_string()),
+        reporting_instance: Some(String::new()),
+        ..Default::default()
+    };
+    match create_event(&api, &event).await {
+        Ok(()) => memory.created(key, name, now),
+        // A missing RBAC rule is reported once per interval by the client
+        // (`forbidden`), not once per event.
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            tracing::debug!(reason = %e.reason, "Server rejected event: {s}")
         }
+        Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
     }
 }
 
 /// Create `event`, trying again while the API server does not answer (a lost response, a
 /// restart, a hang), as client-go's recorder does. The name is fixed before the first try, so a
 /// try whose response was lost makes the next one find the Event already there: it is written
-/// once. The writer task owns only Events; a binding's writes never wait for this.
+/// once. The writer task owns only Events: no binding write waits for one.
 async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
     let mut pause = EVENT_RETRY_FIRST;
     let mut tries = 0;

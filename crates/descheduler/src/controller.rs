@@ -245,6 +245,9 @@ impl Descheduler {
         let added: Vec<_> = keys.iter().map(|_| self.queue.added()).collect();
         futures::stream::iter(keys.into_iter().zip(added))
             .map(|(key, added)| async move {
+                // Events of earlier bindings are written before this one adds its own: late
+                // when the API server falls behind, never dropped.
+                self.events.room().await;
                 let token = self.queue.started(Some(added));
                 let outcome = self.deschedule(&key, permit).await;
                 self.queue.finished(token);

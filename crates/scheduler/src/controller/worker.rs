@@ -181,6 +181,12 @@ async fn work(ctx: Arc<Context>, fence: Fence, stop: CancellationToken) {
             _ = fence.wait_permit() => {}
             _ = stop.cancelled() => break,
         }
+        // The events of earlier attempts are written before this one adds its own: late when
+        // the API server falls behind, never dropped.
+        tokio::select! {
+            _ = ctx.events.room() => {}
+            _ = stop.cancelled() => break,
+        }
         let Some(item) = ctx.queue.pop().await else {
             break;
         };

@@ -30,6 +30,10 @@ impl<S: component_base::events::EventSink + ?Sized> EventSink for S {
             self.record(e);
         }
     }
+
+    fn room(&self) -> component_base::BoxFuture<'_, ()> {
+        component_base::events::EventSink::room(self)
+    }
 }
 
 #[cfg(test)]

@@ -14,4 +14,10 @@ impl<W: ObjectWriter<BindingKey, Binding> + ?Sized> Writer for W {}
 /// Where Events go; each call is recorded on the binding and on its resource template.
 pub trait EventSink: Send + Sync {
     fn event(&self, binding: &Binding, warning: bool, reason: &'static str, message: String);
+
+    /// Resolves once events can be taken without dropping any (see component-base's
+    /// `EventSink::room`); a worker awaits it before it takes the next binding.
+    fn room(&self) -> component_base::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
