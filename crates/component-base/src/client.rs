@@ -53,7 +53,35 @@ pub async fn rest_config(opts: &Options) -> anyhow::Result<Config> {
     // Watches are long polls; the client's read timeout must not cut them (kube sets the watch
     // timeout on the server side).
     config.read_timeout = None;
+    let agent = user_agent(std::env::args_os().next().as_deref());
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
     Ok(config)
+}
+
+/// client-go's default `User-Agent`, `<command>/<version> (<os>/<arch>) kubernetes/<commit>`,
+/// as the reference's binaries send it: the command is the executable's file name, and the
+/// version and commit are client-go's unset build values (`v0.0.0`, `$Format`), which is what
+/// Karmada's builds report. Audit policies and log filters written for the reference's
+/// components match ours.
+pub fn user_agent(argv0: Option<&std::ffi::OsStr>) -> String {
+    let command = argv0
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "unknown".to_string());
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    format!(
+        "{command}/v0.0.0 ({}/{arch}) kubernetes/$Format",
+        std::env::consts::OS
+    )
 }
 
 /// A client whose requests share one token bucket and are counted per attempt.
@@ -225,6 +253,20 @@ mod tests {
         assert_eq!(host("https://karmada-apiserver"), "karmada-apiserver");
         assert_eq!(host("https://user:pw@[::1]:6443/x"), "[::1]:6443");
         assert_eq!(host("/just/a/path"), "");
+    }
+
+    /// The reference's binaries send client-go's default agent with its unset build values;
+    /// the command is the executable's file name, whatever path it was started by.
+    #[test]
+    fn user_agent_is_client_gos_default() {
+        let agent = user_agent(Some("/usr/local/bin/karmada-descheduler".as_ref()));
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        assert_eq!(
+            agent,
+            "karmada-descheduler/v0.0.0 (linux/amd64) kubernetes/$Format"
+        );
+        assert!(agent.starts_with("karmada-descheduler/v0.0.0 ("), "{agent}");
+        assert!(user_agent(None).starts_with("unknown/v0.0.0 ("));
     }
 
     #[test]

@@ -69,6 +69,14 @@ fn judge(report: &FencingReport, replicas: &[&str]) -> Vec<String> {
         if let Some(exits) = report.exits.get(*r) {
             failures.push(format!("{r} exited: {exits:?}"));
         }
+        // client-go's default agent, as the reference's binaries send it.
+        let agents = report.user_agents.get(*r).cloned().unwrap_or_default();
+        let go_like = |a: &String| {
+            a.starts_with("karmada-scheduler/v0.0.0 (linux/") && a.ends_with(") kubernetes/$Format")
+        };
+        if agents.is_empty() || !agents.iter().all(go_like) {
+            failures.push(format!("{r}: User-Agents {agents:?}, not the reference's"));
+        }
         if report.writes.get(*r).copied().unwrap_or(0) == 0 && report.leader_changes == 0 {
             failures.push(format!("{r}: no writes at all (the scenario did not run)"));
         }

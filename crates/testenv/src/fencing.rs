@@ -17,7 +17,7 @@
 //! after that write. A replica that exits is started again, as a supervisor would; an exit is
 //! recorded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::str::FromStr as _;
@@ -98,6 +98,8 @@ pub struct FencingReport {
     pub stale: Vec<StaleWrite>,
     /// Lease holder changes seen in the audit log.
     pub leader_changes: usize,
+    /// The `User-Agent`s of each replica's requests.
+    pub user_agents: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl FencingReport {
@@ -355,6 +357,8 @@ pub struct AuditEntry {
     pub code: u16,
     /// For Lease writes: the holder identity written.
     pub holder: Option<String>,
+    /// The request's `User-Agent`.
+    pub user_agent: String,
 }
 
 impl AuditEntry {
@@ -393,6 +397,7 @@ pub fn parse_audit(text: &str) -> Vec<AuditEntry> {
                 holder: e
                     .pointer("/requestObject/spec/holderIdentity")
                     .map(|h| h.as_str().unwrap_or_default().to_string()),
+                user_agent: s(&e["userAgent"]),
             })
         })
         .collect()
@@ -730,6 +735,15 @@ pub async fn run(
     report.writes = accepted;
     report.stale = stale;
     report.leader_changes = changes;
+    for e in &entries {
+        if let Some(tag) = source_tags.get(&e.source) {
+            report
+                .user_agents
+                .entry(tag.clone())
+                .or_default()
+                .insert(e.user_agent.clone());
+        }
+    }
 
     delete_all(&api, &objs).await;
     Ok(report)
@@ -752,6 +766,7 @@ mod tests {
             name: "b".into(),
             code,
             holder: None,
+            user_agent: String::new(),
         }
     }
 
@@ -831,11 +846,15 @@ mod tests {
 
     #[test]
     fn parses_an_audit_line() {
-        let line = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"x","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/l","verb":"update","user":{"username":"admin"},"sourceIPs":["127.0.0.2"],"objectRef":{"resource":"leases","namespace":"karmada-system","name":"l","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestObject":{"spec":{"holderIdentity":"h_1"}},"requestReceivedTimestamp":"2026-12-01T21:00:00.123456Z","stageTimestamp":"2026-12-01T21:00:00.125000Z"}"#;
+        let line = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"x","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/l","verb":"update","user":{"username":"admin"},"userAgent":"karmada-scheduler/v0.0.0 (linux/amd64) kubernetes/$Format","sourceIPs":["127.0.0.2"],"objectRef":{"resource":"leases","namespace":"karmada-system","name":"l","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestObject":{"spec":{"holderIdentity":"h_1"}},"requestReceivedTimestamp":"2026-12-01T21:00:00.123456Z","stageTimestamp":"2026-12-01T21:00:00.125000Z"}"#;
         let e = parse_audit(&format!("{line}\nnot json\n"));
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].holder.as_deref(), Some("h_1"));
         assert_eq!(e[0].source, "127.0.0.2");
         assert_eq!(e[0].code, 200);
+        assert_eq!(
+            e[0].user_agent,
+            "karmada-scheduler/v0.0.0 (linux/amd64) kubernetes/$Format"
+        );
     }
 }
