@@ -7,7 +7,8 @@
 //! 1 ready in each (so every cluster is asked about). A pass is over when every binding the
 //! formula gives replicas back for has been written; its time runs from the process start
 //! (caches and connections included). Reported per side: that time, the estimator calls,
-//! peak RSS, CPU seconds, and whether both wrote the same `spec.clusters`.
+//! peak RSS, CPU seconds, whether both wrote the same `spec.clusters`, and the Events (two per
+//! binding written, as the reference records them) with the time the last one was seen.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,6 +56,21 @@ pub struct DeschedSide {
     /// CPU seconds the kube-apiserver and etcd spent during this side's pass.
     #[serde(default)]
     pub control_plane_cpu_s: f64,
+    /// `DescheduleBindingSucceed` Events seen in the namespace (the reference records two per
+    /// binding written: on the binding and on its workload).
+    #[serde(default)]
+    pub events: usize,
+    /// Seconds from the process start to the last of those Events.
+    #[serde(default)]
+    pub last_event_s: Option<f64>,
+}
+
+impl DeschedSide {
+    /// Seconds from the process start until every write of the pass, binding or Event, was
+    /// seen.
+    pub fn all_writes_s(&self) -> Option<f64> {
+        Some(self.pass_s?.max(self.last_event_s.unwrap_or(0.0)))
+    }
 }
 
 /// A bare client doing a pass's work: the same list, estimator calls and writes, no rules.
@@ -62,7 +78,7 @@ pub struct DeschedSide {
 pub struct DeschedCeiling {
     /// Bindings in flight.
     pub concurrency: usize,
-    /// Seconds from connecting to the last write.
+    /// Seconds from connecting to the last write (the binding patches and their Events).
     pub pass_s: f64,
     pub estimator_calls: u64,
 }
@@ -92,6 +108,10 @@ pub struct DeschedBench {
 
 const REPLICAS: i32 = 3;
 const READY: i32 = 1;
+/// The reference's Event reason for a binding given replicas back.
+const SUCCEED: &str = "DescheduleBindingSucceed";
+/// Events per binding written: on the binding and on its workload.
+const EVENTS_PER_WRITE: usize = 2;
 
 fn binding_name(i: usize) -> String {
     format!("web-{i:05}")
@@ -230,8 +250,9 @@ fn control_plane_cpu(env: &TestEnv) -> f64 {
 
 /// The fair ceiling: a bare client does what a pass must, with `concurrency` bindings in
 /// flight and nothing else: connects a channel per cluster, lists the bindings, asks every
-/// cluster `GetUnschedulableReplicas` for each binding at once, and merge-patches
-/// `spec.clusters` (with the resourceVersion, as the descheduler does) from the answers.
+/// cluster `GetUnschedulableReplicas` for each binding at once, merge-patches
+/// `spec.clusters` (with the resourceVersion, as the descheduler does) from the answers and
+/// creates the binding's two Events.
 async fn ceiling(
     env: &TestEnv,
     flags: &DeschedFlags,
@@ -242,7 +263,7 @@ async fn ceiling(
     use estimator_client::pb::EstimatorClient;
     use estimator_client::pb::messages as pb;
     use futures::StreamExt as _;
-    use kube::api::{Patch, PatchParams};
+    use kube::api::{Patch, PatchParams, PostParams};
 
     let client = env.client().await?;
     let ns = format!("desched-ceiling-{concurrency}");
@@ -258,10 +279,12 @@ async fn ceiling(
         .await;
     let channels = channels.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let api = rb_api(&client, &ns);
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &ns);
     let listed = api.list(&ListParams::default()).await?;
     let threshold = i64::try_from(Duration::from_secs(60).as_nanos()).unwrap_or(i64::MAX);
     let results: Vec<anyhow::Result<()>> = futures::stream::iter(listed.items.iter().map(|rb| {
         let api = api.clone();
+        let events = events.clone();
         let channels = &channels;
         let ns = &ns;
         async move {
@@ -295,8 +318,28 @@ async fn ceiling(
                 .collect();
             let patch =
                 json!({"metadata": {"resourceVersion": rv}, "spec": {"clusters": clusters}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            let written = api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
+            // The two Events the reference records for it, as a pass must write them too.
+            let uid = written.metadata.uid.clone().unwrap_or_default();
+            futures::future::try_join(
+                events.create(
+                    &PostParams::default(),
+                    &ceiling_event(
+                        ns,
+                        "work.karmada.io/v1alpha2",
+                        "ResourceBinding",
+                        &name,
+                        &uid,
+                    ),
+                ),
+                events.create(
+                    &PostParams::default(),
+                    &ceiling_event(ns, "apps/v1", "Deployment", &name, ""),
+                ),
+            )
+            .await?;
             Ok(())
         }
     }))
@@ -318,6 +361,84 @@ async fn ceiling(
         pass_s,
         estimator_calls,
     })
+}
+
+/// An Event as a descheduler writes it for a binding given replicas back.
+fn ceiling_event(
+    ns: &str,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    uid: &str,
+) -> k8s_openapi::api::core::v1::Event {
+    use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}.")),
+            namespace: Some(ns.to_string()),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some(api_version.to_string()),
+            kind: Some(kind.to_string()),
+            namespace: Some(ns.to_string()),
+            name: Some(name.to_string()),
+            uid: (!uid.is_empty()).then(|| uid.to_string()),
+            ..Default::default()
+        },
+        reason: Some(SUCCEED.to_string()),
+        message: Some("Binding has been descheduled".to_string()),
+        type_: Some("Normal".to_string()),
+        count: Some(1),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        source: Some(EventSource {
+            component: Some("desched-ceiling".to_string()),
+            host: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Sends the time of each `DescheduleBindingSucceed` Event added to `ns`, once the watch has
+/// listed what was there before.
+async fn watch_events(
+    client: &Client,
+    ns: &str,
+    seen: tokio::sync::mpsc::UnboundedSender<Instant>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use futures::StreamExt as _;
+    use kube::runtime::watcher;
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let mut ready = Some(ready_tx);
+        let mut names = std::collections::HashSet::new();
+        let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
+        while let Some(event) = stream.next().await {
+            let e = match event {
+                Ok(watcher::Event::Apply(e) | watcher::Event::InitApply(e)) => e,
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if e.reason.as_deref() == Some(SUCCEED)
+                && names.insert(e.metadata.name.clone().unwrap_or_default())
+            {
+                let _ = seen.send(Instant::now());
+            }
+        }
+    });
+    ready_rx
+        .await
+        .context("the bench's watch of the Events ended")?;
+    Ok(task)
 }
 
 /// Runs one descheduler over the bindings of `ns` until the expected writes are in.
@@ -394,6 +515,8 @@ async fn side(
             .context("the bench's watch of the bindings ended")?;
         task
     };
+    let (event_tx, mut event_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let event_observer = watch_events(&client, ns, event_tx).await?;
     let control_plane = control_plane_cpu(env);
     let start = Instant::now();
     let mut process = env.spawn_process(name, program, &args)?;
@@ -418,6 +541,21 @@ async fn side(
         }
     }
     observer.abort();
+    // Events are written after the bindings they are about: wait for them as well.
+    let expected_events = expected_writes * EVENTS_PER_WRITE;
+    let mut events = 0;
+    let mut last_event_s = None;
+    let events_deadline = Instant::now() + Duration::from_secs(60);
+    while events < expected_events && pass_s.is_some() {
+        match tokio::time::timeout_at(events_deadline, event_rx.recv()).await {
+            Ok(Some(at)) => {
+                events += 1;
+                last_event_s = Some(at.duration_since(start).as_secs_f64());
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    event_observer.abort();
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
     let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
@@ -429,8 +567,9 @@ async fn side(
     log(
         t0,
         format!(
-            "{name}: {written}/{expected_writes} written in {}, {calls} estimator calls, peak RSS {:.1} MiB",
+            "{name}: {written}/{expected_writes} written in {}, {events}/{expected_events} events by {}, {calls} estimator calls, peak RSS {:.1} MiB",
             pass_s.map_or("(timeout)".to_string(), |s| format!("{s:.2}s")),
+            last_event_s.map_or("–".to_string(), |s| format!("{s:.2}s")),
             hwm as f64 / 1024.0
         ),
     );
@@ -444,6 +583,8 @@ async fn side(
             cpu_s: cpu,
             first_write_s,
             control_plane_cpu_s,
+            events,
+            last_event_s,
         },
         result,
     ))
@@ -632,8 +773,26 @@ pub fn markdown(b: &DeschedBench) -> String {
         first(&b.go)
     ));
     out.push_str(&format!(
-        "| kube-apiserver + etcd CPU seconds during the pass | {:.2} | {:.2} | |\n",
+        "| kube-apiserver + etcd CPU seconds during the pass, Events included | {:.2} | {:.2} | |\n",
         b.rust.control_plane_cpu_s, b.go.control_plane_cpu_s
+    ));
+    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
+    out.push_str(&format!(
+        "| `{SUCCEED}` Events written (of {expected_events}) | {} | {} | |\n",
+        b.rust.events, b.go.events
+    ));
+    let all = |s: &DeschedSide| {
+        s.all_writes_s()
+            .map_or("–".to_string(), |v| format!("{v:.2} s"))
+    };
+    out.push_str(&format!(
+        "| every write seen, Events included | {} | {} | {} |\n",
+        all(&b.rust),
+        all(&b.go),
+        match (b.go.all_writes_s(), b.rust.all_writes_s()) {
+            (Some(g), Some(r)) => ratio(g, r),
+            _ => "–".into(),
+        }
     ));
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
@@ -643,7 +802,9 @@ pub fn markdown(b: &DeschedBench) -> String {
         out.push_str(
             "\nFair ceiling: a bare client in the bench does a pass's work and nothing else (connects a \
              channel per cluster, lists the bindings, asks every cluster of each binding at once, \
-             merge-patches `spec.clusters` from the answers), on fresh copies of the same bindings:\n\n\
+             merge-patches `spec.clusters` from the answers and creates the binding's two Events), on \
+             fresh copies of the same bindings; ours is compared by the time every write of its pass, \
+             Events included, was seen:\n\n\
              | bindings in flight | ceiling pass | estimator calls | ours / ceiling time |\n| ---: | ---: | ---: | ---: |\n",
         );
         for c in &b.ceilings {
@@ -652,7 +813,9 @@ pub fn markdown(b: &DeschedBench) -> String {
                 c.concurrency,
                 c.pass_s,
                 c.estimator_calls,
-                b.rust.pass_s.map_or("–".into(), |r| ratio(r, c.pass_s))
+                b.rust
+                    .all_writes_s()
+                    .map_or("–".into(), |r| ratio(r, c.pass_s))
             ));
         }
     }
@@ -687,6 +850,12 @@ fn targets(b: &DeschedBench) -> String {
         b.agree,
         b.bindings,
         verdict(b.agree == b.bindings)
+    ));
+    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
+    out.push_str(&format!(
+        "| every Event written, none dropped | {}/{expected_events} | {} |\n",
+        b.rust.events,
+        verdict(b.rust.events == expected_events)
     ));
     out
 }
