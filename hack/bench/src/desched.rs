@@ -104,6 +104,9 @@ pub struct DeschedBench {
     /// The machine's 1-minute load average before the first pass.
     #[serde(default)]
     pub load_before: f64,
+    /// CPUs of the machine, which the API server, etcd, the stub and the descheduler share.
+    #[serde(default)]
+    pub cpus: usize,
 }
 
 const REPLICAS: i32 = 3;
@@ -690,6 +693,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         agree,
         ceilings,
         load_before,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ..Default::default()
     })
 }
@@ -818,6 +822,18 @@ pub fn markdown(b: &DeschedBench) -> String {
                     .map_or("–".into(), |r| ratio(r, c.pass_s))
             ));
         }
+    }
+    if b.cpus > 0 && b.rust.control_plane_cpu_s > 0.0 {
+        let floor = b.rust.control_plane_cpu_s / b.cpus as f64;
+        out.push_str(&format!(
+            "\nThe API server's share alone bounds a pass: the kube-apiserver and etcd spent {:.2} \
+             CPU seconds on ours (its list, watch, patches and Events), so on {} CPUs it cannot \
+             take less than {floor:.2} s even if nothing else ran, and no descheduler making these \
+             writes can be more than {} faster than Go's pass (binding writes) on this machine.\n",
+            b.rust.control_plane_cpu_s,
+            b.cpus,
+            b.go.pass_s.map_or("–".into(), |g| ratio(g, floor)),
+        ));
     }
     out.push_str(&format!(
         "\n1-minute load average of the machine before the first pass: {:.2}.\n",
