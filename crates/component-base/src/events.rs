@@ -434,12 +434,16 @@ async fn write_event(
         Err(kube::Error::Api(s)) if s.code == 403 => {
             tracing::debug!(reason = %e.reason, "Server rejected event: {s}")
         }
+        // The fence already said so, once per refused request.
+        Err(err) if crate::fence::FencedRequest::is_cause_of(&err) => {
+            tracing::debug!(reason = %e.reason, "Event not written: {err}")
+        }
         Err(err) => tracing::warn!(reason = %e.reason, "Server rejected event: {err}"),
     }
 }
 
 /// Create `event`, trying again while the API server does not answer (a lost response, a
-/// restart, a hang), as client-go's recorder does. The name is fixed before the first try, so a
+/// restart, a hang), as client-go's recorder does; not when the write fence refused it. The name is fixed before the first try, so a
 /// try whose response was lost makes the next one find the Event already there: it is written
 /// once. The writer task owns only Events: no binding write waits for one.
 async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
@@ -458,6 +462,9 @@ async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error
             Ok(Err(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => {
                 return Err(kube::Error::Api(s));
             }
+            // The lease lapsed: this term's events are not written, and trying again would
+            // only hold the queue (and the workers waiting for room) behind them.
+            Ok(Err(e)) if crate::fence::FencedRequest::is_cause_of(&e) => return Err(e),
             Ok(Err(e)) => e,
             Err(_) => kube::Error::Service(
                 format!("no answer within {}s", EVENT_REQUEST_TIMEOUT.as_secs()).into(),

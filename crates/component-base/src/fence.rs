@@ -291,6 +291,20 @@ pub struct FencedRequest {
     path: String,
 }
 
+impl FencedRequest {
+    /// Whether `e` is a request the fence refused (kube reports it as a service error).
+    pub fn is_cause_of(e: &kube::Error) -> bool {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = source {
+            if err.is::<FencedRequest>() {
+                return true;
+            }
+            source = err.source();
+        }
+        false
+    }
+}
+
 impl<S, B, R> tower::Service<http::Request<B>> for FenceService<S>
 where
     S: tower::Service<http::Request<B>, Response = R>,
@@ -381,6 +395,17 @@ mod tests {
         t.fetch_add(3 * S, Ordering::SeqCst); // the renewal took 3 s
         f.renewed(started, Duration::from_secs(10));
         assert_eq!(f.remaining(), Duration::from_secs(7));
+    }
+
+    #[test]
+    fn a_refusal_is_recognised_through_kubes_error() {
+        let refused = kube::Error::Service(Box::new(FencedRequest {
+            method: http::Method::POST,
+            path: "/api/v1/namespaces/ns/events".into(),
+        }));
+        assert!(FencedRequest::is_cause_of(&refused));
+        let other = kube::Error::Service("connection refused".into());
+        assert!(!FencedRequest::is_cause_of(&other));
     }
 
     #[test]
