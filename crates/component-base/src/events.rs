@@ -1,8 +1,9 @@
 //! core/v1 Events, recorded as client-go's recorder records them.
 //!
-//! A small version of client-go's recorder: events are queued; identical events (same object, type, reason, message) within 10 minutes are
-//! aggregated into one object whose `count` grows; a token bucket per object and event type
-//! (burst 25, one token per 5 minutes) drops floods, as client-go's spam filter.
+//! A small version of client-go's recorder: events are queued; identical events (same object,
+//! type, reason, message) within 10 minutes are aggregated into one object whose `count` grows;
+//! a token bucket per object and event type (burst 25, one token per 5 minutes) drops floods,
+//! as client-go's spam filter.
 //!
 //! client-go writes with one goroutine, which keeps up with the reference's one binding at a
 //! time; with concurrent cycles that single writer would fall behind and the queue would drop
