@@ -328,6 +328,23 @@ pub(crate) fn read_results<T: serde::de::DeserializeOwned>(path: &Path) -> anyho
     serde_json::from_slice(&bytes).with_context(|| format!("decoding {}", path.display()))
 }
 
+/// One descheduling pass of each side (`--descheduler-only`).
+async fn run_desched(cli: &Cli, root: &Path) -> anyhow::Result<desched::DeschedBench> {
+    desched::run(&desched::DeschedFlags {
+        bindings: cli.desched_bindings,
+        clusters: cli.desched_clusters,
+        latency: Duration::from_millis(cli.desched_latency_ms),
+        create_concurrency: cli.create_concurrency,
+        rust_bin: cli
+            .rust_desched_bin
+            .clone()
+            .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
+        go_bin: cli.go_desched_bin.clone(),
+        timeout: Duration::from_secs(cli.settle_timeout),
+    })
+    .await
+}
+
 /// Print a report and, unless `--no-write`, write it with its JSON as `<stem>.md/.json`.
 fn publish(
     cli: &Cli,
@@ -455,21 +472,16 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     if cli.descheduler_only {
-        let mut b = desched::run(&desched::DeschedFlags {
-            bindings: cli.desched_bindings,
-            clusters: cli.desched_clusters,
-            latency: Duration::from_millis(cli.desched_latency_ms),
-            create_concurrency: cli.create_concurrency,
-            rust_bin: cli
-                .rust_desched_bin
-                .clone()
-                .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
-            go_bin: cli.go_desched_bin.clone(),
-            timeout: Duration::from_secs(cli.settle_timeout),
-        })
-        .await?;
-        let st = started.clone();
-        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+        let b: desched::DeschedBench = match &cli.from_results {
+            // The report again from an earlier run's results.
+            Some(path) => read_results(path)?,
+            None => {
+                let mut b = run_desched(&cli, &root).await?;
+                let st = started.clone();
+                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+                b
+            }
+        };
         let md = desched::markdown(&b);
         publish(
             &cli,
