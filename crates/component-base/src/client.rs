@@ -72,15 +72,10 @@ pub fn user_agent(argv0: Option<&std::ffi::OsStr>) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "unknown".to_string());
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "x86" => "386",
-        other => other,
-    };
     format!(
-        "{command}/v0.0.0 ({}/{arch}) kubernetes/$Format",
-        std::env::consts::OS
+        "{command}/v0.0.0 ({}/{}) kubernetes/$Format",
+        std::env::consts::OS,
+        crate::flags::go_arch()
     )
 }
 

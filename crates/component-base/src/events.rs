@@ -140,14 +140,14 @@ pub struct Recorder {
 
 /// Events sent and not yet written, and a wake-up each time one is.
 #[derive(Debug, Default)]
-pub struct Backlog {
+struct Backlog {
     pending: AtomicUsize,
     drained: Notify,
 }
 
 impl Backlog {
     /// Events waiting to be written.
-    pub fn pending(&self) -> usize {
+    fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
 
@@ -162,7 +162,7 @@ impl Backlog {
     }
 
     /// Until fewer than `limit` events wait.
-    pub async fn below(&self, limit: usize) {
+    async fn below(&self, limit: usize) {
         loop {
             let drained = self.drained.notified();
             tokio::pin!(drained);
@@ -444,9 +444,9 @@ async fn write_event(
 }
 
 /// Create `event`, trying again while the API server does not answer (a lost response, a
-/// restart, a hang), as client-go's recorder does; not when the write fence refused it. The name is fixed before the first try, so a
-/// try whose response was lost makes the next one find the Event already there: it is written
-/// once. The writer task owns only Events: no binding write waits for one.
+/// restart, a hang), as client-go's recorder does; not when the write fence refused it. The
+/// name is fixed before the first try, so a try whose response was lost makes the next one find
+/// the Event already there: it is written once. The writer task owns only Events: no binding write waits for one.
 async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
     let mut pause = EVENT_RETRY_FIRST;
     let mut tries = 0;

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use component_base::events::{self, EventSink, PendingEvent, QUEUE};
-use k8s_openapi::api::core::v1::{Event, Namespace, ObjectReference};
-use kube::api::{Api, ListParams, PostParams};
-use testenv::{TestEnv, tools_or_skip, wait_for};
+use k8s_openapi::api::core::v1::{Event, ObjectReference};
+use kube::api::{Api, ListParams};
+use testenv::{TestEnv, apply_value, tools_or_skip, wait_for};
 
 const NS: &str = "event-burst";
 /// Three times the queue: the producer must wait for the writers twice over.
@@ -40,10 +40,11 @@ async fn a_burst_of_events_is_written_late_not_dropped() -> anyhow::Result<()> {
     };
     let env = TestEnv::builder().tools(tools).members(0).start().await?;
     let client = env.client().await?;
-    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": NS}}))?;
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
+    apply_value(
+        &client,
+        &serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await?;
 
     let recorder = events::start(client.clone(), "burst-test".into());
     let mut most_pending = 0;
