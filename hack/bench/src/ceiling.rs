@@ -10,15 +10,14 @@ use estimator_client::pb::EstimatorClient;
 use estimator_client::request::OBJECT_METADATA_KEY;
 use estimator_client::transport::Channel;
 
-use k8s_openapi::api::core::v1::{Event as KubeEvent, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Event as KubeEvent, ObjectReference};
 use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::jobs::in_flight;
+use crate::jobs::{in_flight, normal_event};
 use crate::observe::rb_resource;
 use crate::stub_estimator::{RecordedCall, RecordedMessage};
 
@@ -315,28 +314,13 @@ pub async fn replay(
                     .clone()
                     .unwrap_or_else(|| "default".to_string());
                 let events: Api<KubeEvent> = Api::namespaced(client.clone(), &ns);
-                let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    k8s_openapi::jiff::Timestamp::now(),
+                let ev = normal_event(
+                    involved.clone(),
+                    "bench-ceiling-",
+                    "ScheduleBindingSucceed",
+                    "Binding has been scheduled successfully.",
+                    NOBODY,
                 );
-                let ev = KubeEvent {
-                    metadata: ObjectMeta {
-                        generate_name: Some("bench-ceiling-".into()),
-                        namespace: Some(ns.clone()),
-                        ..Default::default()
-                    },
-                    involved_object: involved.clone(),
-                    reason: Some("ScheduleBindingSucceed".into()),
-                    message: Some("Binding has been scheduled successfully.".into()),
-                    type_: Some("Normal".into()),
-                    count: Some(1),
-                    first_timestamp: Some(now.clone()),
-                    last_timestamp: Some(now),
-                    source: Some(EventSource {
-                        component: Some(NOBODY.into()),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                };
                 events.create(&PostParams::default(), &ev).await?;
             }
             anyhow::Ok(())

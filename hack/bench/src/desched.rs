@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight};
+use crate::jobs::{apply_retrying, in_flight, normal_event};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::run::{self, log};
 use crate::stub_estimator::{StubEstimator, unschedulable_answer};
@@ -277,15 +277,13 @@ async fn ceiling(
     let calls_before = stub.unschedulable_calls();
     // The same watches of the bench as during a descheduler's pass, so that the API server
     // serves the same readers.
-    let (seen_tx, _seen_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let (event_tx, _event_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let observers = [
-        watch_first_seen(rb_api(&client, &ns), "bindings", written_key, seen_tx).await?,
+        watch_first_seen(rb_api(&client, &ns), "bindings", written_key, |_| {}).await?,
         watch_first_seen(
             Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), &ns),
             "Events",
             event_key,
-            event_tx,
+            |_| {},
         )
         .await?,
     ];
@@ -395,35 +393,21 @@ fn ceiling_event(
     name: &str,
     uid: &str,
 ) -> k8s_openapi::api::core::v1::Event {
-    use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    Event {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("{name}.")),
-            namespace: Some(ns.to_string()),
-            ..Default::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some(api_version.to_string()),
-            kind: Some(kind.to_string()),
-            namespace: Some(ns.to_string()),
-            name: Some(name.to_string()),
-            uid: (!uid.is_empty()).then(|| uid.to_string()),
-            ..Default::default()
-        },
-        reason: Some(SUCCEED.to_string()),
-        message: Some("Binding has been descheduled".to_string()),
-        type_: Some("Normal".to_string()),
-        count: Some(1),
-        first_timestamp: Some(now.clone()),
-        last_timestamp: Some(now),
-        source: Some(EventSource {
-            component: Some("desched-ceiling".to_string()),
-            host: None,
-        }),
+    let involved = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(api_version.to_string()),
+        kind: Some(kind.to_string()),
+        namespace: Some(ns.to_string()),
+        name: Some(name.to_string()),
+        uid: (!uid.is_empty()).then(|| uid.to_string()),
         ..Default::default()
-    }
+    };
+    normal_event(
+        involved,
+        &format!("{name}."),
+        SUCCEED,
+        "Binding has been descheduled",
+        "desched-ceiling",
+    )
 }
 
 /// A binding's name once some cluster of it was given replicas back.
@@ -440,17 +424,18 @@ fn event_key(e: &k8s_openapi::api::core::v1::Event) -> Option<String> {
     (e.reason.as_deref() == Some(SUCCEED)).then(|| e.metadata.name.clone().unwrap_or_default())
 }
 
-/// Sends the time each object of `api` is first seen with `key` giving it a name (once per
-/// name), after the watch has listed what was there before.
-async fn watch_first_seen<K, F>(
+/// Calls `seen` with the time each object of `api` is first seen with `key` giving it a name
+/// (once per name), after the watch has listed what was there before.
+async fn watch_first_seen<K, F, S>(
     api: Api<K>,
     what: &str,
     mut key: F,
-    seen: tokio::sync::mpsc::UnboundedSender<Instant>,
+    mut seen: S,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     F: FnMut(&K) -> Option<String> + Send + 'static,
+    S: FnMut(Instant) + Send + 'static,
 {
     use futures::StreamExt as _;
     use kube::runtime::watcher;
@@ -473,7 +458,7 @@ where
             if let Some(name) = key(&obj)
                 && names.insert(name)
             {
-                let _ = seen.send(Instant::now());
+                seen(Instant::now());
             }
         }
     });
@@ -523,14 +508,19 @@ async fn side(
     // Writes are seen on a watch (not by listing every binding again and again, which would
     // load the API server the pass is measured against).
     let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let observer = watch_first_seen(rb_api(&client, ns), "bindings", written_key, seen_tx).await?;
+    let observer = watch_first_seen(rb_api(&client, ns), "bindings", written_key, move |at| {
+        let _ = seen_tx.send(at);
+    })
+    .await?;
     // Events are seen the same way: the reference's two per binding written.
     let (event_tx, mut event_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let event_observer = watch_first_seen(
         Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), ns),
         "Events",
         event_key,
-        event_tx,
+        move |at| {
+            let _ = event_tx.send(at);
+        },
     )
     .await?;
     let control_plane = control_plane_cpu(env);

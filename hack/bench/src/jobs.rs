@@ -50,6 +50,44 @@ pub async fn apply_retrying(
     }
 }
 
+/// A `Normal` Event on `involved` as a bare client of the bench writes it (the API server
+/// names it from `generate_name`): what a component's recorder would create.
+pub fn normal_event(
+    involved: k8s_openapi::api::core::v1::ObjectReference,
+    generate_name: &str,
+    reason: &str,
+    message: &str,
+    component: &str,
+) -> k8s_openapi::api::core::v1::Event {
+    use k8s_openapi::api::core::v1::{Event, EventSource};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    Event {
+        metadata: ObjectMeta {
+            generate_name: Some(generate_name.to_string()),
+            namespace: Some(
+                involved
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".to_string()),
+            ),
+            ..Default::default()
+        },
+        involved_object: involved,
+        reason: Some(reason.to_string()),
+        message: Some(message.to_string()),
+        type_: Some("Normal".to_string()),
+        count: Some(1),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        source: Some(EventSource {
+            component: Some(component.to_string()),
+            host: None,
+        }),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::transient;
