@@ -185,11 +185,19 @@ start_proc() { # <name> <cmd...>
   echo $! >"${PIDS}/${name}.pid"
   log "${name}: started (pid $!, log ${LOGS}/${name}.log)"
 }
+# A process is taken for dead only when it has looked dead for a second: while the kernel
+# loads a large binary (exec of a 100 MB kube-apiserver on a busy machine), its
+# /proc/<pid>/cmdline reads empty for a moment, and `running` says no.
 wait_for() { # <what> <timeout-s> <proc-name or ""> <cmd...>
-  local what="$1" timeout="$2" proc="$3"; shift 3
+  local what="$1" timeout="$2" proc="$3" gone=0; shift 3
   local deadline=$(($(date +%s) + timeout))
   until "$@" >/dev/null 2>&1; do
     if [[ -n "${proc}" ]] && ! running "${proc}"; then
+      gone=$((gone + 1))
+    else
+      gone=0
+    fi
+    if ((gone >= 4)); then
       tail -n 30 "${LOGS}/${proc}.log" >&2 || true
       die "${proc} exited while waiting for ${what} (log above: ${LOGS}/${proc}.log)"
     fi
