@@ -80,9 +80,10 @@ impl ComponentMetrics {
                 ("build_date", ""),
                 ("go_version", ""),
                 ("compiler", "rustc"),
+                // GOOS/GOARCH spelling, as the reference prints it (`linux/amd64`).
                 (
                     "platform",
-                    &format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+                    &format!("{}/{}", std::env::consts::OS, crate::flags::go_arch()),
                 ),
             ]))
             .set(1);
@@ -612,6 +613,20 @@ impl ProcessSample {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Dashboards filter `karmada_build_info` by the reference's GOOS/GOARCH spelling.
+    #[test]
+    fn build_info_names_the_platform_as_go_does() {
+        let text = ComponentMetrics::new().encode().unwrap();
+        let want = format!(
+            r#"platform="{}/{}""#,
+            std::env::consts::OS,
+            crate::flags::go_arch()
+        );
+        assert!(text.contains(&want), "{text}");
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        assert!(text.contains(r#"platform="linux/amd64""#), "{text}");
+    }
 
     #[test]
     fn workqueue_metrics_follow_the_items() {
