@@ -63,6 +63,9 @@ pub struct DeschedSide {
     /// Seconds from the process start to the last of those Events.
     #[serde(default)]
     pub last_event_s: Option<f64>,
+    /// Requests the Karmada API server served during the pass, by verb and resource.
+    #[serde(default)]
+    pub requests: BTreeMap<String, u64>,
 }
 
 impl DeschedSide {
@@ -84,6 +87,9 @@ pub struct DeschedCeiling {
     /// CPU seconds the kube-apiserver and etcd spent during this pass.
     #[serde(default)]
     pub control_plane_cpu_s: f64,
+    /// Requests the Karmada API server served during this pass, by verb and resource.
+    #[serde(default)]
+    pub requests: BTreeMap<String, u64>,
 }
 
 /// The whole run.
@@ -254,6 +260,44 @@ fn control_plane_cpu(env: &TestEnv) -> f64 {
         .sum()
 }
 
+/// Requests the Karmada API server has served since it started, by verb and resource
+/// (`apiserver_request_total`, summed over codes and scopes): what a pass asked of it besides
+/// the writes the audit log shows, reads and watches included.
+async fn api_requests(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    let mut out = BTreeMap::new();
+    for s in crate::promtext::parse(&text) {
+        if s.name != "apiserver_request_total" {
+            continue;
+        }
+        let label = |k: &str| s.labels.get(k).map_or("", String::as_str);
+        let mut key = format!("{} {}", label("verb"), label("resource"));
+        if !label("subresource").is_empty() {
+            key = format!("{key}/{}", label("subresource"));
+        }
+        *out.entry(key).or_insert(0.0) += s.value;
+    }
+    Ok(out)
+}
+
+/// The requests served between two readings of [`api_requests`].
+fn requests_since(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                (v - before.get(k).copied().unwrap_or(0.0)).max(0.0) as u64,
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 /// The fair ceiling: a bare client does what a pass must, with `concurrency` bindings in
 /// flight and nothing else: connects a channel per cluster, lists the bindings, asks every
 /// cluster `GetUnschedulableReplicas` for each binding at once, merge-patches
@@ -288,6 +332,7 @@ async fn ceiling(
         .await?,
     ];
     let control_plane = control_plane_cpu(env);
+    let requests_before = api_requests(&client).await?;
     let start = Instant::now();
     let channels: Vec<anyhow::Result<EstimatorClient<estimator_client::transport::Channel>>> =
         futures::stream::iter(
@@ -367,6 +412,7 @@ async fn ceiling(
     .await;
     let pass_s = start.elapsed().as_secs_f64();
     let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
+    let requests = requests_since(&requests_before, &api_requests(&client).await?);
     observers.iter().for_each(|o| o.abort());
     results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
     let estimator_calls = stub.unschedulable_calls() - calls_before;
@@ -382,6 +428,7 @@ async fn ceiling(
         pass_s,
         estimator_calls,
         control_plane_cpu_s,
+        requests,
     })
 }
 
@@ -524,6 +571,7 @@ async fn side(
     )
     .await?;
     let control_plane = control_plane_cpu(env);
+    let requests_before = api_requests(&client).await?;
     let start = Instant::now();
     let mut process = env.spawn_process(name, program, &args)?;
     let mut pass_s = None;
@@ -565,6 +613,7 @@ async fn side(
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
     let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
+    let requests = requests_since(&requests_before, &api_requests(&client).await?);
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = stub.unschedulable_calls() - calls_before;
@@ -591,6 +640,7 @@ async fn side(
             control_plane_cpu_s,
             events,
             last_event_s,
+            requests,
         },
         result,
     ))
@@ -862,11 +912,45 @@ pub fn markdown(b: &DeschedBench) -> String {
             ))
             .collect::<String>(),
     ));
+    out.push_str(&requests_table(b));
     out.push_str(&format!(
         "\n1-minute load average of the machine before the first pass: {:.2}.\n",
         b.load_before
     ));
     out.push_str(&targets(b));
+    out
+}
+
+/// The requests each pass made the API server serve, by verb and resource (empty for results
+/// taken before the bench read them).
+fn requests_table(b: &DeschedBench) -> String {
+    let mut columns: Vec<(String, &BTreeMap<String, u64>)> = vec![
+        ("ours".into(), &b.rust.requests),
+        ("Go".into(), &b.go.requests),
+    ];
+    for c in &b.ceilings {
+        columns.push((format!("ceiling, {} in flight", c.concurrency), &c.requests));
+    }
+    let keys: std::collections::BTreeSet<&String> =
+        columns.iter().flat_map(|(_, r)| r.keys()).collect();
+    if keys.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nRequests the API server served during each pass (`apiserver_request_total`, the bench's \
+         own watches included; a watch is counted when it ends):\n\n| verb resource |",
+    );
+    for (name, _) in &columns {
+        out.push_str(&format!(" {name} |"));
+    }
+    out.push_str(&format!("\n| --- |{}\n", " ---: |".repeat(columns.len())));
+    for key in keys {
+        out.push_str(&format!("| {key} |"));
+        for (_, r) in &columns {
+            out.push_str(&format!(" {} |", r.get(key).copied().unwrap_or(0)));
+        }
+        out.push('\n');
+    }
     out
 }
 
