@@ -4,6 +4,38 @@
 /// (this replica's hold on the leader lease lapsed; see the `fence` module).
 pub const FENCED_REASON: &str = "LeaseLapsed";
 
+/// A write the write fence (`fence::FenceLayer`) refused on its way to the wire: a tower error,
+/// which kube reports as a service error.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "not sent: this replica's hold on the leader lease lapsed ({method} {path} refused by the write fence)"
+)]
+pub struct FencedRequest {
+    method: http::Method,
+    path: String,
+}
+
+impl FencedRequest {
+    pub fn new(method: http::Method, path: &str) -> Self {
+        Self {
+            method,
+            path: path.to_string(),
+        }
+    }
+
+    /// Whether `e` is a request the fence refused (kube reports it as a service error).
+    pub fn is_cause_of(e: &kube::Error) -> bool {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = source {
+            if err.is::<FencedRequest>() {
+                return true;
+            }
+            source = err.source();
+        }
+        false
+    }
+}
+
 /// A failed API request: its status code, reason and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiFailure {
@@ -75,6 +107,14 @@ pub fn api_failure(e: kube::Error) -> ApiFailure {
             code: s.code,
             reason: s.reason.clone(),
             message: s.message.clone(),
+        },
+        // Refused by the fence layer (the lease lapsed between the caller's check and the
+        // wire): not sent, the same as a write its permit refused, never a transient failure
+        // to be retried by a replica that no longer leads.
+        other if FencedRequest::is_cause_of(&other) => ApiFailure {
+            code: 0,
+            reason: FENCED_REASON.to_string(),
+            message: other.to_string(),
         },
         other => ApiFailure {
             code: 0,

@@ -240,6 +240,39 @@ mod tests {
     use super::*;
     use tower::ServiceExt;
 
+    /// A write the fence layer refuses (the lease lapsed after the caller's own check) comes
+    /// back through the limiter, the buffer and the retries as a fenced failure, which callers
+    /// hand back to whoever leads, never as a transient one they would retry. Nothing reaches
+    /// the wire: the address has no server.
+    #[tokio::test]
+    async fn a_write_the_fence_layer_refuses_is_a_fenced_failure() {
+        let url: http::Uri = "https://127.0.0.1:1".parse().unwrap();
+        let fence = crate::fence::Fence::closed();
+        let client = build_fenced(Config::new(url), 100.0, 100, Some(fence)).unwrap();
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "default");
+        let failure = crate::write::merge_patch(
+            &api,
+            "cm",
+            crate::write::Target::Main,
+            &serde_json::json!({"data": {"k": "v"}}),
+            || "patching ConfigMap default/cm".to_string(),
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        assert!(failure.is_fenced(), "{failure:?}");
+        // Reads pass the fence: this one fails for want of a server, as a transient failure.
+        let read = crate::api::bounded(
+            || "reading ConfigMap default/cm".to_string(),
+            std::time::Duration::from_secs(5),
+            api.get("cm"),
+        )
+        .await
+        .unwrap_err();
+        assert!(!read.is_fenced() && read.is_transient(), "{read:?}");
+    }
+
     #[test]
     fn host_label_is_host_and_port() {
         let host = |u: &str| host_label(&u.parse().unwrap());

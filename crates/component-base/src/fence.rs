@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::api::ApiFailure;
-pub use crate::api::FENCED_REASON;
+pub use crate::api::{FENCED_REASON, FencedRequest};
 
 /// Nanoseconds on a clock that counts through stalls and suspends.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -281,30 +281,6 @@ pub struct FenceService<S> {
     fence: Fence,
 }
 
-/// The request was refused by the fence (a tower error; kube reports it as a service error).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "not sent: this replica's hold on the leader lease lapsed ({method} {path} refused by the write fence)"
-)]
-pub struct FencedRequest {
-    method: http::Method,
-    path: String,
-}
-
-impl FencedRequest {
-    /// Whether `e` is a request the fence refused (kube reports it as a service error).
-    pub fn is_cause_of(e: &kube::Error) -> bool {
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-        while let Some(err) = source {
-            if err.is::<FencedRequest>() {
-                return true;
-            }
-            source = err.source();
-        }
-        false
-    }
-}
-
 impl<S, B, R> tower::Service<http::Request<B>> for FenceService<S>
 where
     S: tower::Service<http::Request<B>, Response = R>,
@@ -322,10 +298,7 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         if is_fenced_request(&req) && !self.fence.is_valid_now() {
-            let err = FencedRequest {
-                method: req.method().clone(),
-                path: req.uri().path().to_string(),
-            };
+            let err = FencedRequest::new(req.method().clone(), req.uri().path());
             tracing::warn!("{err}");
             return Box::pin(std::future::ready(Err(err.into())));
         }
@@ -399,13 +372,18 @@ mod tests {
 
     #[test]
     fn a_refusal_is_recognised_through_kubes_error() {
-        let refused = kube::Error::Service(Box::new(FencedRequest {
-            method: http::Method::POST,
-            path: "/api/v1/namespaces/ns/events".into(),
-        }));
-        assert!(FencedRequest::is_cause_of(&refused));
-        let other = kube::Error::Service("connection refused".into());
-        assert!(!FencedRequest::is_cause_of(&other));
+        let refused = || {
+            kube::Error::Service(Box::new(FencedRequest::new(
+                http::Method::POST,
+                "/api/v1/namespaces/ns/events",
+            )))
+        };
+        assert!(FencedRequest::is_cause_of(&refused()));
+        assert!(crate::api::api_failure(refused()).is_fenced());
+        let other = || kube::Error::Service("connection refused".into());
+        assert!(!FencedRequest::is_cause_of(&other()));
+        let failure = crate::api::api_failure(other());
+        assert!(!failure.is_fenced() && failure.is_transient());
     }
 
     #[test]
