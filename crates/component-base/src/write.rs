@@ -24,7 +24,8 @@ pub enum Target {
     Status,
 }
 
-/// Writes (JSON merge patches) and reads of objects named by `K`, decoded as `O`.
+/// Writes (JSON merge patches, whole replacements) and reads of objects named by `K`, decoded
+/// as `O`.
 pub trait ObjectWriter<K: ?Sized, O>: Send + Sync {
     /// Merge-patch the object (or its status); the object the server stored.
     fn patch<'a>(
@@ -33,6 +34,19 @@ pub trait ObjectWriter<K: ?Sized, O>: Send + Sync {
         target: Target,
         patch: Value,
     ) -> BoxFuture<'a, Result<O, ApiFailure>>;
+
+    /// Replace the object (PUT), guarded by the `metadata.resourceVersion` it carries; the
+    /// object the server stored. Writers that never replace keep this refusal.
+    fn replace<'a>(&'a self, _key: &'a K, _object: O) -> BoxFuture<'a, Result<O, ApiFailure>>
+    where
+        O: Send + 'a,
+    {
+        Box::pin(std::future::ready(Err(ApiFailure {
+            code: 405,
+            reason: "MethodNotAllowed".into(),
+            message: "this writer does not replace objects".into(),
+        })))
+    }
 
     /// The object as the server has it now.
     fn get<'a>(&'a self, key: &'a K) -> BoxFuture<'a, Result<O, ApiFailure>>;
@@ -61,6 +75,16 @@ where
     ) -> BoxFuture<'a, Result<O, ApiFailure>> {
         match self.permit.check() {
             Ok(()) => self.inner.patch(key, target, patch),
+            Err(fenced) => Box::pin(std::future::ready(Err(fenced.into()))),
+        }
+    }
+
+    fn replace<'a>(&'a self, key: &'a K, object: O) -> BoxFuture<'a, Result<O, ApiFailure>>
+    where
+        O: Send + 'a,
+    {
+        match self.permit.check() {
+            Ok(()) => self.inner.replace(key, object),
             Err(fenced) => Box::pin(std::future::ready(Err(fenced.into()))),
         }
     }
@@ -113,12 +137,24 @@ mod tests {
             Box::pin(std::future::ready(Ok(key.to_string())))
         }
 
+        fn replace<'a>(
+            &'a self,
+            key: &'a str,
+            object: String,
+        ) -> BoxFuture<'a, Result<String, ApiFailure>>
+        where
+            String: 'a,
+        {
+            self.0.lock().unwrap().push((key.to_string(), Target::Main));
+            Box::pin(std::future::ready(Ok(object)))
+        }
+
         fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<String, ApiFailure>> {
             Box::pin(std::future::ready(Ok(key.to_string())))
         }
     }
 
-    /// A patch under a permit of the current term is sent; once the term ends (leadership
+    /// A patch or replacement under a permit of the current term is sent; once the term ends (leadership
     /// lost), the same wrapper sends nothing and answers with a fenced failure, while reads
     /// still pass.
     #[tokio::test]
@@ -135,13 +171,22 @@ mod tests {
             writer.patch("a", Target::Status, Value::Null).await,
             Ok("a".to_string())
         );
+        assert_eq!(
+            writer.replace("r", "whole".to_string()).await,
+            Ok("whole".to_string())
+        );
         fence.close();
         let refused = writer.patch("b", Target::Main, Value::Null).await;
+        assert!(refused.is_err_and(|e| e.is_fenced()));
+        let refused = writer.replace("d", "whole".to_string()).await;
         assert!(refused.is_err_and(|e| e.is_fenced()));
         assert_eq!(writer.get("c").await, Ok("c".to_string()));
         assert_eq!(
             *inner.0.lock().unwrap(),
-            vec![("a".to_string(), Target::Status)]
+            vec![
+                ("a".to_string(), Target::Status),
+                ("r".to_string(), Target::Main)
+            ]
         );
     }
 }

@@ -448,8 +448,8 @@ fn rbac_is_exactly_what_the_descheduler_does() {
         )
     };
     let mut want = BTreeSet::new();
-    // Watches ResourceBindings and merge-patches their spec.clusters.
-    for v in ["list", "watch", "patch"] {
+    // Watches ResourceBindings and updates their spec.clusters.
+    for v in ["list", "watch", "update"] {
         want.insert(row(
             "ClusterRole",
             "",
