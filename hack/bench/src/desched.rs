@@ -110,6 +110,10 @@ pub struct DeschedBench {
     /// The fair ceiling at 16 and 64 bindings in flight.
     #[serde(default)]
     pub ceilings: Vec<DeschedCeiling>,
+    /// Whether the ceiling's bare client PUT the bindings (as the descheduler does since
+    /// 2026-12) rather than merge-patching `spec.clusters` (results before that).
+    #[serde(default)]
+    pub ceiling_puts: bool,
     /// The machine's 1-minute load average before the first pass.
     #[serde(default)]
     pub load_before: f64,
@@ -300,8 +304,8 @@ fn requests_since(
 
 /// The fair ceiling: a bare client does what a pass must, with `concurrency` bindings in
 /// flight and nothing else: connects a channel per cluster, lists the bindings, asks every
-/// cluster `GetUnschedulableReplicas` for each binding at once, merge-patches
-/// `spec.clusters` (with the resourceVersion, as the descheduler does) from the answers and
+/// cluster `GetUnschedulableReplicas` for each binding at once, PUTs the binding with its new
+/// `spec.clusters` (with the resourceVersion it was listed at, as the descheduler does) and
 /// creates the binding's two Events.
 async fn ceiling(
     env: &TestEnv,
@@ -313,7 +317,7 @@ async fn ceiling(
     use estimator_client::pb::EstimatorClient;
     use estimator_client::pb::messages as pb;
     use futures::StreamExt as _;
-    use kube::api::{Patch, PatchParams, PostParams};
+    use kube::api::PostParams;
 
     let client = env.client().await?;
     let ns = format!("desched-ceiling-{concurrency}");
@@ -353,7 +357,6 @@ async fn ceiling(
         let ns = &ns;
         async move {
             let name = rb.metadata.name.clone().unwrap_or_default();
-            let rv = rb.metadata.resource_version.clone().unwrap_or_default();
             let answers = futures::future::join_all(channels.iter().enumerate().map(|(c, ch)| {
                 let mut ch = ch.clone();
                 let request = pb::UnschedulableReplicasRequest {
@@ -380,11 +383,11 @@ async fn ceiling(
                     json!({"name": cluster_name(c), "replicas": replicas_after(a.unwrap_or(0))})
                 })
                 .collect();
-            let patch =
-                json!({"metadata": {"resourceVersion": rv}, "spec": {"clusters": clusters}});
-            let written = api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
+            // The listed binding with its new `spec.clusters`, PUT with the resourceVersion it
+            // was listed at, as the descheduler writes it.
+            let mut updated = rb.clone();
+            updated.data["spec"]["clusters"] = Value::Array(clusters);
+            let written = api.replace(&name, &PostParams::default(), &updated).await?;
             // The two Events the reference records for it, as a pass must write them too.
             let uid = written.metadata.uid.clone().unwrap_or_default();
             futures::future::try_join(
@@ -745,6 +748,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         go,
         agree,
         ceilings,
+        ceiling_puts: true,
         load_before,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ..Default::default()
@@ -862,10 +866,15 @@ pub fn markdown(b: &DeschedBench) -> String {
         out.push_str(&format!(
             "\nFair ceiling: a bare client in the bench does a pass's work and nothing else (connects a \
              channel per cluster, lists the bindings, asks every cluster of each binding at once, \
-             merge-patches `spec.clusters` from the answers and creates the binding's two Events){}, \
+             {} from the answers and creates the binding's two Events){}, \
              on fresh copies of the same bindings; ours is compared by the time every write of its \
              pass, Events included, was seen:\n\n\
              | bindings in flight | ceiling pass | estimator calls | kube-apiserver + etcd CPU seconds | ours / ceiling time |\n| ---: | ---: | ---: | ---: | ---: |\n",
+            if b.ceiling_puts {
+                "PUTs each binding with its new `spec.clusters`"
+            } else {
+                "merge-patches `spec.clusters`"
+            },
             if watched {
                 " while the bench watches as during a pass"
             } else {
