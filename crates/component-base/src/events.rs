@@ -446,7 +446,8 @@ async fn write_event(
 /// Create `event`, trying again while the API server does not answer (a lost response, a
 /// restart, a hang), as client-go's recorder does; not when the write fence refused it. The
 /// name is fixed before the first try, so a try whose response was lost makes the next one find
-/// the Event already there: it is written once. The writer task owns only Events: no binding write waits for one.
+/// the Event already there: it is written once. The writer task owns only Events: no binding
+/// write waits for one.
 async fn create_event(api: &Api<Event>, event: &Event) -> Result<(), kube::Error> {
     let mut pause = EVENT_RETRY_FIRST;
     let mut tries = 0;

@@ -25,31 +25,39 @@ pub enum Target {
 }
 
 /// Writes (JSON merge patches, whole replacements) and reads of objects named by `K`, decoded
-/// as `O`.
-pub trait ObjectWriter<K: ?Sized, O>: Send + Sync {
+/// as `O`. A writer implements what its daemon sends (and its RBAC grants); the others refuse
+/// without a request, so a daemon can never send a verb it does not use.
+pub trait ObjectWriter<K: ?Sized, O: Send + 'static>: Send + Sync {
     /// Merge-patch the object (or its status); the object the server stored.
     fn patch<'a>(
         &'a self,
-        key: &'a K,
-        target: Target,
-        patch: Value,
-    ) -> BoxFuture<'a, Result<O, ApiFailure>>;
+        _key: &'a K,
+        _target: Target,
+        _patch: Value,
+    ) -> BoxFuture<'a, Result<O, ApiFailure>> {
+        unsupported("patch")
+    }
 
     /// Replace the object (PUT), guarded by the `metadata.resourceVersion` it carries; the
-    /// object the server stored. Writers that never replace keep this refusal.
-    fn replace<'a>(&'a self, _key: &'a K, _object: O) -> BoxFuture<'a, Result<O, ApiFailure>>
-    where
-        O: Send + 'a,
-    {
-        Box::pin(std::future::ready(Err(ApiFailure {
-            code: 405,
-            reason: "MethodNotAllowed".into(),
-            message: "this writer does not replace objects".into(),
-        })))
+    /// object the server stored.
+    fn replace<'a>(&'a self, _key: &'a K, _object: O) -> BoxFuture<'a, Result<O, ApiFailure>> {
+        unsupported("replace")
     }
 
     /// The object as the server has it now.
-    fn get<'a>(&'a self, key: &'a K) -> BoxFuture<'a, Result<O, ApiFailure>>;
+    fn get<'a>(&'a self, _key: &'a K) -> BoxFuture<'a, Result<O, ApiFailure>> {
+        unsupported("get")
+    }
+}
+
+/// What a writer answers for an operation it does not implement: refused, nothing sent.
+fn unsupported<'a, O: Send + 'static>(operation: &str) -> BoxFuture<'a, Result<O, ApiFailure>> {
+    let failure = ApiFailure {
+        code: 405,
+        reason: "MethodNotAllowed".into(),
+        message: format!("this writer does not {operation} objects"),
+    };
+    Box::pin(std::future::ready(Err(failure)))
 }
 
 /// A writer for one piece of work decided under `permit`: each patch is sent only if the
@@ -79,10 +87,7 @@ where
         }
     }
 
-    fn replace<'a>(&'a self, key: &'a K, object: O) -> BoxFuture<'a, Result<O, ApiFailure>>
-    where
-        O: Send + 'a,
-    {
+    fn replace<'a>(&'a self, key: &'a K, object: O) -> BoxFuture<'a, Result<O, ApiFailure>> {
         match self.permit.check() {
             Ok(()) => self.inner.replace(key, object),
             Err(fenced) => Box::pin(std::future::ready(Err(fenced.into()))),
@@ -141,10 +146,7 @@ mod tests {
             &'a self,
             key: &'a str,
             object: String,
-        ) -> BoxFuture<'a, Result<String, ApiFailure>>
-        where
-            String: 'a,
-        {
+        ) -> BoxFuture<'a, Result<String, ApiFailure>> {
             self.0.lock().unwrap().push((key.to_string(), Target::Main));
             Box::pin(std::future::ready(Ok(object)))
         }
@@ -154,9 +156,27 @@ mod tests {
         }
     }
 
-    /// A patch or replacement under a permit of the current term is sent; once the term ends (leadership
-    /// lost), the same wrapper sends nothing and answers with a fenced failure, while reads
-    /// still pass.
+    /// A writer that does not implement an operation refuses it, as a failure no caller
+    /// retries.
+    #[tokio::test]
+    async fn operations_a_writer_lacks_are_refused() {
+        struct ReadsNothing;
+        impl ObjectWriter<str, String> for ReadsNothing {}
+        let failures = [
+            ReadsNothing.patch("a", Target::Main, Value::Null).await,
+            ReadsNothing.replace("a", String::new()).await,
+            ReadsNothing.get("a").await,
+        ];
+        for failure in failures {
+            let failure = failure.unwrap_err();
+            assert_eq!(failure.code, 405, "{failure:?}");
+            assert!(!failure.is_transient() && !failure.is_fenced());
+        }
+    }
+
+    /// A patch or replacement under a permit of the current term is sent; once the term ends
+    /// (leadership lost), the same wrapper sends nothing and answers with a fenced failure,
+    /// while reads still pass.
     #[tokio::test]
     async fn patches_go_out_only_while_the_permit_holds() {
         let fence = Fence::closed();

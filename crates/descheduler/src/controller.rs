@@ -6,8 +6,9 @@
 //! with fewer ready replicas than assigned) and at most one write, the reference's: the cached
 //! binding with its new `spec.clusters`, PUT with the resourceVersion the decision was made on,
 //! so a binding changed meanwhile is never overwritten. (A JSON merge patch of `spec.clusters`
-//! costs the API server more: it encodes the stored binding, merges and decodes it again.) A refused write is decided again from the newer object a few times within the pass;
-//! the next pass takes up whatever is left.
+//! costs the API server more: it encodes the stored binding, merges and decodes it again.) A
+//! refused write is decided again from the newer object a few times within the pass; the next
+//! pass takes up whatever is left.
 //!
 //! A pass runs under the [`Permit`] of the leadership term it started in; each write checks
 //! it right before it is sent, so a pass that outlived its term (the process was frozen, the
@@ -25,7 +26,7 @@ use component_base::fence::{Fence, Permit};
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
 use component_base::watch::{all_synced, watch_all};
-use component_base::write::{ObjectWriter, Permitted, Target, merge_patch};
+use component_base::write::{ObjectWriter, Permitted};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
@@ -76,28 +77,14 @@ pub type BindingWriter = dyn ObjectWriter<BindingName, ResourceBinding>;
 /// The writer over the kube client.
 pub struct KubeWriter(pub kube::Client);
 
+/// It only replaces: the descheduler reads bindings from its watch and never patches them
+/// (its ClusterRole grants `update`, not `get` or `patch`).
 impl ObjectWriter<BindingName, ResourceBinding> for KubeWriter {
-    fn patch<'a>(
-        &'a self,
-        key: &'a BindingName,
-        target: Target,
-        patch: Value,
-    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
-        Box::pin(async move {
-            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
-            let what = || format!("patching ResourceBinding {}/{}", key.namespace, key.name);
-            merge_patch(&api, &key.name, target, &patch, what, REQUEST_TIMEOUT).await
-        })
-    }
-
     fn replace<'a>(
         &'a self,
         key: &'a BindingName,
         object: ResourceBinding,
-    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>>
-    where
-        ResourceBinding: 'a,
-    {
+    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
         Box::pin(async move {
             let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
             let what = || format!("updating ResourceBinding {}/{}", key.namespace, key.name);
@@ -108,17 +95,6 @@ impl ObjectWriter<BindingName, ResourceBinding> for KubeWriter {
                 api.replace(&key.name, &params, &object),
             )
             .await
-        })
-    }
-
-    fn get<'a>(
-        &'a self,
-        key: &'a BindingName,
-    ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
-        Box::pin(async move {
-            let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
-            let what = || format!("reading ResourceBinding {}/{}", key.namespace, key.name);
-            bounded(what, REQUEST_TIMEOUT, api.get(&key.name)).await
         })
     }
 }
