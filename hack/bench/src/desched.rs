@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight, normal_event};
+use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::run::{self, log};
 use crate::stub_estimator::{StubEstimator, unschedulable_answer};
@@ -66,6 +66,48 @@ pub struct DeschedSide {
     /// Requests the Karmada API server served during the pass, by verb and resource.
     #[serde(default)]
     pub requests: BTreeMap<String, u64>,
+    /// Seconds from the process start until 10, 50 and 90 % of the expected binding writes
+    /// were seen: whether a pass is slow to start, slow throughout or slow to finish.
+    #[serde(default)]
+    pub write_deciles: Vec<f64>,
+    /// The descheduler's own histograms at the end of its pass (None where it exports none).
+    #[serde(default)]
+    pub own: Option<OwnMetrics>,
+}
+
+/// Read from a descheduler's `/metrics` at the end of its pass: where its time went.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OwnMetrics {
+    /// `workqueue_work_duration_seconds{name="descheduler"}`: sum and count, one per binding
+    /// worked on (its estimator fan-out, rules and write).
+    pub work_sum_s: f64,
+    pub work_count: f64,
+    /// `karmada_scheduler_estimator_client_request_duration_seconds`, over every cluster.
+    pub call_sum_s: f64,
+    pub call_count: f64,
+}
+
+impl OwnMetrics {
+    fn read(text: &str) -> Option<Self> {
+        use crate::promtext::{Histogram, parse};
+        let samples = parse(text);
+        let work = Histogram::read(
+            &samples,
+            "workqueue_work_duration_seconds",
+            &[("name", "descheduler")],
+        );
+        let calls = Histogram::read(
+            &samples,
+            "karmada_scheduler_estimator_client_request_duration_seconds",
+            &[],
+        );
+        (work.count > 0.0).then_some(Self {
+            work_sum_s: work.sum,
+            work_count: work.count,
+            call_sum_s: calls.sum,
+            call_count: calls.count,
+        })
+    }
 }
 
 impl DeschedSide {
@@ -232,21 +274,20 @@ async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
     // object, and 1,000 bindings of 1,000 clusters (~125 KB each) made that one response too
     // large to read back.
     let api = rb_api(client, ns);
-    let names: Vec<String> = api
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|m| m.metadata.name)
-        .collect();
+    let names: Vec<String> =
+        retrying(|| async { Ok(api.list_metadata(&ListParams::default()).await?) })
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|m| m.metadata.name)
+            .collect();
     let jobs = names.into_iter().map(|name| async move {
-        run::delete_binding(client, Some(ns), &name)
+        retrying(|| run::delete_binding(client, Some(ns), &name))
             .await
             .with_context(|| format!("deleting {ns}/{name}"))
     });
     in_flight(jobs, 16).await?;
-    while !api
-        .list_metadata(&ListParams::default().limit(1))
+    while !retrying(|| async { Ok(api.list_metadata(&ListParams::default().limit(1)).await?) })
         .await?
         .items
         .is_empty()
@@ -545,6 +586,7 @@ async fn side(
         ),
     );
     let calls_before = stub.unschedulable_calls();
+    let metrics_addr = format!("127.0.0.1:{}", free_port());
     let args = vec![
         format!("--kubeconfig={}", env.kubeconfig().display()),
         "--leader-elect=false".to_string(),
@@ -552,7 +594,7 @@ async fn side(
         "--unschedulable-threshold=1m".to_string(),
         "--kube-api-qps=5000".to_string(),
         "--kube-api-burst=10000".to_string(),
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
+        format!("--metrics-bind-address={metrics_addr}"),
         format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
     ];
     // Writes are seen on a watch (not by listing every binding again and again, which would
@@ -580,6 +622,7 @@ async fn side(
     let mut pass_s = None;
     let mut first_write_s = None;
     let mut written = 0;
+    let mut seen_at = Vec::with_capacity(expected_writes);
     while start.elapsed() < flags.timeout && written < expected_writes {
         if let Ok(Some(status)) = process.try_wait() {
             anyhow::bail!("{name} exited ({status}):\n{}", process.log_tail(30));
@@ -589,6 +632,7 @@ async fn side(
                 written += 1;
                 let s = at.duration_since(start).as_secs_f64();
                 first_write_s.get_or_insert(s);
+                seen_at.push(s);
                 if written >= expected_writes {
                     pass_s = Some(s);
                 }
@@ -615,6 +659,19 @@ async fn side(
     event_observer.abort();
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
+    // After the pass (untimed); the Go descheduler exports no workqueue histograms.
+    let own = match crate::procs::http_get(&metrics_addr, "/metrics").await {
+        Ok((200, text)) => OwnMetrics::read(&text),
+        _ => None,
+    };
+    let write_deciles = if seen_at.len() >= expected_writes && expected_writes > 0 {
+        [0.1, 0.5, 0.9]
+            .iter()
+            .map(|q| seen_at[((expected_writes as f64 * q).ceil() as usize).saturating_sub(1)])
+            .collect()
+    } else {
+        Vec::new()
+    };
     let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
     let requests = requests_since(&requests_before, &api_requests(&client).await?);
     // A moment for writes beyond the expected ones, then the final state.
@@ -644,6 +701,8 @@ async fn side(
             events,
             last_event_s,
             requests,
+            write_deciles,
+            own,
         },
         result,
     ))
@@ -855,10 +914,20 @@ pub fn markdown(b: &DeschedBench) -> String {
             _ => "–".into(),
         }
     ));
+    let deciles = |s: &DeschedSide| match s.write_deciles.as_slice() {
+        [a, m, z] => format!("{a:.2} / {m:.2} / {z:.2} s"),
+        _ => "–".to_string(),
+    };
+    out.push_str(&format!(
+        "| 10 / 50 / 90 % of the binding writes seen | {} | {} | |\n",
+        deciles(&b.rust),
+        deciles(&b.go)
+    ));
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
         b.agree, b.bindings
     ));
+    out.push_str(&own_time(&b.rust));
     if !b.ceilings.is_empty() {
         // Results of a bench before a80b445 have no CPU figure for the ceiling, whose pass ran
         // without the bench's watches.
@@ -928,6 +997,32 @@ pub fn markdown(b: &DeschedBench) -> String {
     ));
     out.push_str(&targets(b));
     out
+}
+
+/// Where ours spent its pass, from its own histograms (empty for results taken before the
+/// bench read them): by Little's law, the bindings in work on average are the work's
+/// seconds over the pass's.
+fn own_time(s: &DeschedSide) -> String {
+    let (Some(own), Some(pass)) = (&s.own, s.pass_s) else {
+        return String::new();
+    };
+    let call = if own.call_count > 0.0 {
+        format!(
+            ", an estimator call {:.1} ms on average ({:.0} calls)",
+            own.call_sum_s / own.call_count * 1000.0,
+            own.call_count
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "\nWhere ours spent its pass (its own `workqueue_work_duration_seconds` and estimator \
+         histograms): {:.0} bindings worked on, {:.1} ms each on average (fan-out, rules and \
+         write){call}; {:.1} bindings in work on average over the {pass:.2} s.\n",
+        own.work_count,
+        own.work_sum_s / own.work_count.max(1.0) * 1000.0,
+        own.work_sum_s / pass.max(f64::EPSILON),
+    )
 }
 
 /// The requests each pass made the API server serve, by verb and resource (empty for results

@@ -36,11 +36,23 @@ pub async fn apply_retrying(
     client: &kube::Client,
     value: &serde_json::Value,
 ) -> anyhow::Result<()> {
+    retrying(|| async { testenv::apply_value(client, value).await.map(|_| ()) }).await
+}
+
+/// Runs the idempotent request `send` until it succeeds, fails for good or has been tried
+/// [`APPLY_TRIES`] times. Between the timed phases of a run the API server is still busy
+/// with what a phase left behind (etcd answered "request timed out" to a deletion after the
+/// 1,000-cluster descheduler pass and lost a 25-minute run).
+pub async fn retrying<F, Fut, T>(mut send: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
     let mut tries = 0;
     loop {
         tries += 1;
-        match testenv::apply_value(client, value).await {
-            Ok(_) => return Ok(()),
+        match send().await {
+            Ok(t) => return Ok(t),
             Err(e) if tries < APPLY_TRIES && transient(&e) => {
                 eprintln!("bench: try {tries} of {APPLY_TRIES} failed, trying again: {e:#}");
                 tokio::time::sleep(std::time::Duration::from_millis(200 << tries)).await;
