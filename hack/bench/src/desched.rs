@@ -70,6 +70,12 @@ pub struct DeschedSide {
     /// were seen: whether a pass is slow to start, slow throughout or slow to finish.
     #[serde(default)]
     pub write_deciles: Vec<f64>,
+    /// The same, and the last, from the API server's own record of each write (the time of
+    /// the binding's `Update` in `managedFields`, in whole seconds since the second the
+    /// process started): the bench's watch of ~125 KB bindings can fall behind the writes
+    /// while the pass keeps the machine busy.
+    #[serde(default)]
+    pub stored_deciles: Vec<f64>,
     /// The descheduler's own histograms at the end of its pass (None where it exports none).
     #[serde(default)]
     pub own: Option<OwnMetrics>,
@@ -233,10 +239,35 @@ fn rb_api(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &crate::observe::rb_resource())
 }
 
-/// `spec.clusters` replicas of every binding of `ns`.
-async fn placements(client: &Client, ns: &str) -> anyhow::Result<BTreeMap<String, Vec<i32>>> {
+/// What a pass left in `ns`: `spec.clusters` replicas of every binding, and when the API
+/// server stored each binding's last update by someone other than the bench.
+struct Stored {
+    placements: BTreeMap<String, Vec<i32>>,
+    /// The `time` of each binding's newest `Update` entry in `managedFields` (the status
+    /// subresource, which only the bench writes, aside). Whole seconds: the API server
+    /// truncates it.
+    updated: Vec<k8s_openapi::jiff::Timestamp>,
+}
+
+async fn stored(client: &Client, ns: &str) -> anyhow::Result<Stored> {
     let list = rb_api(client, ns).list(&ListParams::default()).await?;
-    Ok(list
+    let updated = list
+        .items
+        .iter()
+        .filter_map(|o| {
+            o.metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .filter(|f| {
+                    f.operation.as_deref() == Some("Update")
+                        && f.subresource.as_deref().unwrap_or_default().is_empty()
+                })
+                .filter_map(|f| f.time.as_ref().map(|t| t.0))
+                .max()
+        })
+        .collect();
+    let placements = list
         .items
         .into_iter()
         .map(|o| {
@@ -250,7 +281,24 @@ async fn placements(client: &Client, ns: &str) -> anyhow::Result<BTreeMap<String
                 .unwrap_or_default();
             (o.metadata.name.unwrap_or_default(), replicas)
         })
-        .collect())
+        .collect();
+    Ok(Stored {
+        placements,
+        updated,
+    })
+}
+
+/// The 10th, 50th and 90th percentile and the last of `times` (seconds, sorted in place);
+/// empty when there are fewer than `expected`.
+fn deciles_and_last(times: &mut [f64], expected: usize) -> Vec<f64> {
+    times.sort_by(f64::total_cmp);
+    if expected == 0 || times.len() < expected {
+        return Vec::new();
+    }
+    [0.1, 0.5, 0.9, 1.0]
+        .iter()
+        .map(|q| times[((expected as f64 * q).ceil() as usize).saturating_sub(1)])
+        .collect()
 }
 
 /// Creates namespace `ns` and its bindings (untimed).
@@ -618,6 +666,8 @@ async fn side(
     let control_plane = control_plane_cpu(env);
     let requests_before = api_requests(&client).await?;
     let start = Instant::now();
+    // Truncated to the second, as the API server's `managedFields` times are.
+    let start_wall = k8s_openapi::jiff::Timestamp::now();
     let mut process = env.spawn_process(name, program, &args)?;
     let mut pass_s = None;
     let mut first_write_s = None;
@@ -664,20 +714,23 @@ async fn side(
         Ok((200, text)) => OwnMetrics::read(&text),
         _ => None,
     };
-    let write_deciles = if seen_at.len() >= expected_writes && expected_writes > 0 {
-        [0.1, 0.5, 0.9]
-            .iter()
-            .map(|q| seen_at[((expected_writes as f64 * q).ceil() as usize).saturating_sub(1)])
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut write_deciles = deciles_and_last(&mut seen_at, expected_writes);
+    write_deciles.truncate(3);
     let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
     let requests = requests_since(&requests_before, &api_requests(&client).await?);
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = stub.unschedulable_calls() - calls_before;
-    let result = placements(&client, ns).await?;
+    let Stored {
+        placements: result,
+        updated,
+    } = stored(&client, ns).await?;
+    let start_second = start_wall.as_second();
+    let mut updated_s: Vec<f64> = updated
+        .iter()
+        .map(|t| (t.as_second() - start_second) as f64)
+        .collect();
+    let stored_deciles = deciles_and_last(&mut updated_s, expected_writes);
     process.kill();
     log(
         t0,
@@ -702,6 +755,7 @@ async fn side(
             last_event_s,
             requests,
             write_deciles,
+            stored_deciles,
             own,
         },
         result,
@@ -922,6 +976,25 @@ pub fn markdown(b: &DeschedBench) -> String {
         "| 10 / 50 / 90 % of the binding writes seen | {} | {} | |\n",
         deciles(&b.rust),
         deciles(&b.go)
+    ));
+    let stored = |s: &DeschedSide| match s.stored_deciles.as_slice() {
+        [a, m, z, _] => format!("{a:.0} / {m:.0} / {z:.0} s"),
+        _ => "–".to_string(),
+    };
+    let last_stored = |s: &DeschedSide| s.stored_deciles.get(3).copied();
+    out.push_str(&format!(
+        "| 10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds) | {} | {} | |\n",
+        stored(&b.rust),
+        stored(&b.go)
+    ));
+    out.push_str(&format!(
+        "| last binding write stored (within a second) | {} | {} | {} |\n",
+        last_stored(&b.rust).map_or("–".to_string(), |v| format!("{v:.0} s")),
+        last_stored(&b.go).map_or("–".to_string(), |v| format!("{v:.0} s")),
+        match (last_stored(&b.go), last_stored(&b.rust)) {
+            (Some(g), Some(r)) if r > 0.0 => ratio(g, r),
+            _ => "–".into(),
+        }
     ));
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
