@@ -1163,3 +1163,40 @@ fn targets(b: &DeschedBench) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deciles_and_last_read_the_sorted_times() {
+        let mut times: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(
+            deciles_and_last(&mut times, 20),
+            vec![2.0, 10.0, 18.0, 20.0]
+        );
+        // Fewer times than writes expected: no figure rather than a wrong one.
+        assert!(deciles_and_last(&mut times, 21).is_empty());
+        assert!(deciles_and_last(&mut [], 0).is_empty());
+    }
+
+    #[test]
+    fn own_metrics_read_the_work_and_call_histograms() {
+        let text = r#"# TYPE workqueue_work_duration_seconds histogram
+workqueue_work_duration_seconds_bucket{name="descheduler",le="+Inf"} 4
+workqueue_work_duration_seconds_sum{name="descheduler"} 2.0
+workqueue_work_duration_seconds_count{name="descheduler"} 4
+workqueue_work_duration_seconds_sum{name="scheduler-estimator"} 9.0
+workqueue_work_duration_seconds_count{name="scheduler-estimator"} 9
+karmada_scheduler_estimator_client_request_duration_seconds_sum{cluster="a",method="GetUnschedulableReplicas"} 0.5
+karmada_scheduler_estimator_client_request_duration_seconds_count{cluster="a",method="GetUnschedulableReplicas"} 10
+karmada_scheduler_estimator_client_request_duration_seconds_sum{cluster="b",method="GetUnschedulableReplicas"} 1.5
+karmada_scheduler_estimator_client_request_duration_seconds_count{cluster="b",method="GetUnschedulableReplicas"} 30
+"#;
+        let own = OwnMetrics::read(text).expect("the descheduler's queue is there");
+        assert_eq!((own.work_sum_s, own.work_count), (2.0, 4.0));
+        assert_eq!((own.call_sum_s, own.call_count), (2.0, 40.0));
+        // The Go descheduler exports no such queue: nothing to report.
+        assert!(OwnMetrics::read("process_cpu_seconds_total 3\n").is_none());
+    }
+}
