@@ -288,16 +288,19 @@ async fn stored(client: &Client, ns: &str) -> anyhow::Result<Stored> {
     })
 }
 
-/// The 10th, 50th and 90th percentile and the last of `times` (seconds, sorted in place);
-/// empty when there are fewer than `expected`.
-fn deciles_and_last(times: &mut [f64], expected: usize) -> Vec<f64> {
-    times.sort_by(f64::total_cmp);
+/// The 10th, 50th and 90th percentiles of the write times `times` (seconds), and with `last`
+/// the slowest too; empty unless every one of the `expected` writes is among them.
+fn write_quantiles(times: &[f64], expected: usize, last: bool) -> Vec<f64> {
     if expected == 0 || times.len() < expected {
         return Vec::new();
     }
-    [0.1, 0.5, 0.9, 1.0]
-        .iter()
-        .map(|q| times[((expected as f64 * q).ceil() as usize).saturating_sub(1)])
+    let qs: &[f64] = if last {
+        &[0.1, 0.5, 0.9, 1.0]
+    } else {
+        &[0.1, 0.5, 0.9]
+    };
+    qs.iter()
+        .filter_map(|&q| crate::stats::percentile(times, q))
         .collect()
 }
 
@@ -709,15 +712,15 @@ async fn side(
     event_observer.abort();
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
-    // After the pass (untimed); the Go descheduler exports no workqueue histograms.
+    let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
+    let requests = requests_since(&requests_before, &api_requests(&client).await?);
+    // After the pass and its figures (untimed); the Go descheduler exports no workqueue
+    // histograms.
     let own = match crate::procs::http_get(&metrics_addr, "/metrics").await {
         Ok((200, text)) => OwnMetrics::read(&text),
         _ => None,
     };
-    let mut write_deciles = deciles_and_last(&mut seen_at, expected_writes);
-    write_deciles.truncate(3);
-    let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
-    let requests = requests_since(&requests_before, &api_requests(&client).await?);
+    let write_deciles = write_quantiles(&seen_at, expected_writes, false);
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = stub.unschedulable_calls() - calls_before;
@@ -726,11 +729,11 @@ async fn side(
         updated,
     } = stored(&client, ns).await?;
     let start_second = start_wall.as_second();
-    let mut updated_s: Vec<f64> = updated
+    let updated_s: Vec<f64> = updated
         .iter()
         .map(|t| (t.as_second() - start_second) as f64)
         .collect();
-    let stored_deciles = deciles_and_last(&mut updated_s, expected_writes);
+    let stored_deciles = write_quantiles(&updated_s, expected_writes, true);
     process.kill();
     log(
         t0,
@@ -968,24 +971,16 @@ pub fn markdown(b: &DeschedBench) -> String {
             _ => "–".into(),
         }
     ));
-    let deciles = |s: &DeschedSide| match s.write_deciles.as_slice() {
-        [a, m, z] => format!("{a:.2} / {m:.2} / {z:.2} s"),
-        _ => "–".to_string(),
-    };
     out.push_str(&format!(
         "| 10 / 50 / 90 % of the binding writes seen | {} | {} | |\n",
-        deciles(&b.rust),
-        deciles(&b.go)
+        deciles_cell(&b.rust.write_deciles, 2),
+        deciles_cell(&b.go.write_deciles, 2)
     ));
-    let stored = |s: &DeschedSide| match s.stored_deciles.as_slice() {
-        [a, m, z, _] => format!("{a:.0} / {m:.0} / {z:.0} s"),
-        _ => "–".to_string(),
-    };
     let last_stored = |s: &DeschedSide| s.stored_deciles.get(3).copied();
     out.push_str(&format!(
         "| 10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds) | {} | {} | |\n",
-        stored(&b.rust),
-        stored(&b.go)
+        deciles_cell(&b.rust.stored_deciles, 0),
+        deciles_cell(&b.go.stored_deciles, 0)
     ));
     out.push_str(&format!(
         "| last binding write stored (within a second) | {} | {} | {} |\n",
@@ -1070,6 +1065,15 @@ pub fn markdown(b: &DeschedBench) -> String {
     ));
     out.push_str(&targets(b));
     out
+}
+
+/// "a / b / c s" from the first three of `times` (the 10/50/90 % write times) with
+/// `decimals` places; "–" when a side has none.
+fn deciles_cell(times: &[f64], decimals: usize) -> String {
+    match times {
+        [a, m, z, ..] => format!("{a:.decimals$} / {m:.decimals$} / {z:.decimals$} s"),
+        _ => "–".to_string(),
+    }
 }
 
 /// Where ours spent its pass, from its own histograms (empty for results taken before the
@@ -1169,15 +1173,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deciles_and_last_read_the_sorted_times() {
-        let mut times: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+    fn write_quantiles_read_the_times_in_order() {
+        let times: Vec<f64> = (1..=20).rev().map(f64::from).collect();
         assert_eq!(
-            deciles_and_last(&mut times, 20),
+            write_quantiles(&times, 20, true),
             vec![2.0, 10.0, 18.0, 20.0]
         );
+        assert_eq!(write_quantiles(&times, 20, false), vec![2.0, 10.0, 18.0]);
         // Fewer times than writes expected: no figure rather than a wrong one.
-        assert!(deciles_and_last(&mut times, 21).is_empty());
-        assert!(deciles_and_last(&mut [], 0).is_empty());
+        assert!(write_quantiles(&times, 21, true).is_empty());
+        assert!(write_quantiles(&[], 0, true).is_empty());
+        assert_eq!(deciles_cell(&[2.0, 10.0, 18.0, 20.0], 0), "2 / 10 / 18 s");
+        assert_eq!(deciles_cell(&[], 2), "–");
     }
 
     #[test]
