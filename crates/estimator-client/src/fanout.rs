@@ -1,19 +1,22 @@
 //! Asking every candidate cluster's estimator at once: scheduler-core's `Estimator`.
 //!
-//! All calls of one fan-out run concurrently and share one deadline,
-//! `--scheduler-estimator-timeout` from its start, so a failed, slow or missing
+//! All calls of one fan-out run concurrently, each within `--scheduler-estimator-timeout`
+//! (how the wait for a call slot counts is below), so a failed, slow or missing
 //! estimator costs at most that one timeout and the fan-out costs about one round trip,
 //! however many clusters are asked. The result keeps the order of the clusters asked.
 //!
 //! The process has at most [`MAX_CALLS_IN_FLIGHT`] calls in flight over all its fan-outs: a
 //! call's state (a few KiB) is only created once it may start, so 16 bindings fanning out to
 //! thousands of clusters queue behind a bounded set instead of holding every call at once.
-//! Fan-outs are admitted whole, in the order they asked, with as many slots as they have
-//! clusters (all of them past [`MAX_CALLS_IN_FLIGHT`]), and the deadline starts on admission:
-//! waiting behind other bindings' calls is queueing, as the reference's bindings wait in its
-//! queue, and never costs a fan-out its timeout. Only a fan-out to more clusters than there
-//! are slots can run out of time before its last calls start; those fail as timed out, as a
-//! call that started and did not finish would.
+//! Fan-outs take the slots in turn, in the order they asked: the one whose turn it is starts a
+//! call on each slot as it frees up and passes the turn on once all its calls have started, so
+//! no slot stays idle while the previous fan-out's last calls finish, and one hung estimator
+//! holds one slot, not every fan-out behind it. Waiting for other bindings' calls is queueing,
+//! as the reference's bindings wait in its queue, and never costs a call its timeout: each call
+//! gets the whole timeout from its start until the fan-out has started as many calls as there
+//! are slots. Only a fan-out to more clusters than there are slots then waits for its own
+//! calls, and its later calls share one deadline; those that cannot start before it fail as
+//! timed out, as a call that started and did not finish would.
 //!
 //! Merging follows [`FailurePolicy`]: by default (the reference) any failure makes the whole
 //! estimator fail for this binding and scheduler-core discards all its answers; the opt-in
@@ -198,11 +201,13 @@ pub fn as_grpc_go(status: Status) -> Status {
 #[derive(Clone)]
 pub struct SchedulerEstimator {
     cache: Arc<ConnectionCache>,
-    /// Slots for calls in flight (see [`MAX_CALLS_IN_FLIGHT`]); FIFO, so fan-outs are
-    /// admitted in the order they asked.
+    /// Slots for calls in flight (see [`MAX_CALLS_IN_FLIGHT`]); only the fan-out holding
+    /// `turn` takes them.
     slots: Arc<Semaphore>,
     /// How many slots there are: the most one fan-out takes.
     slot_count: usize,
+    /// Held by the fan-out taking slots; FIFO, so fan-outs start in the order they asked.
+    turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// One cluster to ask: its name and, when known, whether it is a Pull cluster.
@@ -225,6 +230,7 @@ impl SchedulerEstimator {
             cache,
             slots: Arc::new(Semaphore::new(slot_count)),
             slot_count,
+            turn: Arc::default(),
         }
     }
 
@@ -273,43 +279,58 @@ impl SchedulerEstimator {
         let object = MetadataValue::try_from(object).ok();
         // Encoded once; each call appends its cluster's own fields.
         let shared = Bytes::from(template.encode_to_vec());
-        // Admitted whole: as many slots as this fan-out can use, in the order fan-outs asked.
-        // The deadline starts once admitted, so the wait behind other fan-outs is queueing
-        // (as the reference's bindings wait in its queue) and never eats this one's timeout.
+        // The most calls this fan-out runs at once.
         let width = targets.len().clamp(1, self.slot_count);
-        // `Err` only once closed, which these slots never are.
-        let mut admitted = self
-            .slots
-            .clone()
-            .acquire_many_owned(u32::try_from(width).unwrap_or(u32::MAX))
-            .await
-            .ok();
-        let deadline = tokio::time::Instant::now() + options.timeout;
-        // At most `width` calls at once; once every call has started, each one that ends gives
-        // its slot back, so the next fan-out is admitted while this one's last calls finish.
+        // Fan-outs take slots in turn, in the order they asked, and keep the turn until every
+        // one of their calls has started; each call gives its slot back when it ends, so the
+        // next fan-out starts on the slots the previous one's last calls no longer use.
+        let mut turn = Some(self.turn.lock().await);
+        // Until `width` calls have started, the fan-out waits for other fan-outs' calls, and
+        // each call it starts gets the whole timeout from its start; from then on it only
+        // waits for its own calls, and every later call shares the `width`-th call's deadline.
+        let mut shared_deadline: Option<tokio::time::Instant> = None;
+        let mut started = 0usize;
         let mut waiting = targets.iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut done: Vec<(usize, Result<i32, String>)> = Vec::with_capacity(targets.len());
         loop {
-            while running.len() < width {
-                let Some((i, t)) = waiting.next() else { break };
-                let own = R::own_fields(
-                    t.name,
-                    assumed.and_then(|m| m.get(t.name)).map(Vec::as_slice),
-                );
-                let message = Encoded::new(shared.clone(), own);
-                running.push(
-                    self.ask::<R>(t, object.clone(), message, deadline)
-                        .map(move |answer| (i, answer)),
-                );
-            }
-            let Some(answer) = running.next().await else {
-                break;
-            };
-            done.push(answer);
             if waiting.len() == 0 {
-                drop(admitted.as_mut().and_then(|slots| slots.split(1)));
+                drop(turn.take());
+                let Some(answer) = running.next().await else {
+                    break;
+                };
+                done.push(answer);
+                continue;
             }
+            let slot = tokio::select! {
+                biased;
+                Some(answer) = running.next(), if !running.is_empty() => {
+                    done.push(answer);
+                    continue;
+                }
+                slot = self.slot(shared_deadline) => slot,
+            };
+            let Some((i, t)) = waiting.next() else {
+                continue;
+            };
+            let deadline =
+                shared_deadline.unwrap_or_else(|| tokio::time::Instant::now() + options.timeout);
+            started += 1;
+            if started == width {
+                shared_deadline = Some(deadline);
+            }
+            let own = R::own_fields(
+                t.name,
+                assumed.and_then(|m| m.get(t.name)).map(Vec::as_slice),
+            );
+            let message = Encoded::new(shared.clone(), own);
+            running.push(
+                self.ask::<R>(t, object.clone(), message, deadline)
+                    .map(move |answer| {
+                        drop(slot);
+                        (i, answer)
+                    }),
+            );
         }
         done.sort_unstable_by_key(|(i, _)| *i);
         let answers = done.into_iter().map(|(_, answer)| answer);
@@ -329,6 +350,20 @@ impl SchedulerEstimator {
             Ok(estimates)
         } else {
             Err(EstimatorError(aggregate(&errors)))
+        }
+    }
+
+    /// A slot for the next call. Once the fan-out's later calls share a deadline, the wait is
+    /// bounded by it: `None` then means the deadline passed first, and the call fails unsent.
+    async fn slot(
+        &self,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let acquire = self.slots.clone().acquire_owned();
+        match deadline {
+            // `Err` only once closed, which these slots never are.
+            None => acquire.await.ok(),
+            Some(d) => tokio::time::timeout_at(d, acquire).await.ok()?.ok(),
         }
     }
 

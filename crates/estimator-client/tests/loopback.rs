@@ -5,7 +5,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Behaviour, FakeEstimator, Pki, cluster, external_name_service, pull_cluster, serve};
+use common::{
+    Behaviour, FakeEstimator, Pki, Running, cluster, external_name_service, pull_cluster, serve,
+};
 use estimator_client::{
     ConnectionCache, EstimatorOptions, FailurePolicy, InMemoryServiceSource, SchedulerEstimator,
 };
@@ -1112,18 +1114,13 @@ async fn calls_beyond_the_slots_wait_and_are_answered_in_order() {
     assert_eq!(fake.seen().len(), 6);
 }
 
-/// Fan-outs are admitted whole and the deadline starts on admission: with two slots, a
-/// fan-out queued behind one whose calls take 300 ms of its 500 ms still gets its whole
-/// 500 ms, so both are answered, one after the other. (Counted from the first fan-out's
-/// start, the second's calls would have had 200 ms for 300 ms of work.)
-#[tokio::test]
-async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
-    let slow = Duration::from_millis(300);
-    let names = ["m1", "m2", "m3", "m4"];
-    let mut fake = FakeEstimator::default();
-    for (i, name) in names.iter().enumerate() {
-        fake = fake.with(name, Behaviour::AnswerAfter(i as i32, slow));
-    }
+/// `fake` serving every one of `names` on one loopback port, and an estimator with two call
+/// slots and the short timeout; the server stops when the first value is dropped.
+async fn two_slots(
+    fake: &FakeEstimator,
+    names: &[&str],
+    policy: FailurePolicy,
+) -> (Running, SchedulerEstimator) {
     let server = serve(fake.clone(), "127.0.0.1", None).await;
     let port = server.addr.port();
     let source = Arc::new(InMemoryServiceSource::with_objects(
@@ -1133,11 +1130,24 @@ async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
             .collect::<Vec<_>>(),
         [],
     ));
-    let cache = Arc::new(ConnectionCache::new(
-        short_timeout(FailurePolicy::FailAll),
-        source,
-    ));
-    let estimator = SchedulerEstimator::with_call_slots(cache, 2);
+    let cache = Arc::new(ConnectionCache::new(short_timeout(policy), source));
+    (server, SchedulerEstimator::with_call_slots(cache, 2))
+}
+
+/// Fan-outs take slots in turn and a call waiting for another fan-out's slot gets the whole
+/// timeout from its start: with two slots, a fan-out queued behind one whose calls take
+/// 300 ms of its 500 ms still gets its whole 500 ms, so both are answered, one after the
+/// other. (Counted from the first fan-out's
+/// start, the second's calls would have had 200 ms for 300 ms of work.)
+#[tokio::test]
+async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
+    let slow = Duration::from_millis(300);
+    let names = ["m1", "m2", "m3", "m4"];
+    let mut fake = FakeEstimator::default();
+    for (i, name) in names.iter().enumerate() {
+        fake = fake.with(name, Behaviour::AnswerAfter(i as i32, slow));
+    }
+    let (_server, estimator) = two_slots(&fake, &names, FailurePolicy::FailAll).await;
     let first = [cluster("m1"), cluster("m2")];
     let second = [cluster("m3"), cluster("m4")];
     let started = std::time::Instant::now();
@@ -1152,6 +1162,43 @@ async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
     assert!(
         order[..2].iter().all(|c| c == "m1" || c == "m2"),
         "sent {order:?}"
+    );
+}
+
+/// A fan-out queued behind one with a hung call starts on the slots the other's answered
+/// calls give back, instead of waiting for every slot to be free: with two slots, the second
+/// fan-out is answered while the first still waits for its hung cluster. (Admitted whole, it
+/// would wait for the hung call's 500 ms timeout.) Each answer is its own cluster's.
+#[tokio::test]
+async fn a_fan_out_starts_on_the_slots_another_gives_back() {
+    let names = ["m1", "m2", "m3", "m4"];
+    let fake = FakeEstimator::default()
+        .with("m1", Behaviour::Hang)
+        .with("m2", Behaviour::Answer(2))
+        .with("m3", Behaviour::Answer(3))
+        .with("m4", Behaviour::Answer(4));
+    let (_server, estimator) = two_slots(&fake, &names, FailurePolicy::PerCluster).await;
+    let first = [cluster("m1"), cluster("m2")];
+    let second = [cluster("m3"), cluster("m4")];
+    let started = std::time::Instant::now();
+    let first_done = async {
+        let answer = ask(&estimator, &first).await;
+        (answer, started.elapsed())
+    };
+    let second_done = async {
+        let answer = ask(&estimator, &second).await;
+        (answer, started.elapsed())
+    };
+    let ((a, a_took), (b, b_took)) = tokio::join!(first_done, second_done);
+    assert_eq!(a.unwrap(), [("m1".to_string(), -1), ("m2".to_string(), 2)]);
+    assert_eq!(b.unwrap(), [("m3".to_string(), 3), ("m4".to_string(), 4)]);
+    assert!(
+        a_took >= Duration::from_millis(500),
+        "first took {a_took:?}"
+    );
+    assert!(
+        b_took < Duration::from_millis(400),
+        "second took {b_took:?}, first {a_took:?}"
     );
 }
 
