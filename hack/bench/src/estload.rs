@@ -836,12 +836,19 @@ async fn scale(
             ),
         );
     }
+    // What the ceilings cost, for the log: the bench holds the stub and the bare client.
+    let busy = [
+        ("bench (stub estimators, bare client)", std::process::id()),
+        ("kube-apiserver", plane.apiserver_pid),
+        ("etcd", plane.etcd_pid),
+    ];
     let replay_ceiling = run::replay_ceiling(
         &plane.client,
         templates,
         ALONE[0],
         &cfg.ceiling_concurrency,
         None,
+        &busy,
         t0,
     )
     .await?;
@@ -873,6 +880,7 @@ async fn scale(
             ALONE[0],
             &cfg.ceiling_concurrency,
             Some(&calls),
+            &busy,
             t0,
         )
         .await?;

@@ -415,6 +415,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 SOLO[0],
                 &cfg.ceiling_concurrency,
                 None,
+                &[],
                 t0,
             )
             .await?;
@@ -842,6 +843,7 @@ pub async fn replay_ceiling(
     suffix: &str,
     concurrency: &[usize],
     calls: Option<&crate::ceiling::EstimatorCalls>,
+    busy: &[(&str, u32)],
     t0: Instant,
 ) -> anyhow::Result<BTreeMap<String, f64>> {
     let what = if calls.is_some() {
@@ -859,12 +861,26 @@ pub async fn replay_ceiling(
         ));
     }
     let mut by = BTreeMap::new();
+    let pids: Vec<u32> = busy.iter().map(|(_, pid)| *pid).collect();
     for &c in concurrency {
+        let cpu0 = cpu_snapshot(&pids);
+        let started = Instant::now();
         match crate::ceiling::replay(client, &writes, calls, c).await {
             Ok(r) => {
+                let cpu = cpu_snapshot(&pids)
+                    .iter()
+                    .zip(&cpu0)
+                    .zip(busy)
+                    .map(|((b, a), (name, _))| format!("{name} {:.1}", b - a))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 log(
                     t0,
-                    format!("{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s"),
+                    format!(
+                        "{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s \
+                         ({:.1} s; CPU seconds: {cpu})",
+                        started.elapsed().as_secs_f64()
+                    ),
                 );
                 by.insert(c.to_string(), r);
             }
