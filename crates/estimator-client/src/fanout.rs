@@ -284,39 +284,25 @@ impl SchedulerEstimator {
         // Fan-outs take slots in turn, in the order they asked, and keep the turn until every
         // one of their calls has started; each call gives its slot back when it ends, so the
         // next fan-out starts on the slots the previous one's last calls no longer use.
-        let mut turn = Some(self.turn.lock().await);
+        let turn = self.turn.lock().await;
         // Until `width` calls have started, the fan-out waits for other fan-outs' calls, and
         // each call it starts gets the whole timeout from its start; from then on it only
         // waits for its own calls, and every later call shares the `width`-th call's deadline.
         let mut shared_deadline: Option<tokio::time::Instant> = None;
-        let mut started = 0usize;
-        let mut waiting = targets.iter().enumerate();
         let mut running = FuturesUnordered::new();
         let mut done: Vec<(usize, Result<i32, String>)> = Vec::with_capacity(targets.len());
-        loop {
-            if waiting.len() == 0 {
-                drop(turn.take());
-                let Some(answer) = running.next().await else {
-                    break;
-                };
-                done.push(answer);
-                continue;
-            }
-            let slot = tokio::select! {
-                biased;
-                Some(answer) = running.next(), if !running.is_empty() => {
-                    done.push(answer);
-                    continue;
+        for (i, t) in targets.iter().enumerate() {
+            // Answers that come in while this call waits for its slot are taken meanwhile.
+            let slot = loop {
+                tokio::select! {
+                    biased;
+                    Some(answer) = running.next(), if !running.is_empty() => done.push(answer),
+                    slot = self.slot(shared_deadline) => break slot,
                 }
-                slot = self.slot(shared_deadline) => slot,
-            };
-            let Some((i, t)) = waiting.next() else {
-                continue;
             };
             let deadline =
                 shared_deadline.unwrap_or_else(|| tokio::time::Instant::now() + options.timeout);
-            started += 1;
-            if started == width {
+            if i + 1 == width {
                 shared_deadline = Some(deadline);
             }
             let own = R::own_fields(
@@ -331,6 +317,10 @@ impl SchedulerEstimator {
                         (i, answer)
                     }),
             );
+        }
+        drop(turn);
+        while let Some(answer) = running.next().await {
+            done.push(answer);
         }
         done.sort_unstable_by_key(|(i, _)| *i);
         let answers = done.into_iter().map(|(_, answer)| answer);

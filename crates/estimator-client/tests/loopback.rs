@@ -1137,8 +1137,8 @@ async fn two_slots(
 /// Fan-outs take slots in turn and a call waiting for another fan-out's slot gets the whole
 /// timeout from its start: with two slots, a fan-out queued behind one whose calls take
 /// 300 ms of its 500 ms still gets its whole 500 ms, so both are answered, one after the
-/// other. (Counted from the first fan-out's
-/// start, the second's calls would have had 200 ms for 300 ms of work.)
+/// other. (Counted from the first fan-out's start, the second's calls would have had 200 ms
+/// for 300 ms of work.)
 #[tokio::test]
 async fn a_fan_out_waiting_behind_another_gets_its_whole_timeout() {
     let slow = Duration::from_millis(300);
