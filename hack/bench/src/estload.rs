@@ -388,11 +388,7 @@ async fn alone(
         .await;
     sampler.abort();
     let wall_s = start.elapsed().as_secs_f64();
-    let cpu: Vec<f64> = run::cpu_snapshot(&pids)
-        .iter()
-        .zip(&cpu0)
-        .map(|(b, a)| b - a)
-        .collect();
+    let cpu = run::cpu_since(&pids, &cpu0);
     let (profile, _) = run::stop_perf(perf).await;
     let metrics1 = sched
         .scrape()

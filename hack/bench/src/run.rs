@@ -383,11 +383,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             )
             .await;
         let wall = start.elapsed().as_secs_f64();
-        let cpu: Vec<f64> = cpu_snapshot(&pids)
-            .iter()
-            .zip(&cpu0)
-            .map(|(b, a)| b - a)
-            .collect();
+        let cpu = cpu_since(&pids, &cpu0);
         let ev1 = event_writes(client, &sides).await?;
         let mut phase = creation_phase(observer, &keys, start, ok);
         phase.rate_after_creation_per_s = rate_after(observer, &keys, created);
@@ -867,18 +863,21 @@ pub async fn replay_ceiling(
         let started = Instant::now();
         match crate::ceiling::replay(client, &writes, calls, c).await {
             Ok(r) => {
-                let cpu = cpu_snapshot(&pids)
+                let cpu: Vec<String> = cpu_since(&pids, &cpu0)
                     .iter()
-                    .zip(&cpu0)
                     .zip(busy)
-                    .map(|((b, a), (name, _))| format!("{name} {:.1}", b - a))
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                    .map(|(used, (name, _))| format!("{name} {used:.1}"))
+                    .collect();
+                let cpu = if cpu.is_empty() {
+                    String::new()
+                } else {
+                    format!("; CPU seconds: {}", cpu.join(", "))
+                };
                 log(
                     t0,
                     format!(
                         "{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s \
-                         ({:.1} s; CPU seconds: {cpu})",
+                         ({:.1} s{cpu})",
                         started.elapsed().as_secs_f64()
                     ),
                 );
@@ -1326,6 +1325,15 @@ async fn scrape_both(a: &Sched, b: &Sched) -> anyhow::Result<[Vec<promtext::Samp
 pub fn cpu_snapshot(pids: &[u32]) -> Vec<f64> {
     pids.iter()
         .map(|p| cpu_seconds(*p).unwrap_or(0.0))
+        .collect()
+}
+
+/// CPU seconds each of `pids` used since `before` (its [`cpu_snapshot`]).
+pub fn cpu_since(pids: &[u32], before: &[f64]) -> Vec<f64> {
+    cpu_snapshot(pids)
+        .iter()
+        .zip(before)
+        .map(|(b, a)| b - a)
         .collect()
 }
 
