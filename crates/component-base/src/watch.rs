@@ -11,7 +11,7 @@ use kube::api::{Api, ApiResource};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch as tokio_watch;
 
 /// A watch ended before its first complete list.
@@ -36,6 +36,12 @@ pub fn key_of<K: kube::Resource>(o: &K) -> String {
 /// `DynamicObject`s, JSON values held per page, was 17 MiB for 100 bindings of 10 clusters: 35
 /// times their text. Kept as text, a page is about its wire size; each object is decoded
 /// once more, alone, when it is handed on.
+///
+/// The text is taken as serde_json's `RawValue`, which is scanned without recursion, and only
+/// the top level and `metadata` are split into fields: an object nested deeper than
+/// serde_json's recursion limit (the API server keeps member statuses of any depth in a
+/// binding) passes through the list and the watch like any other, and its consumer decodes
+/// what it needs of it.
 #[derive(Clone, Debug)]
 pub struct RawObject {
     metadata: ObjectMeta,
@@ -47,24 +53,88 @@ impl RawObject {
     pub fn json(&self) -> &str {
         &self.json
     }
+
+    /// The object from its JSON text (an object whose top level and `metadata` are objects).
+    pub fn from_json(text: &str) -> serde_json::Result<Self> {
+        let mut metadata = ObjectMeta::default();
+        let mut json = String::with_capacity(text.len());
+        json.push('{');
+        let top: Entries<'_> = serde_json::from_str(text)?;
+        for (i, (key, value)) in top.0.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&serde_json::to_string(key)?);
+            json.push(':');
+            if key != "metadata" {
+                json.push_str(value.get());
+                continue;
+            }
+            let meta: Entries<'_> = serde_json::from_str(value.get())?;
+            json.push('{');
+            let mut first = true;
+            for (k, v) in &meta.0 {
+                let text = || {
+                    serde_json::from_str::<Option<String>>(v.get())
+                        .ok()
+                        .flatten()
+                };
+                match k.as_str() {
+                    "managedFields" => continue,
+                    "name" => metadata.name = text(),
+                    "namespace" => metadata.namespace = text(),
+                    "resourceVersion" => metadata.resource_version = text(),
+                    "uid" => metadata.uid = text(),
+                    _ => {}
+                }
+                if !first {
+                    json.push(',');
+                }
+                first = false;
+                json.push_str(&serde_json::to_string(k)?);
+                json.push(':');
+                json.push_str(v.get());
+            }
+            json.push('}');
+        }
+        json.push('}');
+        Ok(RawObject {
+            metadata,
+            json: json.into_boxed_str(),
+        })
+    }
+}
+
+/// The fields of one JSON object in order, each value as its raw text.
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut value = Value::deserialize(d)?;
-        let mut metadata = ObjectMeta::default();
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-            let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_string);
-            metadata.name = text("name");
-            metadata.namespace = text("namespace");
-            metadata.resource_version = text("resourceVersion");
-            metadata.uid = text("uid");
-        }
-        let json = serde_json::to_string(&value)
-            .map_err(serde::de::Error::custom)?
-            .into_boxed_str();
-        Ok(RawObject { metadata, json })
+        let raw = Box::<RawValue>::deserialize(d)?;
+        RawObject::from_json(raw.get()).map_err(serde::de::Error::custom)
     }
 }
 
@@ -112,32 +182,21 @@ pub fn list_config() -> watcher::Config {
 }
 
 /// Watches every object of `resource` (all namespaces) with [`WatchBackoff`], driven by
-/// [`drive`]: `upsert` gets each object as JSON (decoded by the caller, so that one malformed
-/// object costs only itself), `remove` its [`key_of`]. Returns the task and a receiver that
+/// [`drive`]: `upsert` gets each object as its text (decoded by the caller, so that one
+/// malformed object costs only itself), `remove` its [`key_of`]. Returns the task and a receiver that
 /// turns `true` after the first complete list.
 pub fn watch_all(
     client: kube::Client,
     resource: &ApiResource,
     what: &'static str,
-    mut upsert: impl FnMut(Value) + Send + 'static,
+    upsert: impl FnMut(RawObject) + Send + 'static,
     remove: impl FnMut(&str) + Send + 'static,
 ) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>) {
     let api: Api<RawObject> = Api::all_with(client, resource);
     let (tx, rx) = tokio_watch::channel(false);
     let task = tokio::spawn(async move {
         let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-        drive(
-            stream,
-            what,
-            key_of,
-            move |o: RawObject| match serde_json::from_str(o.json()) {
-                Ok(raw) => upsert(raw),
-                Err(e) => tracing::error!("decoding a watched object of {what}: {e}"),
-            },
-            remove,
-            tx,
-        )
-        .await;
+        drive(stream, what, key_of, upsert, remove, tx).await;
     });
     (task, rx)
 }
@@ -241,6 +300,36 @@ pub async fn drive<K, FU, FR>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    /// `depth` nested arrays around a number, as JSON text (built iteratively).
+    pub(crate) fn nested(depth: usize) -> String {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    /// A binding whose member status nests 10,000 levels (Go's decoder limit; serde_json's
+    /// own is 128) lists and watches like any other, text unchanged, and its neighbours with it.
+    #[test]
+    fn a_deeply_nested_object_passes_through_the_list_and_the_watch() {
+        let deep = format!(
+            r#"{{"apiVersion":"work.karmada.io/v1alpha2","kind":"ResourceBinding","metadata":{{"name":"deep","namespace":"d","resourceVersion":"3"}},"status":{{"aggregatedStatus":[{{"clusterName":"m1","status":{{"x":{}}}}}]}}}}"#,
+            nested(10_000)
+        );
+        let plain = r#"{"metadata":{"name":"plain","namespace":"d"}}"#;
+        let list = format!(r#"{{"metadata":{{"resourceVersion":"9"}},"items":[{deep},{plain}]}}"#);
+        let listed: kube::core::ObjectList<RawObject> = serde_json::from_str(&list).unwrap();
+        assert_eq!(listed.items.len(), 2);
+        assert_eq!(listed.items[0].json(), deep);
+        assert_eq!(key_of(&listed.items[0]), "d/deep");
+        assert_eq!(key_of(&listed.items[1]), "d/plain");
+        let event = format!(r#"{{"type":"ADDED","object":{deep}}}"#);
+        let watched: kube::core::WatchEvent<RawObject> = serde_json::from_str(&event).unwrap();
+        let kube::core::WatchEvent::Added(watched) = watched else {
+            panic!("not an addition")
+        };
+        assert_eq!(watched.json(), deep);
+        assert_eq!(watched.metadata.resource_version.as_deref(), Some("3"));
+    }
 
     /// Listed (through kube's list type, which buffers its page) and watched (an event), an
     /// object keeps everything but its managed fields, and its key fields.

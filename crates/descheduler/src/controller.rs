@@ -25,7 +25,7 @@ use component_base::events::{EventSink, PendingEvent, binding_references};
 use component_base::fence::{Fence, Permit};
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
-use component_base::watch::{all_synced, watch_all};
+use component_base::watch::{RawObject, all_synced, watch_all};
 use component_base::write::{ObjectWriter, Permitted};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
@@ -34,7 +34,6 @@ use futures::StreamExt as _;
 use karmada_api::Cluster;
 use karmada_api::work::ResourceBinding;
 use kube::api::{Api, ApiResource, PostParams};
-use serde_json::Value;
 
 use crate::options::{COMPONENT, Options};
 use crate::rules::{self, Skip};
@@ -408,19 +407,16 @@ pub async fn run(
         client.clone(),
         &ApiResource::erase::<ResourceBinding>(&()),
         "resourcebindings",
-        move |raw: Value| {
-            let key = format!(
-                "{}/{}",
-                raw["metadata"]["namespace"].as_str().unwrap_or_default(),
-                raw["metadata"]["name"].as_str().unwrap_or_default()
-            );
-            match karmada_api::from_json_value::<ResourceBinding>(raw) {
-                Ok(mut rb) => {
-                    rb.metadata.managed_fields = None;
-                    d1.upsert_binding(rb);
-                }
+        move |raw: RawObject| {
+            let key = component_base::watch::key_of(&raw);
+            match karmada_api::from_json_str::<ResourceBinding>(raw.json()) {
+                Ok(rb) => d1.upsert_binding(rb),
                 Err(e) => {
-                    tracing::error!(binding = %key, "skipping a ResourceBinding that does not decode: {e}");
+                    tracing::error!(
+                        binding = %key,
+                        "skipping a ResourceBinding that does not decode: {}",
+                        karmada_api::excerpt(&e.to_string(), 512)
+                    );
                     d1.remove_binding(&key);
                 }
             }

@@ -132,25 +132,32 @@ pub fn ready_replicas(rb: &ResourceBinding) -> (HashMap<String, i32>, Vec<String
     let mut ready = HashMap::new();
     let mut problems = Vec::new();
     for item in &rb.status.aggregated_status {
-        let Some(status) = item.status.as_ref().map(karmada_api::work::RawJson::value) else {
+        let Some(status) = item.status.as_ref() else {
             continue;
         };
-        let Some(fields) = status.as_object() else {
+        // Only `readyReplicas` is decoded; the rest of a member's status, however deep, is
+        // scanned past.
+        if !status.as_str().trim_start().starts_with('{') {
             problems.push(format!(
                 "status.aggregatedStatus[cluster {}].status is not an object",
                 item.cluster_name
             ));
             continue;
-        };
-        match fields.get("readyReplicas") {
-            None => {}
-            Some(Value::Number(n)) => {
+        }
+        match status.field("readyReplicas") {
+            Ok(None) => {}
+            Ok(Some(Value::Number(n))) => {
                 // Go reads JSON numbers as float64 and converts with int32(...).
                 let v = n.as_f64().unwrap_or_default();
                 ready.insert(item.cluster_name.clone(), v as i32);
             }
-            Some(other) => problems.push(format!(
-                "status.aggregatedStatus[cluster {}].status.readyReplicas is {other}, not a number",
+            Ok(Some(other)) => problems.push(format!(
+                "status.aggregatedStatus[cluster {}].status.readyReplicas is {}, not a number",
+                item.cluster_name,
+                karmada_api::excerpt(&other.to_string(), 64)
+            )),
+            Err(e) => problems.push(format!(
+                "status.aggregatedStatus[cluster {}].status.readyReplicas cannot be read: {e}",
                 item.cluster_name
             )),
         }
@@ -343,6 +350,22 @@ mod tests {
             .map(|(n, s)| serde_json::from_value(json!({"clusterName": n, "status": s})).unwrap())
             .collect();
         rb
+    }
+
+    /// A member status nested 10,000 levels deep still gives its `readyReplicas`, as Go's
+    /// typed decode does; a huge non-numeric value is reported in a short excerpt.
+    #[test]
+    fn ready_replicas_of_a_deeply_nested_status() {
+        let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+        let text = format!(
+            r#"{{"metadata":{{"name":"a","namespace":"n"}},"spec":{{"resource":{{"apiVersion":"apps/v1","kind":"Deployment","name":"a"}}}},"status":{{"aggregatedStatus":[{{"clusterName":"m1","status":{{"deep":{deep},"readyReplicas":3}}}},{{"clusterName":"m2","status":{{"readyReplicas":"{}"}}}}]}}}}"#,
+            "x".repeat(100_000)
+        );
+        let rb: ResourceBinding = karmada_api::from_json_str(&text).unwrap();
+        let (ready, problems) = ready_replicas(&rb);
+        assert_eq!(ready.get("m1"), Some(&3));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].len() < 200, "{}", problems[0].len());
     }
 
     #[test]

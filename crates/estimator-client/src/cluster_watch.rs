@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use component_base::watch::watch_all;
+use component_base::watch::{RawObject, watch_all};
 use karmada_api::Cluster;
+use kube::Resource as _;
 use kube::api::ApiResource;
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
@@ -30,15 +31,18 @@ pub fn watch_clusters(
         client,
         &ApiResource::erase::<Cluster>(&()),
         "clusters",
-        move |raw| match karmada_api::from_json_value::<Cluster>(raw) {
-            Ok(mut c) => {
-                c.metadata.managed_fields = None;
+        move |raw: RawObject| match karmada_api::from_json_str::<Cluster>(raw.json()) {
+            Ok(c) => {
                 if let Some(e) = &estimators {
                     e.ensure(Arc::new(c.clone()), current.clone());
                 }
                 upsert(c);
             }
-            Err(e) => tracing::error!("skipping a Cluster that does not decode: {e}"),
+            Err(e) => tracing::error!(
+                "skipping Cluster {:?} that does not decode: {}",
+                raw.meta().name.as_deref().unwrap_or_default(),
+                karmada_api::excerpt(&e.to_string(), 512)
+            ),
         },
         move |k: &str| {
             let name = k.trim_start_matches('/');

@@ -22,7 +22,10 @@ pub mod policy;
 pub mod work;
 
 pub use cluster::Cluster;
-pub use decode::{DecodeError, from_json_ref, from_json_value, from_yaml_str};
+pub use decode::{
+    DecodeError, SHALLOW_DEPTH, excerpt, from_json_ref, from_json_str, from_json_value,
+    from_yaml_str, shallow_value,
+};
 pub use name::ClusterName;
 pub use policy::Placement;
 pub use work::{ClusterResourceBinding, ResourceBinding};

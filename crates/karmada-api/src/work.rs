@@ -319,35 +319,114 @@ fn is_zero_i64(v: &i64) -> bool {
 /// workload in a member cluster, of which the daemons read one field now and then. Decoded
 /// (`serde_json::Value`) each was about fifteen times its text, and a binding over 100 clusters
 /// carries 100 of them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawJson(Box<str>);
+///
+/// It is also the one place of a binding where the API server keeps whatever a member's
+/// workload reports (`x-kubernetes-preserve-unknown-fields`), nested to any depth: taken as
+/// raw text (serde_json's `RawValue`, scanned without recursion), a status deeper than a
+/// `Value` can hold costs nothing more than its bytes.
+#[derive(Clone, Debug)]
+pub struct RawJson(Box<serde_json::value::RawValue>);
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for RawJson {}
 
 impl RawJson {
     /// The text of `value`.
     pub fn from_value(value: &serde_json::Value) -> RawJson {
-        RawJson(value.to_string().into_boxed_str())
+        RawJson(serde_json::value::to_raw_value(value).expect("a JSON value always encodes"))
     }
 
-    /// The value, decoded again (`Null` never happens: the text was written from a value).
+    /// The value, decoded again; `Null` when it is nested deeper than a `Value` holds.
     pub fn value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.0).unwrap_or(serde_json::Value::Null)
+        serde_json::from_str(self.as_str()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// One top-level field of the object, decoded alone (the rest is scanned, not built):
+    /// `Ok(None)` when the text is not an object or has no such field.
+    pub fn field(&self, name: &str) -> Result<Option<serde_json::Value>, serde_json::Error> {
+        use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+        struct Field<'n>(&'n str);
+        impl<'de> Visitor<'de> for Field<'_> {
+            type Value = Option<serde_json::Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut found = None;
+                while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == self.0 && found.is_none() {
+                        found = Some(map.next_value::<serde_json::Value>()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(found)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(None)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+        }
+        impl<'de> DeserializeSeed<'de> for Field<'_> {
+            type Value = Option<serde_json::Value>;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(self.as_str());
+        Field(name).deserialize(&mut de)
     }
 
     /// The JSON text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.get()
     }
 }
 
+/// Written as the value it holds; a status too deep for a `Value` is written as `null`. No
+/// daemon sends an aggregated status back (the scheduler patches its own status fields, the
+/// descheduler's update carries none), so only the copies `simulate` and `explain` print
+/// lose it.
 impl Serialize for RawJson {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.value().serialize(s)
     }
 }
 
+/// Read from JSON text (the API server's, as raw text) or from a `serde_json::Value`; other
+/// formats go through a `Value` first ([`crate::from_yaml_str`]).
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde_json::Value::deserialize(d).map(|v| RawJson::from_value(&v))
+        Box::<serde_json::value::RawValue>::deserialize(d).map(RawJson)
     }
 }
 

@@ -18,12 +18,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
 use component_base::flags::{self, FlagDef, Kind, flag};
+use component_base::watch::RawObject;
 use component_base::{goparse, setter};
 use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::Cluster;
 use karmada_api::work::{ClusterResourceBinding, ResourceBinding};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, ListParams};
 use scheduler_core::Estimator;
 use scheduler_core::snapshot::Snapshot;
 
@@ -146,15 +147,23 @@ pub fn main(args: &[String]) -> ExitCode {
     })
 }
 
-/// Every object `api` lists, as JSON.
-async fn list(api: &Api<DynamicObject>, what: &str) -> anyhow::Result<Vec<serde_json::Value>> {
-    api.list(&ListParams::default())
+/// An object as JSON, its containers deeper than [`karmada_api::SHALLOW_DEPTH`] levels left
+/// out (null): a member status nested past what a JSON value holds does not stop the
+/// explanation, which never reads it.
+fn json_of(o: &RawObject) -> serde_json::Value {
+    karmada_api::shallow_value(o.json(), karmada_api::SHALLOW_DEPTH).unwrap_or_default()
+}
+
+/// Every object `api` lists, as JSON ([`json_of`]).
+async fn list(api: &Api<RawObject>, what: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    Ok(api
+        .list(&ListParams::default())
         .await
         .with_context(|| format!("listing {what}"))?
         .items
-        .into_iter()
-        .map(|o| Ok(serde_json::to_value(o)?))
-        .collect()
+        .iter()
+        .map(json_of)
+        .collect())
 }
 
 async fn run(args: &Args) -> anyhow::Result<String> {
@@ -166,7 +175,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
         opts.common.kube.kube_api_burst,
     )?;
 
-    let clusters_api: Api<DynamicObject> =
+    let clusters_api: Api<RawObject> =
         Api::all_with(client.clone(), &ApiResource::erase::<Cluster>(&()));
     let mut clusters = Vec::new();
     for o in list(&clusters_api, "Clusters").await? {
@@ -184,7 +193,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     }
     let rbs = ApiResource::erase::<ResourceBinding>(&());
     let (kind, raw) = if args.flags.cluster_scoped {
-        let api: Api<DynamicObject> = Api::all_with(
+        let api: Api<RawObject> = Api::all_with(
             client.clone(),
             &ApiResource::erase::<ClusterResourceBinding>(&()),
         );
@@ -192,18 +201,15 @@ async fn run(args: &Args) -> anyhow::Result<String> {
             .get(&args.name)
             .await
             .with_context(|| format!("reading ClusterResourceBinding {}", args.name))?;
-        (
-            BindingKind::ClusterResourceBinding,
-            serde_json::to_value(o)?,
-        )
+        (BindingKind::ClusterResourceBinding, json_of(&o))
     } else {
         let ns = &args.flags.namespace;
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &rbs);
+        let api: Api<RawObject> = Api::namespaced_with(client.clone(), ns, &rbs);
         let o = api
             .get(&args.name)
             .await
             .with_context(|| format!("reading ResourceBinding {ns}/{}", args.name))?;
-        (BindingKind::ResourceBinding, serde_json::to_value(o)?)
+        (BindingKind::ResourceBinding, json_of(&o))
     };
 
     let accurate: Option<Arc<dyn Estimator>> = if opts.enable_scheduler_estimator {
@@ -239,7 +245,7 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     // The workload group filters read every ResourceBinding, as the daemon's read its cache
     // (one that does not decode is left out, as there).
     if run.reads_peers() {
-        let all: Api<DynamicObject> = Api::all_with(client.clone(), &rbs);
+        let all: Api<RawObject> = Api::all_with(client.clone(), &rbs);
         for peer in list(&all, "ResourceBindings").await? {
             let field = |f: &str| {
                 peer.pointer(&format!("/metadata/{f}"))

@@ -4,7 +4,6 @@
 //! worker, applied at once.
 
 use karmada_api::Cluster;
-use serde_json::Value;
 
 use super::Context;
 use crate::controller::reflector::Queued;
@@ -18,8 +17,8 @@ impl Context {
     }
 
     /// A binding object was added or changed (live or from a relist).
-    pub fn upsert_binding(&self, kind: BindingKind, raw: Value) {
-        if let Some(q) = self.cache.upsert_binding(kind, raw) {
+    pub fn upsert_binding(&self, kind: BindingKind, text: &str) {
+        if let Some(q) = self.cache.upsert_binding(kind, text) {
             self.enqueue(q);
         }
     }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use karmada_api::Cluster;
-use serde_json::Value;
 
 use crate::cycle::assume::Assumptions;
 use crate::metrics::IncomingEvent;
@@ -80,14 +79,19 @@ impl Reflector {
     /// becomes ours, whose watch event then brings the whole object), except a
     /// ResourceBinding in a workload (anti-)affinity group while that gate is on: the group
     /// filters read every scheduler's placements, as upstream's indexer does.
-    pub fn upsert_binding(&self, kind: BindingKind, raw: Value) -> Option<Queued> {
+    ///
+    /// `text` is the object as the watch delivers it: the typed binding is decoded from it,
+    /// and the filter's fields are read leniently from a shallow value of it, so that neither
+    /// a malformed nor a deeply nested object can stop the watch.
+    pub fn upsert_binding(&self, kind: BindingKind, text: &str) -> Option<Queued> {
+        let raw = karmada_api::shallow_value(text, karmada_api::SHALLOW_DEPTH).unwrap_or_default();
         let summary = summarize(&raw, &self.scheduler_name);
         let keep = summary.owned
             || (self.workload.is_some()
                 && kind == BindingKind::ResourceBinding
                 && raw.pointer("/spec/workloadAffinityGroups").is_some());
         let key = raw_key(kind, &raw);
-        let cached = keep.then(|| decode_cached(kind, raw));
+        let cached = keep.then(|| decode_cached(kind, text, &raw));
         match (&self.workload, &cached) {
             (Some(w), Some(Cached::Ok(b))) => w.assigning.observed(b),
             (Some(w), None) => w.assigning.removed(&key),

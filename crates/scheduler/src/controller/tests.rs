@@ -96,7 +96,7 @@ fn malformed_bindings_are_cached_with_their_error() {
         json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
     );
     assert!(summarize(&r, "default-scheduler").passes);
-    match decode_cached(BindingKind::ResourceBinding, r) {
+    match decode_cached(BindingKind::ResourceBinding, &r.to_string(), &r) {
         Cached::Malformed(m) => {
             assert_eq!(m.binding.key(), BindingKey::rb("ns", "b"));
             assert!(
@@ -184,8 +184,11 @@ async fn a_malformed_binding_is_told_and_the_others_go_on() {
         json!({"placement": {"spreadConstraints": [{"spreadByField": "planet"}]}}),
     );
     bad["metadata"]["name"] = json!("bad");
-    ctx.upsert_binding(BindingKind::ResourceBinding, bad);
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    ctx.upsert_binding(BindingKind::ResourceBinding, &bad.to_string());
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 1, json!({})).to_string(),
+    );
     let first = ctx.queue.pop().await.unwrap();
     assert_eq!(first.key, BindingKey::rb("ns", "bad"));
     ctx.process(&first.key, &open_permit()).await;
@@ -234,14 +237,23 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
     );
     let key = BindingKey::rb("ns", "b");
     let other = json!({"schedulerName": "other", "clusters": [{"name": "m1", "replicas": 1}]});
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, other.clone()));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 1, other.clone()).to_string(),
+    );
     assert!(ctx.stores.binding(&key).is_none(), "not decoded");
     assert_eq!(ctx.queue.lengths().active, 0);
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, other));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 2, other).to_string(),
+    );
     assert_eq!(ctx.queue.lengths().active, 0, "not ours: not queued");
 
     let ours = json!({"schedulerName": "default-scheduler"});
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, ours));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 2, ours).to_string(),
+    );
     assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
     assert_eq!(
         ctx.queue.lengths().active,
@@ -252,7 +264,7 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
     // Handed away again while queued: the worker finds nothing of ours and writes nothing.
     ctx.upsert_binding(
         BindingKind::ResourceBinding,
-        raw(lbl(), 3, json!({"schedulerName": "other"})),
+        &raw(lbl(), 3, json!({"schedulerName": "other"})).to_string(),
     );
     let item = ctx.queue.pop().await.unwrap();
     assert_eq!(
@@ -263,6 +275,44 @@ async fn another_schedulers_binding_is_kept_as_a_summary_until_it_becomes_ours()
     assert!(writer.0.lock().unwrap().is_empty(), "no write");
 }
 
+/// A binding whose member status nests 10,000 levels (the API server keeps it; Go decodes it)
+/// is cached decoded and queued like any other, and so is its neighbour.
+#[tokio::test]
+async fn a_deeply_nested_status_is_cached_and_queued() {
+    let ctx = test_context(
+        Arc::new(Recording::default()),
+        component_base::events::MemoryEvents::default(),
+    );
+    let mut v = raw(lbl(), 1, json!({}));
+    v["status"] = json!({"aggregatedStatus": [{"clusterName": "m1", "status": "DEEP"}]});
+    let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    let text = v.to_string().replace(r#""DEEP""#, &deep);
+    ctx.upsert_binding(BindingKind::ResourceBinding, &text);
+    let mut other = raw(lbl(), 1, json!({}));
+    other["metadata"]["name"] = json!("other");
+    ctx.upsert_binding(BindingKind::ResourceBinding, &other.to_string());
+    match ctx.stores.binding(&BindingKey::rb("ns", "b")) {
+        Some(Cached::Ok(b)) => assert_eq!(
+            b.status.aggregated_status[0]
+                .status
+                .as_ref()
+                .unwrap()
+                .as_str(),
+            deep
+        ),
+        other => panic!("not decoded: {other:?}"),
+    }
+    let mut popped = vec![
+        ctx.queue.pop().await.unwrap().key,
+        ctx.queue.pop().await.unwrap().key,
+    ];
+    popped.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(
+        popped,
+        vec![BindingKey::rb("ns", "b"), BindingKey::rb("ns", "other")]
+    );
+}
+
 /// The depth gauge goes back to zero once the queue is drained.
 #[tokio::test]
 async fn queue_depth_follows_pops() {
@@ -270,7 +320,10 @@ async fn queue_depth_follows_pops() {
         Arc::new(Recording::default()),
         component_base::events::MemoryEvents::default(),
     );
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 1, json!({})).to_string(),
+    );
     let depth = |ctx: &Context| {
         ctx.metrics
             .encode()
@@ -294,17 +347,26 @@ async fn the_echo_of_our_own_write_is_not_queued() {
         component_base::events::MemoryEvents::default(),
     );
     let key = BindingKey::rb("ns", "b");
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 1, json!({})));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 1, json!({})).to_string(),
+    );
     let item = ctx.queue.pop().await.unwrap();
     ctx.queue.done(item, Outcome::Success);
     assert_eq!(ctx.queue.lengths().active, 0);
 
     ctx.cache.own_writes().expect(&key, 1);
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 2, json!({})));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 2, json!({})).to_string(),
+    );
     assert_eq!(ctx.queue.lengths().active, 0, "our own write");
     assert!(matches!(ctx.stores.binding(&key), Some(Cached::Ok(b)) if b.generation() == 2));
 
-    ctx.upsert_binding(BindingKind::ResourceBinding, raw(lbl(), 3, json!({})));
+    ctx.upsert_binding(
+        BindingKind::ResourceBinding,
+        &raw(lbl(), 3, json!({})).to_string(),
+    );
     assert_eq!(ctx.queue.lengths().active, 1, "someone else's spec change");
 }
 
@@ -329,7 +391,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
         .unwrap()
     };
     for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
-        cache.upsert_binding(BindingKind::ResourceBinding, b.to_json());
+        cache.upsert_binding(BindingKind::ResourceBinding, &b.to_json().to_string());
     }
     let mut names: Vec<String> = index
         .by_affinity_group("g1")
@@ -498,7 +560,7 @@ async fn deleted_bindings_leave_nothing_behind() {
                      "replicas": 2, "placement": {},
                      "workloadAffinityGroups": {"affinityGroup": "g"}}
         });
-        ctx.upsert_binding(BindingKind::ResourceBinding, raw.clone());
+        ctx.upsert_binding(BindingKind::ResourceBinding, &raw.to_string());
         let key = BindingKey::rb("ns", &name);
         let binding = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap();
         // The cycle: announce the write, assume its result, the write lands.

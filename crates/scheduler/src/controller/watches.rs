@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 
@@ -11,7 +10,7 @@ use super::Context;
 use crate::config::options::Options;
 use crate::kube::resource;
 use crate::model::binding::{BindingKey, BindingKind};
-use component_base::watch::watch_all;
+use component_base::watch::{RawObject, watch_all};
 use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 
@@ -65,7 +64,7 @@ fn watch_bindings(
         client.clone(),
         &resource(kind),
         kind.plural(),
-        move |raw: Value| c1.upsert_binding(kind, raw),
+        move |raw: RawObject| c1.upsert_binding(kind, raw.json()),
         move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
     )
 }

@@ -4,8 +4,9 @@
 
 use component_base::BoxFuture;
 use component_base::api::bounded;
+use component_base::watch::RawObject;
 use component_base::write::{ObjectWriter, Target, merge_patch};
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource};
 use serde_json::Value;
 
 use crate::kube::{REQUEST_TIMEOUT, resource};
@@ -28,7 +29,10 @@ impl KubeWriter {
         }
     }
 
-    fn api(&self, key: &BindingKey) -> Api<DynamicObject> {
+    /// Answers are taken as text, as the watch takes objects, and decoded by
+    /// [`Binding::decode_text`]: a binding nested deeper than a JSON value holds is read and
+    /// written like any other.
+    fn api(&self, key: &BindingKey) -> Api<RawObject> {
         match key.kind {
             BindingKind::ResourceBinding => {
                 Api::namespaced_with(self.client.clone(), &key.namespace, &self.rb)
@@ -38,13 +42,8 @@ impl KubeWriter {
     }
 }
 
-fn to_binding(kind: BindingKind, obj: DynamicObject) -> Result<Binding, ApiFailure> {
-    let raw = serde_json::to_value(obj).map_err(|e| ApiFailure {
-        code: 0,
-        reason: String::new(),
-        message: e.to_string(),
-    })?;
-    Binding::decode(kind, &raw).map_err(|m| ApiFailure {
+fn to_binding(kind: BindingKind, obj: RawObject) -> Result<Binding, ApiFailure> {
+    Binding::decode_text(kind, obj.json()).map_err(|m| ApiFailure {
         code: 0,
         reason: String::new(),
         message: m.error.clone(),

@@ -162,19 +162,45 @@ impl Binding {
                 spec: w.spec,
                 status: w.status,
             }),
+            Err(e) => Err(Self::malformed(kind, raw, e)),
+        }
+    }
+
+    /// [`Binding::decode`] from the object's JSON text, as the API server sends it: the typed
+    /// fields straight from the text, so that a member status of any depth costs only its
+    /// bytes; on failure the identity is read from a shallow value of the text.
+    pub fn decode_text(kind: BindingKind, text: &str) -> Result<Self, Box<MalformedBinding>> {
+        match karmada_api::from_json_str::<Wire>(text) {
+            Ok(w) => Ok(Self {
+                kind,
+                metadata: w.metadata,
+                spec: w.spec,
+                status: w.status,
+            }),
             Err(e) => {
-                let metadata: ObjectMeta = raw
-                    .get("metadata")
-                    .and_then(|m| ObjectMeta::deserialize(m).ok())
+                let lenient = karmada_api::shallow_value(text, karmada_api::SHALLOW_DEPTH)
                     .unwrap_or_default();
-                let key = key_of(kind, &metadata);
-                Err(Box::new(MalformedBinding {
-                    key,
-                    metadata,
-                    error: e.to_string(),
-                }))
+                Err(Self::malformed(kind, &lenient, e))
             }
         }
+    }
+
+    /// What a malformed object still tells: its identity (read leniently) and the error.
+    fn malformed(
+        kind: BindingKind,
+        raw: &serde_json::Value,
+        e: karmada_api::DecodeError,
+    ) -> Box<MalformedBinding> {
+        let metadata: ObjectMeta = raw
+            .get("metadata")
+            .and_then(|m| ObjectMeta::deserialize(m).ok())
+            .unwrap_or_default();
+        let key = key_of(kind, &metadata);
+        Box::new(MalformedBinding {
+            key,
+            metadata,
+            error: e.to_string(),
+        })
     }
 
     pub fn key(&self) -> BindingKey {

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use scheduler_core::snapshot::Snapshot;
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::model::binding::{Binding, BindingKey, BindingKind};
@@ -208,23 +209,20 @@ pub(crate) fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
     }
 }
 
-/// Decode one raw binding into the cache form.
-pub fn decode_cached(kind: BindingKind, mut raw: Value) -> Cached {
-    if let Some(meta) = raw.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    match Binding::decode(kind, &raw) {
+/// Decode one binding, from its text, into the cache form; `lenient` is the same object as a
+/// [`karmada_api::shallow_value`], from which a malformed binding's status and resource are
+/// still read.
+pub fn decode_cached(kind: BindingKind, text: &str, lenient: &Value) -> Cached {
+    match Binding::decode_text(kind, text) {
         Ok(b) => Cached::Ok(Arc::new(b)),
         Err(m) => {
-            let status: ResourceBindingStatus = raw
+            let status: ResourceBindingStatus = lenient
                 .get("status")
-                .cloned()
-                .and_then(|s| serde_json::from_value(s).ok())
+                .and_then(|s| ResourceBindingStatus::deserialize(s).ok())
                 .unwrap_or_default();
-            let resource = raw
+            let resource = lenient
                 .pointer("/spec/resource")
-                .cloned()
-                .and_then(|r| serde_json::from_value(r).ok())
+                .and_then(|r| serde::Deserialize::deserialize(r).ok())
                 .unwrap_or_default();
             let binding = Binding {
                 kind,
