@@ -173,6 +173,14 @@ fn apportion(
             order,
         })
         .collect();
+    if closed_form_pays(new_seats, ranked.len())
+        && let Some(seats) = closed_form(new_seats, &ranked)
+    {
+        for (party, s) in parties.iter_mut().zip(seats) {
+            party.2 = s;
+        }
+        return parties;
+    }
     let mut heap = BinaryHeap::from(ranked);
     for _ in 0..new_seats.max(0) {
         let Some(mut top) = heap.peek_mut() else {
@@ -185,6 +193,119 @@ fn apportion(
         parties[r.rank as usize].2 = r.seats;
     }
     parties
+}
+
+/// Whether [`closed_form`] is cheaper than handing the seats out one at a time: it costs
+/// about 2,000 priority computations per party, a seat about a dozen heap steps.
+fn closed_form_pays(new_seats: i32, parties: usize) -> bool {
+    i64::from(new_seats) > (parties as i64 * 256).max(4096)
+}
+
+/// The seats the one-at-a-time dispenser ends with, computed from the answer instead of the
+/// input: its cost grows with the log of the seats, not with the seats (a binding asking for
+/// two billion replicas took minutes of CPU one seat at a time).
+///
+/// Each party's successive seat claims `(priority, seats, name)` only get worse as it gains
+/// seats (for votes ≥ 0 and no seat count past `i32::MAX`, including the denominator's i32
+/// wrap, past which priorities turn negative and keep falling), and claims of different
+/// parties never compare equal. So handing out `n` seats one at a time gives each party
+/// exactly its claims among the `n` best of all claims: the `n`-th best claim is found by
+/// bisection, first on the priority (as the dispenser compares it: f64, `==`), then on the
+/// seats, then by name. `None` where the claims are not ordered so (negative votes, seat
+/// counts that would wrap): those inputs are dispensed one at a time.
+fn closed_form(new_seats: i32, ranked: &[Ranked]) -> Option<Vec<i32>> {
+    let n = i64::from(new_seats);
+    let ordered = ranked
+        .iter()
+        .all(|r| r.votes >= 0 && r.seats >= 0 && i64::from(r.seats) + n <= i64::from(i32::MAX));
+    if !ordered || ranked.is_empty() {
+        return None;
+    }
+    // The priority of a party's k-th claim, k < n (no party can take more than n seats).
+    let claim = |r: &Ranked, k: i64| priority(r.votes, r.seats + k as i32);
+    // Claims of `r` whose priority satisfies `keep` (a prefix, since priorities never rise).
+    let prefix = |r: &Ranked, keep: &dyn Fn(f64) -> bool| -> i64 {
+        let (mut lo, mut hi) = (0i64, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if keep(claim(r, mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let at_least = |p: f64| -> i64 { ranked.iter().map(|r| prefix(r, &|q| q >= p)).sum() };
+    // The n-th best priority: the highest p with at least n claims of priority >= p, searched
+    // over the f64s in order (-0.0 and 0.0 compare equal and count alike).
+    let key = |p: f64| -> u64 {
+        let b = p.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    };
+    let value = |k: u64| -> f64 { f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k }) };
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for r in ranked {
+        lo = lo.min(key(claim(r, n - 1)));
+        hi = hi.max(key(claim(r, 0)));
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if at_least(value(mid)) >= n {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let p = value(lo);
+    // Per party: claims better than p, and the range [above, upto) of claims at p.
+    let above: Vec<i64> = ranked.iter().map(|r| prefix(r, &|q| q > p)).collect();
+    let upto: Vec<i64> = ranked.iter().map(|r| prefix(r, &|q| q >= p)).collect();
+    let mut left = n - above.iter().sum::<i64>();
+    // Among claims at p, fewer seats first: the seat count s at which the rest is reached.
+    let at_or_below = |s: i64| -> i64 {
+        ranked
+            .iter()
+            .zip(above.iter().zip(&upto))
+            .map(|(r, (&a, &u))| (s - i64::from(r.seats) + 1).clamp(a, u) - a)
+            .sum()
+    };
+    let (mut slo, mut shi) = (0i64, i64::from(i32::MAX));
+    while slo < shi {
+        let mid = slo + (shi - slo) / 2;
+        if at_or_below(mid) >= left {
+            shi = mid;
+        } else {
+            slo = mid + 1;
+        }
+    }
+    let cut = slo;
+    left -= at_or_below(cut - 1);
+    let mut seats: Vec<i64> = ranked
+        .iter()
+        .zip(above.iter().zip(&upto))
+        .map(|(r, (&a, &u))| {
+            i64::from(r.seats) + a + ((cut - 1) - i64::from(r.seats) + 1).clamp(a, u) - a
+        })
+        .collect();
+    // Claims at p with exactly `cut` seats: by name, in the binding's order.
+    let mut tied: Vec<&Ranked> = ranked
+        .iter()
+        .zip(above.iter().zip(&upto))
+        .filter(|(r, (a, u))| {
+            let k = cut - i64::from(r.seats);
+            (**a..**u).contains(&k)
+        })
+        .map(|(r, _)| r)
+        .collect();
+    tied.sort_by(|x, y| match x.order {
+        NameOrder::Ascending => x.rank.cmp(&y.rank),
+        NameOrder::Descending => y.rank.cmp(&x.rank),
+    });
+    for r in tied.into_iter().take(left.max(0) as usize) {
+        seats[r.rank as usize] += 1;
+    }
+    Some(seats.into_iter().map(|s| s as i32).collect())
 }
 
 /// `AllocateWebsterSeats`: hand out `new_seats` seats on top of `initial`.
@@ -589,5 +710,82 @@ mod tests {
         let big = 1i64 << 53;
         let got = allocate_webster_seats(1, &votes(&[("a", big), ("b", big + 1)]), &[], Ascending);
         assert_eq!(got[0].seats, 1);
+    }
+
+    /// The seats one at a time (the reference's loop), for comparing with [`closed_form`].
+    fn one_at_a_time(new_seats: i32, ranked: &[Ranked]) -> Vec<i32> {
+        let mut heap = BinaryHeap::from(ranked.to_vec());
+        for _ in 0..new_seats {
+            let mut top = heap.peek_mut().unwrap();
+            top.seats = top.seats.wrapping_add(1);
+            top.priority = priority(top.votes, top.seats);
+        }
+        let mut seats = vec![0; ranked.len()];
+        for r in heap.into_vec() {
+            seats[r.rank as usize] = r.seats;
+        }
+        seats
+    }
+
+    fn ranked(parties: &[(i64, i32)], order: NameOrder) -> Vec<Ranked> {
+        parties
+            .iter()
+            .enumerate()
+            .map(|(i, &(votes, seats))| Ranked {
+                priority: priority(votes, seats),
+                seats,
+                votes,
+                rank: i as u32,
+                order,
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The closed form gives every party the seats of the one-at-a-time loop: small and
+        /// equal votes (ties by seats and by name), zero votes, votes past 2^53, initial seats,
+        /// and seat counts across 2^30, where the i32 denominator wraps.
+        #[test]
+        fn the_closed_form_hands_out_the_seats_of_the_loop(
+            parties in proptest::collection::vec(
+                (proptest::prop_oneof![0i64..4, 0i64..1_000, (1i64 << 53)..(1i64 << 53) + 8, 0i64..i64::MAX],
+                 proptest::prop_oneof![0i32..3, 0i32..50, (1i32 << 30) - 300..(1i32 << 30) + 300]),
+                1..7,
+            ),
+            new_seats in 1i32..3_000,
+            descending in proptest::bool::ANY,
+        ) {
+            let order = if descending { NameOrder::Descending } else { NameOrder::Ascending };
+            let r = ranked(&parties, order);
+            if let Some(got) = closed_form(new_seats, &r) {
+                proptest::prop_assert_eq!(got, one_at_a_time(new_seats, &r));
+            }
+        }
+    }
+
+    /// Two billion replicas over two clusters cost what two do: half each, the wrapped
+    /// denominators included (the loop gives 1,073,741,824 and 1,073,741,823 here).
+    #[test]
+    fn two_billion_seats_in_closed_form() {
+        let r = ranked(&[(1, 0), (1, 0)], NameOrder::Ascending);
+        assert_eq!(
+            closed_form(i32::MAX, &r),
+            Some(vec![1 << 30, (1 << 30) - 1])
+        );
+        let got = allocate_webster_seats(
+            i32::MAX,
+            &votes(&[("a", 3), ("b", 1), ("c", 0)]),
+            &[],
+            Ascending,
+        );
+        assert_eq!(
+            got.iter().map(|p| i64::from(p.seats)).sum::<i64>(),
+            i64::from(i32::MAX)
+        );
+        // Negative votes are not ordered claims: dispensed one at a time.
+        assert_eq!(
+            closed_form(10, &ranked(&[(-1, 0), (2, 0)], Ascending)),
+            None
+        );
     }
 }
