@@ -108,6 +108,44 @@ impl Daemon {
     }
 }
 
+/// The threads the work runs on, apart from the process's main runtime where the Lease is
+/// renewed, signals are handled and the probe and metrics servers answer: however long the
+/// work computes (a binding asking for two billion replicas, thousands of clusters), it cannot
+/// hold the threads that keep this replica the leader and tell the kubelet it is alive.
+struct WorkRuntime(Option<tokio::runtime::Runtime>);
+
+impl WorkRuntime {
+    fn new() -> anyhow::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .thread_name("work")
+            .enable_all()
+            .build()
+            .context("starting the work's runtime")?;
+        Ok(Self(Some(rt)))
+    }
+
+    fn spawn<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0
+            .as_ref()
+            .expect("the runtime lives until dropped")
+            .spawn(f)
+    }
+}
+
+/// Dropped from async code when the work has ended: its runtime is shut down without
+/// blocking (what is left of it, such as watch tasks, is cancelled).
+impl Drop for WorkRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// The Lease could not be renewed and `--exit-on-lost-lease` asks to end (exit code 255).
 #[derive(Debug, thiserror::Error)]
 #[error("leaderelection lost")]
@@ -194,14 +232,18 @@ async fn run_work(
         Fence::unfenced()
     };
     let client = crate::client::build_fenced(
-        config,
+        config.clone(),
         kube.kube_api_qps,
         kube.kube_api_burst,
         Some(fence.clone()),
     )?;
+    let work_runtime = WorkRuntime::new()?;
 
     if !settings.leader_election.leader_elect {
-        return work(client, ready, fence, stop).await;
+        return work_runtime
+            .spawn(work(client, ready, fence, stop))
+            .await
+            .context("work task")?;
     }
 
     let le = &settings.leader_election;
@@ -213,10 +255,14 @@ async fn run_work(
         renew_deadline: le.renew_deadline.to_std(),
         retry_period: le.retry_period.to_std(),
     };
+    // The Lease has a client of its own, as the reference's leader election has: its
+    // requests neither queue behind the work's in the rate limiter nor ride connections
+    // driven on the work's threads.
+    let lease_client = crate::client::build(config, kube.kube_api_qps, kube.kube_api_burst)?;
     let mut elector = Elector::new(
         cfg,
         Arc::new(KubeLease::new(
-            client.clone(),
+            lease_client,
             &le.resource_namespace,
             &le.resource_name,
         )),
@@ -233,7 +279,7 @@ async fn run_work(
     ready.set(false);
     // The work acts only while the fence is open; its watches and caches run throughout.
     let sched_stop = CancellationToken::new();
-    let mut sched = tokio::spawn(work(
+    let mut sched = work_runtime.spawn(work(
         client.clone(),
         ready.clone(),
         fence.clone(),
