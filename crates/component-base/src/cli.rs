@@ -193,7 +193,10 @@ where
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(*opts)) {
+    let result = runtime.block_on(run(*opts));
+    // A thread still blocked (a CPU profile being taken) does not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<LeadershipLost>().is_some() => ExitCode::from(255),
         Err(e) => {
