@@ -8,8 +8,8 @@
 //! - at most [`Limits::max_connections`] are open: a new one closes the oldest connection
 //!   that is not in a request (else the oldest), so a client that holds many connections
 //!   cannot lock out a probe, and the accept loop never waits for a slot;
-//! - on stop, requests in flight get [`Limits::shutdown_grace`] to finish, then every
-//!   connection is closed.
+//! - on stop, connections waiting for a request are closed at once, requests in flight get
+//!   [`Limits::shutdown_grace`] to finish, then every connection is closed.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -323,6 +323,10 @@ async fn connection(
             _ = conn.as_mut() => return,
             _ = state.close.cancelled() => return,
             _ = drain.cancelled(), if !draining => {
+                // Waiting for a request (or for the rest of its header): nothing to finish.
+                if !state.busy.load(Ordering::SeqCst) {
+                    return;
+                }
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }
@@ -596,6 +600,30 @@ mod tests {
             assert!(closed(s).await);
         }
         assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+    }
+
+    #[tokio::test]
+    async fn stop_closes_connections_waiting_for_a_request_without_waiting_for_the_grace() {
+        let limits = Limits {
+            header_read_timeout: Duration::from_secs(3600),
+            shutdown_grace: Duration::from_secs(3600),
+            ..limits()
+        };
+        let (addr, stop, task) = start(limits).await;
+        let mut held = Vec::new();
+        for _ in 0..50 {
+            held.push(open(addr, HALF).await);
+        }
+        held.push(open(addr, b"").await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.cancel();
+        tokio::time::timeout(PATIENCE, task)
+            .await
+            .expect("the server ended before its hour of grace")
+            .unwrap();
+        for s in &mut held {
+            assert!(closed(s).await);
+        }
     }
 
     #[tokio::test]

@@ -1,0 +1,139 @@
+//! Hostile HTTP clients against the real binary: connections to the metrics and probe ports
+//! that send half a request header and wait. The probes keep answering while they are held;
+//! SIGTERM ends the process within a few seconds, and with `--exit-on-lost-lease` a lost Lease
+//! still ends it with code 255 (the servers close what clients hold after a short grace).
+//!
+//! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
+
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use testenv::{GoProcess, TestEnv, free_port, http_get, tools_or_skip};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+const ELECTION: [&str; 4] = [
+    "--leader-elect=true",
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=1s",
+];
+
+/// Half-open connections held per port.
+const HELD: usize = 50;
+
+struct Daemon {
+    process: GoProcess,
+    metrics: String,
+    health: String,
+}
+
+fn spawn(env: &TestEnv, name: &str, extra: &[&str]) -> anyhow::Result<Daemon> {
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let health = format!("127.0.0.1:{}", free_port());
+    let mut args = vec![
+        format!("--kubeconfig={}", env.kubeconfig().display()),
+        format!("--metrics-bind-address={metrics}"),
+        format!("--health-probe-bind-address={health}"),
+    ];
+    args.extend(ELECTION.iter().chain(extra).map(|s| s.to_string()));
+    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
+    Ok(Daemon {
+        process: env.spawn_process(name, bin, &args)?,
+        metrics,
+        health,
+    })
+}
+
+async fn leading(d: &Daemon) -> anyhow::Result<()> {
+    testenv::wait_for("the leader", Duration::from_secs(60), || async {
+        Ok(http_get(&d.metrics, "/metrics")
+            .await
+            .is_ok_and(|(_, m)| m.contains("leader_election_master_status{name=\"\"} 1"))
+            .then_some(()))
+    })
+    .await
+}
+
+/// `HELD` connections to each of the daemon's ports, each with half a request header.
+async fn hold(d: &Daemon) -> anyhow::Result<Vec<TcpStream>> {
+    let mut held = Vec::new();
+    for addr in [&d.metrics, &d.health] {
+        for _ in 0..HELD {
+            let mut s = TcpStream::connect(addr.as_str()).await?;
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").await?;
+            held.push(s);
+        }
+    }
+    Ok(held)
+}
+
+/// The exit status, or an error after `patience` (an outer bound, not a measure).
+async fn exited(p: &mut GoProcess, patience: Duration) -> anyhow::Result<(ExitStatus, Duration)> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = p.try_wait()? {
+            return Ok((status, start.elapsed()));
+        }
+        anyhow::ensure!(
+            start.elapsed() < patience,
+            "still running after {patience:?}:\n{}",
+            p.log_tail(20)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_the_process_whatever_clients_hold() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("sigterm_ends_the_process_whatever_clients_hold") else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(1).start().await?;
+    let mut d = spawn(&env, "rs-held", &[])?;
+    leading(&d).await?;
+    let held = hold(&d).await?;
+    // The probes still answer new clients.
+    assert_eq!(http_get(&d.health, "/healthz").await?.0, 200);
+    assert_eq!(http_get(&d.metrics, "/metrics").await?.0, 200);
+    let pid = d.process.pid().to_string();
+    anyhow::ensure!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()?
+            .success()
+    );
+    let (status, took) = exited(&mut d.process, Duration::from_secs(30)).await?;
+    eprintln!(
+        "SIGTERM with {} half-open connections: exited {status} after {took:?}",
+        held.len()
+    );
+    assert_eq!(status.code(), Some(0), "{}", d.process.log_tail(20));
+    drop(held);
+    env.stop();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_exits_255_whatever_clients_hold() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("a_lost_lease_exits_255_whatever_clients_hold") else {
+        return Ok(());
+    };
+    let env = TestEnv::builder().tools(tools).members(1).start().await?;
+    let mut d = spawn(&env, "rs-exits", &["--exit-on-lost-lease=true"])?;
+    leading(&d).await?;
+    let held = hold(&d).await?;
+    let mut apiserver = testenv::faults::ApiServer::new(&env, "leader")?;
+    // Renew deadline 3 s: 8 s of a stopped API server loses the Lease.
+    apiserver.pause(Duration::from_secs(8)).await;
+    let (status, took) = exited(&mut d.process, Duration::from_secs(30)).await?;
+    eprintln!(
+        "lost Lease with {} half-open connections: exited {status} {took:?} after the API server came back",
+        held.len()
+    );
+    assert_eq!(status.code(), Some(255), "{}", d.process.log_tail(20));
+    drop((held, apiserver));
+    env.stop();
+    Ok(())
+}
