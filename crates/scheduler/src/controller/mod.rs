@@ -79,9 +79,9 @@ impl Context {
     }
 }
 
-/// Where the daemon's `/debug/explain` endpoint finds the running scheduler: set once the
-/// caches have synced.
-pub type ExplainSlot = std::sync::OnceLock<Arc<Context>>;
+/// Where the daemon's `/debug/explain` endpoint finds the running scheduler, and the client it
+/// checks its callers with: set once the caches have synced.
+pub type ExplainSlot = std::sync::OnceLock<(Arc<Context>, kube::Client)>;
 
 /// Run the scheduler until `stop`: watches, cache sync, workers. Caches are filled before the
 /// first cycle; `ready` turns true once they are.
@@ -118,7 +118,7 @@ pub async fn run(
     tracing::info!("caches synced; starting {worker_count} scheduling workers");
     ready.set(true);
     if let Some(slot) = &explain {
-        let _ = slot.set(ctx.clone());
+        let _ = slot.set((ctx.clone(), client.clone()));
     }
 
     // Bindings whose writes found no API server wait for it to answer again.
