@@ -48,10 +48,21 @@ pub enum CheckError {
 
 type Entry<T> = (T, Instant);
 
+/// A token as the caches know it: its SHA-256, so that they hold no credential and a long
+/// token costs no more memory than a short one.
+type TokenId = [u8; 32];
+
+fn token_id(token: &str) -> TokenId {
+    let d = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    let mut id = [0u8; 32];
+    id.copy_from_slice(d.as_ref());
+    id
+}
+
 /// The caches and the review budget of one daemon.
 pub struct Guard {
-    users: Mutex<Lru<String, Entry<Result<UserInfo, String>>>>,
-    rights: Mutex<Lru<(String, BindingKey), Entry<Verdict>>>,
+    users: Mutex<Lru<TokenId, Entry<Result<UserInfo, String>>>>,
+    rights: Mutex<Lru<(TokenId, BindingKey), Entry<Verdict>>>,
     reviews: Mutex<TokenBucket>,
 }
 
@@ -95,7 +106,7 @@ impl Guard {
         token: &str,
         key: &BindingKey,
     ) -> Result<Verdict, CheckError> {
-        let pair = (token.to_string(), key.clone());
+        let pair = (token_id(token), key.clone());
         if let Some(v) = fresh(&self.rights, &pair) {
             return Ok(v);
         }
@@ -103,7 +114,7 @@ impl Guard {
             Some(u) => u,
             None => {
                 let u = self.authenticate(client, token).await?;
-                keep(&self.users, pair.0.clone(), u.clone());
+                keep(&self.users, pair.0, u.clone());
                 u
             }
         };
@@ -200,5 +211,81 @@ impl Guard {
             why = format!("{why}: {r}");
         }
         Ok(Verdict::Forbidden(why))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A client whose API server accepts the token `good` (user `alice`, who may get
+    /// everything) and counts the reviews it is sent.
+    fn client(reviews: Arc<AtomicUsize>) -> kube::Client {
+        let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let reviews = reviews.clone();
+            async move {
+                reviews.fetch_add(1, Ordering::SeqCst);
+                let path = req.uri().path().to_string();
+                let body = req.into_body().collect_bytes().await.unwrap_or_default();
+                let sent: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let mut answer = sent.clone();
+                answer["status"] = if path.ends_with("/tokenreviews") {
+                    if sent["spec"]["token"] == "good" {
+                        serde_json::json!({"authenticated": true, "user": {"username": "alice"}})
+                    } else {
+                        serde_json::json!({"authenticated": false, "error": "invalid bearer token"})
+                    }
+                } else {
+                    serde_json::json!({"allowed": sent["spec"]["user"] == "alice"})
+                };
+                Ok::<_, std::convert::Infallible>(
+                    http::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(kube::client::Body::from(answer.to_string().into_bytes()))
+                        .unwrap(),
+                )
+            }
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn verdicts_are_reused_for_their_lifetime_and_reviews_are_budgeted() {
+        let reviews = Arc::new(AtomicUsize::new(0));
+        let client = client(reviews.clone());
+        let guard = Guard::default();
+        let rb = BindingKey::rb("ns", "b");
+        let check = |token: &'static str| {
+            let (guard, client, rb) = (&guard, &client, &rb);
+            async move { guard.check(client, token, rb).await }
+        };
+        assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
+        assert_eq!(reviews.load(Ordering::SeqCst), 2);
+        let Verdict::Unauthenticated(why) = check("bad").await.unwrap() else {
+            panic!("a bad token passed");
+        };
+        assert!(why.contains("invalid bearer token"), "{why}");
+        assert_eq!(reviews.load(Ordering::SeqCst), 3);
+        // Asked again: from the caches.
+        assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
+        assert!(matches!(
+            check("bad").await,
+            Ok(Verdict::Unauthenticated(_))
+        ));
+        assert_eq!(reviews.load(Ordering::SeqCst), 3);
+        // After their lifetime, asked again.
+        tokio::time::advance(VERDICT_TTL).await;
+        assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
+        assert_eq!(reviews.load(Ordering::SeqCst), 5);
+        // Made-up tokens spend the review budget, then get "too many" without a review.
+        let mut refused = 0;
+        for i in 0..100 {
+            let token: &'static str = Box::leak(format!("made-up-{i}").into_boxed_str());
+            refused += usize::from(matches!(check(token).await, Err(CheckError::TooMany)));
+        }
+        assert!(refused >= 90, "{refused}");
+        assert!(reviews.load(Ordering::SeqCst) <= 5 + 10, "{reviews:?}");
     }
 }
