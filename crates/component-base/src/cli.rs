@@ -183,6 +183,7 @@ where
         }
     }
     init_logging(opts.logging());
+    raise_open_files_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -202,6 +203,23 @@ where
         Err(e) => {
             tracing::error!(err = %format!("{e:#}"), "command failed");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Raise the soft limit of open files to the hard one, as every Go program does at start
+/// (Go 1.19 on): connections to the servers, the API server and the estimators then share the
+/// limit the operator set, not a container runtime's default of 1,024.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit; the calls read or write nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
 }

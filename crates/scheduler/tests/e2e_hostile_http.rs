@@ -30,6 +30,7 @@ struct Daemon {
     health: String,
 }
 
+/// The daemon, started with a soft limit of 1,024 open files (a container runtime's default).
 fn spawn(env: &TestEnv, name: &str, extra: &[&str]) -> anyhow::Result<Daemon> {
     let metrics = format!("127.0.0.1:{}", free_port());
     let health = format!("127.0.0.1:{}", free_port());
@@ -39,9 +40,15 @@ fn spawn(env: &TestEnv, name: &str, extra: &[&str]) -> anyhow::Result<Daemon> {
         format!("--health-probe-bind-address={health}"),
     ];
     args.extend(ELECTION.iter().chain(extra).map(|s| s.to_string()));
-    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
+    let bin = env!("CARGO_BIN_EXE_karmada-scheduler");
+    let mut shell = vec![
+        "-c".to_string(),
+        "ulimit -Sn 1024 && exec \"$0\" \"$@\"".to_string(),
+        bin.to_string(),
+    ];
+    shell.extend(args);
     Ok(Daemon {
-        process: env.spawn_process(name, bin, &args)?,
+        process: env.spawn_process(name, Path::new("/bin/sh"), &shell)?,
         metrics,
         health,
     })
@@ -94,6 +101,14 @@ async fn sigterm_ends_the_process_whatever_clients_hold() -> anyhow::Result<()> 
     let env = TestEnv::builder().tools(tools).members(1).start().await?;
     let mut d = spawn(&env, "rs-held", &[])?;
     leading(&d).await?;
+    // As a Go program, it raised its soft limit of open files to the hard one.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", d.process.pid()))?;
+    let files: Vec<&str> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .map(|l| l.split_whitespace().skip(3).take(2).collect())
+        .unwrap_or_default();
+    assert!(files.len() == 2 && files[0] == files[1], "{limits}");
 
     // The reference's case: 300 connections to the metrics port with half a header. Go
     // v1.18.2 closes them all within its 32 s header timeout (45 s measured); ours as well,

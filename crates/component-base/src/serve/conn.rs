@@ -51,11 +51,16 @@ pub struct Limits {
     pub shutdown_grace: Duration,
 }
 
+impl Limits {
+    /// The reference's read and write timeouts.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(32),
-            request_timeout: Duration::from_secs(5 * 60),
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             max_connections: 256,
             shutdown_grace: Duration::from_secs(2),
         }
