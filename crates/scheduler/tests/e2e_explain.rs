@@ -14,6 +14,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use testenv::{TestEnv, fixtures, tools_or_skip};
@@ -312,6 +313,27 @@ async fn the_explain_endpoint_answers_only_callers_who_may_get_the_binding() -> 
         !log.contains(&reader) && !log.contains(&nobody),
         "a token in the log"
     );
+    drop(daemon);
+
+    // Without the review rules (the chart's RBAC with the endpoint off), callers get 503 with
+    // the API server's refusal, and the log says what the daemon lacks.
+    let docs = testenv::rbac::chart_rbac(&helm, testenv::rbac::Daemon::Scheduler, "noreview", &[]);
+    let id = testenv::rbac::service_account_kubeconfig(&env, &docs).await?;
+    let mut args = args;
+    args[0] = format!("--kubeconfig={}", id.kubeconfig.display());
+    let daemon = env.spawn_process("rs-noreview", bin, &args)?;
+    let (code, body) = testenv::wait_for("an answer", Duration::from_secs(60), || async {
+        let Ok((code, body)) = http_get_as(&health, &path, Some(&reader)).await else {
+            return Ok(None);
+        };
+        Ok((!body.contains("not scheduling yet")).then_some((code, body)))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e:#}\n{}", daemon.log_tail(30)))?;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("tokenreviews"), "{body}");
+    let log = std::fs::read_to_string(daemon.log_path())?;
+    assert!(log.contains("needs create on tokenreviews"), "{log}");
     drop(daemon);
     env.stop();
     Ok(())

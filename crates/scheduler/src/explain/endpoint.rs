@@ -49,6 +49,21 @@ struct Endpoint {
     slot: Arc<ExplainSlot>,
     guard: Guard,
     in_flight: Arc<Semaphore>,
+    /// When a failed review was last logged (once a minute at most).
+    logged: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Endpoint {
+    /// Say once a minute at most that reviews fail: the daemon may lack the RBAC for them.
+    fn log_failure(&self, e: &CheckError) {
+        let mut last = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
+            *last = Some(tokio::time::Instant::now());
+            tracing::warn!(
+                "/debug/explain: {e} (the daemon needs create on tokenreviews and subjectaccessreviews)"
+            );
+        }
+    }
 }
 
 fn plain(code: StatusCode, text: String) -> Response {
@@ -96,7 +111,10 @@ async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Respo
         }
         Ok(Verdict::Forbidden(why)) => return plain(StatusCode::FORBIDDEN, why),
         Err(e @ CheckError::TooMany) => return plain(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-        Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        Err(e) => {
+            ep.log_failure(&e);
+            return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
     }
     match explain_binding(ctx, &key).await {
         Some(v) => (
@@ -122,6 +140,7 @@ pub fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
         slot,
         guard: Guard::default(),
         in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        logged: Default::default(),
     }))
 }
 
@@ -168,6 +187,7 @@ mod tests {
             slot: Arc::new(ExplainSlot::new()),
             guard: Guard::default(),
             in_flight: Arc::new(Semaphore::new(permits)),
+            logged: Default::default(),
         })
     }
 
