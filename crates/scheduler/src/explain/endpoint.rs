@@ -93,7 +93,7 @@ async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Respo
             format!("{MAX_IN_FLIGHT} explanations are already being computed; try again shortly"),
         );
     };
-    let Some((ctx, client)) = ep.slot.get() else {
+    let Some((ctx, client, runtime)) = ep.slot.get() else {
         return plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "not scheduling yet (a standby, or the caches are not synced)".into(),
@@ -116,13 +116,21 @@ async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Respo
             return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
     }
-    match explain_binding(ctx, &key).await {
-        Some(v) => (
+    let (ctx, k) = (ctx.clone(), key.clone());
+    let explained = runtime
+        .spawn(async move { explain_binding(&ctx, &k).await })
+        .await;
+    match explained {
+        Err(e) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("explaining {} failed: {e}", key.describe()),
+        ),
+        Ok(Some(v)) => (
             [(header::CONTENT_TYPE, "application/json")],
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n",
         )
             .into_response(),
-        None => plain(
+        Ok(None) => plain(
             StatusCode::NOT_FOUND,
             format!(
                 "{} is not in the cache (or does not decode)",
