@@ -112,7 +112,6 @@ fn router(health: bool, metrics: Option<Arc<Metrics>>, ready: Readiness) -> Rout
 /// Bound listeners, ready to serve.
 pub struct Servers {
     servers: Vec<(String, TcpListener, Router)>,
-    limits: Limits,
 }
 
 impl Servers {
@@ -180,16 +179,7 @@ impl Servers {
             tracing::info!("Starting {name} server on {addr}");
             servers.push((name, listener, r));
         }
-        Ok(Self {
-            servers,
-            limits: Limits::default(),
-        })
-    }
-
-    /// Hold every connection to `limits` instead of the defaults (tests use short ones).
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
+        Ok(Self { servers })
     }
 
     /// Local addresses of the bound servers (tests bind port 0).
@@ -209,7 +199,7 @@ impl Servers {
                 name,
                 listener,
                 r,
-                self.limits,
+                Limits::default(),
                 stop.clone(),
             )));
         }
