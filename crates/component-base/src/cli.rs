@@ -183,6 +183,7 @@ where
         }
     }
     init_logging(opts.logging());
+    raise_open_files_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -193,12 +194,32 @@ where
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(*opts)) {
+    let result = runtime.block_on(run(*opts));
+    // A thread still blocked (a CPU profile being taken) does not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<LeadershipLost>().is_some() => ExitCode::from(255),
         Err(e) => {
             tracing::error!(err = %format!("{e:#}"), "command failed");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Raise the soft limit of open files to the hard one, as every Go program does at start
+/// (Go 1.19 on): connections to the servers, the API server and the estimators then share the
+/// limit the operator set, not a container runtime's default of 1,024.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit; the calls read or write nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
 }

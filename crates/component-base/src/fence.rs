@@ -254,10 +254,16 @@ fn is_fenced_request<B>(req: &http::Request<B>) -> bool {
         *req.method(),
         http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
     );
-    writes && !req.uri().path().starts_with("/apis/coordination.k8s.io/")
+    // The Lease is the fence's own; token and access reviews store nothing.
+    let path = req.uri().path();
+    writes
+        && !path.starts_with("/apis/coordination.k8s.io/")
+        && !path.starts_with("/apis/authentication.k8s.io/")
+        && !path.starts_with("/apis/authorization.k8s.io/")
 }
 
-/// A kube client layer refusing writes (other than the Lease's) while the fence is not valid.
+/// A kube client layer refusing writes (other than the Lease's, and reviews) while the fence is
+/// not valid.
 /// It sits below the rate limiter, the buffer and the retry layer, so each attempt on the
 /// wire is checked, however long the request waited for a token.
 #[derive(Clone, Debug)]
@@ -441,7 +447,19 @@ mod tests {
                 .await
                 .is_ok()
         );
-        assert_eq!(sent.load(Ordering::SeqCst), 2);
+        // Reviews store nothing (`/debug/explain` checks its callers on a paused leader too).
+        for review in [
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        ] {
+            assert!(
+                svc.clone()
+                    .oneshot(req(http::Method::POST, review))
+                    .await
+                    .is_ok()
+            );
+        }
+        assert_eq!(sent.load(Ordering::SeqCst), 4);
         f.renewed(t.load(Ordering::SeqCst), Duration::from_secs(10));
         assert!(
             svc.clone()
@@ -449,6 +467,6 @@ mod tests {
                 .await
                 .is_ok()
         );
-        assert_eq!(sent.load(Ordering::SeqCst), 3);
+        assert_eq!(sent.load(Ordering::SeqCst), 5);
     }
 }

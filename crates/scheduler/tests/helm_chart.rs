@@ -185,3 +185,44 @@ fn every_flag_value_reaches_the_binary() {
     });
     assert!(estimator_role);
 }
+
+/// The scheduler may ask for token and access reviews only when `/debug/explain`, which needs
+/// them to check its callers, is enabled.
+#[test]
+fn the_explain_endpoint_brings_the_review_rules() {
+    let Some(helm) = helm_or_skip("helm_chart") else {
+        return;
+    };
+    let reviews = |sets: &[&str]| -> Vec<String> {
+        let docs = render(&helm, sets);
+        let role = docs
+            .iter()
+            .find(|d| d["kind"] == "ClusterRole")
+            .expect("a ClusterRole");
+        let mut found = Vec::new();
+        for rule in role["rules"].as_sequence().unwrap() {
+            for r in rule["resources"].as_sequence().unwrap() {
+                let r = r.as_str().unwrap();
+                if r.ends_with("reviews") {
+                    let verbs: Vec<&str> = rule["verbs"]
+                        .as_sequence()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|v| v.as_str())
+                        .collect();
+                    let group = rule["apiGroups"][0].as_str().unwrap();
+                    found.push(format!("{r}.{group}: {}", verbs.join(",")));
+                }
+            }
+        }
+        found
+    };
+    assert!(reviews(&[]).is_empty(), "{:?}", reviews(&[]));
+    assert_eq!(
+        reviews(&["scheduler.enableExplainEndpoint=true"]),
+        [
+            "tokenreviews.authentication.k8s.io: create",
+            "subjectaccessreviews.authorization.k8s.io: create"
+        ]
+    );
+}

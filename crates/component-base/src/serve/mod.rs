@@ -4,8 +4,12 @@
 //! addresses share one server. `/readyz` is our addition: 200 only once the caches have synced
 //! (a standby replica, which does not watch, reports ready once it is campaigning). Addresses
 //! are Go-style (`:8080` means every interface); an empty address means port 80, as upstream.
+//! Every connection is held to [`Limits`] ([`conn`]).
 
+mod conn;
 pub mod pprof;
+
+pub use conn::Limits;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -186,20 +190,21 @@ impl Servers {
             .collect()
     }
 
-    /// Serve until `stop` fires; a serve error ends the process.
+    /// Serve until `stop` fires; then requests in flight get [`Limits::shutdown_grace`] to
+    /// finish, and what is still open is closed.
     pub async fn serve(self, stop: CancellationToken) -> anyhow::Result<()> {
         let mut tasks = Vec::new();
         for (name, listener, r) in self.servers {
-            let stop = stop.clone();
-            tasks.push(tokio::spawn(async move {
-                axum::serve(listener, r)
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await
-                    .with_context(|| format!("Failed to serve {name}"))
-            }));
+            tasks.push(tokio::spawn(conn::serve(
+                name,
+                listener,
+                r,
+                Limits::default(),
+                stop.clone(),
+            )));
         }
         for t in tasks {
-            t.await.context("server task")??;
+            t.await.context("server task")?;
         }
         Ok(())
     }

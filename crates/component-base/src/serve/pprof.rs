@@ -21,8 +21,9 @@ use axum::routing::any;
 
 /// Go's default profile length.
 const DEFAULT_SECONDS: u64 = 30;
-/// Longest profile one request may ask for (the server keeps a thread for it).
-const MAX_SECONDS: u64 = 600;
+/// A profile must end within the server's request timeout: longer ones are refused, as Go
+/// refuses those that reach its server's write timeout (the same 5 min).
+const MAX_SECONDS: u64 = super::Limits::DEFAULT_REQUEST_TIMEOUT.as_secs();
 /// Go's CPU profiling rate.
 const FREQUENCY_HZ: i32 = 100;
 
@@ -73,7 +74,7 @@ fn seconds(uri: &Uri) -> u64 {
         .find(|(k, _)| *k == "seconds")
         .and_then(|(_, v)| v.parse::<i64>().ok())
         .filter(|s| *s > 0)
-        .map_or(DEFAULT_SECONDS, |s| (s as u64).min(MAX_SECONDS))
+        .map_or(DEFAULT_SECONDS, |s| s as u64)
 }
 
 /// Why a profile could not be taken.
@@ -118,7 +119,15 @@ fn take(length: Duration) -> Result<Vec<u8>, ProfileError> {
 }
 
 async fn profile(uri: Uri) -> Response {
-    let length = Duration::from_secs(seconds(&uri));
+    let secs = seconds(&uri);
+    if secs >= MAX_SECONDS {
+        return (
+            StatusCode::BAD_REQUEST,
+            "profile duration exceeds server's WriteTimeout\n",
+        )
+            .into_response();
+    }
+    let length = Duration::from_secs(secs);
     // The sampling thread sleeps through the profile; keep it off the async workers.
     match tokio::task::spawn_blocking(move || take(length)).await {
         Ok(Ok(bytes)) => (
@@ -150,7 +159,13 @@ mod tests {
         assert_eq!(s("?seconds=0"), 30);
         assert_eq!(s("?seconds=-3"), 30);
         assert_eq!(s("?seconds=x"), 30);
-        assert_eq!(s("?seconds=100000"), MAX_SECONDS);
+        assert_eq!(s("?seconds=100000"), 100000);
+    }
+
+    #[tokio::test]
+    async fn a_profile_longer_than_the_request_timeout_is_refused() {
+        let r = profile("/debug/pprof/profile?seconds=300".parse().unwrap()).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

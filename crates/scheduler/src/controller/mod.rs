@@ -79,9 +79,10 @@ impl Context {
     }
 }
 
-/// Where the daemon's `/debug/explain` endpoint finds the running scheduler: set once the
-/// caches have synced.
-pub type ExplainSlot = std::sync::OnceLock<Arc<Context>>;
+/// Where the daemon's `/debug/explain` endpoint finds the running scheduler, the client it
+/// checks its callers with, and the runtime the scheduler runs on (explanations are cycles:
+/// they run there, not on the threads of the probe server): set once the caches have synced.
+pub type ExplainSlot = std::sync::OnceLock<(Arc<Context>, kube::Client, tokio::runtime::Handle)>;
 
 /// Run the scheduler until `stop`: watches, cache sync, workers. Caches are filled before the
 /// first cycle; `ready` turns true once they are.
@@ -118,7 +119,11 @@ pub async fn run(
     tracing::info!("caches synced; starting {worker_count} scheduling workers");
     ready.set(true);
     if let Some(slot) = &explain {
-        let _ = slot.set(ctx.clone());
+        let _ = slot.set((
+            ctx.clone(),
+            client.clone(),
+            tokio::runtime::Handle::current(),
+        ));
     }
 
     // Bindings whose writes found no API server wait for it to answer again.

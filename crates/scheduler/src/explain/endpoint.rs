@@ -1,19 +1,22 @@
 //! The daemon's `/debug/explain` endpoint (`--enable-explain-endpoint`): [`explain_binding`]
-//! on the live cache, served at `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`.
+//! on the live cache, served at `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`
+//! to callers the Karmada API server vouches for ([`crate::explain::guard`]).
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::Path;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::controller::{Context, ExplainSlot};
 use crate::explain::ReadOnly;
+use crate::explain::guard::{CheckError, Guard, Verdict};
 use crate::model::binding::BindingKey;
 use crate::store::Cached;
 
@@ -38,43 +41,191 @@ pub async fn explain_binding(ctx: &Context, key: &BindingKey) -> Option<Value> {
     Some(e.to_json(&binding))
 }
 
-async fn answer(slot: Arc<ExplainSlot>, key: BindingKey) -> Response {
-    let Some(ctx) = slot.get() else {
+/// Explanations computed at once, at most (each runs a cycle with its estimator calls).
+pub const MAX_IN_FLIGHT: usize = 4;
+
+/// What the routes share: the running scheduler, the callers' checks, the in-flight bound.
+struct Endpoint {
+    slot: Arc<ExplainSlot>,
+    guard: Guard,
+    in_flight: Arc<Semaphore>,
+    /// When a failed review was last logged (once a minute at most).
+    logged: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Endpoint {
+    /// Say once a minute at most that reviews fail: the daemon may lack the RBAC for them.
+    fn log_failure(&self, e: &CheckError) {
+        let mut last = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
+            *last = Some(tokio::time::Instant::now());
+            tracing::warn!(
+                "/debug/explain: {e} (the daemon needs create on tokenreviews and subjectaccessreviews)"
+            );
+        }
+    }
+}
+
+fn plain(code: StatusCode, text: String) -> Response {
+    (code, text + "\n").into_response()
+}
+
+/// The bearer token of `Authorization`, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Response {
+    let Some(token) = bearer(&headers) else {
         return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not scheduling yet (a standby, or the caches are not synced)\n",
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Unauthorized: a bearer token is required\n",
         )
             .into_response();
     };
-    match explain_binding(ctx, &key).await {
-        Some(v) => (
+    let Ok(_permit) = ep.in_flight.clone().try_acquire_owned() else {
+        return plain(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("{MAX_IN_FLIGHT} explanations are already being computed; try again shortly"),
+        );
+    };
+    let Some((ctx, client, runtime)) = ep.slot.get() else {
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not scheduling yet (a standby, or the caches are not synced)".into(),
+        );
+    };
+    match ep.guard.check(client, token, &key).await {
+        Ok(Verdict::Allowed) => {}
+        Ok(Verdict::Unauthenticated(why)) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                format!("Unauthorized: {why}\n"),
+            )
+                .into_response();
+        }
+        Ok(Verdict::Forbidden(why)) => return plain(StatusCode::FORBIDDEN, why),
+        Err(e @ CheckError::TooMany) => return plain(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+        Err(e) => {
+            ep.log_failure(&e);
+            return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    let (ctx, k) = (ctx.clone(), key.clone());
+    let explained = runtime
+        .spawn(async move { explain_binding(&ctx, &k).await })
+        .await;
+    match explained {
+        Err(e) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("explaining {} failed: {e}", key.describe()),
+        ),
+        Ok(Some(v)) => (
             [(header::CONTENT_TYPE, "application/json")],
             serde_json::to_string_pretty(&v).unwrap_or_default() + "\n",
         )
             .into_response(),
-        None => (
+        Ok(None) => plain(
             StatusCode::NOT_FOUND,
             format!(
-                "{} is not in the cache (or does not decode)\n",
+                "{} is not in the cache (or does not decode)",
                 key.describe()
             ),
-        )
-            .into_response(),
+        ),
     }
 }
 
-/// `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`.
+/// `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`, for callers whose bearer
+/// token the Karmada API server accepts and who may `get` the binding ([`Guard`]); at most
+/// [`MAX_IN_FLIGHT`] at once (429 beyond).
 pub fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
-    let (a, b) = (slot.clone(), slot);
+    routes(Arc::new(Endpoint {
+        slot,
+        guard: Guard::default(),
+        in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        logged: Default::default(),
+    }))
+}
+
+fn routes(ep: Arc<Endpoint>) -> Router {
+    let a = ep.clone();
     Router::new()
         .route(
             "/debug/explain/{namespace}/{name}",
-            get(move |Path((ns, name)): Path<(String, String)>| {
-                answer(a.clone(), BindingKey::rb(&ns, &name))
-            }),
+            get(
+                move |headers: HeaderMap, Path((ns, name)): Path<(String, String)>| {
+                    answer(a.clone(), headers, BindingKey::rb(&ns, &name))
+                },
+            ),
         )
         .route(
             "/debug/explain/{name}",
-            get(move |Path(name): Path<String>| answer(b.clone(), BindingKey::crb(&name))),
+            get(move |headers: HeaderMap, Path(name): Path<String>| {
+                answer(ep.clone(), headers, BindingKey::crb(&name))
+            }),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http::Request;
+    use tower::ServiceExt as _;
+
+    async fn status(ep: &Arc<Endpoint>, path: &str, token: Option<&str>) -> StatusCode {
+        let mut req = Request::get(path);
+        if let Some(t) = token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        routes(ep.clone())
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status()
+    }
+
+    fn endpoint(permits: usize) -> Arc<Endpoint> {
+        Arc::new(Endpoint {
+            slot: Arc::new(ExplainSlot::new()),
+            guard: Guard::default(),
+            in_flight: Arc::new(Semaphore::new(permits)),
+            logged: Default::default(),
+        })
+    }
+
+    #[tokio::test]
+    async fn anonymous_callers_are_refused_before_anything_else() {
+        let ep = endpoint(0);
+        for path in ["/debug/explain/ns/rb", "/debug/explain/crb"] {
+            assert_eq!(status(&ep, path, None).await, StatusCode::UNAUTHORIZED);
+            assert_eq!(status(&ep, path, Some("")).await, StatusCode::UNAUTHORIZED);
+        }
+        let mut req = Request::get("/debug/explain/ns/rb");
+        req = req.header(header::AUTHORIZATION, "Basic dXNlcjpwYXNz");
+        let resp = routes(ep)
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(resp.headers()[header::WWW_AUTHENTICATE], "Bearer");
+    }
+
+    #[tokio::test]
+    async fn callers_beyond_the_bound_get_429() {
+        assert_eq!(
+            status(&endpoint(0), "/debug/explain/ns/rb", Some("t")).await,
+            StatusCode::TOO_MANY_REQUESTS
+        );
+        // Within the bound, a standby (nothing to explain with yet) says so.
+        assert_eq!(
+            status(&endpoint(1), "/debug/explain/ns/rb", Some("t")).await,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
 }

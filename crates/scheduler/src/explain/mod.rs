@@ -5,6 +5,7 @@
 //! [`endpoint`], the text the subcommands print [`render`].
 
 pub mod endpoint;
+pub mod guard;
 pub mod render;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
