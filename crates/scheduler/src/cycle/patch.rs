@@ -327,6 +327,37 @@ mod tests {
         );
     }
 
+    /// A condition built by hand with a message over the CRD's limit (a decode error quoting
+    /// a huge field, as `report_malformed` builds it) is sent cut to the limit, and the same
+    /// failure again sends nothing: the cut message is what is compared.
+    #[test]
+    fn a_huge_message_is_sent_cut_to_the_crd_limit() {
+        use crate::model::condition::MAX_MESSAGE_CHARS;
+        let b = base(json!({}), json!([]), json!({}));
+        let now = t("2026-07-01T10:00:00Z");
+        let update = StatusUpdate {
+            condition: ScheduledCondition {
+                status: false,
+                reason: "SchedulerError",
+                message: format!(
+                    "failed to decode ResourceBinding(default/x): spec.x: unknown variant `{}`",
+                    "é".repeat(100_000)
+                ),
+            },
+            scheduled_generation: None,
+            affinity_name: None,
+        };
+        let patch = status_patch(&b.status, &update, &now).unwrap();
+        let message = patch["status"]["conditions"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS);
+        assert!(message.starts_with("failed to decode ResourceBinding(default/x): spec.x: "));
+        let mut sent = b.status.clone();
+        set_condition(&mut sent.conditions, &update.condition, &now);
+        assert_eq!(status_patch(&sent, &update, &now), None);
+    }
+
     #[test]
     fn failure_keeps_transition_time_when_status_does_not_flip() {
         let b = base(
