@@ -55,6 +55,10 @@ pub const TLS_SERVER_NAME_ANNOTATION: &str = "estimator.karmada-scheduler-rs.io/
 /// replicas, so 16 leaves room without letting one EndpointSlice open thousands.
 pub const MAX_ENDPOINTS: usize = 16;
 
+/// Cluster IPs dialled at most: the API server allows one per IP family. Each is tried in
+/// turn with the connect timeout, so a longer list would only delay the DNS names.
+const MAX_CLUSTER_IPS: usize = 2;
+
 /// Notes kept per resolution (skipped entries, ignored settings); the rest are counted, so
 /// that a slice of thousands of bad entries makes one short log line.
 const MAX_NOTES: usize = 4;
@@ -474,14 +478,24 @@ fn addresses(
                 );
             }
             let mut addresses = Vec::new();
+            let mut beyond = 0;
             for (i, ip) in cluster_ips.iter().enumerate() {
                 if ip == "None" {
+                    continue;
+                }
+                if addresses.len() == MAX_CLUSTER_IPS {
+                    beyond += 1;
                     continue;
                 }
                 match check_host(ip) {
                     Ok(()) => push_unique(&mut addresses, Address::new(ip.as_str(), port)),
                     Err(reason) => skipped.refuse(format!("spec.clusterIPs[{i}]"), ip, reason),
                 }
+            }
+            if beyond > 0 {
+                skipped.note(format!(
+                    "{beyond} more spec.clusterIPs not dialled (a Service has one per IP family)"
+                ));
             }
             for dns in dns_fallback(name, namespace, port) {
                 push_unique(&mut addresses, dns);
@@ -968,6 +982,24 @@ mod tests {
             let svc = external(host, vec![port(10352, None, None)]);
             assert!(resolve(NS, SVC, PORT, Some(&svc), &[], false).is_ok());
         }
+    }
+
+    /// Only two cluster IPs are tried (one per family, as the API server allows).
+    #[test]
+    fn cluster_ips_beyond_two_are_not_dialled() {
+        let ips: Vec<String> = (1..=20).map(|i| format!("10.96.0.{i}")).collect();
+        let svc = service(ServiceSpec {
+            cluster_ips: Some(ips),
+            ports: Some(vec![port(10352, None, None)]),
+            ..Default::default()
+        });
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(addrs(&r)[..2], ["10.96.0.1:10352", "10.96.0.2:10352"]);
+        assert_eq!(r.addresses.len(), 4);
+        assert_eq!(
+            r.notes,
+            ["18 more spec.clusterIPs not dialled (a Service has one per IP family)"]
+        );
     }
 
     /// A refused cluster IP is skipped with a note; the DNS names remain.
