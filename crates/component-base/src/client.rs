@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use anyhow::Context as _;
+use kube::client::DynBody;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use tower::{Layer, Service};
@@ -95,10 +96,29 @@ pub fn build(config: Config, qps: f32, burst: i64) -> anyhow::Result<Client> {
 /// before it goes to the wire (below the limiter, the buffer and the retries), so a request
 /// that waited out a stall in any of them is not sent after the lease lapsed.
 pub fn build_fenced(
+    config: Config,
+    qps: f32,
+    burst: i64,
+    fence: Option<crate::fence::Fence>,
+) -> anyhow::Result<Client> {
+    build_with_read_limit(config, qps, burst, fence, READ_TIMEOUT)
+}
+
+/// How long a read that is not a watch (a LIST page, a GET) may take, from sending it to the
+/// last byte of its answer: the API server's own default `--request-timeout`, after which it
+/// gives up on such a request itself. kube's watcher bounds a watch (by its server-side
+/// timeout) but not the LIST of a relist, so without this a server that accepts a LIST and
+/// never answers would stall that watch for ever; bounded, the LIST fails and the watcher
+/// retries it with its backoff.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// [`build_fenced`] with reads (not watches) bounded by `read_limit` ([`READ_TIMEOUT`]).
+pub fn build_with_read_limit(
     mut config: Config,
     qps: f32,
     burst: i64,
     fence: Option<crate::fence::Fence>,
+    read_limit: std::time::Duration,
 ) -> anyhow::Result<Client> {
     let host = host_label(&config.cluster_url);
     let retry = std::mem::replace(&mut config.default_retry, false);
@@ -106,6 +126,7 @@ pub fn build_fenced(
         kube::client::ClientBuilder::try_from(config).context("building the kube client")?;
     // `tower`'s `buffer` and `retry` features are those kube-client enables for its own stack.
     let counted = builder
+        .with_layer(&ReadDeadlineLayer(read_limit))
         .with_layer(&crate::forbidden::ForbiddenLayer(
             crate::forbidden::forbidden_requests(),
         ))
@@ -120,6 +141,125 @@ pub fn build_fenced(
             tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
         })));
     Ok(counted.with_layer(&QpsLayer::new(qps, burst)).build())
+}
+
+/// Bounds each read that is not a watch (method GET without `watch=true` or `watch=1`) to
+/// its limit, answer head and body together: the body errors once the limit has passed. Each
+/// attempt gets its own limit (the layer is below the retries). Writes are bounded by their
+/// callers ([`crate::api::bounded`]) and watches by their server-side timeout.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadDeadlineLayer(pub std::time::Duration);
+
+impl<S> Layer<S> for ReadDeadlineLayer {
+    type Service = ReadDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ReadDeadline {
+            inner,
+            limit: self.0,
+        }
+    }
+}
+
+/// The service of [`ReadDeadlineLayer`].
+#[derive(Clone, Debug)]
+pub struct ReadDeadline<S> {
+    inner: S,
+    limit: std::time::Duration,
+}
+
+/// A read that did not complete within [`ReadDeadlineLayer`]'s limit.
+#[derive(Debug, thiserror::Error)]
+#[error("no complete answer from the API server within {0:?}")]
+pub struct ReadTimedOut(pub std::time::Duration);
+
+/// Whether a request is a watch (`watch=true` or `watch=1` in its query), which the server
+/// keeps open: its limit is its own.
+fn is_watch(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|kv| matches!(kv, "watch=true" | "watch=1" | "watch=True"))
+    })
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<S, ReqBody> Service<http::Request<ReqBody>> for ReadDeadline<S>
+where
+    S: Service<http::Request<ReqBody>, Response = http::Response<Box<DynBody>>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Box<DynBody>>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<ReqBody>) -> Self::Future {
+        let bounded = req.method() == http::Method::GET && !is_watch(req.uri());
+        let limit = self.limit;
+        let response = self.inner.call(req);
+        Box::pin(async move {
+            if !bounded {
+                let response = response.await.map_err(Into::into)?;
+                return Ok(response);
+            }
+            let deadline = tokio::time::Instant::now() + limit;
+            let response = tokio::time::timeout_at(deadline, response)
+                .await
+                .map_err(|_| Box::new(ReadTimedOut(limit)) as BoxError)?
+                .map_err(Into::into)?;
+            Ok(response.map(|body| {
+                Box::new(DeadlineBody {
+                    body,
+                    expiry: Some((Box::pin(tokio::time::sleep_until(deadline)), limit)),
+                }) as Box<DynBody>
+            }))
+        })
+    }
+}
+
+/// A response body that fails with [`ReadTimedOut`] once its read's limit has passed.
+pub struct DeadlineBody<B> {
+    body: B,
+    expiry: Option<(Pin<Box<tokio::time::Sleep>>, std::time::Duration)>,
+}
+
+impl<B> http_body::Body for DeadlineBody<B>
+where
+    B: http_body::Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, BoxError>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if let Some((expiry, limit)) = &mut self.expiry
+            && expiry.as_mut().poll(cx).is_ready()
+        {
+            let limit = *limit;
+            self.expiry = None;
+            return Poll::Ready(Some(Err(Box::new(ReadTimedOut(limit)))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// client-go's `host` label: the `host:port` of the server URL (without any user info).
@@ -271,6 +411,97 @@ mod tests {
         .await
         .unwrap_err();
         assert!(!read.is_fenced() && read.is_transient(), "{read:?}");
+    }
+
+    /// A loopback API server that reads each request's head and then: for a watch, answers
+    /// its head and holds the stream open; for a read on `/stall`, answers the head and never
+    /// the body; for any other read, never answers. Returns its URL and the number of
+    /// requests seen.
+    async fn hung_server() -> (http::Uri, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let line = String::from_utf8_lossy(&head).into_owned();
+                    if line.contains("watch=true") || line.starts_with("GET /stall") {
+                        let _ = socket
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
+                            .await;
+                    }
+                    // Hold the connection, answering nothing more.
+                    let _ = socket.read(&mut buf).await;
+                    futures::future::pending::<()>().await;
+                });
+            }
+        });
+        (url.parse().unwrap(), seen)
+    }
+
+    /// A LIST (and a GET whose body stalls) to a server that accepts and never answers fails
+    /// within the read limit, so the watcher retries it; a watch on the same server stays
+    /// open past that limit.
+    #[tokio::test]
+    async fn a_hung_list_fails_within_the_read_limit_and_a_watch_does_not() {
+        use futures::StreamExt as _;
+        let (url, seen) = hung_server().await;
+        let limit = std::time::Duration::from_millis(500);
+        let client = build_with_read_limit(Config::new(url), 100.0, 100, None, limit).unwrap();
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client.clone(), "default");
+        let err = tokio::time::timeout(limit * 4, api.list(&Default::default()))
+            .await
+            .expect("the list fails within the limit")
+            .unwrap_err();
+        assert!(
+            crate::api::api_failure(err)
+                .message
+                .contains("no complete answer"),
+            "the error says why"
+        );
+        // The head arrives, the body never does.
+        let stalled = client.request_text(http::Request::get("/stall").body(Vec::new()).unwrap());
+        let stalled = tokio::time::timeout(limit * 4, stalled)
+            .await
+            .expect("the read fails within the limit");
+        assert!(stalled.is_err(), "{stalled:?}");
+        // The watcher's relist is retried after the failure, not stuck on the first one.
+        let before = seen.load(std::sync::atomic::Ordering::SeqCst);
+        let mut stream = kube::runtime::watcher::watcher(api.clone(), Default::default()).boxed();
+        let started = std::time::Instant::now();
+        let mut failures = 0;
+        while failures < 2 {
+            let event = tokio::time::timeout(limit * 4, stream.next()).await;
+            match event {
+                Ok(Some(Err(_))) => failures += 1,
+                Ok(Some(Ok(_))) => {}
+                other => panic!("the relist is stuck: {other:?}"),
+            }
+        }
+        assert!(started.elapsed() < limit * 6, "{:?}", started.elapsed());
+        assert!(seen.load(std::sync::atomic::Ordering::SeqCst) >= before + 2);
+        // A watch is not cut by the read limit.
+        let watch = api
+            .watch(&Default::default(), "1")
+            .await
+            .expect("watch opens");
+        let mut watch = Box::pin(watch);
+        let idle = tokio::time::timeout(limit * 3, watch.next()).await;
+        assert!(idle.is_err(), "the watch ended early: {idle:?}");
     }
 
     #[test]

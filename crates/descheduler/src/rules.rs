@@ -253,7 +253,9 @@ pub fn plan(clusters: &[TargetCluster], statuses: &[ClusterReplicaStatus]) -> Op
                 c.replicas = target;
             }
             let gone = s.spec - target;
-            total += gone;
+            // int32 in the reference, which wraps: replicas near int32's limit on several
+            // clusters sum past it there too (found by fuzzing; a panic here before).
+            total = i32::wrapping_add(total, gone);
             message.push_str(&format!(", {gone} replica(s) in cluster({})", s.cluster));
         }
     }
@@ -512,6 +514,39 @@ mod tests {
             };
             assert_eq!(&got, want, "{clusters:?}");
         }
+    }
+
+    /// The total is int32 as in the reference and wraps the same way, never panics.
+    #[test]
+    fn the_total_wraps_as_int32() {
+        let clusters = vec![
+            TargetCluster::new("m1", i32::MAX),
+            TargetCluster::new("m2", 1),
+        ];
+        let statuses = [
+            ClusterReplicaStatus {
+                cluster: "m1".into(),
+                spec: i32::MAX,
+                ready: UNKNOWN,
+                unschedulable: i32::MAX,
+            },
+            ClusterReplicaStatus {
+                cluster: "m2".into(),
+                spec: 1,
+                ready: 0,
+                unschedulable: 1,
+            },
+        ];
+        let p = plan(&clusters, &statuses).unwrap();
+        assert_eq!(p.total, i32::MIN);
+        assert_eq!(
+            p.clusters,
+            [TargetCluster::new("m1", 0), TargetCluster::new("m2", 0)]
+        );
+        assert!(
+            p.message
+                .ends_with(", -2147483648 total descheduled replica(s)")
+        );
     }
 
     #[test]

@@ -208,6 +208,7 @@ fn every_flag_value_reaches_the_binary() {
             "descheduler.insecureSkipEstimatorVerify=true",
             "descheduler.schedulerEstimatorTlsServerName=estimator.example.internal",
             "descheduler.schedulerEstimatorEndpointRouting=true",
+            "descheduler.schedulerEstimatorTlsNameAnnotation=true",
             "descheduler.schedulerEstimatorFailurePolicy=per-cluster",
             "descheduler.deschedulingInterval=30s",
             "descheduler.unschedulableThreshold=1m",
@@ -271,6 +272,7 @@ fn every_flag_value_reaches_the_binary() {
     assert!(e.insecure_skip_verify);
     assert_eq!(e.tls_server_name, "estimator.example.internal");
     assert!(e.endpoint_routing);
+    assert!(e.tls_server_name_annotation);
     assert_eq!(e.failure_policy, "per-cluster");
     assert_eq!(opts.descheduling_interval.to_string(), "30s");
     assert_eq!(opts.unschedulable_threshold.to_string(), "1m0s");

@@ -79,6 +79,13 @@ struct Entry {
     resolution: Option<Resolution>,
     last_dial_failure: Option<Instant>,
     health: Health,
+    /// What the last warning about a failed connection was about (the Service's addresses,
+    /// or its error): a failure of something else is warned about again even while the
+    /// estimator stays unreachable, so that a Service arriving or changing after the first
+    /// failure gets its own warning.
+    warned: Option<String>,
+    /// The notes of the last resolution logged (see [`Resolution::notes`]).
+    noted: Vec<String>,
 }
 
 /// The connection cache. Share it in an `Arc`; every method takes `&self`.
@@ -389,8 +396,26 @@ impl ConnectionCache {
             }
             return Err(EstablishError::Deleted(cluster.to_string()));
         };
+        let (result, attempted) = match result {
+            Ok((connection, resolution, fresh)) => (Ok((connection, fresh)), Some(resolution)),
+            Err((error, resolution)) => (Err(error), resolution),
+        };
+        if let Some(resolution) = &attempted
+            && entry.noted != resolution.notes
+        {
+            if !resolution.notes.is_empty() {
+                tracing::warn!(
+                    cluster,
+                    service = self.service_key(cluster),
+                    notes = resolution.notes.join("; "),
+                    "Parts of the estimator Service are not used"
+                );
+            }
+            entry.noted = resolution.notes.clone();
+        }
         match result {
-            Ok((connection, resolution, fresh)) => {
+            Ok((connection, fresh)) => {
+                let resolution = attempted.expect("a connection comes from a resolution");
                 if fresh {
                     self.metrics.observe_dial(cluster, true);
                     tracing::info!(
@@ -404,6 +429,7 @@ impl ConnectionCache {
                 entry.connection = Some(connection.clone());
                 entry.resolution = Some(resolution);
                 entry.last_dial_failure = None;
+                entry.warned = None;
                 self.metrics.set_connected(cluster, true);
                 Ok(connection)
             }
@@ -412,13 +438,32 @@ impl ConnectionCache {
                 self.metrics
                     .set_connected(cluster, entry.connection.is_some());
                 entry.last_dial_failure = Some(Instant::now());
-                if entry.health != Health::Unreachable {
-                    let service = format!(
-                        "{}/{}",
-                        self.options.service_namespace,
-                        self.options.service_name(cluster)
-                    );
-                    tracing::warn!(cluster, service, error = %error, "Failed to connect to the estimator");
+                // Warn once per state change, and again when what failed is something else
+                // (the Service arrived, its address changed): never per retry.
+                let about = match (&attempted, &error) {
+                    (Some(r), _) => format!("{} {}", r.origin, r.targets()),
+                    (None, EstablishError::Lookup(_)) => "lookup".to_string(),
+                    (None, e) => e.to_string(),
+                };
+                if entry.health != Health::Unreachable || entry.warned.as_ref() != Some(&about) {
+                    let service = self.service_key(cluster);
+                    match &attempted {
+                        Some(r) => tracing::warn!(
+                            cluster,
+                            service,
+                            origin = %r.origin,
+                            addresses = r.targets(),
+                            error = %error,
+                            "Failed to connect to the estimator"
+                        ),
+                        None => tracing::warn!(
+                            cluster,
+                            service,
+                            error = %error,
+                            "Failed to connect to the estimator"
+                        ),
+                    }
+                    entry.warned = Some(about);
                 }
                 entry.health = Health::Unreachable;
                 Err(error)
@@ -426,24 +471,47 @@ impl ConnectionCache {
         }
     }
 
-    /// Returns the connection, its resolution and whether it is new.
+    /// `namespace/name` of the cluster's estimator Service, for logs.
+    fn service_key(&self, cluster: &str) -> String {
+        format!(
+            "{}/{}",
+            self.options.service_namespace,
+            self.options.service_name(cluster)
+        )
+    }
+
+    /// Returns the connection, its resolution and whether it is new; a failure carries the
+    /// resolution that was dialled, if the Service resolved.
     async fn resolve_and_dial(
         &self,
         cluster: &str,
         existing: Option<Arc<Connection>>,
-    ) -> Result<(Arc<Connection>, Resolution, bool), EstablishError> {
+    ) -> Result<(Arc<Connection>, Resolution, bool), (EstablishError, Option<Resolution>)> {
         let options = &self.options;
         let namespace = options.service_namespace.as_str();
         let service = options.service_name(cluster);
-        let lookup = self.source.lookup(namespace, &service).await?;
-        let resolution = resolver::resolve(
+        let lookup = self
+            .source
+            .lookup(namespace, &service)
+            .await
+            .map_err(|e| (e.into(), None))?;
+        let mut resolution = resolver::resolve(
             namespace,
             &service,
             options.port,
             lookup.service.as_ref(),
             &lookup.endpoint_slices,
             options.endpoint_routing,
-        )?;
+        )
+        .map_err(|e| (e.into(), None))?;
+        if !options.tls_server_name_annotation
+            && let Some(name) = resolution.server_name.take()
+        {
+            resolution.notes.push(format!(
+                "annotation {} {name:?} ignored (--scheduler-estimator-tls-name-annotation is off)",
+                resolver::TLS_SERVER_NAME_ANNOTATION
+            ));
+        }
         if let Some(connection) = existing {
             let unchanged =
                 self.read().get(cluster).and_then(|e| e.resolution.as_ref()) == Some(&resolution);
@@ -451,8 +519,12 @@ impl ConnectionCache {
                 return Ok((connection, resolution, false));
             }
         }
+        let tls = match tls::client_config(options) {
+            Ok(tls) => tls,
+            Err(e) => return Err((e.into(), Some(resolution))),
+        };
         let settings = DialSettings {
-            tls: tls::client_config(options)?,
+            tls,
             server_name: resolution
                 .server_name
                 .clone()
@@ -460,8 +532,10 @@ impl ConnectionCache {
             connect_timeout: options.connect_timeout,
         };
         tracing::debug!(cluster, addresses = ?resolution.addresses, "Dialling the estimator");
-        let connection = dial::dial(&resolution, &settings).await?;
-        Ok((Arc::new(connection), resolution, true))
+        match dial::dial(&resolution, &settings).await {
+            Ok(connection) => Ok((Arc::new(connection), resolution, true)),
+            Err(e) => Err((e.into(), Some(resolution))),
+        }
     }
 }
 

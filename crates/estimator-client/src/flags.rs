@@ -1,6 +1,6 @@
 //! The `--scheduler-estimator-*` flags both estimator consumers (karmada-scheduler and
 //! karmada-descheduler) register: one table with the reference's names, texts and defaults
-//! (plus our three extensions), one setter, the reference's validation messages, and the
+//! (plus our extensions), one setter, the reference's validation messages, and the
 //! mapping onto [`EstimatorOptions`].
 
 use component_base::flags::{self, FlagDef, GENERIC as G, Kind as K, flag};
@@ -28,6 +28,9 @@ pub struct EstimatorFlags {
     /// Not a flag of the reference: the name estimator certificates are verified against
     /// (empty: the host dialled, as the reference).
     pub tls_server_name: String,
+    /// Not a flag of the reference: honour the TLS server name annotation of estimator
+    /// Services.
+    pub tls_server_name_annotation: bool,
     /// Not a flag of the reference: dial a ClusterIP estimator Service's ready endpoints.
     pub endpoint_routing: bool,
     /// Not a flag of the reference: [`FAILURE_POLICY_ALL`] or [`FAILURE_POLICY_PER_CLUSTER`].
@@ -47,6 +50,7 @@ impl Default for EstimatorFlags {
             ca_file: String::new(),
             insecure_skip_verify: false,
             tls_server_name: String::new(),
+            tls_server_name_annotation: false,
             endpoint_routing: false,
             failure_policy: String::new(),
         };
@@ -102,6 +106,7 @@ impl EstimatorFlags {
             insecure_skip_verify: self.insecure_skip_verify,
             disable_in_pull_mode,
             server_name: (!self.tls_server_name.is_empty()).then(|| self.tls_server_name.clone()),
+            tls_server_name_annotation: self.tls_server_name_annotation,
             endpoint_routing: self.endpoint_routing,
             failure_policy: if self.failure_policy == FAILURE_POLICY_PER_CLUSTER {
                 FailurePolicy::PerCluster
@@ -184,9 +189,17 @@ pub static FLAGS: &[FlagDef] = &[
         "scheduler-estimator-tls-server-name",
         K::Str,
         "",
-        "The name the scheduler estimators' certificates are verified against instead of the host dialled, e.g. the DNS name in the certificate of estimators reached through a virtual IP. The annotation estimator.karmada-scheduler-rs.io/tls-server-name on an estimator Service overrides it for that estimator. Not a flag of the Go Karmada components.",
+        "The name the scheduler estimators' certificates are verified against instead of the host dialled, e.g. the DNS name in the certificate of estimators reached through a virtual IP. With --scheduler-estimator-tls-name-annotation, the annotation estimator.karmada-scheduler-rs.io/tls-server-name on an estimator Service overrides it for that estimator. Not a flag of the Go Karmada components.",
     )
     .set(setter!(EstimatorFlags, |o, v| o.tls_server_name = v.into())),
+    flag(
+        G,
+        "scheduler-estimator-tls-name-annotation",
+        K::Bool,
+        "false",
+        "Honour the annotation estimator.karmada-scheduler-rs.io/tls-server-name on estimator Services: the name that estimator's certificate is verified against. Off, the annotation is ignored (and logged), since whoever may edit a Service would choose the certificate accepted. Not a flag of the Go Karmada components.",
+    )
+    .set(setter!(EstimatorFlags, |o, v| o.tls_server_name_annotation = goparse::parse_bool(v)?)),
     flag(
         G,
         "scheduler-estimator-endpoint-routing",

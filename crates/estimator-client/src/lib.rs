@@ -7,8 +7,9 @@
 //! * [`pb`]: the estimator protocol of Karmada v1.18.2 (tonic/prost, compiled from `/proto`);
 //!   [`kubeproto`]: the Kubernetes protobuf byte encodings it carries; [`request`]: requests
 //!   built from a binding.
-//! * [`resolver`]: Service (ExternalName, ClusterIP/NodePort, LoadBalancer, headless, not
-//!   found) to addresses; [`source`]: where Services come from (API server or memory).
+//! * [`resolver`]: Service (ExternalName, ClusterIP/NodePort/LoadBalancer, headless, not
+//!   found) to the addresses an estimator can have; [`source`]: where Services come from (API
+//!   server or memory).
 //! * [`tls`] and [`dial`]: transport settings decided as the reference decides them, and
 //!   connecting with its 5 s limit per address; [`transport`]: the HTTP/2 connection calls
 //!   go over (h2 directly, dialled again when it ends).

@@ -50,8 +50,13 @@ pub struct EstimatorOptions {
     /// `--disable-scheduler-estimator-in-pull-mode`: Pull clusters get no connection.
     pub disable_in_pull_mode: bool,
     /// Our extension: the TLS server name to verify instead of the dialled host (a Service's
-    /// `resolver::TLS_SERVER_NAME_ANNOTATION` overrides it for that estimator).
+    /// `resolver::TLS_SERVER_NAME_ANNOTATION` overrides it for that estimator when
+    /// `tls_server_name_annotation` allows it).
     pub server_name: Option<String>,
+    /// Our extension: honour a Service's `resolver::TLS_SERVER_NAME_ANNOTATION`. Off by
+    /// default: whoever may edit a Service would otherwise choose which certificate the
+    /// daemon accepts for that estimator.
+    pub tls_server_name_annotation: bool,
     /// Our extension: a ClusterIP Service's ready endpoints are dialled, not its cluster IP
     /// (for control planes without kube-proxy). Off by default.
     pub endpoint_routing: bool,
@@ -77,6 +82,7 @@ impl Default for EstimatorOptions {
             insecure_skip_verify: false,
             disable_in_pull_mode: false,
             server_name: None,
+            tls_server_name_annotation: false,
             endpoint_routing: false,
             failure_policy: FailurePolicy::FailAll,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -116,6 +122,7 @@ mod tests {
         assert_eq!(o.connect_timeout, Duration::from_secs(5));
         assert_eq!(o.failure_policy, FailurePolicy::FailAll);
         assert!(!o.insecure_skip_verify && !o.disable_in_pull_mode);
+        assert!(!o.tls_server_name_annotation && !o.endpoint_routing);
     }
 
     #[test]

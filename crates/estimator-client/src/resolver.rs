@@ -9,13 +9,28 @@
 //! |---|---|
 //! | not found | `<svc>.<ns>.svc.cluster.local:<port>`, `<svc>.<ns>.svc:<port>` (in order) |
 //! | `ExternalName` | `<externalName>:<targetPort of the entry whose port is <port>>` |
-//! | `ClusterIP`/`NodePort` | `<clusterIP>:<port>` for every cluster IP, then the DNS names |
-//! | `LoadBalancer` | every ingress IP or hostname with `<port>`, then as `ClusterIP` |
-//! | headless (`clusterIP: None`) | every ready endpoint of its EndpointSlices, balanced |
+//! | `ClusterIP`/`NodePort`/`LoadBalancer` | `<clusterIP>:<port>` for every cluster IP, then the DNS names |
+//! | headless (`clusterIP: None`) | the ready endpoints of its EndpointSlices, balanced |
 //! | `ClusterIP` with endpoint routing on | the same as headless (our option, off by default) |
 //!
+//! Whoever can edit a Service or its EndpointSlices chooses what the daemon dials, so what
+//! they name is checked ([`check_ip`]): an address no estimator can have (unspecified,
+//! multicast, link-local such as a cloud metadata endpoint, broadcast) is refused with an
+//! error naming the Service and the field, or skipped in a list that has usable entries.
+//! Loopback and private addresses stay usable (development setups, VIPs). A host name is
+//! checked the same way once resolved ([`crate::transport`]). A LoadBalancer's
+//! `status.loadBalancer.ingress` is not dialled: the reference never does, and that status is
+//! written by controllers (in a Karmada API server, aggregated from member clusters), not by
+//! whoever publishes the estimator; an `ExternalName` Service names such an address.
+//!
+//! Endpoints are taken as kube-proxy takes them: the ready ones that are not terminating
+//! (a missing `ready` counts as ready), or, only when there is none, those serving while
+//! terminating. At most [`MAX_ENDPOINTS`] are dialled, the first in address order, so every
+//! process picks the same ones.
+//!
 //! The annotation [`TLS_SERVER_NAME_ANNOTATION`] on a Service names what that estimator's
-//! certificate is verified against (our addition; it overrides the option `server_name`).
+//! certificate is verified against (our addition). It is reported here; the connection cache
+//! honours it only when the operator allows it.
 //!
 //! Everything here is pure: the caller fetches the Service and its EndpointSlices
 //! ([`crate::source::ServiceSource`]) and passes them in.
@@ -35,9 +50,79 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// when it is reached through an IP such as an LVS VIP).
 pub const TLS_SERVER_NAME_ANNOTATION: &str = "estimator.karmada-scheduler-rs.io/tls-server-name";
 
+/// Endpoints dialled per Service at most. Each is one HTTP/2 connection held for as long as
+/// the cluster exists (tens of KiB each) and dialled at once; an estimator has a handful of
+/// replicas, so 16 leaves room without letting one EndpointSlice open thousands.
+pub const MAX_ENDPOINTS: usize = 16;
+
+/// Cluster IPs dialled at most: the API server allows one per IP family. Each is tried in
+/// turn with the connect timeout, so a longer list would only delay the DNS names.
+const MAX_CLUSTER_IPS: usize = 2;
+
+/// Notes kept per resolution (skipped entries, ignored settings); the rest are counted, so
+/// that a slice of thousands of bad entries makes one short log line.
+const MAX_NOTES: usize = 4;
+
 /// Name of the estimator Service of a cluster: `<prefix>-<cluster>`.
 pub fn service_name(prefix: &str, cluster: &str) -> String {
     format!("{prefix}-{cluster}")
+}
+
+/// Why an IP cannot be an estimator's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unfit {
+    /// `0.0.0.0` or `::`: means "this host" to some stacks, no server anywhere.
+    #[error("unspecified")]
+    Unspecified,
+    /// `224.0.0.0/4`, `ff00::/8`: a group, not a server.
+    #[error("multicast")]
+    Multicast,
+    /// `169.254.0.0/16`, `fe80::/10`: the local link, where cloud metadata services live.
+    #[error("link-local")]
+    LinkLocal,
+    /// `255.255.255.255`.
+    #[error("broadcast")]
+    Broadcast,
+}
+
+/// Whether `ip` can be an estimator's address. IPv4-mapped IPv6 addresses are judged as
+/// their IPv4 address. Loopback and private ranges are accepted.
+pub fn check_ip(ip: IpAddr) -> Result<(), Unfit> {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            if v4.is_unspecified() {
+                Err(Unfit::Unspecified)
+            } else if v4.is_broadcast() {
+                Err(Unfit::Broadcast)
+            } else if v4.is_multicast() {
+                Err(Unfit::Multicast)
+            } else if v4.is_link_local() {
+                Err(Unfit::LinkLocal)
+            } else {
+                Ok(())
+            }
+        }
+        IpAddr::V6(v6) => {
+            if v6.is_unspecified() {
+                Err(Unfit::Unspecified)
+            } else if v6.is_multicast() {
+                Err(Unfit::Multicast)
+            } else if v6.segments()[0] & 0xffc0 == 0xfe80 {
+                Err(Unfit::LinkLocal)
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// [`check_ip`] for a host as written in a Service: an IP literal (bracketed or not) is
+/// checked, a DNS name passes (it is checked once resolved).
+pub fn check_host(host: &str) -> Result<(), Unfit> {
+    match Address::new(host, 1).ip() {
+        Some(ip) => check_ip(ip),
+        None => Ok(()),
+    }
 }
 
 /// A host (IP literal or DNS name, never bracketed) and a port.
@@ -102,10 +187,8 @@ pub enum Origin {
     DnsFallback,
     /// `spec.externalName`.
     ExternalName,
-    /// `spec.clusterIP(s)`, then DNS names.
+    /// `spec.clusterIP(s)`, then DNS names (also NodePort and LoadBalancer Services).
     ClusterIp,
-    /// `status.loadBalancer.ingress`, then cluster IPs and DNS names.
-    LoadBalancer,
     /// Ready endpoints of a headless Service's EndpointSlices.
     Endpoints,
     /// Ready endpoints of a ClusterIP Service's EndpointSlices (endpoint routing).
@@ -116,9 +199,8 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Origin::DnsFallback => "DNS fallback (Service not found)",
-            Origin::ExternalName => "ExternalName",
+            Origin::ExternalName => "spec.externalName",
             Origin::ClusterIp => "ClusterIP",
-            Origin::LoadBalancer => "LoadBalancer",
             Origin::Endpoints => "headless Service endpoints",
             Origin::RoutedEndpoints => "ClusterIP Service endpoints (endpoint routing)",
         })
@@ -136,6 +218,27 @@ pub struct Resolution {
     pub origin: Origin,
     /// The Service's [`TLS_SERVER_NAME_ANNOTATION`], when set.
     pub server_name: Option<String>,
+    /// What was left out and why (refused entries, endpoints beyond [`MAX_ENDPOINTS`]), each
+    /// naming its field; short, for one log line per change.
+    pub notes: Vec<String>,
+}
+
+impl Resolution {
+    fn new(addresses: Vec<Address>, strategy: DialStrategy, origin: Origin) -> Self {
+        Self {
+            addresses,
+            strategy,
+            origin,
+            server_name: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The addresses as one string, for logs (`a, b`).
+    pub fn targets(&self) -> String {
+        let all: Vec<String> = self.addresses.iter().map(ToString::to_string).collect();
+        all.join(", ")
+    }
 }
 
 /// A found Service cannot be turned into addresses.
@@ -182,6 +285,17 @@ pub enum Problem {
         "endpoint routing is on and the ClusterIP service has no ready endpoint for this port in its EndpointSlices"
     )]
     NoRoutableEndpoints,
+    /// The only address the Service names (or every one of them) cannot be an estimator's.
+    #[error("{field} {value:?} cannot be an estimator's address ({reason})")]
+    Refused {
+        /// Where the address is written, e.g. `spec.externalName` or
+        /// `EndpointSlice "x" endpoints[3].addresses[0]`.
+        field: String,
+        /// The address as written.
+        value: String,
+        /// Why it is refused.
+        reason: Unfit,
+    },
 }
 
 /// The two DNS names of the reference's fallback, with `port`.
@@ -232,6 +346,42 @@ pub fn routes_endpoints(
         && !cluster_ips(spec).iter().any(|ip| ip == "None")
 }
 
+/// Entries of a list left out, with the first refusal (reported when nothing is left).
+#[derive(Default)]
+struct Skipped {
+    notes: Vec<String>,
+    more: usize,
+    first: Option<Problem>,
+}
+
+impl Skipped {
+    fn refuse(&mut self, field: String, value: &str, reason: Unfit) {
+        self.note(format!(
+            "{field} {value:?} skipped: cannot be an estimator's address ({reason})"
+        ));
+        self.first.get_or_insert(Problem::Refused {
+            field,
+            value: value.to_string(),
+            reason,
+        });
+    }
+
+    fn note(&mut self, note: String) {
+        if self.notes.len() < MAX_NOTES {
+            self.notes.push(note);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn into_notes(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.notes.push(format!("{} more skipped", self.more));
+        }
+        self.notes
+    }
+}
+
 fn addresses(
     namespace: &str,
     name: &str,
@@ -249,12 +399,11 @@ fn addresses(
         });
     }
     let Some(service) = service else {
-        return Ok(Resolution {
-            addresses: dns_fallback(name, namespace, port),
-            strategy: DialStrategy::FirstReachable,
-            origin: Origin::DnsFallback,
-            server_name: None,
-        });
+        return Ok(Resolution::new(
+            dns_fallback(name, namespace, port),
+            DialStrategy::FirstReachable,
+            Origin::DnsFallback,
+        ));
     };
     let fail = |problem| ResolveError {
         namespace: namespace.into(),
@@ -277,6 +426,13 @@ fn addresses(
             if host.is_empty() {
                 return Err(fail(Problem::EmptyExternalName));
             }
+            if let Err(reason) = check_host(host) {
+                return Err(fail(Problem::Refused {
+                    field: "spec.externalName".into(),
+                    value: host.into(),
+                    reason,
+                }));
+            }
             let entry = service_port()?;
             let target = match &entry.target_port {
                 None => entry.port,
@@ -291,60 +447,63 @@ fn addresses(
                 }
             };
             let target = valid_port(target).ok_or_else(|| fail(Problem::InvalidPort(target)))?;
-            Ok(Resolution {
-                addresses: vec![Address::new(host, target)],
-                strategy: DialStrategy::FirstReachable,
-                origin: Origin::ExternalName,
-                server_name: None,
-            })
+            Ok(Resolution::new(
+                vec![Address::new(host, target)],
+                DialStrategy::FirstReachable,
+                Origin::ExternalName,
+            ))
         }
         "ClusterIP" | "NodePort" | "LoadBalancer" => {
             let entry = service_port()?;
             let cluster_ips = cluster_ips(&spec);
             if service_type == "ClusterIP" && cluster_ips.iter().any(|ip| ip == "None") {
-                return headless(name, entry, endpoint_slices)
-                    .ok_or_else(|| fail(Problem::NoReadyEndpoints));
+                return headless(name, entry, endpoint_slices, Origin::Endpoints)
+                    .map_err(|refused| fail(refused.unwrap_or(Problem::NoReadyEndpoints)));
             }
             if routes_endpoints(&spec, endpoint_routing) {
-                return headless(name, entry, endpoint_slices)
-                    .map(|r| Resolution {
-                        origin: Origin::RoutedEndpoints,
-                        ..r
-                    })
-                    .ok_or_else(|| fail(Problem::NoRoutableEndpoints));
+                return headless(name, entry, endpoint_slices, Origin::RoutedEndpoints)
+                    .map_err(|refused| fail(refused.unwrap_or(Problem::NoRoutableEndpoints)));
+            }
+            let mut skipped = Skipped::default();
+            let ingress = service
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref())
+                .filter(|i| !i.is_empty());
+            if ingress.is_some() {
+                skipped.note(
+                    "status.loadBalancer.ingress is not dialled (publish such an address in an ExternalName Service)"
+                        .into(),
+                );
             }
             let mut addresses = Vec::new();
-            let mut origin = Origin::ClusterIp;
-            if service_type == "LoadBalancer" {
-                origin = Origin::LoadBalancer;
-                let ingress = service
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.load_balancer.as_ref())
-                    .and_then(|lb| lb.ingress.as_ref());
-                for entry in ingress.into_iter().flatten() {
-                    let host = entry
-                        .ip
-                        .as_deref()
-                        .filter(|s| !s.is_empty())
-                        .or(entry.hostname.as_deref());
-                    if let Some(host) = host.filter(|h| !h.is_empty()) {
-                        push_unique(&mut addresses, Address::new(host, port));
-                    }
+            let mut beyond = 0;
+            for (i, ip) in cluster_ips.iter().enumerate() {
+                if ip == "None" {
+                    continue;
+                }
+                if addresses.len() == MAX_CLUSTER_IPS {
+                    beyond += 1;
+                    continue;
+                }
+                match check_host(ip) {
+                    Ok(()) => push_unique(&mut addresses, Address::new(ip.as_str(), port)),
+                    Err(reason) => skipped.refuse(format!("spec.clusterIPs[{i}]"), ip, reason),
                 }
             }
-            for ip in cluster_ips.iter().filter(|ip| *ip != "None") {
-                push_unique(&mut addresses, Address::new(ip.as_str(), port));
+            if beyond > 0 {
+                skipped.note(format!(
+                    "{beyond} more spec.clusterIPs not dialled (a Service has one per IP family)"
+                ));
             }
             for dns in dns_fallback(name, namespace, port) {
                 push_unique(&mut addresses, dns);
             }
-            Ok(Resolution {
-                addresses,
-                strategy: DialStrategy::FirstReachable,
-                origin,
-                server_name: None,
-            })
+            let mut resolution =
+                Resolution::new(addresses, DialStrategy::FirstReachable, Origin::ClusterIp);
+            resolution.notes = skipped.into_notes();
+            Ok(resolution)
         }
         other => Err(fail(Problem::UnsupportedType(other.to_string()))),
     }
@@ -372,9 +531,16 @@ fn cluster_ips(spec: &k8s_openapi::api::core::v1::ServiceSpec) -> Vec<String> {
     ips
 }
 
-/// Ready endpoints of the Service's slices with the port that serves `entry`; `None` when
-/// there is none.
-fn headless(name: &str, entry: &ServicePort, slices: &[EndpointSlice]) -> Option<Resolution> {
+/// The endpoints of the Service's slices to dial, with the port that serves `entry`: the
+/// ready ones that are not terminating, else the serving ones that are terminating (kube-proxy's
+/// rule), refused addresses skipped, at most [`MAX_ENDPOINTS`] in address order. `Err` when
+/// none is left: with the first refusal, if an address was refused.
+fn headless(
+    name: &str,
+    entry: &ServicePort,
+    slices: &[EndpointSlice],
+    origin: Origin,
+) -> Result<Resolution, Option<Problem>> {
     let wanted_name = entry.name.as_deref().unwrap_or_default();
     // Without port information on a slice, the Service's own numbers apply.
     let fallback_port = match &entry.target_port {
@@ -382,7 +548,9 @@ fn headless(name: &str, entry: &ServicePort, slices: &[EndpointSlice]) -> Option
         Some(IntOrString::Int(n)) => valid_port(*n),
         Some(IntOrString::String(s)) => s.parse().ok().and_then(valid_port),
     };
-    let mut found = BTreeSet::new();
+    let mut ready = BTreeSet::new();
+    let mut terminating = BTreeSet::new();
+    let mut skipped = Skipped::default();
     for slice in slices {
         let owner = slice
             .metadata
@@ -404,30 +572,54 @@ fn headless(name: &str, entry: &ServicePort, slices: &[EndpointSlice]) -> Option
         let Some(endpoint_port) = endpoint_port else {
             continue;
         };
-        for endpoint in &slice.endpoints {
-            let ready = endpoint
-                .conditions
-                .as_ref()
-                .and_then(|c| c.ready)
-                .unwrap_or(true);
-            if !ready {
+        let slice_name = slice.metadata.name.as_deref().unwrap_or_default();
+        for (i, endpoint) in slice.endpoints.iter().enumerate() {
+            // As kube-proxy reads them: a missing `ready` or `serving` is true, a missing
+            // `terminating` false.
+            let c = endpoint.conditions.as_ref();
+            let is_ready = c.and_then(|c| c.ready).unwrap_or(true);
+            let is_serving = c.and_then(|c| c.serving).unwrap_or(true);
+            let is_terminating = c.and_then(|c| c.terminating).unwrap_or(false);
+            let set = if is_ready && !is_terminating {
+                &mut ready
+            } else if is_serving && is_terminating {
+                &mut terminating
+            } else {
                 continue;
-            }
+            };
             // Addresses of one endpoint are fungible; Kubernetes consumers use the first.
-            if let Some(host) = endpoint.addresses.first().filter(|h| !h.is_empty()) {
-                found.insert(Address::new(host.as_str(), endpoint_port));
+            let Some(host) = endpoint.addresses.first().filter(|h| !h.is_empty()) else {
+                continue;
+            };
+            match check_host(host) {
+                Ok(()) => {
+                    set.insert(Address::new(host.as_str(), endpoint_port));
+                }
+                Err(reason) => skipped.refuse(
+                    format!("EndpointSlice {slice_name:?} endpoints[{i}].addresses[0]"),
+                    host,
+                    reason,
+                ),
             }
         }
     }
+    let found = if ready.is_empty() { terminating } else { ready };
     if found.is_empty() {
-        return None;
+        return Err(skipped.first);
     }
-    Some(Resolution {
-        addresses: found.into_iter().collect(),
-        strategy: DialStrategy::Balance,
-        origin: Origin::Endpoints,
-        server_name: None,
-    })
+    let beyond = found.len().saturating_sub(MAX_ENDPOINTS);
+    let mut resolution = Resolution::new(
+        found.into_iter().take(MAX_ENDPOINTS).collect(),
+        DialStrategy::Balance,
+        origin,
+    );
+    resolution.notes = skipped.into_notes();
+    if beyond > 0 {
+        resolution.notes.push(format!(
+            "{beyond} more endpoints not dialled (at most {MAX_ENDPOINTS} per Service, the first in address order)"
+        ));
+    }
+    Ok(resolution)
 }
 
 #[cfg(test)]
@@ -678,8 +870,11 @@ mod tests {
         assert_eq!(resolve_err(&svc).problem, Problem::NoServicePort(10352));
     }
 
+    /// The ingress of a LoadBalancer is status that controllers write: never dialled (the
+    /// reference dials no LoadBalancer at all); the cluster IP and DNS names are, and the
+    /// skipped ingress is said once.
     #[test]
-    fn load_balancer_ingress_first() {
+    fn load_balancer_ingress_is_not_dialled() {
         let mut svc = service(ServiceSpec {
             type_: Some("LoadBalancer".into()),
             cluster_ip: Some("10.96.0.22".into()),
@@ -697,25 +892,133 @@ mod tests {
                         hostname: Some("lb.example.com".into()),
                         ..Default::default()
                     },
-                    LoadBalancerIngress {
-                        ip: Some("2001:db8::9".into()),
-                        ..Default::default()
-                    },
                 ]),
             }),
             conditions: None,
         });
         let r = resolve_ok(Some(&svc), &[]);
         assert_eq!(
-            addrs(&r)[..4],
+            addrs(&r),
             [
-                "203.0.113.9:10352",
-                "lb.example.com:10352",
-                "[2001:db8::9]:10352",
-                "10.96.0.22:10352"
+                "10.96.0.22:10352",
+                "karmada-scheduler-estimator-m1.karmada-system.svc.cluster.local:10352",
+                "karmada-scheduler-estimator-m1.karmada-system.svc:10352",
             ]
         );
-        assert_eq!(r.origin, Origin::LoadBalancer);
+        assert_eq!(r.origin, Origin::ClusterIp);
+        assert_eq!(r.notes.len(), 1);
+        assert!(
+            r.notes[0].starts_with("status.loadBalancer.ingress is not dialled"),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// The address rules on plain values: what no estimator can have is refused, loopback,
+    /// private, shared and public ranges are kept, mapped IPv4 is judged as IPv4.
+    #[test]
+    fn address_rules() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        for (addr, unfit) in [
+            ("0.0.0.0", Unfit::Unspecified),
+            ("::", Unfit::Unspecified),
+            ("224.0.0.1", Unfit::Multicast),
+            ("239.255.255.250", Unfit::Multicast),
+            ("ff02::1", Unfit::Multicast),
+            ("169.254.169.254", Unfit::LinkLocal),
+            ("169.254.0.1", Unfit::LinkLocal),
+            ("fe80::1", Unfit::LinkLocal),
+            ("febf::1", Unfit::LinkLocal),
+            ("::ffff:169.254.169.254", Unfit::LinkLocal),
+            ("::ffff:0.0.0.0", Unfit::Unspecified),
+            ("255.255.255.255", Unfit::Broadcast),
+        ] {
+            assert_eq!(check_ip(ip(addr)), Err(unfit), "{addr}");
+            assert_eq!(check_host(addr), Err(unfit), "{addr}");
+        }
+        for addr in [
+            "127.0.0.1",
+            "127.0.0.3",
+            "::1",
+            "10.0.0.7",
+            "172.16.0.1",
+            "192.168.1.7",
+            "100.64.0.1",
+            "fd00::7",
+            "fec0::1",
+            "203.0.113.9",
+            "2001:db8::9",
+            "169.253.255.255",
+            "169.255.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert_eq!(check_ip(ip(addr)), Ok(()), "{addr}");
+        }
+        assert_eq!(check_host("[fe80::1]"), Err(Unfit::LinkLocal));
+        assert_eq!(check_host("estimator.example.com"), Ok(()));
+    }
+
+    /// A refused `externalName` is an error naming the Service, the field and the reason.
+    #[test]
+    fn external_name_that_cannot_be_an_estimator_is_refused() {
+        for (host, reason) in [
+            ("169.254.169.254", "link-local"),
+            ("0.0.0.0", "unspecified"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.255", "broadcast"),
+        ] {
+            let svc = external(host, vec![port(10352, Some(IntOrString::Int(80)), None)]);
+            let err = resolve_err(&svc);
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "estimator service \"{NS}/{SVC}\" (port 10352): spec.externalName \
+                     \"{host}\" cannot be an estimator's address ({reason})"
+                )
+            );
+        }
+        // Loopback and private addresses stay usable.
+        for host in ["127.0.0.1", "::1", "10.1.2.3", "192.168.0.9"] {
+            let svc = external(host, vec![port(10352, None, None)]);
+            assert!(resolve(NS, SVC, PORT, Some(&svc), &[], false).is_ok());
+        }
+    }
+
+    /// Only two cluster IPs are tried (one per family, as the API server allows).
+    #[test]
+    fn cluster_ips_beyond_two_are_not_dialled() {
+        let ips: Vec<String> = (1..=20).map(|i| format!("10.96.0.{i}")).collect();
+        let svc = service(ServiceSpec {
+            cluster_ips: Some(ips),
+            ports: Some(vec![port(10352, None, None)]),
+            ..Default::default()
+        });
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(addrs(&r)[..2], ["10.96.0.1:10352", "10.96.0.2:10352"]);
+        assert_eq!(r.addresses.len(), 4);
+        assert_eq!(
+            r.notes,
+            ["18 more spec.clusterIPs not dialled (a Service has one per IP family)"]
+        );
+    }
+
+    /// A refused cluster IP is skipped with a note; the DNS names remain.
+    #[test]
+    fn refused_cluster_ip_is_skipped_and_noted() {
+        let svc = service(ServiceSpec {
+            cluster_ip: Some("169.254.0.9".into()),
+            ports: Some(vec![port(10352, None, None)]),
+            ..Default::default()
+        });
+        let r = resolve_ok(Some(&svc), &[]);
+        assert_eq!(r.addresses.len(), 2);
+        assert!(r.addresses.iter().all(|a| a.ip().is_none()));
+        assert_eq!(
+            r.notes,
+            [
+                "spec.clusterIPs[0] \"169.254.0.9\" skipped: cannot be an estimator's address (link-local)"
+            ]
+        );
     }
 
     fn slice(
@@ -826,6 +1129,127 @@ mod tests {
         );
         let err = resolve(NS, SVC, PORT, Some(&svc), &[], false).unwrap_err();
         assert_eq!(err.problem, Problem::NoReadyEndpoints);
+    }
+
+    fn endpoint(
+        ip: &str,
+        ready: Option<bool>,
+        serving: Option<bool>,
+        terminating: Option<bool>,
+    ) -> Endpoint {
+        Endpoint {
+            addresses: vec![ip.to_string()],
+            conditions: Some(EndpointConditions {
+                ready,
+                serving,
+                terminating,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// kube-proxy's rule: ready and not terminating endpoints; the serving terminating ones
+    /// only when no endpoint is ready; neither ready nor serving never.
+    #[test]
+    fn endpoint_conditions_are_honoured_as_kube_proxy_does() {
+        let svc = headless_service(Some(IntOrString::Int(10352)), None);
+        let mut s = slice(SVC, Some(vec![(None, 10352)]), vec![]);
+        s.endpoints = vec![
+            endpoint("10.1.0.1", None, None, None),
+            endpoint("10.1.0.2", Some(true), Some(true), Some(false)),
+            endpoint("10.1.0.3", Some(false), Some(true), Some(true)),
+            endpoint("10.1.0.4", Some(false), Some(false), Some(true)),
+            endpoint("10.1.0.5", Some(false), Some(false), Some(false)),
+            // Ready yet terminating (publishNotReadyAddresses): going away, skipped.
+            endpoint("10.1.0.6", Some(true), Some(true), Some(true)),
+        ];
+        let r = resolve_ok(Some(&svc), std::slice::from_ref(&s));
+        assert_eq!(addrs(&r), ["10.1.0.1:10352", "10.1.0.2:10352"]);
+        // No ready endpoint: the serving terminating ones.
+        s.endpoints.drain(..2);
+        let r = resolve_ok(Some(&svc), std::slice::from_ref(&s));
+        assert_eq!(addrs(&r), ["10.1.0.3:10352", "10.1.0.6:10352"]);
+        // Nothing serving: no endpoint.
+        s.endpoints = vec![
+            endpoint("10.1.0.4", Some(false), Some(false), Some(true)),
+            endpoint("10.1.0.5", Some(false), None, None),
+        ];
+        let err = resolve(NS, SVC, PORT, Some(&svc), &[s], false).unwrap_err();
+        assert_eq!(err.problem, Problem::NoReadyEndpoints);
+    }
+
+    /// Refused endpoint addresses are skipped, each named by slice and index; when no
+    /// endpoint is left the error names the first.
+    #[test]
+    fn refused_endpoints_are_skipped_or_named() {
+        let svc = headless_service(Some(IntOrString::Int(10352)), None);
+        let slices = [slice(
+            SVC,
+            Some(vec![(None, 10352)]),
+            vec![
+                ("169.254.169.254", None),
+                ("10.1.0.2", Some(true)),
+                ("224.0.0.5", Some(true)),
+                ("0.0.0.0", None),
+            ],
+        )];
+        let r = resolve_ok(Some(&svc), &slices);
+        assert_eq!(addrs(&r), ["10.1.0.2:10352"]);
+        assert_eq!(
+            r.notes,
+            [
+                format!(
+                    "EndpointSlice \"{SVC}-abc\" endpoints[0].addresses[0] \"169.254.169.254\" skipped: cannot be an estimator's address (link-local)"
+                ),
+                format!(
+                    "EndpointSlice \"{SVC}-abc\" endpoints[2].addresses[0] \"224.0.0.5\" skipped: cannot be an estimator's address (multicast)"
+                ),
+                format!(
+                    "EndpointSlice \"{SVC}-abc\" endpoints[3].addresses[0] \"0.0.0.0\" skipped: cannot be an estimator's address (unspecified)"
+                ),
+            ]
+        );
+        let only_bad = [slice(
+            SVC,
+            Some(vec![(None, 10352)]),
+            vec![("10.1.0.9", Some(false)), ("fe80::1", None)],
+        )];
+        let err = resolve(NS, SVC, PORT, Some(&svc), &only_bad, false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "estimator service \"{NS}/{SVC}\" (port 10352): EndpointSlice \"{SVC}-abc\" \
+                 endpoints[1].addresses[0] \"fe80::1\" cannot be an estimator's address (link-local)"
+            )
+        );
+    }
+
+    /// At most MAX_ENDPOINTS endpoints, the first in address order whatever the order of the
+    /// slices; notes stay short however many entries are refused.
+    #[test]
+    fn endpoints_are_capped_deterministically() {
+        let svc = headless_service(Some(IntOrString::Int(10352)), None);
+        let ips: Vec<String> = (0..40).map(|i| format!("10.2.0.{}", 100 + i)).collect();
+        let bad: Vec<String> = (0..1000)
+            .map(|i| format!("169.254.{}.{}", i / 200, i % 200 + 1))
+            .collect();
+        let mut eps: Vec<(&str, Option<bool>)> = ips.iter().map(|s| (s.as_str(), None)).collect();
+        eps.extend(bad.iter().map(|s| (s.as_str(), None)));
+        let forward = [slice(SVC, Some(vec![(None, 10352)]), eps.clone())];
+        eps.reverse();
+        let backward = [slice(SVC, Some(vec![(None, 10352)]), eps)];
+        let a = resolve_ok(Some(&svc), &forward);
+        let b = resolve_ok(Some(&svc), &backward);
+        assert_eq!(a.addresses.len(), MAX_ENDPOINTS);
+        assert_eq!(a.addresses, b.addresses);
+        assert_eq!(addrs(&a)[0], "10.2.0.100:10352");
+        assert_eq!(addrs(&a)[MAX_ENDPOINTS - 1], "10.2.0.115:10352");
+        assert_eq!(a.notes.len(), MAX_NOTES + 2, "{:?}", a.notes);
+        assert_eq!(a.notes[MAX_NOTES], "996 more skipped");
+        assert_eq!(
+            a.notes[MAX_NOTES + 1],
+            "24 more endpoints not dialled (at most 16 per Service, the first in address order)"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tonic::ConnectError;
 
-use crate::resolver::Address;
+use crate::resolver::{Address, check_ip};
 
 /// Errors as tonic's client expects them from a service.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -307,7 +307,10 @@ async fn open(
 ) -> Result<Box<dyn Io>, BoxError> {
     let port = address.port();
     let tcp = match address.ip() {
-        Some(ip) => TcpStream::connect((ip, port)).await?,
+        Some(ip) => {
+            check_ip(ip).map_err(|why| format!("{ip} cannot be an estimator's address ({why})"))?;
+            TcpStream::connect((ip, port)).await?
+        }
         None => {
             // Resolved apart from connecting so that a host without DNS (an `ExternalName`
             // holding a name there) gets an error saying so.
@@ -316,7 +319,7 @@ async fn open(
                 .await
                 .map_err(|e| format!("cannot resolve the host name {host:?}: {e}"))?
                 .collect();
-            TcpStream::connect(&addrs[..]).await?
+            TcpStream::connect(&fit_addresses(host, addrs)?[..]).await?
         }
     };
     tcp.set_nodelay(true)?;
@@ -334,9 +337,57 @@ async fn open(
     })
 }
 
+/// The addresses a host name resolved to that can be an estimator's ([`check_ip`]): a name
+/// is checked as an IP in a Service is, so DNS cannot steer a dial where the Service could
+/// not. An error names the host and what it resolved to when none is left.
+fn fit_addresses(
+    host: &str,
+    resolved: Vec<std::net::SocketAddr>,
+) -> Result<Vec<std::net::SocketAddr>, String> {
+    let (fit, unfit): (Vec<_>, Vec<_>) =
+        resolved.into_iter().partition(|a| check_ip(a.ip()).is_ok());
+    if fit.is_empty() && !unfit.is_empty() {
+        let refused: Vec<String> = unfit
+            .iter()
+            .take(4)
+            .map(|a| match check_ip(a.ip()) {
+                Err(why) => format!("{} ({why})", a.ip()),
+                Ok(()) => a.ip().to_string(),
+            })
+            .collect();
+        return Err(format!(
+            "the host name {host:?} resolves only to addresses no estimator can have: {}",
+            refused.join(", ")
+        ));
+    }
+    Ok(fit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Resolved addresses go through the same rules as the Service's own.
+    #[test]
+    fn resolved_addresses_are_checked() {
+        let sa = |s: &str| s.parse::<std::net::SocketAddr>().unwrap();
+        let kept = fit_addresses(
+            "estimator.test",
+            vec![sa("169.254.169.254:80"), sa("10.0.0.1:80"), sa("[::1]:80")],
+        )
+        .unwrap();
+        assert_eq!(kept, [sa("10.0.0.1:80"), sa("[::1]:80")]);
+        let err = fit_addresses(
+            "metadata.test",
+            vec![sa("169.254.169.254:80"), sa("[ff02::1]:80")],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "the host name \"metadata.test\" resolves only to addresses no estimator can have: \
+             169.254.169.254 (link-local), ff02::1 (multicast)"
+        );
+    }
 
     /// Values that change from call to call stay out of the HPACK table; the fixed ones do not.
     #[test]

@@ -890,7 +890,8 @@ async fn a_hanging_first_dial_costs_one_timeout_then_backs_off() {
     );
 }
 
-/// The Service annotation names the TLS server name of one estimator, over the option.
+/// The Service annotation names the TLS server name of one estimator, over the option, when
+/// the operator allows it (tests/hostile_service.rs: not otherwise).
 #[tokio::test]
 async fn a_service_annotation_names_the_tls_server_of_its_estimator() {
     let pki = Pki::new(&["estimator-m1.test"]);
@@ -917,6 +918,7 @@ async fn a_service_annotation_names_the_tls_server_of_its_estimator() {
     let options = EstimatorOptions {
         ca_file: Some(pki.ca_file.clone()),
         server_name: Some("estimator-other.test".into()),
+        tls_server_name_annotation: true,
         ..Default::default()
     };
     let s = setup(options.clone(), annotated(None));

@@ -560,30 +560,31 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         }
     }
 
-    // Slow path: arbitrary precision, rounded up to nano units.
-    let (mut amount, mut dscale) = scan_decimal(p.value).ok_or(QuantityError::Numeric)?;
+    // Slow path: arbitrary precision, rounded up to nano units. The digit limit is judged on
+    // the text, and the digits finer than the rounding can tell apart are folded into one,
+    // before any big number is built: a numeric part of any length costs one scan.
+    let scanned = scan_digits(p.value).ok_or(QuantityError::Numeric)?;
+    let mut dscale = scanned.fraction;
     if base == 10 {
         dscale = dscale.wrapping_sub(exponent);
-    } else {
-        amount = amount.shl(exponent as u32);
     }
-    let negative = amount.signum() < 0;
-    let mut amount = amount.abs();
-    if !amount.is_zero() {
+    let significant = scanned.significant();
+    let negative = scanned.negative && !significant.is_empty();
+    let mut amount = BigInt::zero();
+    if !significant.is_empty() {
         // The digits the value has at nano scale: its significant digits and the zeros the
         // exponent appends. Counting the exponent alone let a long mantissa through whose
         // canonical form (the same digits, their zeros folded into the exponent) was then
         // refused: a quantity printed by us must parse again.
-        let significant = p
-            .value
-            .bytes()
-            .filter(u8::is_ascii_digit)
-            .skip_while(|&b| b == b'0')
-            .count() as i64;
-        if significant + i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
+        if significant.len() as i64 + i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
             return Err(QuantityError::TooLarge);
         }
-        amount = round_up_to_scale(&amount, dscale, -NANO);
+        let (digits, scale) = fold_fine_digits(significant, dscale, base, exponent);
+        amount = BigInt::from_decimal(&digits);
+        if base != 10 {
+            amount = amount.shl(exponent as u32);
+        }
+        amount = round_up_to_scale(&amount, scale, -NANO);
         dscale = -NANO;
     }
     if format == Format::BinarySI
@@ -611,28 +612,75 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
     })
 }
 
-/// `inf.Dec.SetString` on the numeric part: optional leading sign, digits, at most one point.
-fn scan_decimal(v: &str) -> Option<(BigInt, i32)> {
+/// The numeric part as `inf.Dec.SetString` reads it (optional leading sign, digits, at most
+/// one point), without building the number.
+struct Scanned {
+    negative: bool,
+    /// Every digit, integer part then fraction, the point left out.
+    digits: Vec<u8>,
+    /// Digits after the point.
+    fraction: i32,
+}
+
+impl Scanned {
+    /// The digits from the first non-zero one (empty for zero).
+    fn significant(&self) -> &[u8] {
+        let first = self
+            .digits
+            .iter()
+            .position(|&d| d != b'0')
+            .unwrap_or(self.digits.len());
+        &self.digits[first..]
+    }
+}
+
+fn scan_digits(v: &str) -> Option<Scanned> {
     let (negative, body) = match v.as_bytes().first() {
         Some(b'-') => (true, &v[1..]),
         Some(b'+') => (false, &v[1..]),
         _ => (false, v),
     };
-    let mut digits = String::with_capacity(body.len());
+    let mut digits = Vec::with_capacity(body.len());
     let mut point = None;
-    for (i, c) in body.char_indices() {
+    for (i, c) in body.bytes().enumerate() {
         match c {
-            '0'..='9' => digits.push(c),
-            '.' if point.is_none() => point = Some(i),
+            b'0'..=b'9' => digits.push(c),
+            b'.' if point.is_none() => point = Some(i),
             _ => return None,
         }
     }
     if digits.is_empty() {
         return None;
     }
-    let scale = point.map_or(0, |pt| (body.len() - pt - 1) as i32);
-    let mag = BigInt::from_decimal(&digits);
-    Some((if negative { mag.neg() } else { mag }, scale))
+    Some(Scanned {
+        negative,
+        digits,
+        fraction: point.map_or(0, |pt| (body.len() - pt - 1) as i32),
+    })
+}
+
+/// `digits × 10^-scale` (× 2^exponent when `base` is 2) rounds up to nano units exactly as
+/// the returned, shorter digits and scale do. Rounding up depends only on the digits down to
+/// the place where the value's multiples of 2^-exponent end (9 + exponent + 1 places after
+/// the point; 10 in base 10) and on whether any finer digit is non-zero: those finer digits
+/// become one `1` one place further.
+fn fold_fine_digits(digits: &[u8], scale: i32, base: u32, exponent: i32) -> (String, i32) {
+    let keep = i64::from(-NANO) + 1 + if base == 10 { 0 } else { i64::from(exponent) };
+    let scale = i64::from(scale);
+    let text = |d: &[u8]| String::from_utf8_lossy(d).into_owned();
+    if scale <= keep {
+        return (text(digits), scale as i32);
+    }
+    let drop = usize::try_from(scale - keep).unwrap_or(usize::MAX);
+    let cut = digits.len().saturating_sub(drop);
+    let (kept, fine) = digits.split_at(cut);
+    let mut folded = text(kept);
+    if fine.iter().any(|&d| d != b'0') {
+        folded.push('1');
+        (folded, keep as i32 + 1)
+    } else {
+        (folded, keep as i32)
+    }
 }
 
 /// `int64Amount.Add`; `None` where the reference falls back to the decimal form.
@@ -1340,6 +1388,116 @@ mod tests {
         let inside = q("100000000000000009e99970");
         let again = q(&inside.canonicalize());
         assert!(again == inside);
+    }
+
+    /// The slow path as it was before the digits were folded: every digit made into the big
+    /// number, then rounded. Only for comparing with [`parse`].
+    fn unfolded(s: &str) -> Option<(BigInt, i32)> {
+        let p = split(s).ok()?;
+        let (base, exponent, _) = interpret(p.suffix)?;
+        let scanned = scan_digits(p.value)?;
+        let mut dscale = scanned.fraction;
+        let digits = String::from_utf8(scanned.digits.clone()).unwrap();
+        let mut amount = BigInt::from_decimal(&digits);
+        if base == 10 {
+            dscale = dscale.wrapping_sub(exponent);
+        } else {
+            amount = amount.shl(exponent as u32);
+        }
+        if amount.is_zero() {
+            return Some((amount, dscale));
+        }
+        let mut amount = round_up_to_scale(&amount, dscale, -NANO);
+        let mut scale = -NANO;
+        // BinarySI values are capped at i64::MAX, in magnitude.
+        if base == 2 && cmp_dec(&amount, scale, &BigInt::from_i64(i64::MAX), 0) == Ordering::Greater
+        {
+            (amount, scale) = (BigInt::from_i64(i64::MAX), 0);
+        }
+        Some((
+            if scanned.negative {
+                amount.neg()
+            } else {
+                amount
+            },
+            scale,
+        ))
+    }
+
+    /// Folding the digits finer than nano units changes no value: long fractions with every
+    /// suffix, compared with the unfolded computation (the golden vectors cover the rest).
+    #[test]
+    fn folded_digits_round_as_all_of_them() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let suffixes = [
+            "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+            "e-3", "e3", "e-12", "e20",
+        ];
+        for round in 0..3000 {
+            let int_len = next(4) as usize;
+            let frac_len = 15 + next(90) as usize;
+            let mut text = String::new();
+            if round % 5 == 0 {
+                text.push('-');
+            }
+            for _ in 0..int_len {
+                text.push(char::from(b'0' + next(10) as u8));
+            }
+            text.push('.');
+            for i in 0..frac_len {
+                // Runs of zeros and nines put values next to the rounding boundaries.
+                let d = match round % 3 {
+                    0 => next(10) as u8,
+                    1 if i < frac_len - 1 => 0,
+                    2 if i < frac_len - 1 => 9,
+                    _ => next(10) as u8,
+                };
+                text.push(char::from(b'0' + d));
+            }
+            text.push_str(suffixes[next(suffixes.len() as u64) as usize]);
+            let parsed = Quantity::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let (unscaled, scale) = unfolded(&text).expect("parses");
+            let (got, got_scale) = parsed.as_dec();
+            assert_eq!(
+                cmp_dec(&got, got_scale, &unscaled, scale),
+                Ordering::Equal,
+                "{text}: {} against the unfolded {:?}e-{scale}",
+                parsed.canonical(),
+                unscaled
+            );
+        }
+    }
+
+    /// The digit limit comes before any big number: a megabyte of digits is refused, or
+    /// folded, after one scan (building the number was quadratic: minutes for this size).
+    #[test]
+    fn a_megabyte_of_digits_costs_one_scan() {
+        let started = std::time::Instant::now();
+        let digits = "7".repeat(1 << 20);
+        assert_eq!(Quantity::parse(&digits), Err(QuantityError::TooLarge));
+        assert_eq!(
+            Quantity::parse(&format!("{digits}.5Ki")),
+            Err(QuantityError::TooLarge)
+        );
+        // A long fraction is within the limit: it rounds up to one nano unit past 0.777777777.
+        let tiny = q(&format!("0.{digits}"));
+        assert_eq!(tiny.canonical(), "777777778n");
+        assert_eq!(q(&format!("-0.{digits}")).canonical(), "-777777778n");
+        // Leading zeros are not digits of the value.
+        let zeros = "0".repeat(1 << 20);
+        assert_eq!(q(&format!("{zeros}1.5")).canonical(), "1500m");
+        assert_eq!(q(&format!("0.{zeros}")).canonical(), "0");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// Found by fuzzing (fuzz/corpus/quantity/found-*): zero at a huge scale made `Value()`

@@ -16,7 +16,8 @@
 //!    Service and the name, no per-binding wait, the general estimate as the reference;
 //! 4. the Service moved to the second balancer and the first one retired;
 //! 5. estimator mTLS with certificates for DNS names (not the VIP), verified through
-//!    `--scheduler-estimator-tls-server-name` and the Service annotation; a wrong CA refused.
+//!    `--scheduler-estimator-tls-server-name` and the Service annotation (allowed by
+//!    `--scheduler-estimator-tls-name-annotation`); a wrong CA refused.
 //!
 //! Go's outcome is asserted where the reference's behaviour is what the step is about (1-3)
 //! and only reported where the step tests our additions (4-5). Both are printed side by side.
@@ -522,6 +523,8 @@ async fn run(tools: testenv::Tools) -> anyhow::Result<()> {
 
     let mut ours_tls = pki::estimator_client_flags(ca.ca_file(), &client_cert);
     ours_tls.push(format!("--scheduler-estimator-tls-server-name={m1_name}"));
+    // member2's Service names its certificate's name in the annotation: allowed explicitly.
+    ours_tls.push("--scheduler-estimator-tls-name-annotation=true".to_string());
     let go_tls = pki::estimator_client_flags(ca.ca_file(), &client_cert);
     let scheds = Schedulers::start(&topo, "tls", &ours_tls, &go_tls, &go_bin).await?;
     let (rs, go) = twins(&env, &rbs, "tls", &["member1", "member2"]).await?;

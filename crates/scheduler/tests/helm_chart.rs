@@ -135,6 +135,7 @@ fn every_flag_value_reaches_the_binary() {
             "scheduler.exitOnLostLease=true",
             "scheduler.schedulerEstimatorTlsServerName=estimator.example",
             "scheduler.schedulerEstimatorEndpointRouting=true",
+            "scheduler.schedulerEstimatorTlsNameAnnotation=true",
             "scheduler.schedulerEstimatorFailurePolicy=per-cluster",
             "scheduler.enableExplainEndpoint=true",
             "logging.format=json",
@@ -165,6 +166,7 @@ fn every_flag_value_reaches_the_binary() {
     assert!(opts.common.leader_election.exit_on_lost_lease);
     assert_eq!(opts.estimator.tls_server_name, "estimator.example");
     assert!(opts.estimator.endpoint_routing);
+    assert!(opts.estimator.tls_server_name_annotation);
     assert_eq!(opts.estimator.failure_policy, "per-cluster");
     assert!(opts.enable_explain_endpoint);
     assert_eq!(opts.common.logging.format, "json");

@@ -88,11 +88,14 @@ mod tests {
             (d.server_name, d.endpoint_routing, d.failure_policy),
             (None, false, estimator_client::FailurePolicy::FailAll)
         );
+        assert!(!d.tls_server_name_annotation);
         let o = estimator_options(&parse(&[
             "--scheduler-estimator-tls-server-name=estimator.test",
             "--scheduler-estimator-endpoint-routing=true",
             "--scheduler-estimator-failure-policy=per-cluster",
+            "--scheduler-estimator-tls-name-annotation",
         ]));
+        assert!(o.tls_server_name_annotation);
         assert_eq!(
             (
                 o.server_name.as_deref(),

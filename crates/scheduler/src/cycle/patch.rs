@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::model::binding::{
     APPLIED_PLACEMENT_ANNOTATION, Binding, BindingKind, RESULT_GENERATION_ANNOTATION,
 };
-use crate::model::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition};
+use crate::model::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition, cut_message};
 
 /// `{name, replicas}` as v1.18.2 encodes a `TargetCluster` (`replicas` omitted when 0).
 fn target_json(t: &TargetCluster) -> Value {
@@ -92,15 +92,17 @@ pub fn result_patch(
 }
 
 /// Kubernetes `meta.SetStatusCondition`: insert when missing; on a status flip set the
-/// transition time to `now`; overwrite reason, message and observed generation.
+/// transition time to `now`; overwrite reason, message and observed generation. The message
+/// is cut to the CRD's limit ([`cut_message`]) whoever built the condition.
 pub fn set_condition(conditions: &mut Vec<Condition>, new: &ScheduledCondition, now: &Time) {
     let status = if new.status { "True" } else { "False" }.to_string();
+    let message = cut_message(new.message.clone());
     match conditions.iter_mut().find(|c| c.type_ == SCHEDULED) {
         None => conditions.push(Condition {
             type_: SCHEDULED.to_string(),
             status,
             reason: new.reason.to_string(),
-            message: new.message.clone(),
+            message,
             last_transition_time: now.clone(),
             observed_generation: None,
         }),
@@ -110,7 +112,7 @@ pub fn set_condition(conditions: &mut Vec<Condition>, new: &ScheduledCondition, 
                 existing.last_transition_time = now.clone();
             }
             existing.reason = new.reason.to_string();
-            existing.message = new.message.clone();
+            existing.message = message;
             existing.observed_generation = None;
         }
     }
@@ -323,6 +325,37 @@ mod tests {
                 r#""lastScheduledTime":"2026-07-01T10:00:00Z","schedulerObservedGeneration":4}}"#
             )
         );
+    }
+
+    /// A condition built by hand with a message over the CRD's limit (a decode error quoting
+    /// a huge field, as `report_malformed` builds it) is sent cut to the limit, and the same
+    /// failure again sends nothing: the cut message is what is compared.
+    #[test]
+    fn a_huge_message_is_sent_cut_to_the_crd_limit() {
+        use crate::model::condition::MAX_MESSAGE_CHARS;
+        let b = base(json!({}), json!([]), json!({}));
+        let now = t("2026-07-01T10:00:00Z");
+        let update = StatusUpdate {
+            condition: ScheduledCondition {
+                status: false,
+                reason: "SchedulerError",
+                message: format!(
+                    "failed to decode ResourceBinding(default/x): spec.x: unknown variant `{}`",
+                    "é".repeat(100_000)
+                ),
+            },
+            scheduled_generation: None,
+            affinity_name: None,
+        };
+        let patch = status_patch(&b.status, &update, &now).unwrap();
+        let message = patch["status"]["conditions"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert_eq!(message.chars().count(), MAX_MESSAGE_CHARS);
+        assert!(message.starts_with("failed to decode ResourceBinding(default/x): spec.x: "));
+        let mut sent = b.status.clone();
+        set_condition(&mut sent.conditions, &update.condition, &now);
+        assert_eq!(status_patch(&sent, &update, &now), None);
     }
 
     #[test]

@@ -13,6 +13,33 @@ pub const SUCCESS_MESSAGE: &str = "Binding has been scheduled successfully.";
 
 pub use component_base::api::ApiFailure;
 
+/// `maxLength` of a condition's `message` in the ResourceBinding CRD (as in every
+/// `metav1.Condition`).
+pub const MAX_MESSAGE_CHARS: usize = 32768;
+
+/// What ends a message that was cut.
+const CUT_MARK: &str = "...";
+
+/// `message` cut to [`MAX_MESSAGE_CHARS`] characters, the last three of them `...`. The API
+/// server counts `maxLength` in Unicode code points, so the cut is made between two `char`s,
+/// never inside one. A longer message (a decode error quoting a huge field) would make the
+/// whole status write fail with 422, and the binding would be retried for ever without its
+/// condition.
+pub fn cut_message(message: String) -> String {
+    if message.chars().nth(MAX_MESSAGE_CHARS).is_none() {
+        return message;
+    }
+    let keep = MAX_MESSAGE_CHARS - CUT_MARK.chars().count();
+    let end = message
+        .char_indices()
+        .nth(keep)
+        .map_or(message.len(), |(i, _)| i);
+    let mut cut = message;
+    cut.truncate(end);
+    cut.push_str(CUT_MARK);
+    cut
+}
+
 /// Why an attempt did not simply succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AttemptError {
@@ -135,7 +162,7 @@ pub fn condition_for(err: Option<&AttemptError>) -> (ScheduledCondition, bool) {
     let cond = |status, reason, message: String| ScheduledCondition {
         status,
         reason,
-        message,
+        message: cut_message(message),
     };
     let Some(err) = err else {
         return (cond(true, "Success", SUCCESS_MESSAGE.to_string()), true);
@@ -244,6 +271,28 @@ mod tests {
         assert_eq!((c.reason, swallow), ("SchedulerError", false));
         let plain = AttemptError::Aggregate(vec![api(500, "InternalError", "boom")]);
         assert_eq!(condition_for(Some(&plain)).0.reason, "SchedulerError");
+    }
+
+    /// Messages longer than the CRD's limit are cut to it between characters, shorter ones
+    /// are kept whole; the condition built for a huge error fits.
+    #[test]
+    fn messages_are_cut_to_the_crd_limit() {
+        let chars = |s: &str| s.chars().count();
+        assert_eq!(cut_message("short".into()), "short");
+        let exact = "x".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(cut_message(exact.clone()), exact);
+        let long = cut_message("y".repeat(MAX_MESSAGE_CHARS + 1));
+        assert_eq!(chars(&long), MAX_MESSAGE_CHARS);
+        assert!(long.ends_with("y..."));
+        // Multi-byte characters: counted as the API server counts them, never split.
+        let wide = cut_message("é€😀".repeat(MAX_MESSAGE_CHARS));
+        assert_eq!(chars(&wide), MAX_MESSAGE_CHARS);
+        assert!(wide.len() > MAX_MESSAGE_CHARS);
+        assert!(wide.starts_with("é€😀é€😀"));
+        let huge = AttemptError::Other(format!("failed to decode: {}", "z".repeat(1 << 20)));
+        let (c, _) = condition_for(Some(&huge));
+        assert_eq!(chars(&c.message), MAX_MESSAGE_CHARS);
+        assert!(c.message.starts_with("failed to decode: zzz"));
     }
 
     #[test]

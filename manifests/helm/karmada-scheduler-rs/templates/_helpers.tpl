@@ -91,6 +91,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $s.schedulerEstimatorTlsServerName }}
 - "--scheduler-estimator-tls-server-name={{ $s.schedulerEstimatorTlsServerName }}"
 {{- end }}
+- "--scheduler-estimator-tls-name-annotation={{ $s.schedulerEstimatorTlsNameAnnotation }}"
 - "--scheduler-estimator-endpoint-routing={{ $s.schedulerEstimatorEndpointRouting }}"
 - "--scheduler-estimator-failure-policy={{ $s.schedulerEstimatorFailurePolicy }}"
 - "--enable-explain-endpoint={{ $s.enableExplainEndpoint }}"
@@ -219,6 +220,7 @@ false, 0 or "" overrides too, unlike mergeOverwrite). Writes the result into .ou
 {{- if $d.schedulerEstimatorTlsServerName }}
 - "--scheduler-estimator-tls-server-name={{ $d.schedulerEstimatorTlsServerName }}"
 {{- end }}
+- "--scheduler-estimator-tls-name-annotation={{ $d.schedulerEstimatorTlsNameAnnotation }}"
 - "--scheduler-estimator-endpoint-routing={{ $d.schedulerEstimatorEndpointRouting }}"
 - "--scheduler-estimator-failure-policy={{ $d.schedulerEstimatorFailurePolicy }}"
 - "--descheduling-interval={{ $d.deschedulingInterval }}"
