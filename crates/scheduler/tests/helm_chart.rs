@@ -140,6 +140,8 @@ fn every_flag_value_reaches_the_binary() {
             "logging.format=json",
             "logging.v=4",
             "logging.logDir=/var/log/ks",
+            "logging.alsologtostderrthreshold=ERROR",
+            "logging.legacyStderrThresholdBehavior=false",
             "serviceMonitor.enabled=true",
             "extraArgs={--log-file-max-size=10}",
         ],
@@ -170,6 +172,8 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.common.logging.format, "json");
     assert_eq!(opts.common.logging.verbosity, 4);
     assert_eq!(opts.common.logging.log_dir, "/var/log/ks");
+    assert_eq!(opts.common.logging.alsologtostderrthreshold, 2);
+    assert!(!opts.common.logging.legacy_stderr_threshold_behavior);
     assert_eq!(opts.common.logging.log_file_max_size, 10);
     let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
