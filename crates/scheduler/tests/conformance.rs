@@ -82,6 +82,11 @@ fn run_vector(path: &Path, scratch: &Path) -> Result<(), String> {
             cmd.arg("--estimator-replicas").arg(format!("{name}={n}"));
         }
     }
+    if let Some(flags) = vector.get("flags").and_then(Yaml::as_sequence) {
+        for f in flags {
+            cmd.arg(f.as_str().ok_or("flags entry is not a string")?);
+        }
+    }
     cmd.arg("-o").arg("json");
     let out = cmd.output().map_err(|e| format!("running simulate: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -163,6 +168,54 @@ fn run_vector(path: &Path, scratch: &Path) -> Result<(), String> {
             }));
             if want != have {
                 problems.push(format!("{name}: clusters {have:?}, want {want:?}"));
+            }
+        }
+        for want in e
+            .get("clusters")
+            .and_then(Yaml::as_sequence)
+            .into_iter()
+            .flatten()
+        {
+            let Some(want_components) = want.get("components").and_then(Yaml::as_sequence) else {
+                continue;
+            };
+            let cname = yaml_str(want, &["name"]);
+            let want_components: Vec<(String, i64)> = want_components
+                .iter()
+                .map(|c| {
+                    (
+                        yaml_str(c, &["name"]).to_string(),
+                        c.get("replicas").and_then(Yaml::as_i64).unwrap_or(0),
+                    )
+                })
+                .collect();
+            let have_components: Vec<(String, i64)> = r
+                .get("clusters")
+                .and_then(Json::as_array)
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.get("name").and_then(Json::as_str) == Some(cname))
+                })
+                .and_then(|c| c.get("components"))
+                .and_then(Json::as_array)
+                .map(|cs| {
+                    cs.iter()
+                        .map(|c| {
+                            (
+                                c.get("name")
+                                    .and_then(Json::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                                c.get("replicas").and_then(Json::as_i64).unwrap_or(0),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if want_components != have_components {
+                problems.push(format!(
+                    "{name}: components in {cname} {have_components:?}, want {want_components:?}"
+                ));
             }
         }
         let contains = yaml_str(e, &["messageContains"]);

@@ -191,14 +191,12 @@ async fn every_go_metric_family_is_served_or_documented() -> anyhow::Result<()> 
     go.wait_healthy(Duration::from_secs(60)).await?;
     let go_addr = go.metrics_address().expect("a scheduler").to_string();
     let our_addr = format!("127.0.0.1:{}", free_port());
-    let ours = OurScheduler::start(
-        &env,
-        &[
-            "--enable-scheduler-estimator=true",
-            &format!("--metrics-bind-address={our_addr}"),
-        ],
-    )
-    .await?;
+    // With v1.18.2's queue: the legacy queue registers `scheduler-queue`'s workqueue
+    // metrics, the priority queue (v1.19.0's default) none.
+    let metrics_flag = format!("--metrics-bind-address={our_addr}");
+    let mut flags = vec!["--enable-scheduler-estimator=true", metrics_flag.as_str()];
+    flags.extend(testenv::AS_V1_18_2);
+    let ours = OurScheduler::start(&env, &flags).await?;
 
     let rbs = rb_api(&env).await?;
     let placements = [

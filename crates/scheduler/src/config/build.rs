@@ -20,6 +20,7 @@ pub fn build_scheduler(
     let config = ScheduleConfig {
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
         gates: opts.feature_gates.clone(),
+        reschedule_keeps_affinity_term: opts.reschedule_keeps_affinity_term,
     };
     let general = scheduler_core::general::GeneralEstimator::new(
         opts.feature_gates.customized_cluster_resource_modeling(),

@@ -91,6 +91,9 @@ pub struct Options {
     pub concurrent_binding_syncs: i64,
     /// Not a flag of the reference: serve `/debug/explain/...` on the probe server.
     pub enable_explain_endpoint: bool,
+    /// Not a flag of the reference: v1.18.2's resumption of `clusterAffinities` at the
+    /// observed term on a requested reschedule (v1.19.0 starts at the first term).
+    pub reschedule_keeps_affinity_term: bool,
     pub feature_gates: FeatureGates,
     pub rate_limiter: RateLimiterOptions,
     /// Normalised names of the flags given on the command line, in order of first use.
@@ -111,6 +114,7 @@ impl Default for Options {
             scheduler_name: String::new(),
             concurrent_binding_syncs: 0,
             enable_explain_endpoint: false,
+            reschedule_keeps_affinity_term: false,
             feature_gates: FeatureGates::default(),
             rate_limiter: RateLimiterOptions::default(),
             changed: Vec::new(),
@@ -183,6 +187,14 @@ pub static FLAGS: &[FlagDef] = &[
         "Serve /debug/explain/<namespace>/<name> (a ResourceBinding) and /debug/explain/<name> (a ClusterResourceBinding) on the health probe server: what this scheduler would decide for the binding in its cache now, and why, as JSON; read-only. Not a flag of the Go karmada-scheduler.",
     )
     .set(setter!(Options, |o, v| o.enable_explain_endpoint = goparse::parse_bool(v)?)),
+    flag(
+        G,
+        "reschedule-keeps-affinity-term",
+        K::Bool,
+        "false",
+        "When a reschedule is requested (spec.rescheduleTriggeredAt later than status.lastScheduledTime, e.g. by a WorkloadRebalancer), resume clusterAffinities at the term the binding was last scheduled with, as Karmada v1.18 did, instead of starting again at the first term as Karmada v1.19 does. Not a flag of the Go karmada-scheduler.",
+    )
+    .set(setter!(Options, |o, v| o.reschedule_keeps_affinity_term = goparse::parse_bool(v)?)),
     flag(
         G,
         "feature-gates",
