@@ -130,7 +130,7 @@ fn every_flag_value_reaches_the_binary() {
             "scheduler.schedulerEstimatorCaFile=/tls/ca.crt",
             "scheduler.plugins={*,-ClusterLocality}",
             "scheduler.schedulerName=rs-scheduler",
-            "scheduler.featureGates.PriorityBasedScheduling=true",
+            "scheduler.featureGates.PriorityBasedScheduling=false",
             "scheduler.rateLimiterQps=20",
             "scheduler.exitOnLostLease=true",
             "scheduler.schedulerEstimatorTlsServerName=estimator.example",
@@ -162,7 +162,7 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.estimator.ca_file, "/tls/ca.crt");
     assert_eq!(opts.plugins, vec!["*", "-ClusterLocality"]);
     assert_eq!(opts.scheduler_name, "rs-scheduler");
-    assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));
+    assert!(!opts.feature_gates.enabled("PriorityBasedScheduling"));
     assert_eq!(opts.rate_limiter.qps, 20);
     assert!(opts.common.leader_election.exit_on_lost_lease);
     assert_eq!(opts.estimator.tls_server_name, "estimator.example");

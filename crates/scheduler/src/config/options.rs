@@ -393,7 +393,8 @@ mod tests {
         assert_eq!(o.common.logging.format, "text");
         assert!(o.common.logging.logtostderr);
         assert_eq!(o.common.logging.stderrthreshold, 2);
-        assert!(!o.feature_gates.enabled("PriorityBasedScheduling"));
+        // v1.19.0: Beta, on by default.
+        assert!(o.feature_gates.enabled("PriorityBasedScheduling"));
         assert!(o.feature_gates.enabled("CustomizedClusterResourceModeling"));
         assert!(o.validate().is_ok());
     }
@@ -528,11 +529,11 @@ mod tests {
     #[test]
     fn feature_gates_merge_and_reject_unknown() {
         let o = run(&[
-            "--feature-gates=PriorityBasedScheduling=true",
+            "--feature-gates=PriorityBasedScheduling=false",
             "--feature-gates",
             "WorkloadAffinity=true, Failover=false",
         ]);
-        assert!(o.feature_gates.enabled("PriorityBasedScheduling"));
+        assert!(!o.feature_gates.enabled("PriorityBasedScheduling"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert!(!o.feature_gates.enabled("Failover"));
         let all = run(&["--feature-gates=AllAlpha=true,WorkloadAffinity=false"]);
