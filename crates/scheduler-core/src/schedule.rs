@@ -39,8 +39,10 @@ pub struct ScheduleConfig {
     pub gates: FeatureGates,
     /// `--reschedule-keeps-affinity-term` (ours): a requested reschedule resumes
     /// `clusterAffinities` at the observed term, as v1.18.2 did, instead of at the first
-    /// (v1.19.0). For comparisons with v1.18.2.
+    /// (v1.19.0).
     pub reschedule_keeps_affinity_term: bool,
+    /// `--omit-component-results` (ours): no `spec.clusters[].components`, as v1.18.2.
+    pub omit_component_results: bool,
 }
 
 /// One binding to schedule against one snapshot.
@@ -447,6 +449,7 @@ impl Scheduler {
         drop(assign_step);
         // v1.19 records the per-component result of a multi-template workload placed whole.
         if self.config.gates.multiple_pod_templates_scheduling()
+            && !self.config.omit_component_results
             && spec.components.len() > 1
             && is_multi_template_scheduling_applicable(spec)
         {
@@ -1378,6 +1381,21 @@ mod tests {
         let off = scheduler(vec![]);
         assert!(
             targets_of(&off, &sp)
+                .iter()
+                .all(|t| t.components().is_empty())
+        );
+        // Gate on, v1.18.2's results asked for.
+        let omit = Scheduler::from_plugins_flag(
+            &["*"],
+            ScheduleConfig {
+                gates: FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true),
+                omit_component_results: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            targets_of(&omit, &sp)
                 .iter()
                 .all(|t| t.components().is_empty())
         );

@@ -35,8 +35,8 @@ const DEFAULT_CASES: usize = 3000;
 const DEFAULT_PER_FILE: usize = 40;
 /// Ours decides as v1.18.2 (the oracle's version) with these: the generator produces
 /// requested reschedules of bindings with clusterAffinities, where v1.19.0 differs
-/// (docs/compatibility.md, "Karmada v1.19.0"); the gate only moves the queue, which `simulate`
-/// has not, and is set to state the intent.
+/// (docs/compatibility.md, "Karmada v1.19.0"), and `PriorityBasedScheduling=false` brings
+/// v1.18.2's decisions with v1.18.2's queue.
 const OURS_AS_V1_18_2: &[&str] = testenv::AS_V1_18_2;
 
 fn env_num(name: &str) -> Option<u64> {

@@ -4,7 +4,8 @@
 //!
 //! - a WorkloadRebalancer-style reschedule (`spec.rescheduleTriggeredAt` later than
 //!   `status.lastScheduledTime`) of bindings last placed by their second `clusterAffinities`
-//!   term starts again at the first term (ours: the first term's cluster; Go v1.18.2: stays);
+//!   term starts again at the first term (ours: the first term's cluster; Go v1.18.2: stays;
+//!   ours with `--feature-gates=PriorityBasedScheduling=false` would stay too);
 //! - with `MultiplePodTemplatesScheduling`, a two-component binding placed on one cluster gets
 //!   `spec.clusters[].components`, which the v1.19 CRD keeps;
 //! - bindings carrying v1.19's `purgeMode` values are scheduled, the evicted cluster avoided.

@@ -287,15 +287,13 @@ pub fn tools_or_skip(test: &str) -> Option<Tools> {
     }
 }
 
-/// Flags that make our karmada-scheduler decide as the Go v1.18.2 binaries (this
-/// environment's peers) where Karmada v1.19.0, which ours follows by default, differs: the
-/// rate-limited queue instead of the priority queue (`PriorityBasedScheduling` became Beta,
-/// on by default) and the resumption of `clusterAffinities` at the observed term on a
-/// requested reschedule. Every test comparing ours with a v1.18.2 binary passes them.
-pub const AS_V1_18_2: &[&str] = &[
-    "--feature-gates=PriorityBasedScheduling=false",
-    "--reschedule-keeps-affinity-term=true",
-];
+/// Flags that make our karmada-scheduler act as the Go v1.18.2 binaries (this environment's
+/// peers) where Karmada v1.19.0, which ours follows by default, differs: with
+/// `PriorityBasedScheduling` off (it became Beta, on by default), ours runs v1.18.2's
+/// rate-limited queue and, unless told otherwise, decides as v1.18.2 too (the
+/// `clusterAffinities` resumption on a requested reschedule, no component results). Every
+/// test comparing ours with a v1.18.2 binary passes them.
+pub const AS_V1_18_2: &[&str] = &["--feature-gates=PriorityBasedScheduling=false"];
 
 /// A free TCP port on 127.0.0.1 (bound and released; the usual small race).
 pub fn free_port() -> u16 {

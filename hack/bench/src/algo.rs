@@ -46,6 +46,7 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
             enable_empty_workload_propagation: false,
             gates: gates.clone(),
             reschedule_keeps_affinity_term: false,
+            omit_component_results: false,
         },
     )?
     .with_estimator(Arc::new(general));

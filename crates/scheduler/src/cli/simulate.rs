@@ -104,6 +104,7 @@ fn takes(name: &str) -> bool {
             | "feature-gates"
             | "scheduler-name"
             | "reschedule-keeps-affinity-term"
+            | "omit-component-results"
     ) || name.contains("estimator")
 }
 
