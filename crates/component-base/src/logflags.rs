@@ -23,6 +23,12 @@ pub struct LoggingOptions {
     pub log_file_max_size: u64,
     pub logtostderr: bool,
     pub alsologtostderr: bool,
+    /// klog v2.140 (Kubernetes 1.36, Karmada v1.19): with `--alsologtostderr`, the lowest
+    /// severity copied to standard error (default 0, every line: the older behaviour).
+    pub alsologtostderrthreshold: i32,
+    /// klog v2.140: when false, `--stderrthreshold` also filters `--logtostderr=true` output
+    /// (default true: everything goes to standard error, as before).
+    pub legacy_stderr_threshold_behavior: bool,
     pub add_dir_header: bool,
     pub skip_headers: bool,
     pub one_output: bool,
@@ -48,6 +54,8 @@ impl Default for LoggingOptions {
             log_file_max_size: 0,
             logtostderr: false,
             alsologtostderr: false,
+            alsologtostderrthreshold: 0,
+            legacy_stderr_threshold_behavior: false,
             add_dir_header: false,
             skip_headers: false,
             one_output: false,
@@ -173,6 +181,22 @@ pub static FLAGS: &[FlagDef] = &[
     .set(setter!(LoggingOptions, |o, v| o.alsologtostderr = goparse::parse_bool(v)?)),
     flag(
         L,
+        "alsologtostderrthreshold",
+        K::Severity,
+        "0",
+        "logs at or above this threshold go to stderr when -alsologtostderr=true (no effect when -logtostderr=true)",
+    )
+    .set(setter!(LoggingOptions, |o, v| o.alsologtostderrthreshold = parse_severity(v)?)),
+    flag(
+        L,
+        "legacy-stderr-threshold-behavior",
+        K::Bool,
+        "true",
+        "If true, stderrthreshold is ignored when logtostderr=true (legacy behavior). If false, stderrthreshold is honored even when logtostderr=true",
+    )
+    .set(setter!(LoggingOptions, |o, v| o.legacy_stderr_threshold_behavior = goparse::parse_bool(v)?)),
+    flag(
+        L,
         "add-dir-header",
         K::Bool,
         "false",
@@ -208,7 +232,7 @@ pub static FLAGS: &[FlagDef] = &[
         "stderrthreshold",
         K::Severity,
         "2",
-        "logs at or above this threshold go to stderr when writing to files and stderr (no effect when -logtostderr=true or -alsologtostderr=true)",
+        "logs at or above this threshold go to stderr when writing to files and stderr (no effect when -logtostderr=true or -alsologtostderr=true unless -legacy_stderr_threshold_behavior=false)",
     )
     .set(setter!(LoggingOptions, |o, v| o.stderrthreshold = parse_severity(v)?)),
     flag(

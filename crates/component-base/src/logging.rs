@@ -10,8 +10,13 @@
 //!   with a `<program>.<SEVERITY>` symlink to the newest; a line goes to its severity's file
 //!   and every lower one (only its own with `--one-output`); at the size limit a new file is
 //!   started. Each new file begins with klog's four header lines unless `--skip-log-headers`.
-//!   Lines also go to standard error with `--alsologtostderr`, or when their severity is at or
-//!   above `--stderrthreshold` (default 2, errors).
+//!   Lines also go to standard error with `--alsologtostderr` when their severity is at or
+//!   above `--alsologtostderrthreshold` (default 0, every line), or without it when their
+//!   severity is at or above `--stderrthreshold` (default 2, errors).
+//! - `--legacy-stderr-threshold-behavior=false` (klog v2.140, Kubernetes 1.36): with
+//!   `--logtostderr`, text lines below `--stderrthreshold` are dropped; by default (true)
+//!   every line is written, as before. Split streams and JSON go through a logger in klog,
+//!   which this threshold does not reach.
 //! - The text line is klog's: `Lmmdd hh:mm:ss.uuuuuu pid file:line] msg key="value"` (local
 //!   time), without the prefix under `--skip-headers`, with the file's directory under
 //!   `--add-dir-header`. `--logging-format=json` writes component-base's JSON lines instead.
@@ -157,7 +162,9 @@ enum Files {
 #[derive(Debug)]
 pub struct Router {
     also_stderr: bool,
+    also_stderr_threshold: i32,
     stderr_threshold: i32,
+    legacy_stderr_threshold: bool,
     split_stream: bool,
     one_output: bool,
     skip_headers: bool,
@@ -208,7 +215,9 @@ impl Router {
             .and_then(|(f, n)| Some((f.to_string(), n.parse().ok()?)));
         Self {
             also_stderr: lg.alsologtostderr,
+            also_stderr_threshold: lg.alsologtostderrthreshold,
             stderr_threshold: lg.stderrthreshold,
+            legacy_stderr_threshold: lg.legacy_stderr_threshold_behavior,
             split_stream: if lg.format == "json" {
                 lg.json_split_stream
             } else {
@@ -363,12 +372,23 @@ impl Router {
         let Some(files) = &self.files else {
             if self.split_stream && severity < Severity::Error {
                 let _ = std::io::stdout().write_all(bytes);
+            } else if !self.split_stream
+                && !self.json
+                && !self.legacy_stderr_threshold
+                && (severity as i32) < self.stderr_threshold
+            {
+                // Filtered by --stderrthreshold under --legacy-stderr-threshold-behavior=false.
             } else {
                 let _ = std::io::stderr().write_all(bytes);
             }
             return;
         };
-        if self.also_stderr || severity as i32 >= self.stderr_threshold {
+        let to_stderr = if self.also_stderr {
+            severity as i32 >= self.also_stderr_threshold
+        } else {
+            severity as i32 >= self.stderr_threshold
+        };
+        if to_stderr {
             let _ = std::io::stderr().write_all(bytes);
         }
         let mut files = files.lock().unwrap_or_else(|p| p.into_inner());

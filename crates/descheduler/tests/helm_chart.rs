@@ -221,6 +221,8 @@ fn every_flag_value_reaches_the_binary() {
             "descheduler.logging.logFileMaxSize=100",
             "descheduler.logging.logtostderr=false",
             "descheduler.logging.alsologtostderr=true",
+            "descheduler.logging.alsologtostderrthreshold=WARNING",
+            "descheduler.logging.legacyStderrThresholdBehavior=false",
             "descheduler.logging.addDirHeader=true",
             "descheduler.logging.skipHeaders=true",
             "descheduler.logging.oneOutput=true",
@@ -288,6 +290,8 @@ fn every_flag_value_reaches_the_binary() {
     assert!(l.alsologtostderr && l.add_dir_header && l.skip_headers);
     assert!(l.one_output && l.skip_log_headers);
     assert_eq!(l.stderrthreshold, 1);
+    assert_eq!(l.alsologtostderrthreshold, 1);
+    assert!(!l.legacy_stderr_threshold_behavior);
     assert_eq!(l.log_backtrace_at, "controller.go:10");
 
     // Every flag of the binary is rendered (the chart leaves none to extraArgs).

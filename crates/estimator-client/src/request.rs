@@ -3,7 +3,9 @@
 //! Every request is built once per fan-out as a template without `cluster`; the fan-out then
 //! stamps each cluster's name into a clone. Kubernetes values are written twice: in the
 //! deprecated typed fields (read by v1.17 estimators) and in the `*Bytes` fields (read by
-//! v1.18+ estimators), exactly like the reference writer.
+//! v1.18+ estimators), exactly like the v1.18.2 writer. v1.19 reserves the typed fields and
+//! its writer leaves them out; a v1.19 estimator skips them as unknown fields, so writing both
+//! keeps every estimator from v1.17 to v1.19 answering (tests/real_estimator.rs).
 
 use std::collections::BTreeMap;
 

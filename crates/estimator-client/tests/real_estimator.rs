@@ -17,6 +17,13 @@
 //! the server name; refused without the server name and with another CA, each with an error
 //! saying why, and without a client certificate (the first call fails: with TLS 1.3 the
 //! server's alert comes after the client's side of the handshake).
+//!
+//! Karmada v1.19: its estimator protocol reserves the typed `resourceRequest`, `nodeAffinity`
+//! and `tolerations` fields and reads only their `*Bytes` twins; ours writes both. With
+//! `KARMADA_ESTIMATOR_V1_19` naming a v1.19 estimator binary (built from the public source,
+//! `go build ./cmd/scheduler-estimator`; nothing of it is in this repository), a second test runs
+//! it for member1 with the v1.18.2 one's command line and compares their answers; without
+//! it that test is skipped with a message.
 
 use std::sync::Arc;
 
@@ -135,50 +142,14 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
 
     // Our NodeSelector bytes are decoded by the Go server: an affinity no node matches
     // leaves no room; a toleration (bytes too) does not break decoding.
-    let claim = NodeClaim {
-        hard_node_affinity: Some(NodeSelector {
-            node_selector_terms: vec![NodeSelectorTerm {
-                match_expressions: Some(vec![NodeSelectorRequirement {
-                    key: "estimator-client.test/no-such-label".into(),
-                    operator: "In".into(),
-                    values: Some(vec!["x".into()]),
-                }]),
-                match_fields: None,
-            }],
-        }),
-        node_selector: Default::default(),
-        tolerations: vec![Toleration {
-            key: Some("dedicated".into()),
-            operator: Some("Exists".into()),
-            effect: Some("NoSchedule".into()),
-            ..Default::default()
-        }],
-    };
+    let claim = unmatched_claim(vec![dedicated_toleration()]);
     let none = replicas(&estimator, &refs, &requirements(Some(claim)))
         .await
         .expect("answers");
     assert!(none.iter().all(|(_, n)| *n == 0), "{none:?}");
 
     // Component sets: one set of 2 x (500m, 512Mi) can never exceed the replica count / 2.
-    let resource = probe_resource();
-    let components = vec![Component {
-        name: "worker".into(),
-        replicas: 2,
-        replica_requirements: Some(ComponentReplicaRequirements {
-            node_claim: None,
-            resource_request: requirements(None).resource_request,
-            priority_class_name: String::new(),
-        }),
-    }];
-    let request = EstimateRequest {
-        resource: &resource,
-        replica_requirements: None,
-        components: &components,
-        namespace: "default",
-        assumed: None,
-    };
-    let sets = estimator
-        .max_available_component_sets(&refs, request)
+    let sets = worker_sets(&estimator, &refs)
         .await
         .expect("component sets");
     for ((name, s), (_, r)) in sets.iter().zip(&got) {
@@ -231,55 +202,14 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
         .client("scheduler", "karmada-scheduler")
         .expect("client cert");
     let other = Pki::new(&dir, "other").expect("other CA");
-    let info = env.member("member1").expect("member1 info");
-    let (program, args) = testenv::faults::command_line(info.estimator_pid).expect("cmdline");
-    let port = free_port();
-    let mut args = without_flags(
-        &args,
-        &[
-            "--server-port",
-            "--health-probe-bind-address",
-            "--metrics-bind-address",
-        ],
-    );
-    args.extend([
-        format!("--server-port={port}"),
-        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
-    ]);
-    args.extend(pki::estimator_server_flags(&server, ca.ca_file()));
-    let mut tls_estimator = env
-        .spawn_process("member1-estimator-tls", &program, &args)
-        .expect("TLS estimator");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        if let Ok(Some(status)) = tls_estimator.try_wait() {
-            panic!(
-                "TLS estimator exited ({status}):\n{}",
-                tls_estimator.log_tail(20)
-            );
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "TLS estimator not listening"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-    let mut svc = services
-        .get("karmada-scheduler-estimator-member1")
-        .await
-        .expect("service");
-    if let Some(p) = svc
-        .spec
-        .as_mut()
-        .and_then(|s| s.ports.as_mut())
-        .and_then(|p| p.first_mut())
-    {
-        p.target_port = Some(IntOrString::Int(i32::from(port)));
-    }
+    let (mut tls_estimator, port) = second_estimator(
+        &env,
+        "member1-estimator-tls",
+        None,
+        &pki::estimator_server_flags(&server, ca.ca_file()),
+    )
+    .await;
+    let svc = service_on_port(&services, port).await;
     let tls_options =
         |ca_file: &std::path::Path, name: Option<&str>, with_cert: bool| EstimatorOptions {
             ca_file: Some(ca_file.to_path_buf()),
@@ -343,4 +273,215 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
         "{refused}"
     );
     tls_estimator.kill();
+}
+
+/// Another estimator for member1: the program of the running one (or `program`) with its
+/// command line and `extra`, on a free port; returned once it listens, with that port.
+async fn second_estimator(
+    env: &TestEnv,
+    name: &str,
+    program: Option<&std::path::Path>,
+    extra: &[String],
+) -> (testenv::GoProcess, u16) {
+    let info = env.member("member1").expect("member1 info");
+    let (running, args) = testenv::faults::command_line(info.estimator_pid).expect("cmdline");
+    let port = free_port();
+    let mut args = without_flags(
+        &args,
+        &[
+            "--server-port",
+            "--health-probe-bind-address",
+            "--metrics-bind-address",
+        ],
+    );
+    args.extend([
+        format!("--server-port={port}"),
+        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
+        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
+    ]);
+    args.extend(extra.iter().cloned());
+    let program = program.map_or(running, std::path::Path::to_path_buf);
+    let mut process = env
+        .spawn_process(name, &program, &args)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if let Ok(Some(status)) = process.try_wait() {
+            panic!("{name} exited ({status}):\n{}", process.log_tail(20));
+        }
+        assert!(std::time::Instant::now() < deadline, "{name} not listening");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    (process, port)
+}
+
+/// member1's estimator Service, pointed at `port`.
+async fn service_on_port(services: &Api<Service>, port: u16) -> Service {
+    let mut svc = services
+        .get("karmada-scheduler-estimator-member1")
+        .await
+        .expect("service");
+    if let Some(p) = svc
+        .spec
+        .as_mut()
+        .and_then(|s| s.ports.as_mut())
+        .and_then(|p| p.first_mut())
+    {
+        p.target_port = Some(IntOrString::Int(i32::from(port)));
+    }
+    svc
+}
+
+/// member1's answers through `cache`: replicas, replicas under a node affinity nobody
+/// matches, replicas with a toleration, component sets of 2 replicas.
+async fn member1_answers(cache: Arc<ConnectionCache>, member1: &Cluster) -> [i32; 4] {
+    let estimator = SchedulerEstimator::new(cache);
+    let one = |r: Result<Vec<(String, i32)>, String>| r.expect("answer")[0].1;
+    let plain = one(replicas(&estimator, &[member1], &requirements(None)).await);
+    let none = one(replicas(
+        &estimator,
+        &[member1],
+        &requirements(Some(unmatched_claim(Vec::new()))),
+    )
+    .await);
+    let tolerated = one(replicas(
+        &estimator,
+        &[member1],
+        &requirements(Some(NodeClaim {
+            tolerations: vec![dedicated_toleration()],
+            ..Default::default()
+        })),
+    )
+    .await);
+    let sets = one(worker_sets(&estimator, &[member1]).await);
+    [plain, none, tolerated, sets]
+}
+
+/// A claim whose required node affinity no node matches.
+fn unmatched_claim(tolerations: Vec<Toleration>) -> NodeClaim {
+    NodeClaim {
+        hard_node_affinity: Some(NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm {
+                match_expressions: Some(vec![NodeSelectorRequirement {
+                    key: "estimator-client.test/no-such-label".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["x".into()]),
+                }]),
+                match_fields: None,
+            }],
+        }),
+        node_selector: Default::default(),
+        tolerations,
+    }
+}
+
+fn dedicated_toleration() -> Toleration {
+    Toleration {
+        key: Some("dedicated".into()),
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    }
+}
+
+/// Sets of [`worker_components`] per cluster.
+async fn worker_sets(
+    estimator: &SchedulerEstimator,
+    clusters: &[&Cluster],
+) -> Result<Vec<(String, i32)>, String> {
+    let resource = probe_resource();
+    let components = worker_components();
+    let request = EstimateRequest {
+        resource: &resource,
+        replica_requirements: None,
+        components: &components,
+        namespace: "default",
+        assumed: None,
+    };
+    estimator
+        .max_available_component_sets(clusters, request)
+        .await
+        .map_err(|e| e.0)
+}
+
+/// One component of 2 replicas of (500m, 512Mi).
+fn worker_components() -> Vec<Component> {
+    vec![Component {
+        name: "worker".into(),
+        replicas: 2,
+        replica_requirements: Some(ComponentReplicaRequirements {
+            node_claim: None,
+            resource_request: requirements(None).resource_request,
+            priority_class_name: String::new(),
+        }),
+    }]
+}
+
+/// A v1.19 estimator (`KARMADA_ESTIMATOR_V1_19`) answers our requests as the v1.18.2 one:
+/// plain, under a node affinity nobody matches (0, so it decoded our `nodeAffinityBytes`),
+/// with a toleration, and component sets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_19_estimator_answers_as_the_v1_18_one() {
+    let Some(v1_19) = std::env::var_os("KARMADA_ESTIMATOR_V1_19") else {
+        eprintln!("KARMADA_ESTIMATOR_V1_19 not set; skipping the v1.19 estimator comparison");
+        return;
+    };
+    let Some(tools) = tools_or_skip("estimator_client_v1_19_estimator") else {
+        return;
+    };
+    let env = TestEnv::builder()
+        .tools(tools)
+        .members(1)
+        .start()
+        .await
+        .expect("control plane");
+    let client = env.client().await.expect("karmada client");
+    let clusters = Api::<Cluster>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("clusters")
+        .items;
+    let member1 = &clusters[0];
+    let cache = Arc::new(ConnectionCache::new(
+        EstimatorOptions::default(),
+        Arc::new(KubeServiceSource::new(client.clone())),
+    ));
+    cache.ensure_all(&clusters).await;
+    let old = member1_answers(cache, member1).await;
+    assert!(old[0] > 0 && old[1] == 0 && old[2] > 0, "v1.18.2: {old:?}");
+
+    let (mut estimator, port) = second_estimator(
+        &env,
+        "member1-estimator-v1.19",
+        Some(std::path::Path::new(&v1_19)),
+        &[],
+    )
+    .await;
+    let services: Api<Service> = Api::namespaced(client.clone(), "karmada-system");
+    let svc = service_on_port(&services, port).await;
+    let cache = Arc::new(ConnectionCache::new(
+        EstimatorOptions::default(),
+        Arc::new(InMemoryServiceSource::with_objects([svc], [])),
+    ));
+    cache
+        .ensure(member1)
+        .await
+        .expect("dial the v1.19 estimator");
+    let new = member1_answers(cache, member1).await;
+    assert!(
+        std::fs::read_to_string(estimator.log_path())
+            .unwrap_or_default()
+            .contains("name=default/probe)"),
+        "the v1.19 estimator answered:\n{}",
+        estimator.log_tail(20)
+    );
+    assert_eq!(
+        new, old,
+        "v1.19 vs v1.18.2: replicas, unmatched, tolerated, sets"
+    );
+    println!("v1.18.2 and v1.19 estimators answer {new:?}");
+    estimator.kill();
 }

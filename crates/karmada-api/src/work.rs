@@ -142,8 +142,23 @@ pub struct TargetCluster {
     /// Shared with every other entry naming this cluster (see [`ClusterName`]).
     pub name: ClusterName,
     pub replicas: i32,
-    /// Fields this code does not know, kept verbatim; `None` when there are none.
+    /// Fields this code does not know, kept verbatim; `None` when there are none. v1.19's
+    /// `components` lives here too (checked as [`TargetComponent`]s when decoded; read and
+    /// written through [`TargetCluster::components`]): it is rare, and an entry of
+    /// `spec.clusters` stays three words.
     pub extra: Option<Box<Extra>>,
+}
+
+/// Key of v1.19's per-component result in [`TargetCluster::extra`].
+const COMPONENTS: &str = "components";
+
+/// One entry of [`TargetCluster::components`] (v1.19 `TargetComponent`): both fields are
+/// required by the v1.19 CRD, so `replicas` is written even when 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TargetComponent {
+    pub name: String,
+    #[serde(default)]
+    pub replicas: i32,
 }
 
 impl TargetCluster {
@@ -153,6 +168,34 @@ impl TargetCluster {
             replicas,
             extra: None,
         }
+    }
+
+    /// v1.19 `components`: the per-component replicas of a multi-template workload placed in
+    /// this cluster (written only with `MultiplePodTemplatesScheduling`); empty when absent,
+    /// as in every v1.18 object.
+    pub fn components(&self) -> Vec<TargetComponent> {
+        self.extra
+            .as_ref()
+            .and_then(|e| e.get(COMPONENTS))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Set `components`; an empty list removes the field (omitted, as upstream's `omitempty`).
+    pub fn set_components(&mut self, components: Vec<TargetComponent>) {
+        if components.is_empty() {
+            if let Some(e) = self.extra.as_mut() {
+                e.remove(COMPONENTS);
+                if e.is_empty() {
+                    self.extra = None;
+                }
+            }
+            return;
+        }
+        let value = serde_json::to_value(components).unwrap_or_default();
+        self.extra
+            .get_or_insert_with(Default::default)
+            .insert(COMPONENTS.to_string(), value);
     }
 }
 
@@ -197,6 +240,17 @@ impl<'de> Deserialize<'de> for TargetCluster {
                             name = Some(map.next_value()?);
                         }
                         "replicas" => replicas = map.next_value()?,
+                        COMPONENTS => {
+                            // Typed first, so that a malformed entry is refused with its path.
+                            let components = map.next_value::<Option<Vec<TargetComponent>>>()?;
+                            if let Some(c) = components.filter(|c| !c.is_empty()) {
+                                let value =
+                                    serde_json::to_value(c).map_err(serde::de::Error::custom)?;
+                                extra
+                                    .get_or_insert_with(Default::default)
+                                    .insert(COMPONENTS.to_string(), value);
+                            }
+                        }
                         _ => {
                             let value: serde_json::Value = map.next_value()?;
                             extra

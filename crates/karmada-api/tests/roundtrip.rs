@@ -323,3 +323,61 @@ fn target_cluster_entries() {
     let err = decode_rb(doc).unwrap_err().to_string();
     assert!(err.contains("missing field `name`"), "{err}");
 }
+
+/// Objects of both API versions decode: a v1.19 `spec.clusters[].components` is typed and
+/// written back as it came (omitted when absent, as v1.18 objects have it), and every
+/// `purgeMode` of either version (v1.18's deprecated `Immediately`/`Graciously`, which v1.19's
+/// CRD no longer admits but etcd may still hold) is kept as written.
+#[test]
+fn v1_18_and_v1_19_objects_decode() {
+    let mut doc = rb_with_placement(serde_json::json!({}));
+    doc["spec"]["clusters"] = serde_json::json!([
+        {"name": "m1", "components": [
+            {"name": "jobmanager", "replicas": 1},
+            {"name": "taskmanager", "replicas": 0}
+        ]},
+        {"name": "m2", "replicas": 2}
+    ]);
+    doc["spec"]["gracefulEvictionTasks"] = serde_json::json!([
+        {"fromCluster": "a", "purgeMode": "Immediately", "reason": "r", "producer": "TaintManager"},
+        {"fromCluster": "b", "purgeMode": "Graciously", "reason": "r", "producer": "TaintManager"},
+        {"fromCluster": "c", "purgeMode": "Directly", "reason": "r", "producer": "TaintManager"},
+        {"fromCluster": "d", "purgeMode": "Gracefully", "reason": "r", "producer": "TaintManager"},
+        {"fromCluster": "e", "purgeMode": "Never", "reason": "r", "producer": "TaintManager"}
+    ]);
+    let rb = decode_rb(doc.clone()).unwrap();
+    let c = &rb.spec.clusters;
+    let components = c[0].components();
+    assert_eq!(components.len(), 2);
+    assert_eq!(
+        (components[1].name.as_str(), components[1].replicas),
+        ("taskmanager", 0)
+    );
+    assert!(c[1].components().is_empty() && c[1].extra.is_none());
+    let modes: Vec<&str> = rb
+        .spec
+        .graceful_eviction_tasks
+        .iter()
+        .map(|t| t.purge_mode.as_str())
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            "Immediately",
+            "Graciously",
+            "Directly",
+            "Gracefully",
+            "Never"
+        ]
+    );
+    let back = serde_json::to_value(&rb).unwrap();
+    assert_eq!(back["spec"]["clusters"], doc["spec"]["clusters"]);
+    assert_eq!(
+        back["spec"]["gracefulEvictionTasks"],
+        doc["spec"]["gracefulEvictionTasks"]
+    );
+
+    doc["spec"]["clusters"] = serde_json::json!([{"name": "m1", "components": [{"replicas": 1}]}]);
+    let err = decode_rb(doc).unwrap_err().to_string();
+    assert!(err.starts_with("spec.clusters[0].components"), "{err}");
+}

@@ -1,4 +1,7 @@
-//! Feature gates: the reference's `--feature-gates` with its v1.18.2 defaults.
+//! Feature gates: the reference's `--feature-gates` with its v1.19.0 defaults.
+//!
+//! v1.19.0 differs from v1.18.2 in one gate only: `PriorityBasedScheduling` became Beta and on
+//! by default. `--feature-gates=PriorityBasedScheduling=false` gives v1.18.2's defaults back.
 //!
 //! Only five gates change what the scheduler does (`CustomizedClusterResourceModeling`,
 //! `MultiplePodTemplatesScheduling`, `WorkloadAffinity`, `SchedulingOvercommitProtection`,
@@ -15,7 +18,7 @@ pub enum Stage {
     Beta,
 }
 
-/// Every gate of the reference binary: name, default, stage.
+/// Every gate of the reference binary (v1.19.0): name, default, stage.
 pub const KNOWN_GATES: &[(&str, bool, Stage)] = &[
     ("Failover", false, Stage::Beta),
     ("GracefulEviction", true, Stage::Beta),
@@ -25,7 +28,7 @@ pub const KNOWN_GATES: &[(&str, bool, Stage)] = &[
     ("MultiClusterService", false, Stage::Alpha),
     ("ResourceQuotaEstimate", false, Stage::Alpha),
     ("StatefulFailoverInjection", false, Stage::Alpha),
-    (PRIORITY_BASED_SCHEDULING, false, Stage::Alpha),
+    (PRIORITY_BASED_SCHEDULING, true, Stage::Beta),
     ("FederatedQuotaEnforcement", false, Stage::Alpha),
     ("LoggingAlphaOptions", false, Stage::Alpha),
     ("LoggingBetaOptions", true, Stage::Beta),
@@ -168,7 +171,7 @@ pub struct FeatureGates {
 }
 
 impl FeatureGates {
-    /// The v1.18.2 defaults.
+    /// The v1.19.0 defaults.
     pub fn new() -> Self {
         Self::default()
     }
@@ -299,7 +302,7 @@ LoggingAlphaOptions=true|false (ALPHA - default=false)
 LoggingBetaOptions=true|false (BETA - default=true)
 MultiClusterService=true|false (ALPHA - default=false)
 MultiplePodTemplatesScheduling=true|false (ALPHA - default=false)
-PriorityBasedScheduling=true|false (ALPHA - default=false)
+PriorityBasedScheduling=true|false (BETA - default=true)
 PropagateDeps=true|false (BETA - default=true)
 PropagationPolicyPreemption=true|false (ALPHA - default=false)
 ResourceQuotaEstimate=true|false (ALPHA - default=false)
@@ -310,14 +313,29 @@ WorkloadAffinity=true|false (ALPHA - default=false)";
     }
 
     #[test]
-    fn defaults_are_v1_18_2() {
+    fn defaults_are_v1_19_0() {
         let g = FeatureGates::new();
         assert!(g.customized_cluster_resource_modeling());
         assert!(!g.multiple_pod_templates_scheduling());
         assert!(!g.workload_affinity());
         assert!(!g.scheduling_overcommit_protection());
-        assert!(!g.priority_based_scheduling());
+        assert!(g.priority_based_scheduling());
         assert!(g.enabled("GracefulEviction"));
+    }
+
+    /// The one gate whose default moved in v1.19.0 is off again with `=false`, and with
+    /// `AllBeta=false` (it is Beta now), as in the reference.
+    #[test]
+    fn v1_18_2_defaults_are_one_flag_away() {
+        let mut g = FeatureGates::new();
+        g.set("PriorityBasedScheduling=false").unwrap();
+        assert!(!g.priority_based_scheduling());
+        let mut g = FeatureGates::new();
+        g.set("AllBeta=false").unwrap();
+        assert!(!g.priority_based_scheduling());
+        let mut g = FeatureGates::new();
+        g.set("AllAlpha=false").unwrap();
+        assert!(g.priority_based_scheduling());
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub struct ScheduleConfig {
     pub enable_empty_workload_propagation: bool,
     /// `--feature-gates`.
     pub gates: FeatureGates,
+    /// `--reschedule-keeps-affinity-term` (ours): a requested reschedule resumes
+    /// `clusterAffinities` at the observed term, as v1.18.2 did, instead of at the first
+    /// (v1.19.0).
+    pub reschedule_keeps_affinity_term: bool,
+    /// `--omit-component-results` (ours): no `spec.clusters[].components`, as v1.18.2.
+    pub omit_component_results: bool,
 }
 
 /// One binding to schedule against one snapshot.
@@ -194,7 +200,14 @@ impl Scheduler {
         };
 
         let observed = &input.status.scheduler_observed_affinity_name;
-        let start = if observed.is_empty() {
+        // v1.19: a reschedule requested after the last schedule (WorkloadRebalancer) starts
+        // over from the first term; v1.18.2 resumed at the observed one.
+        let restart = assign::reschedule_required(
+            input.spec.reschedule_triggered_at.as_ref(),
+            input.status.last_scheduled_time.as_ref(),
+        );
+        let restart = restart && !self.config.reschedule_keeps_affinity_term;
+        let start = if observed.is_empty() || restart {
             0
         } else {
             terms
@@ -434,6 +447,14 @@ impl Scheduler {
         let mut assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
             .map_err(|e| e.wrap("failed to assign replicas"))?;
         drop(assign_step);
+        // v1.19 records the per-component result of a multi-template workload placed whole.
+        if self.config.gates.multiple_pod_templates_scheduling()
+            && !self.config.omit_component_results
+            && spec.components.len() > 1
+            && is_multi_template_scheduling_applicable(spec)
+        {
+            assign::attach_component_results(&mut assigned, spec);
+        }
         if self.config.enable_empty_workload_propagation {
             assigned = assign::attach_zero_replica_clusters(&selection.clusters, assigned);
         }
@@ -1235,24 +1256,11 @@ mod tests {
             answers: vec![("m1", 0), ("m2", 2)],
             ..Default::default()
         });
-        let gates = FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true);
-        let s = Scheduler::from_plugins_flag(
-            &["*"],
-            ScheduleConfig {
-                gates,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .with_estimator(e.clone());
+        let s = with_gates(FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true))
+            .with_estimator(e.clone());
         let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
         let p = Placement {
-            spread_constraints: vec![SpreadConstraint {
-                spread_by_field: Some(SpreadFieldValue::Cluster),
-                min_groups: 1,
-                max_groups: 1,
-                ..Default::default()
-            }],
+            spread_constraints: vec![one_cluster()],
             replica_scheduling: Some(ReplicaSchedulingStrategy {
                 replica_scheduling_type: Some(ReplicaSchedulingType::Divided),
                 ..Default::default()
@@ -1278,5 +1286,169 @@ mod tests {
         let s = scheduler(vec![e.clone()]);
         let _ = run(&s, &snap, &sp, &ResourceBindingStatus::default());
         assert_eq!(e.replica_calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// Spread by cluster, exactly one: the placement of a multi-template workload as a whole.
+    fn one_cluster() -> SpreadConstraint {
+        SpreadConstraint {
+            spread_by_field: Some(SpreadFieldValue::Cluster),
+            min_groups: 1,
+            max_groups: 1,
+            ..Default::default()
+        }
+    }
+
+    fn with_gates(gates: FeatureGates) -> Scheduler {
+        Scheduler::from_plugins_flag(
+            &["*"],
+            ScheduleConfig {
+                gates,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// v1.19 `buildTargetComponents`: two components placed whole on one cluster are recorded
+    /// in the target with their full replica counts; not with one component, not without the
+    /// single-cluster spread constraint, not without the gate.
+    #[test]
+    fn multi_component_results_are_recorded_with_the_gate() {
+        let s = with_gates(FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true));
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let single = Placement {
+            spread_constraints: vec![one_cluster()],
+            ..duplicated()
+        };
+        let comp = |name: &str, replicas: i32| Component {
+            name: name.into(),
+            replicas,
+            replica_requirements: None,
+        };
+        let mut sp = spec(0, single.clone());
+        sp.components = vec![comp("jobmanager", 1), comp("taskmanager", 3)];
+        let o = run(&s, &snap, &sp, &ResourceBindingStatus::default());
+        let Ok(Decision::Scheduled(targets)) = o.result else {
+            panic!("{:?}", o.result)
+        };
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].replicas, 0);
+        assert_eq!(
+            targets[0].components(),
+            vec![
+                karmada_api::work::TargetComponent {
+                    name: "jobmanager".into(),
+                    replicas: 1
+                },
+                karmada_api::work::TargetComponent {
+                    name: "taskmanager".into(),
+                    replicas: 3
+                },
+            ]
+        );
+        let json = serde_json::to_value(&targets[0]).unwrap();
+        assert_eq!(
+            json["components"],
+            serde_json::json!([{"name": "jobmanager", "replicas": 1}, {"name": "taskmanager", "replicas": 3}])
+        );
+
+        let targets_of = |s: &Scheduler, sp: &ResourceBindingSpec| match run(
+            s,
+            &snap,
+            sp,
+            &ResourceBindingStatus::default(),
+        )
+        .result
+        {
+            Ok(Decision::Scheduled(t)) => t,
+            other => panic!("{other:?}"),
+        };
+        // One component: no per-component result.
+        let mut one = sp.clone();
+        one.components.truncate(1);
+        assert!(
+            targets_of(&s, &one)
+                .iter()
+                .all(|t| t.components().is_empty())
+        );
+        // Not a single-cluster placement: every cluster, no per-component result.
+        let mut spread = sp.clone();
+        spread.placement = Some(duplicated());
+        let t = targets_of(&s, &spread);
+        assert_eq!(t.len(), 2);
+        assert!(t.iter().all(|t| t.components().is_empty()));
+        // Gate off (the default): as v1.18.2.
+        let off = scheduler(vec![]);
+        assert!(
+            targets_of(&off, &sp)
+                .iter()
+                .all(|t| t.components().is_empty())
+        );
+        // Gate on, v1.18.2's results asked for.
+        let omit = Scheduler::from_plugins_flag(
+            &["*"],
+            ScheduleConfig {
+                gates: FeatureGates::new().with(MULTIPLE_POD_TEMPLATES_SCHEDULING, true),
+                omit_component_results: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            targets_of(&omit, &sp)
+                .iter()
+                .all(|t| t.components().is_empty())
+        );
+    }
+
+    /// v1.19: a reschedule requested after the last schedule (`rescheduleTriggeredAt` later
+    /// than `lastScheduledTime`, as a WorkloadRebalancer writes) tries the terms from the first
+    /// again, whatever the observed term; an older trigger resumes at the observed term.
+    #[test]
+    fn a_requested_reschedule_restarts_affinity_terms_at_the_first() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let s = scheduler(vec![]);
+        let snap = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
+        let mut sp = spec(
+            1,
+            Placement {
+                cluster_affinities: Some(vec![term("primary", &["m1"]), term("backup", &["m2"])]),
+                ..duplicated()
+            },
+        );
+        let t = |s: &str| Some(serde_json::from_value::<Time>(serde_json::json!(s)).unwrap());
+        let status = ResourceBindingStatus {
+            scheduler_observed_affinity_name: "backup".into(),
+            last_scheduled_time: t("2026-01-01T00:00:00Z"),
+            ..Default::default()
+        };
+        sp.reschedule_triggered_at = t("2026-01-01T00:00:10Z");
+        let o = run(&s, &snap, &sp, &status);
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m1", 1)]))
+        );
+        assert_eq!(o.affinity_name.as_deref(), Some("primary"));
+
+        // v1.18.2's behaviour, on request: resume at the observed term.
+        let old = Scheduler::from_plugins_flag(
+            &["*"],
+            ScheduleConfig {
+                reschedule_keeps_affinity_term: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let o = run(&old, &snap, &sp, &status);
+        assert_eq!(o.affinity_name.as_deref(), Some("backup"));
+
+        // Trigger not later than the last schedule: resume at the observed term.
+        sp.reschedule_triggered_at = t("2026-01-01T00:00:00Z");
+        let o = run(&s, &snap, &sp, &status);
+        assert_eq!(
+            o.result,
+            Ok(Decision::Scheduled(vec![TargetCluster::new("m2", 1)]))
+        );
+        assert_eq!(o.affinity_name.as_deref(), Some("backup"));
     }
 }

@@ -4,10 +4,14 @@
 //! - **legacy** (default): FIFO with deduplication; a failed key comes back after
 //!   `max(base·2^failures capped at max, token-bucket delay)` from the `--rate-limiter-*` flags;
 //!   success resets its failure count.
-//! - **priority** (gate `PriorityBasedScheduling`): highest `spec.schedulePriority.priority`
-//!   first, then oldest; failures wait in a backoff queue (1 s doubling to 10 s, counted from the
-//!   last activation); unschedulable bindings are parked until an event moves them or 5 minutes
-//!   pass.
+//! - **priority** (gate `PriorityBasedScheduling`, on by default since v1.19): highest
+//!   `spec.schedulePriority.priority` first, then oldest; failures wait in a backoff queue (1 s
+//!   doubling to 10 s, counted from the last activation); unschedulable bindings are parked
+//!   until an event moves them or 5 minutes pass. As the reference, the two are flushed on
+//!   periodic ticks (every 1 s and every 30 s from the queue's start), and each flushed batch
+//!   enters the active queue sorted by priority, then by age (v1.19's `sortBindingsByPriority`;
+//!   v1.18.2 pushed it in backoff-expiry or map order). The `--rate-limiter-*` flags only act
+//!   on the legacy queue.
 //!
 //! In both modes a key popped by one worker is never handed to another until [`done`] is
 //! called; an event for it meanwhile marks it dirty and it is re-queued on `done`, so one
@@ -34,6 +38,10 @@ const PQ_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 const PQ_MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// Longest stay in the unschedulable pool without an event.
 const PQ_MAX_UNSCHEDULABLE: Duration = Duration::from_secs(300);
+/// Periods of the reference's two flushes (`flushBackoffQCompleted`,
+/// `flushUnschedulableBindingsLeftover`): a key is moved at the first tick that finds it due.
+const PQ_BACKOFF_FLUSH: Duration = Duration::from_secs(1);
+const PQ_UNSCHEDULABLE_FLUSH: Duration = Duration::from_secs(30);
 /// A key that finds no API server again right after being released (the server answers its
 /// probe, but this binding's writes keep failing, e.g. a webhook answering 500) waits this long
 /// after the next release, doubling up to [`UNAVAILABLE_MAX_DELAY`].
@@ -100,6 +108,8 @@ impl Ord for Entry {
 #[derive(Debug)]
 struct State {
     priority_mode: bool,
+    /// When the flush ticks of the priority mode start.
+    epoch: Instant,
     limiter: RateLimiterOptions,
     bucket: TokenBucket,
     seq: u64,
@@ -142,6 +152,7 @@ impl SchedulingQueue {
         Self {
             state: Mutex::new(State {
                 priority_mode,
+                epoch: now,
                 bucket: TokenBucket::new_at(limiter.qps as f64, limiter.bucket_size as f64, now),
                 limiter,
                 seq: 0,
@@ -284,12 +295,20 @@ impl SchedulingQueue {
                     s.backoff.remove(&item.key);
                 }
                 Outcome::Unschedulable if !dirty && !s.backoff.contains_key(&item.key) => {
-                    s.schedule_delay(item.key.clone(), item.timestamp + PQ_MAX_UNSCHEDULABLE);
+                    // Moved by the first 30 s tick at which it has waited more than 5 minutes.
+                    let at = tick_after(
+                        s.epoch,
+                        item.timestamp + PQ_MAX_UNSCHEDULABLE,
+                        PQ_UNSCHEDULABLE_FLUSH,
+                    );
+                    s.schedule_delay(item.key.clone(), at);
                     s.unschedulable.insert(item.key.clone(), entry);
                 }
                 Outcome::Failure if !dirty && !s.unschedulable.contains_key(&item.key) => {
-                    let at = item.timestamp + pq_backoff(item.attempts);
-                    s.schedule_delay(item.key.clone(), at.max(now));
+                    // Moved by the first 1 s tick at which its backoff has completed.
+                    let done = (item.timestamp + pq_backoff(item.attempts)).max(now);
+                    let at = tick_at_or_after(s.epoch, done, PQ_BACKOFF_FLUSH);
+                    s.schedule_delay(item.key.clone(), at);
                     s.backoff.insert(item.key.clone(), entry);
                 }
                 _ => {}
@@ -439,6 +458,20 @@ pub fn for_options(opts: &Options, metrics: &Metrics) -> SchedulingQueue {
     queue
 }
 
+/// The first tick (`epoch + n·period`) at or after `t`.
+fn tick_at_or_after(epoch: Instant, t: Instant, period: Duration) -> Instant {
+    let since = t.saturating_duration_since(epoch);
+    let n = since.as_nanos().div_ceil(period.as_nanos());
+    epoch + period * u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The first tick strictly after `t`.
+fn tick_after(epoch: Instant, t: Instant, period: Duration) -> Instant {
+    let since = t.saturating_duration_since(epoch);
+    let n = since.as_nanos() / period.as_nanos() + 1;
+    epoch + period * u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 fn pq_backoff(attempts: u32) -> Duration {
     if attempts == 0 {
         return Duration::ZERO;
@@ -471,6 +504,8 @@ impl State {
         if self.dirty.contains_key(&key) {
             return;
         }
+        // The legacy queue is client-go's FIFO work queue: it does not read priorities.
+        let priority = if self.priority_mode { priority } else { 0 };
         if let Some(m) = &self.metrics {
             let at = m.added();
             self.added_at.entry(key.clone()).or_insert(at);
@@ -505,7 +540,12 @@ impl State {
     }
 
     /// Move every delayed key whose time has come to the active queue.
+    ///
+    /// Priority mode: keys due at the same flush tick form one batch, pushed in the order of
+    /// the active queue (priority, then the timestamp of their last activation), each stamped
+    /// with the tick, as v1.19's flush pushes its sorted batch. Legacy mode: in due order.
     fn promote_due(&mut self, now: Instant) {
+        let mut due: Vec<(Instant, u64, BindingKey, i32, Instant, u32)> = Vec::new();
         while let Some((&slot, _)) = self.delayed.iter().next() {
             if slot.0 > now {
                 break;
@@ -516,8 +556,21 @@ impl State {
                 .unschedulable
                 .remove(&key)
                 .or_else(|| self.backoff.remove(&key));
-            let (priority, attempts) = parked.map_or((0, 0), |e| (e.priority, e.attempts));
-            self.push_active(key, priority, now, attempts);
+            let (priority, timestamp, attempts) =
+                parked.map_or((0, slot.0, 0), |e| (e.priority, e.timestamp, e.attempts));
+            due.push((slot.0, slot.1, key, priority, timestamp, attempts));
+        }
+        if self.priority_mode {
+            due.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| b.3.cmp(&a.3))
+                    .then_with(|| a.4.cmp(&b.4))
+                    .then_with(|| a.1.cmp(&b.1))
+            });
+        }
+        for (at, _, key, priority, _, attempts) in due {
+            let stamp = if self.priority_mode { at } else { now };
+            self.push_active(key, priority, stamp, attempts);
         }
     }
 }
@@ -673,7 +726,8 @@ mod tests {
             q.done(other, Outcome::Success);
             q.pop().await.unwrap();
             let expected = if priority_mode {
-                PQ_INITIAL_BACKOFF
+                // The first backoff, then at most one flush period.
+                PQ_INITIAL_BACKOFF + PQ_BACKOFF_FLUSH
             } else {
                 Duration::from_millis(5)
             };
@@ -797,7 +851,11 @@ mod tests {
         q.done(item, Outcome::Unschedulable);
         assert_eq!(q.lengths().unschedulable, 1);
         let item = q.pop().await.unwrap();
-        assert_eq!(Instant::now() - t0, PQ_MAX_UNSCHEDULABLE);
+        // Not at exactly 5 minutes: at the first 30 s flush tick after them.
+        assert_eq!(
+            Instant::now() - t0,
+            PQ_MAX_UNSCHEDULABLE + PQ_UNSCHEDULABLE_FLUSH
+        );
         assert_eq!(item.attempts, 2);
         q.done(item, Outcome::Unschedulable);
         q.add(k("a"), 0);
@@ -828,6 +886,133 @@ mod tests {
         let t1 = Instant::now();
         q.pop().await.unwrap();
         assert_eq!(Instant::now() - t1, Duration::from_secs(2));
+    }
+
+    /// v1.19's flush: keys whose backoff completes before the same 1 s tick enter the active
+    /// queue as one batch sorted by priority (then by age), whatever order their backoffs
+    /// completed in; with the gate off (legacy queue, v1.18.2's default) they come back in the
+    /// order they failed.
+    #[tokio::test(start_paused = true)]
+    async fn a_flushed_backoff_batch_is_popped_by_priority() {
+        let q = SchedulingQueue::new(true, RateLimiterOptions::default());
+        for (name, prio) in [("low", 1), ("high", 9), ("mid", 5), ("mid-later", 5)] {
+            tokio::time::advance(Duration::from_millis(100)).await;
+            q.add(k(name), prio);
+        }
+        // Scheduled (and failing) in priority order; each backoff completes 1 s after the
+        // key's activation, so "low" completes first.
+        let mut popped = Vec::new();
+        for _ in 0..4 {
+            let item = q.pop().await.unwrap();
+            popped.push(item.key.clone());
+            q.done(item, Outcome::Failure);
+        }
+        assert_eq!(popped, [k("high"), k("mid"), k("mid-later"), k("low")]);
+        let start = Instant::now();
+        let mut again = Vec::new();
+        for _ in 0..4 {
+            let item = q.pop().await.unwrap();
+            again.push(item.key.clone());
+            q.done(item, Outcome::Success);
+        }
+        // All four at the 2 s tick (their backoffs end between 1.1 s and 1.4 s).
+        assert_eq!(Instant::now() - start, Duration::from_millis(1600));
+        assert_eq!(again, [k("high"), k("mid"), k("mid-later"), k("low")]);
+
+        let q = legacy();
+        for name in ["low", "high", "mid"] {
+            q.add(k(name), 0);
+        }
+        for _ in 0..3 {
+            let item = q.pop().await.unwrap();
+            q.done(item, Outcome::Failure);
+        }
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            let item = q.pop().await.unwrap();
+            order.push(item.key.clone());
+            q.done(item, Outcome::Success);
+        }
+        assert_eq!(order, [k("low"), k("high"), k("mid")]);
+    }
+
+    /// Replays one vector of `tests/conformance/queue/` (format in its README); `Err` says
+    /// what differed.
+    async fn replay_queue_vector(v: &serde_yaml::Value) -> Result<(), String> {
+        let mode = v["queue"].as_str().ok_or("no queue mode")?;
+        let q = SchedulingQueue::new(mode == "priority", RateLimiterOptions::default());
+        let start = Instant::now();
+        let mut got: Vec<Vec<String>> = Vec::new();
+        let mut got_at: Vec<u64> = Vec::new();
+        for step in v["steps"].as_sequence().ok_or("no steps")? {
+            if let Some(key) = step["add"].as_str() {
+                let at = Duration::from_millis(step["at"].as_u64().ok_or("add without at")?);
+                let now = Instant::now() - start;
+                if at > now {
+                    tokio::time::advance(at - now).await;
+                }
+                let prio = step["priority"].as_i64().unwrap_or(0) as i32;
+                q.add(k(key), prio);
+            } else if let Some(n) = step["pop"].as_u64() {
+                let outcome = match step["outcome"].as_str() {
+                    Some("Success") => Outcome::Success,
+                    Some("Failure") => Outcome::Failure,
+                    Some("Unschedulable") => Outcome::Unschedulable,
+                    other => return Err(format!("unknown outcome {other:?}")),
+                };
+                let mut keys = Vec::new();
+                for _ in 0..n {
+                    let item = q.pop().await.ok_or("queue shut down")?;
+                    keys.push(item.key.name.clone());
+                    q.done(item, outcome);
+                }
+                got.push(keys);
+                got_at.push((Instant::now() - start).as_millis() as u64);
+            } else {
+                return Err(format!("unknown step {step:?}"));
+            }
+        }
+        let want: Vec<Vec<String>> =
+            serde_yaml::from_value(v["expect"].clone()).map_err(|e| e.to_string())?;
+        if got != want {
+            return Err(format!("popped {got:?}, want {want:?}"));
+        }
+        if let Some(at) = v.get("expectAt") {
+            let want_at: Vec<u64> =
+                serde_yaml::from_value(at.clone()).map_err(|e| e.to_string())?;
+            if got_at != want_at {
+                return Err(format!("popped at {got_at:?} ms, want {want_at:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every scheduling-queue conformance vector (`tests/conformance/queue/*.yaml`).
+    #[test]
+    fn queue_vectors() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/queue");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 3, "{files:?}");
+        let mut failures = Vec::new();
+        for f in &files {
+            let v: serde_yaml::Value =
+                serde_yaml::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            if let Err(e) = rt.block_on(replay_queue_vector(&v)) {
+                failures.push(format!("{}: {e}", f.display()));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 
     #[tokio::test(start_paused = true)]

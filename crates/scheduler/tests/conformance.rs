@@ -55,6 +55,10 @@ fn yaml_str<'a>(v: &'a Yaml, path: &[&str]) -> &'a str {
 fn run_vector(path: &Path, scratch: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let vector: Yaml = serde_yaml::from_str(&text).map_err(|e| format!("not a vector: {e}"))?;
+    if vector.get("queue").is_some() {
+        // A scheduling-queue vector: replayed by the queue's unit tests, not by simulate.
+        return Ok(());
+    }
     let objects = vector
         .get("objects")
         .and_then(Yaml::as_sequence)
@@ -80,6 +84,11 @@ fn run_vector(path: &Path, scratch: &Path) -> Result<(), String> {
                 .as_i64()
                 .ok_or("estimatorReplicas value is not an integer")?;
             cmd.arg("--estimator-replicas").arg(format!("{name}={n}"));
+        }
+    }
+    if let Some(flags) = vector.get("flags").and_then(Yaml::as_sequence) {
+        for f in flags {
+            cmd.arg(f.as_str().ok_or("flags entry is not a string")?);
         }
     }
     cmd.arg("-o").arg("json");
@@ -163,6 +172,54 @@ fn run_vector(path: &Path, scratch: &Path) -> Result<(), String> {
             }));
             if want != have {
                 problems.push(format!("{name}: clusters {have:?}, want {want:?}"));
+            }
+        }
+        for want in e
+            .get("clusters")
+            .and_then(Yaml::as_sequence)
+            .into_iter()
+            .flatten()
+        {
+            let Some(want_components) = want.get("components").and_then(Yaml::as_sequence) else {
+                continue;
+            };
+            let cname = yaml_str(want, &["name"]);
+            let want_components: Vec<(String, i64)> = want_components
+                .iter()
+                .map(|c| {
+                    (
+                        yaml_str(c, &["name"]).to_string(),
+                        c.get("replicas").and_then(Yaml::as_i64).unwrap_or(0),
+                    )
+                })
+                .collect();
+            let have_components: Vec<(String, i64)> = r
+                .get("clusters")
+                .and_then(Json::as_array)
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.get("name").and_then(Json::as_str) == Some(cname))
+                })
+                .and_then(|c| c.get("components"))
+                .and_then(Json::as_array)
+                .map(|cs| {
+                    cs.iter()
+                        .map(|c| {
+                            (
+                                c.get("name")
+                                    .and_then(Json::as_str)
+                                    .unwrap_or("")
+                                    .to_string(),
+                                c.get("replicas").and_then(Json::as_i64).unwrap_or(0),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if want_components != have_components {
+                problems.push(format!(
+                    "{name}: components in {cname} {have_components:?}, want {want_components:?}"
+                ));
             }
         }
         let contains = yaml_str(e, &["messageContains"]);

@@ -459,13 +459,15 @@ async fn has_failure_event(env: &TestEnv, name: &str, message: &str) -> anyhow::
 
 fn spawn_ours(env: &TestEnv) -> anyhow::Result<(GoProcess, String)> {
     let health = format!("127.0.0.1:{}", free_port());
-    let args = vec![
+    let mut args = vec![
         format!("--kubeconfig={}", env.kubeconfig().display()),
         "--leader-elect=false".to_string(),
         "--enable-scheduler-estimator=true".to_string(),
         format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
         format!("--health-probe-bind-address={health}"),
     ];
+    // Compared with the Go v1.18.2 scheduler.
+    args.extend(testenv::AS_V1_18_2.iter().map(|s| s.to_string()));
     let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
     Ok((env.spawn_process("rs-scheduler", bin, &args)?, health))
 }

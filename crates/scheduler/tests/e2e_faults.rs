@@ -64,6 +64,8 @@ async fn nothing_is_lost_when_the_apiserver_the_network_or_the_scheduler_fails()
         SchedulerUnderTest {
             tag: "rust".into(),
             program: ours,
+            // Ours at its defaults (v1.19.0's priority queue): the assertions below are about
+            // ours alone; the Go v1.18.2 run is printed for reference only.
             extra_args: Vec::new(),
         },
     )

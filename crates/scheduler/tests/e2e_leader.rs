@@ -43,7 +43,13 @@ fn spawn_ours_with(env: &TestEnv, name: &str, extra: &[&str]) -> anyhow::Result<
         format!("--health-probe-bind-address={metrics}"),
         "--v=4".to_string(),
     ];
-    args.extend(ELECTION.iter().chain(extra).map(|s| s.to_string()));
+    args.extend(
+        ELECTION
+            .iter()
+            .chain(extra)
+            .chain(testenv::AS_V1_18_2)
+            .map(|s| s.to_string()),
+    );
     let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
     Ok(Replica {
         process: env.spawn_process(name, bin, &args)?,

@@ -191,14 +191,12 @@ async fn every_go_metric_family_is_served_or_documented() -> anyhow::Result<()> 
     go.wait_healthy(Duration::from_secs(60)).await?;
     let go_addr = go.metrics_address().expect("a scheduler").to_string();
     let our_addr = format!("127.0.0.1:{}", free_port());
-    let ours = OurScheduler::start(
-        &env,
-        &[
-            "--enable-scheduler-estimator=true",
-            &format!("--metrics-bind-address={our_addr}"),
-        ],
-    )
-    .await?;
+    // With v1.18.2's queue: the legacy queue registers `scheduler-queue`'s workqueue
+    // metrics, the priority queue (v1.19.0's default) none.
+    let metrics_flag = format!("--metrics-bind-address={our_addr}");
+    let mut flags = vec!["--enable-scheduler-estimator=true", metrics_flag.as_str()];
+    flags.extend(testenv::AS_V1_18_2);
+    let ours = OurScheduler::start(&env, &flags).await?;
 
     let rbs = rb_api(&env).await?;
     let placements = [
@@ -361,6 +359,85 @@ async fn every_go_metric_family_is_served_or_documented() -> anyhow::Result<()> 
     }
 
     ours.shutdown().await?;
+    go.kill();
+    Ok(())
+}
+
+/// The same parity with the priority queue, v1.19.0's default (the Go v1.18.2 scheduler with
+/// `--feature-gates=PriorityBasedScheduling=true`, ours at its default): every Go family is
+/// served or documented, no `scheduler-queue` work-queue series on either side, and every
+/// `karmada_scheduler_*` family Go serves is ours with the same type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priority_queue_metric_families_match_go() -> anyhow::Result<()> {
+    let Some(tools) = tools_or_skip("priority_queue_metric_families_match_go") else {
+        return Ok(());
+    };
+    let rows = not_exported();
+    let env = TestEnv::builder().tools(tools).members(2).start().await?;
+    let mut go = env.spawn_go_scheduler(&[
+        "--scheduler-name=go-scheduler",
+        "--feature-gates=PriorityBasedScheduling=true",
+    ])?;
+    go.wait_healthy(Duration::from_secs(60)).await?;
+    let go_addr = go.metrics_address().expect("a scheduler").to_string();
+    let our_addr = format!("127.0.0.1:{}", free_port());
+    // A process of its own: client metrics are process-wide, and the other test of this
+    // file runs its scheduler in this process.
+    let mut ours = env.spawn_process(
+        "rs-scheduler-pq",
+        std::path::Path::new(env!("CARGO_BIN_EXE_karmada-scheduler")),
+        &[
+            format!("--kubeconfig={}", env.kubeconfig().display()),
+            "--leader-elect=false".to_string(),
+            format!("--metrics-bind-address={our_addr}"),
+            format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
+        ],
+    )?;
+    let explain = |e: anyhow::Error, ours: &mut testenv::GoProcess| {
+        anyhow::anyhow!("{e:#}\nour scheduler's log:\n{}", ours.log_tail(30))
+    };
+    let rbs = rb_api(&env).await?;
+    for (sched, suffix) in [("default-scheduler", "rs"), ("go-scheduler", "go")] {
+        let placement = json!({"clusterAffinity": {"clusterNames": ["member1", "member2"]}});
+        env.apply_json(&binding(&format!("pq-{suffix}"), 2, placement, sched))
+            .await?;
+    }
+    for suffix in ["rs", "go"] {
+        if let Err(e) = wait_scheduled(&rbs, &format!("pq-{suffix}")).await {
+            return Err(explain(e, &mut ours));
+        }
+    }
+    let scraped = wait_for("both schedulers' metrics", WAIT, || async {
+        let (g, o) = (scrape(&go_addr).await, scrape(&our_addr).await);
+        let done = |t: &str| t.contains("karmada_scheduler_schedule_attempts_total{");
+        Ok((done(&g) && done(&o)).then_some((g, o)))
+    })
+    .await;
+    let (go_text, our_text) = match scraped {
+        Ok(t) => t,
+        Err(e) => return Err(explain(e, &mut ours)),
+    };
+    let go_families = families(&go_text);
+    let our_families = families(&our_text);
+    let missing: Vec<&String> = go_families
+        .keys()
+        .filter(|f| !our_families.contains_key(*f) && !listed(&rows, f))
+        .collect();
+    assert!(missing.is_empty(), "priority queue: Go serves {missing:?}");
+    for text in [&go_text, &our_text] {
+        assert_eq!(
+            queue_value(text, "workqueue_adds_total", "scheduler-queue"),
+            None,
+            "no scheduler-queue work queue with the priority queue"
+        );
+    }
+    for (family, kind) in go_families
+        .iter()
+        .filter(|(k, _)| k.starts_with("karmada_scheduler_"))
+    {
+        assert_eq!(our_families.get(family), Some(kind), "{family}");
+    }
+    ours.kill();
     go.kill();
     Ok(())
 }

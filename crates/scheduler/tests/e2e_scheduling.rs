@@ -41,11 +41,9 @@ async fn twins_match_the_go_scheduler() -> anyhow::Result<()> {
     // Ours with the chart's RBAC only (its ServiceAccount's token, see testenv::rbac).
     let docs = rbac::chart_rbac(&helm, rbac::Daemon::Scheduler, "ksrs", &[]);
     let identity = rbac::service_account_kubeconfig(&env, &docs).await?;
-    let ours = OurScheduler::start_with_kubeconfig(
-        &identity.kubeconfig,
-        &["--enable-scheduler-estimator=true"],
-    )
-    .await?;
+    let mut flags = vec!["--enable-scheduler-estimator=true"];
+    flags.extend(testenv::AS_V1_18_2);
+    let ours = OurScheduler::start_with_kubeconfig(&identity.kubeconfig, &flags).await?;
 
     let rbs = rb_api(&env).await?;
     let mut accepted = Vec::new();

@@ -193,6 +193,13 @@ impl Schedulers {
     ) -> anyhow::Result<Self> {
         let mut go_args = vec!["--scheduler-name=go-scheduler".to_string()];
         go_args.extend(go_extra.iter().cloned());
+        // Ours decides as the Go v1.18.2 twin.
+        let ours_extra: Vec<String> = ours_extra
+            .iter()
+            .cloned()
+            .chain(testenv::AS_V1_18_2.iter().map(|s| s.to_string()))
+            .collect();
+        let ours_extra = ours_extra.as_slice();
         // grpc-go's own warnings (why a dial failed) go to the log too.
         let go = start_on_host(
             topo,

@@ -130,7 +130,7 @@ fn every_flag_value_reaches_the_binary() {
             "scheduler.schedulerEstimatorCaFile=/tls/ca.crt",
             "scheduler.plugins={*,-ClusterLocality}",
             "scheduler.schedulerName=rs-scheduler",
-            "scheduler.featureGates.PriorityBasedScheduling=true",
+            "scheduler.featureGates.PriorityBasedScheduling=false",
             "scheduler.rateLimiterQps=20",
             "scheduler.exitOnLostLease=true",
             "scheduler.schedulerEstimatorTlsServerName=estimator.example",
@@ -141,6 +141,8 @@ fn every_flag_value_reaches_the_binary() {
             "logging.format=json",
             "logging.v=4",
             "logging.logDir=/var/log/ks",
+            "logging.alsologtostderrthreshold=ERROR",
+            "logging.legacyStderrThresholdBehavior=false",
             "serviceMonitor.enabled=true",
             "extraArgs={--log-file-max-size=10}",
         ],
@@ -161,7 +163,7 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.estimator.ca_file, "/tls/ca.crt");
     assert_eq!(opts.plugins, vec!["*", "-ClusterLocality"]);
     assert_eq!(opts.scheduler_name, "rs-scheduler");
-    assert!(opts.feature_gates.enabled("PriorityBasedScheduling"));
+    assert!(!opts.feature_gates.enabled("PriorityBasedScheduling"));
     assert_eq!(opts.rate_limiter.qps, 20);
     assert!(opts.common.leader_election.exit_on_lost_lease);
     assert_eq!(opts.estimator.tls_server_name, "estimator.example");
@@ -172,6 +174,8 @@ fn every_flag_value_reaches_the_binary() {
     assert_eq!(opts.common.logging.format, "json");
     assert_eq!(opts.common.logging.verbosity, 4);
     assert_eq!(opts.common.logging.log_dir, "/var/log/ks");
+    assert_eq!(opts.common.logging.alsologtostderrthreshold, 2);
+    assert!(!opts.common.logging.legacy_stderr_threshold_behavior);
     assert_eq!(opts.common.logging.log_file_max_size, 10);
     let dep = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
@@ -226,5 +230,62 @@ fn the_explain_endpoint_brings_the_review_rules() {
             "tokenreviews.authentication.k8s.io: create",
             "subjectaccessreviews.authorization.k8s.io: create"
         ]
+    );
+}
+
+/// Karmada's own chart (v1.18.2 from the Go module cache, or the one `KARMADA_CHART_DIR` names,
+/// e.g. v1.19's) renders scheduler arguments that ours parses and validates, with v1.19's new
+/// values set: `scheduler.enableEmptyWorkloadPropagation` becomes
+/// `--enable-empty-workload-propagation=true` in a v1.19 chart (a v1.18.2 chart ignores it);
+/// `schedulerEstimator.certs` only names the estimator pods' Secret.
+#[test]
+fn karmadas_chart_renders_arguments_ours_takes() {
+    let Some(helm) = helm_or_skip("karmadas_chart_renders_arguments_ours_takes") else {
+        return;
+    };
+    let Some(chart) =
+        testenv::helm::karmada_chart_or_skip("karmadas_chart_renders_arguments_ours_takes")
+    else {
+        return;
+    };
+    let docs = testenv::helm::render_chart(
+        &helm,
+        chart.path(),
+        "karmada",
+        "karmada-system",
+        &[
+            "installMode=host",
+            "components={descheduler}",
+            "scheduler.enableSchedulerEstimator=true",
+            "scheduler.enableEmptyWorkloadPropagation=true",
+            "schedulerEstimator.certs=estimator-cert",
+        ],
+    );
+    let scheduler = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "karmada-scheduler")
+        .expect("the karmada-scheduler Deployment");
+    let c = &scheduler["spec"]["template"]["spec"]["containers"][0];
+    let mut args: Vec<String> = c["command"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .chain(c["args"].as_sequence().into_iter().flatten())
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .skip(1)
+        .collect();
+    // The pod's IP comes from the downward API.
+    for a in &mut args {
+        *a = a.replace("$(POD_IP)", "127.0.0.1");
+    }
+    let opts = options(&args);
+    assert!(opts.enable_scheduler_estimator);
+    let v1_19 = args
+        .iter()
+        .any(|a| a == "--enable-empty-workload-propagation=true");
+    assert_eq!(opts.enable_empty_workload_propagation, v1_19);
+    println!(
+        "Karmada chart at {}: v1.19 values rendered: {v1_19}",
+        chart.path().display()
     );
 }

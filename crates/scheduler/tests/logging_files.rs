@@ -105,3 +105,34 @@ fn log_dir_gets_klogs_files_per_severity() {
         "{names:?}"
     );
 }
+
+/// The two klog flags of Kubernetes 1.36 (Karmada v1.19): `--alsologtostderrthreshold` caps
+/// what `--alsologtostderr` copies to standard error; `--legacy-stderr-threshold-behavior=false`
+/// makes `--stderrthreshold` filter the default `--logtostderr` output too.
+#[test]
+fn kubernetes_1_36_stderr_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scheduler.log");
+    let (_, stderr) = run(&[
+        "--logtostderr=false".into(),
+        "--alsologtostderr".into(),
+        "--alsologtostderrthreshold=ERROR".into(),
+        flag("log-file", &file),
+    ]);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with('E'), "{stderr}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("karmada-scheduler version"), "{text}");
+
+    // Default (legacy) behaviour: every line on standard error, the threshold ignored.
+    let (_, stderr) = run(&["--stderrthreshold=ERROR".into()]);
+    assert!(stderr.contains("karmada-scheduler version"), "{stderr}");
+    // Honoured when the legacy behaviour is off.
+    let (code, stderr) = run(&[
+        "--stderrthreshold=ERROR".into(),
+        "--legacy-stderr-threshold-behavior=false".into(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(!stderr.contains("karmada-scheduler version"), "{stderr}");
+    assert!(stderr.contains("error building kubeconfig"), "{stderr}");
+}

@@ -184,16 +184,20 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// [`KarmadaChart`], or `None` after a message when the Karmada module is not in the Go
+/// [`KarmadaChart`] (from `KARMADA_CHART_DIR` when set), or `None` after a message when the Karmada module is not in the Go
 /// module cache and `KARMADA_E2E` is unset. Call [`crate::tools_or_skip`] first: with
 /// `KARMADA_E2E` set it builds the tools, which downloads the module.
 pub fn karmada_chart_or_skip(test: &str) -> Option<KarmadaChart> {
     let version = karmada_version();
-    let source = go_mod_cache().map(|c| {
-        c.join(format!(
-            "github.com/karmada-io/karmada@{version}/charts/karmada"
-        ))
-    });
+    // Another version's chart (e.g. v1.19's, from the public source; never committed here).
+    let source = match std::env::var_os("KARMADA_CHART_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => go_mod_cache().map(|c| {
+            c.join(format!(
+                "github.com/karmada-io/karmada@{version}/charts/karmada"
+            ))
+        }),
+    };
     let source = match source {
         Some(d) if d.join("Chart.yaml").is_file() => d,
         other => {

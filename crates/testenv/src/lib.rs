@@ -287,6 +287,14 @@ pub fn tools_or_skip(test: &str) -> Option<Tools> {
     }
 }
 
+/// Flags that make our karmada-scheduler act as the Go v1.18.2 binaries (this environment's
+/// peers) where Karmada v1.19.0, which ours follows by default, differs: with
+/// `PriorityBasedScheduling` off (it became Beta, on by default), ours runs v1.18.2's
+/// rate-limited queue and, unless told otherwise, decides as v1.18.2 too (the
+/// `clusterAffinities` resumption on a requested reschedule, no component results). Every
+/// test comparing ours with a v1.18.2 binary passes them.
+pub const AS_V1_18_2: &[&str] = &["--feature-gates=PriorityBasedScheduling=false"];
+
 /// A free TCP port on 127.0.0.1 (bound and released; the usual small race).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -55,7 +55,16 @@ pub fn standard_runs(ours: &std::path::Path, go: &std::path::Path, bindings: usi
         .map(|(tag, program, args)| Burst {
             tag: tag.to_string(),
             program: program.to_path_buf(),
-            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            // Ours compared with the Go v1.18.2 scheduler: as v1.18.2 decides.
+            extra_args: args
+                .iter()
+                .chain(if tag.starts_with("rs-") {
+                    crate::AS_V1_18_2
+                } else {
+                    &[]
+                })
+                .map(|a| a.to_string())
+                .collect(),
             bindings,
             replicas_each: 2,
         })

@@ -45,6 +45,8 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
         ScheduleConfig {
             enable_empty_workload_propagation: false,
             gates: gates.clone(),
+            reschedule_keeps_affinity_term: false,
+            omit_component_results: false,
         },
     )?
     .with_estimator(Arc::new(general));

@@ -117,7 +117,12 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
             SchedulerUnderTest {
                 tag: tag.into(),
                 program,
-                extra_args: Vec::new(),
+                // Side by side with the Go v1.18.2 scheduler: ours with v1.18.2's queue.
+                extra_args: if tag == "rust" {
+                    testenv::AS_V1_18_2.iter().map(|s| s.to_string()).collect()
+                } else {
+                    Vec::new()
+                },
             },
         )
         .await?;

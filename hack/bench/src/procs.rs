@@ -52,6 +52,10 @@ impl Sched {
             format!("--health-probe-bind-address={health}"),
         ];
         args.extend(flags.extra.iter().cloned());
+        if label == "rust" {
+            // Side by side with the Go v1.18.2 scheduler: ours with v1.18.2's queue.
+            args.extend(testenv::AS_V1_18_2.iter().map(|s| s.to_string()));
+        }
         let proc = env.spawn_process(&format!("{label}-scheduler"), binary, &args)?;
         Ok(Sched {
             label,

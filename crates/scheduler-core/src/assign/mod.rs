@@ -153,6 +153,24 @@ pub fn assign_replicas_in(
         .collect())
 }
 
+/// v1.19 `buildTargetComponents`: a multi-template workload (more than one component) placed
+/// as a whole in one cluster gets, in each target, every component with its full replica
+/// count. The caller decides applicability (gate `MultiplePodTemplatesScheduling`, more than
+/// one component, single-cluster placement); this only fills the entries.
+pub fn attach_component_results(targets: &mut [TargetCluster], spec: &ResourceBindingSpec) {
+    for t in targets {
+        t.set_components(
+            spec.components
+                .iter()
+                .map(|c| karmada_api::work::TargetComponent {
+                    name: c.name.clone(),
+                    replicas: c.replicas,
+                })
+                .collect(),
+        );
+    }
+}
+
 /// Whether the observed affinity term has overflow affinities.
 pub fn overflow_enabled(spec: &ResourceBindingSpec, status: &ResourceBindingStatus) -> bool {
     let Some(p) = &spec.placement else {

@@ -99,7 +99,12 @@ static FLAGS: &[FlagDef] = &[
 fn takes(name: &str) -> bool {
     matches!(
         name,
-        "plugins" | "enable-empty-workload-propagation" | "feature-gates" | "scheduler-name"
+        "plugins"
+            | "enable-empty-workload-propagation"
+            | "feature-gates"
+            | "scheduler-name"
+            | "reschedule-keeps-affinity-term"
+            | "omit-component-results"
     ) || name.contains("estimator")
 }
 
@@ -331,6 +336,9 @@ struct Output {
 struct OutCluster {
     name: String,
     replicas: i32,
+    /// v1.19's per-component result (`MultiplePodTemplatesScheduling`); absent when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    components: Vec<karmada_api::work::TargetComponent>,
 }
 
 fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
@@ -339,6 +347,7 @@ fn sorted(clusters: &[TargetCluster]) -> Vec<OutCluster> {
         .map(|t| OutCluster {
             name: t.name.to_string(),
             replicas: t.replicas,
+            components: t.components(),
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

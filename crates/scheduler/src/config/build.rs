@@ -20,6 +20,8 @@ pub fn build_scheduler(
     let config = ScheduleConfig {
         enable_empty_workload_propagation: opts.enable_empty_workload_propagation,
         gates: opts.feature_gates.clone(),
+        reschedule_keeps_affinity_term: opts.effective_reschedule_keeps_affinity_term(),
+        omit_component_results: opts.effective_omit_component_results(),
     };
     let general = scheduler_core::general::GeneralEstimator::new(
         opts.feature_gates.customized_cluster_resource_modeling(),
@@ -74,6 +76,37 @@ pub fn accurate_estimator(estimators: Option<&Arc<EstimatorSync>>) -> Option<Arc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// v1.19.0's decisions by default; `PriorityBasedScheduling=false` brings v1.18.2's with
+    /// its queue; each of our two flags overrides that either way.
+    #[test]
+    fn v1_18_decisions_follow_the_gate_unless_set() {
+        let config = |args: &[&str]| match crate::config::options::parse(args) {
+            Ok(crate::config::options::Invocation::Run(o)) => {
+                let c = build_scheduler(&o, []).unwrap().config().clone();
+                (c.reschedule_keeps_affinity_term, c.omit_component_results)
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(config(&[]), (false, false));
+        let off = "--feature-gates=PriorityBasedScheduling=false";
+        assert_eq!(config(&[off]), (true, true));
+        assert_eq!(
+            config(&[off, "--reschedule-keeps-affinity-term=false"]),
+            (false, true)
+        );
+        assert_eq!(
+            config(&[off, "--omit-component-results=false"]),
+            (true, false)
+        );
+        assert_eq!(
+            config(&[
+                "--reschedule-keeps-affinity-term",
+                "--omit-component-results"
+            ]),
+            (true, true)
+        );
+    }
 
     /// Our estimator connection flags reach the estimator client; unset, they are the
     /// reference's behaviour.

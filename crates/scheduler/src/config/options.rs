@@ -91,6 +91,13 @@ pub struct Options {
     pub concurrent_binding_syncs: i64,
     /// Not a flag of the reference: serve `/debug/explain/...` on the probe server.
     pub enable_explain_endpoint: bool,
+    /// Not a flag of the reference: v1.18.2's resumption of `clusterAffinities` at the
+    /// observed term on a requested reschedule (v1.19.0 starts at the first term). When not
+    /// given, it follows the `PriorityBasedScheduling` gate ([`Options::v1_18_decisions`]).
+    pub reschedule_keeps_affinity_term: bool,
+    /// Not a flag of the reference: v1.18.2's results without `components`. When not given,
+    /// as `reschedule_keeps_affinity_term`.
+    pub omit_component_results: bool,
     pub feature_gates: FeatureGates,
     pub rate_limiter: RateLimiterOptions,
     /// Normalised names of the flags given on the command line, in order of first use.
@@ -111,6 +118,8 @@ impl Default for Options {
             scheduler_name: String::new(),
             concurrent_binding_syncs: 0,
             enable_explain_endpoint: false,
+            reschedule_keeps_affinity_term: false,
+            omit_component_results: false,
             feature_gates: FeatureGates::default(),
             rate_limiter: RateLimiterOptions::default(),
             changed: Vec::new(),
@@ -183,6 +192,22 @@ pub static FLAGS: &[FlagDef] = &[
         "Serve /debug/explain/<namespace>/<name> (a ResourceBinding) and /debug/explain/<name> (a ClusterResourceBinding) on the health probe server: what this scheduler would decide for the binding in its cache now, and why, as JSON; read-only. Not a flag of the Go karmada-scheduler.",
     )
     .set(setter!(Options, |o, v| o.enable_explain_endpoint = goparse::parse_bool(v)?)),
+    flag(
+        G,
+        "reschedule-keeps-affinity-term",
+        K::Bool,
+        "false",
+        "When a reschedule is requested (spec.rescheduleTriggeredAt later than status.lastScheduledTime, e.g. by a WorkloadRebalancer), resume clusterAffinities at the term the binding was last scheduled with, as Karmada v1.18 did, instead of starting again at the first term as Karmada v1.19 does. When not given: true with --feature-gates=PriorityBasedScheduling=false (Karmada v1.18's scheduling as a whole), false otherwise. Not a flag of the Go karmada-scheduler.",
+    )
+    .set(setter!(Options, |o, v| o.reschedule_keeps_affinity_term = goparse::parse_bool(v)?)),
+    flag(
+        G,
+        "omit-component-results",
+        K::Bool,
+        "false",
+        "Do not write spec.clusters[].components (the per-component replicas Karmada v1.19 writes with the MultiplePodTemplatesScheduling gate), as Karmada v1.18 did. When not given: true with --feature-gates=PriorityBasedScheduling=false (Karmada v1.18's scheduling as a whole), false otherwise. Not a flag of the Go karmada-scheduler.",
+    )
+    .set(setter!(Options, |o, v| o.omit_component_results = goparse::parse_bool(v)?)),
     flag(
         G,
         "feature-gates",
@@ -262,6 +287,33 @@ impl Options {
     /// Whether the flag (normalised name) was given on the command line.
     pub fn was_set(&self, name: &str) -> bool {
         self.changed.iter().any(|c| c == name)
+    }
+
+    /// Whether Karmada v1.18's decisions apply where v1.19 changed them when no flag says
+    /// otherwise: with `PriorityBasedScheduling` off, the one switch an operator flips to get
+    /// v1.18.2's scheduler back, the rest of v1.18.2's scheduling comes with its queue.
+    pub fn v1_18_decisions(&self) -> bool {
+        !self
+            .feature_gates
+            .enabled(scheduler_core::features::PRIORITY_BASED_SCHEDULING)
+    }
+
+    /// `--reschedule-keeps-affinity-term` as given, else [`Options::v1_18_decisions`].
+    pub fn effective_reschedule_keeps_affinity_term(&self) -> bool {
+        if self.was_set("reschedule-keeps-affinity-term") {
+            self.reschedule_keeps_affinity_term
+        } else {
+            self.v1_18_decisions()
+        }
+    }
+
+    /// `--omit-component-results` as given, else [`Options::v1_18_decisions`].
+    pub fn effective_omit_component_results(&self) -> bool {
+        if self.was_set("omit-component-results") {
+            self.omit_component_results
+        } else {
+            self.v1_18_decisions()
+        }
     }
 
     /// The reference's validation: first the logging configuration (component-base
@@ -381,7 +433,8 @@ mod tests {
         assert_eq!(o.common.logging.format, "text");
         assert!(o.common.logging.logtostderr);
         assert_eq!(o.common.logging.stderrthreshold, 2);
-        assert!(!o.feature_gates.enabled("PriorityBasedScheduling"));
+        // v1.19.0: Beta, on by default.
+        assert!(o.feature_gates.enabled("PriorityBasedScheduling"));
         assert!(o.feature_gates.enabled("CustomizedClusterResourceModeling"));
         assert!(o.validate().is_ok());
     }
@@ -516,11 +569,11 @@ mod tests {
     #[test]
     fn feature_gates_merge_and_reject_unknown() {
         let o = run(&[
-            "--feature-gates=PriorityBasedScheduling=true",
+            "--feature-gates=PriorityBasedScheduling=false",
             "--feature-gates",
             "WorkloadAffinity=true, Failover=false",
         ]);
-        assert!(o.feature_gates.enabled("PriorityBasedScheduling"));
+        assert!(!o.feature_gates.enabled("PriorityBasedScheduling"));
         assert!(o.feature_gates.enabled("WorkloadAffinity"));
         assert!(!o.feature_gates.enabled("Failover"));
         let all = run(&["--feature-gates=AllAlpha=true,WorkloadAffinity=false"]);

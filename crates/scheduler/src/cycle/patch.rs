@@ -16,21 +16,29 @@ use crate::model::binding::{
 };
 use crate::model::condition::{SCHEDULED, SUCCESS_MESSAGE, ScheduledCondition, cut_message};
 
-/// `{name, replicas}` as v1.18.2 encodes a `TargetCluster` (`replicas` omitted when 0).
+/// `{name, replicas, components}` as v1.19.0 encodes a `TargetCluster` (`replicas` omitted
+/// when 0, `components` when empty: v1.18.2's encoding whenever there are none).
 fn target_json(t: &TargetCluster) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), Value::String(t.name.to_string()));
     if t.replicas != 0 {
         m.insert("replicas".into(), Value::from(t.replicas));
     }
+    let components = t.components();
+    if !components.is_empty() {
+        m.insert(
+            "components".into(),
+            serde_json::to_value(components).unwrap_or_default(),
+        );
+    }
     Value::Object(m)
 }
 
 fn same_targets(a: &[TargetCluster], b: &[TargetCluster]) -> bool {
     a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.name == y.name && x.replicas == y.replicas)
+        && a.iter().zip(b).all(|(x, y)| {
+            x.name == y.name && x.replicas == y.replicas && x.components() == y.components()
+        })
 }
 
 /// Whether the result write changes anything: the applied-placement annotation (`None`:
@@ -263,6 +271,49 @@ mod tests {
         assert_eq!(
             result_patch(&b, P, &result).unwrap().to_string(),
             r#"{"metadata":{"annotations":{"policy.karmada.io/applied-placement":"{\"clusterAffinity\":{\"clusterNames\":[\"m1\",\"m2\"]}}","karmada-scheduler-rs.io/result-generation":"5"}},"spec":{"clusters":[{"name":"m1","replicas":2},{"name":"m2","replicas":1}]}}"#
+        );
+    }
+
+    /// v1.19's per-component result is written with its target, and a change of it alone
+    /// (or its removal) is a change of `spec.clusters`.
+    #[test]
+    fn component_results_are_written_and_compared() {
+        let comps = |n: i32| {
+            vec![
+                karmada_api::work::TargetComponent {
+                    name: "jm".into(),
+                    replicas: 1,
+                },
+                karmada_api::work::TargetComponent {
+                    name: "tm".into(),
+                    replicas: n,
+                },
+            ]
+        };
+        let mut t = TargetCluster::new("m1", 0);
+        t.set_components(comps(3));
+        let b = base(
+            json!({APPLIED_PLACEMENT_ANNOTATION: P}),
+            json!([]),
+            json!({}),
+        );
+        assert_eq!(
+            result_patch(&b, P, std::slice::from_ref(&t)).unwrap()["spec"],
+            json!({"clusters": [{"name": "m1", "components": [
+                {"name": "jm", "replicas": 1}, {"name": "tm", "replicas": 3}]}]})
+        );
+        let b = base(
+            json!({APPLIED_PLACEMENT_ANNOTATION: P}),
+            json!([{"name": "m1", "components": [
+                {"name": "jm", "replicas": 1}, {"name": "tm", "replicas": 3}]}]),
+            json!({}),
+        );
+        assert_eq!(result_patch(&b, P, std::slice::from_ref(&t)), None);
+        t.set_components(comps(4));
+        assert!(result_patch(&b, P, std::slice::from_ref(&t)).is_some());
+        assert_eq!(
+            result_patch(&b, P, &[TargetCluster::new("m1", 0)]).unwrap()["spec"],
+            json!({"clusters": [{"name": "m1"}]})
         );
     }
 

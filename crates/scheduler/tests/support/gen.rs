@@ -639,13 +639,21 @@ fn gen_binding(rng: &mut Rng, index: usize, facts: &[ClusterFacts]) -> Value {
     }
     if rng.chance(10) {
         let from = rng.pick(&names).clone();
+        // v1.18's deprecated values (still in stored objects) and the ones both versions admit.
+        let purge_mode = [
+            "Graciously",
+            "Immediately",
+            "Gracefully",
+            "Directly",
+            "Never",
+        ][rng.below(5)];
         spec.insert(
             "gracefulEvictionTasks".into(),
             json!([{
                 "fromCluster": from,
                 "reason": "TaintUntolerated",
                 "producer": "TaintManager",
-                "purgeMode": if rng.chance(50) { "Graciously" } else { "Immediately" },
+                "purgeMode": purge_mode,
             }]),
         );
     }

@@ -24,6 +24,8 @@ type vector struct {
 	Source            string           `json:"source"`
 	Note              string           `json:"note"`
 	EstimatorReplicas map[string]int32 `json:"estimatorReplicas"`
+	Flags             []string         `json:"flags"`
+	Queue             any              `json:"queue"`
 	Objects           []map[string]any `json:"objects"`
 	Expect            []expectation    `json:"expect"`
 }
@@ -36,6 +38,12 @@ type expectation struct {
 }
 
 type cluster struct {
+	Name       string      `json:"name"`
+	Replicas   int32       `json:"replicas"`
+	Components []component `json:"components,omitempty"`
+}
+
+type component struct {
 	Name     string `json:"name"`
 	Replicas int32  `json:"replicas"`
 }
@@ -95,6 +103,10 @@ func runOne(bin, path string) error {
 	if err := yaml.Unmarshal(data, &v); err != nil {
 		return fmt.Errorf("parse: %v", err)
 	}
+	if v.Queue != nil {
+		// A scheduling-queue vector: replayed by the Rust queue tests, not through simulate.
+		return nil
+	}
 	var input bytes.Buffer
 	var bindings []map[string]any
 	for i, o := range v.Objects {
@@ -129,6 +141,7 @@ func runOne(bin, path string) error {
 	for _, n := range names {
 		args = append(args, "--estimator-replicas", fmt.Sprintf("%s=%d", n, v.EstimatorReplicas[n]))
 	}
+	args = append(args, v.Flags...)
 	args = append(args, "-o", "json")
 	cmd := exec.Command(bin, args...)
 	var stdout, stderr bytes.Buffer
@@ -163,6 +176,22 @@ func runOne(bin, path string) error {
 		}
 		if e.Clusters != nil && !sameSet(g.Clusters, *e.Clusters) {
 			problems = append(problems, fmt.Sprintf("%s: clusters %v, want %v", name, g.Clusters, *e.Clusters))
+		}
+		if e.Clusters != nil {
+			for _, want := range *e.Clusters {
+				if want.Components == nil {
+					continue
+				}
+				var have []component
+				for _, c := range g.Clusters {
+					if c.Name == want.Name {
+						have = c.Components
+					}
+				}
+				if fmt.Sprint(have) != fmt.Sprint(want.Components) {
+					problems = append(problems, fmt.Sprintf("%s: components in %s %v, want %v", name, want.Name, have, want.Components))
+				}
+			}
 		}
 		if e.MessageContains != "" && !strings.Contains(g.Message, e.MessageContains) {
 			problems = append(problems, fmt.Sprintf("%s: message %q does not contain %q", name, g.Message, e.MessageContains))

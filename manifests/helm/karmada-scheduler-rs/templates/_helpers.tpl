@@ -123,6 +123,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - "--log_file_max_size={{ $l.logFileMaxSize }}"
 - "--logtostderr={{ $l.logtostderr }}"
 - "--alsologtostderr={{ $l.alsologtostderr }}"
+- "--alsologtostderrthreshold={{ $l.alsologtostderrthreshold }}"
+- "--legacy-stderr-threshold-behavior={{ $l.legacyStderrThresholdBehavior }}"
 - "--add_dir_header={{ $l.addDirHeader }}"
 - "--skip_headers={{ $l.skipHeaders }}"
 - "--one_output={{ $l.oneOutput }}"
