@@ -3,7 +3,8 @@
 //! YAML decoder `simulate` reads files with), then one scheduling pass of the decoded binding
 //! against a fixed set of clusters.
 //!
-//! Input: a JSON object (a binding), or YAML text.
+//! Input: a JSON object (a binding), or YAML text. The text also goes the watch's way
+//! (`RawObject`, then a typed decode from the text), which takes any nesting depth.
 //!
 //! Checks besides "no panic":
 //! - a decoded binding encodes (`to_json`) to a document that decodes to the same binding;
@@ -131,13 +132,45 @@ fn check(kind: BindingKind, raw: Value) {
             assert_eq!(malformed.key, key_of(kind, &malformed.metadata));
         }
     }
-    match decode_cached(kind, raw) {
+    let text = raw.to_string();
+    let lenient = karmada_api::shallow_value(&text, karmada_api::SHALLOW_DEPTH)
+        .expect("a value's own text");
+    match decode_cached(kind, &text, &lenient) {
         Cached::Ok(b) => assert_eq!(b.kind, kind),
         Cached::Malformed(m) => assert!(!m.error.is_empty()),
     }
 }
 
+/// The path of the watch: any text the API server could send as an object, nested to any
+/// depth, becomes a raw object (or a clear error), and its binding decodes from the text as
+/// it decodes from a value wherever a value can hold it.
+fn check_text(kind: BindingKind, text: &str) {
+    let Ok(object) = component_base::watch::RawObject::from_json(text) else {
+        return;
+    };
+    let decoded = Binding::decode_text(kind, object.json());
+    if let Ok(value) = serde_json::from_str::<Value>(object.json()) {
+        assert!(
+            value.pointer("/metadata/managedFields").is_none(),
+            "managed fields kept"
+        );
+        match (&decoded, Binding::decode(kind, &value)) {
+            // Member statuses keep their text as sent: compared as values.
+            (Ok(a), Ok(b)) => assert_eq!(
+                a.to_json(),
+                b.to_json(),
+                "text and value decode differently"
+            ),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!("text and value disagree: {:?} / {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        check_text(BindingKind::ResourceBinding, text);
+    }
     if let Ok(raw) = serde_json::from_slice::<Value>(data) {
         check(BindingKind::ResourceBinding, raw.clone());
         check(BindingKind::ClusterResourceBinding, raw);
