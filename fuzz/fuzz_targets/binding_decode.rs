@@ -133,8 +133,8 @@ fn check(kind: BindingKind, raw: Value) {
         }
     }
     let text = raw.to_string();
-    let lenient = karmada_api::shallow_value(&text, karmada_api::SHALLOW_DEPTH)
-        .expect("a value's own text");
+    let lenient =
+        karmada_api::shallow_value(&text, karmada_api::SHALLOW_DEPTH).expect("a value's own text");
     match decode_cached(kind, &text, &lenient) {
         Cached::Ok(b) => assert_eq!(b.kind, kind),
         Cached::Malformed(m) => assert!(!m.error.is_empty()),
