@@ -12,7 +12,7 @@
 //! - a result names only clusters of the snapshot, each once;
 //! - a workload's result has no entry of 0 or fewer replicas; a duplicated one gives every
 //!   cluster `spec.replicas`; a divided one without a previous placement sums to
-//!   `spec.replicas`;
+//!   `spec.replicas` (when that is not negative);
 //! - a fresh scheduler decides exactly as one that has seen every earlier input.
 
 #![no_main]
@@ -34,9 +34,13 @@ use scheduler_core::schedule::{BindingInput, Decision, ScheduleConfig, Scheduler
 use scheduler_core::snapshot::Snapshot;
 use serde_json::json;
 
-/// `spec.replicas` at most: seats are still handed out one at a time (issue 40 replaces that
-/// by a closed form), so beyond this an input only measures the per-input time limit. The
-/// estimator answers and previous placements are not bounded.
+/// `spec.replicas` and each previous placement's replicas, in absolute value, at most: seats
+/// are still handed out one at a time (issue 40 replaces that by a closed form), so beyond
+/// this an input only measures the per-input time limit. Both sides need the bound: int32
+/// sums and differences wrap as the reference's do, and a scale-up then hands out up to
+/// `i32::MAX` seats whatever `spec.replicas` is (seven previous entries near 1.18e9 asked for
+/// 758,031,620 seats; a `spec.replicas` of -1,397,969,748 for 749,513,900). The estimator
+/// answers are not bounded.
 const MAX_REPLICAS: i32 = 100_000;
 
 /// Answers of the fuzzed estimator, by cluster name; `None` fails it as a whole. Set per
@@ -203,10 +207,16 @@ fn check(spec: &ResourceBindingSpec, snapshot: &Snapshot, list: &[TargetCluster]
     }
     if duplicated {
         assert!(list.iter().all(|t| t.replicas == spec.replicas), "{list:?}");
-    } else if spec.clusters.is_empty() {
+    } else if spec.clusters.is_empty() && spec.replicas >= 0 {
         let sum: i64 = list.iter().map(|t| i64::from(t.replicas)).sum();
         assert_eq!(sum, i64::from(spec.replicas), "{list:?}");
     }
+}
+
+/// A replica count within ±[`MAX_REPLICAS`] (a large negative `spec.replicas` wraps into a
+/// large seat count just as well).
+fn bounded(n: i32) -> i32 {
+    n % (MAX_REPLICAS + 1)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -214,14 +224,14 @@ fuzz_target!(|data: &[u8]| {
     let shape = input.u8();
     let n = 1 + usize::from(input.u8() % 8);
     let raw = input.i32();
-    let replicas = if raw < 0 { raw } else { raw % (MAX_REPLICAS + 1) };
+    let replicas = bounded(raw);
     let names: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
     let answers: BTreeMap<String, i32> =
         names.iter().map(|name| (name.clone(), input.replicas())).collect();
     let previous: Vec<TargetCluster> = if shape & 0x04 != 0 {
         names
             .iter()
-            .map(|name| TargetCluster::new(name.as_str(), input.replicas()))
+            .map(|name| TargetCluster::new(name.as_str(), bounded(input.replicas())))
             .collect()
     } else {
         Vec::new()
