@@ -6,7 +6,8 @@
 //! "port": <u16>, "endpointRouting": <bool>}`, the Service being
 //! `karmada-system/karmada-scheduler-estimator-m1`.
 //!
-//! Checks besides "no panic": a resolution is never empty, holds no duplicate, no port 0;
+//! Checks besides "no panic": a resolution is never empty, holds no duplicate, no port 0,
+//! no address no estimator can have, at most `MAX_ENDPOINTS` endpoints, a few notes;
 //! a configured port 0 and only it is refused before the Service is looked at; endpoint
 //! origins and only they are balanced; a missing Service and only it gives the DNS fallback; slices labelled for other Services change nothing; addresses print in a form
 //! that reads back as the same address; errors name the Service.
@@ -47,6 +48,11 @@ fn default_port() -> u16 {
 
 fn check_address(a: &Address) {
     assert_ne!(a.port(), 0, "{a}: port 0");
+    assert_eq!(
+        resolver::check_host(a.host()),
+        Ok(()),
+        "{a}: an address no estimator can have"
+    );
     assert_eq!(
         &Address::new(a.host(), a.port()),
         a,
@@ -107,6 +113,9 @@ fuzz_target!(|data: &[u8]| {
             }
             let endpoints = matches!(r.origin, Origin::Endpoints | Origin::RoutedEndpoints);
             assert_eq!(r.strategy == DialStrategy::Balance, endpoints, "{r:?}");
+            assert!(r.addresses.len() <= resolver::MAX_ENDPOINTS.max(4), "{r:?}");
+            // However many entries are refused, the notes stay a few short lines.
+            assert!(r.notes.len() <= 8, "{:?}", r.notes);
             assert_eq!(service.is_none(), r.origin == Origin::DnsFallback, "{r:?}");
             if let Some(n) = &r.server_name {
                 assert!(!n.is_empty() && n.trim() == n, "{n:?}");

@@ -210,6 +210,42 @@ async fn a_malformed_binding_is_told_and_the_others_go_on() {
     );
 }
 
+/// A malformed binding whose bad field is huge (its value quoted in the decode error) still
+/// gets its condition written: the message is cut to the CRD's 32,768 characters, which the
+/// API server would otherwise refuse with 422 for ever.
+#[tokio::test]
+async fn a_huge_decode_error_is_written_cut_to_the_crd_limit() {
+    let writer = Arc::new(Recording::default());
+    let events = component_base::events::MemoryEvents::default();
+    let ctx = test_context(writer.clone(), events);
+    let huge = format!("planet-{}", "x".repeat(200_000));
+    let mut bad = raw(
+        lbl(),
+        1,
+        json!({"placement": {"spreadConstraints": [{"spreadByField": huge}]}}),
+    );
+    bad["metadata"]["name"] = json!("huge");
+    ctx.upsert_binding(BindingKind::ResourceBinding, bad);
+    let first = ctx.queue.pop().await.unwrap();
+    ctx.process(&first.key, &open_permit()).await;
+    let log = writer.0.lock().unwrap().clone();
+    assert_eq!(log.len(), 1);
+    let cond = &log[0].2["status"]["conditions"][0];
+    assert_eq!(cond["reason"], "SchedulerError");
+    let msg = cond["message"].as_str().unwrap();
+    assert_eq!(
+        msg.chars().count(),
+        crate::model::condition::MAX_MESSAGE_CHARS,
+        "{}",
+        &msg[..200]
+    );
+    assert!(
+        msg.starts_with("failed to decode ResourceBinding(ns/huge): spec.placement.spreadConstraints[0].spreadByField"),
+        "{}",
+        &msg[..200]
+    );
+}
+
 #[test]
 fn the_snapshot_is_shared_until_a_cluster_changes() {
     let stores = Stores::default();
