@@ -7,5 +7,6 @@
 #   KARMADA_UP_DIR  state dir (default _output/karmada)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[[ "${1:-}" == -h || "${1:-}" == --help ]] && { sed -n '2,7p' "${BASH_SOURCE[0]}"; exit 0; }
 export LOCAL_UP_DIR="${KARMADA_UP_DIR:-${ROOT}/_output/karmada}"
 exec "${ROOT}/hack/local-down.sh" "$@"

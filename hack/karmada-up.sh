@@ -53,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --scheduler) SCHEDULER="$2"; shift 2 ;;
     --scheduler=*) SCHEDULER="${1#*=}"; shift ;;
     --no-build) NO_BUILD=1; shift ;;
-    -h | --help) sed -n '2,38p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,37p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done

@@ -50,7 +50,7 @@ while [[ $# -gt 0 ]]; do
     --table=*) TABLE="${1#*=}"; shift ;;
     --keep) KEEP=1; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
