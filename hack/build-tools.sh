@@ -15,12 +15,21 @@
 #   estimator-pod (hack/tools/karmada) -> pod/karmada-scheduler-estimator: upstream's estimator
 #                                     unpatched (listens on all addresses, as it must in a pod)
 #
+# and, for a whole Karmada (hack/karmada-up.sh, hack/upstream-e2e.sh):
+#
+#   karmada-cp  (hack/tools/karmada-cp) -> karmada-controller-manager, karmada-aggregated-apiserver,
+#                                     karmada-webhook, karmada-agent (the same Karmada pin)
+#   karmada-e2e (hack/tools/karmada-cp) -> karmada-e2e.test (Karmada's test/e2e/suites/base) and
+#                                     the ginkgo CLI it pins
+#   kwok        (hack/tools/kwok)   -> kwok (sigs.k8s.io/kwok; it needs a newer k8s.io, hence its
+#                                     own module and a Go of at least its go.mod's version)
+#
 # Binaries go to _output/bin (override with KARMADA_TOOLS_BIN). Each module is
 # rebuilt only when its stamp (hash of go.mod, go.sum, the wrapper sources,
 # RECIPE_VERSION below and the Go version) changes. Concurrent runs serialise
 # on a lock file.
 #
-# Usage: hack/build-tools.sh [--check] [kube|karmada|node|coredns|estimator-pod ...]
+# Usage: hack/build-tools.sh [--check] [kube|karmada|node|coredns|estimator-pod|karmada-cp|karmada-e2e|kwok ...]
 #   (no module: kube and karmada)
 #   --check   do not build; exit 0 if everything is up to date, 1 otherwise
 set -euo pipefail
@@ -43,9 +52,13 @@ declare -A MODULE_BINS=(
   [node]="kubelet kube-controller-manager kube-scheduler kube-proxy"
   [coredns]="coredns"
   [estimator-pod]="pod/karmada-scheduler-estimator"
+  [karmada-cp]="karmada-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-agent"
+  [karmada-e2e]="karmada-e2e.test ginkgo"
+  [kwok]="kwok"
 )
 # The wrapper module (under hack/tools) each target builds from.
-declare -A MODULE_DIR=([kube]=kube [karmada]=karmada [node]=kube [coredns]=coredns [estimator-pod]=karmada)
+declare -A MODULE_DIR=([kube]=kube [karmada]=karmada [node]=kube [coredns]=coredns [estimator-pod]=karmada
+  [karmada-cp]=karmada-cp [karmada-e2e]=karmada-cp [kwok]=kwok)
 
 log() { printf '[build-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -171,13 +184,45 @@ build_karmada() {
     ./karmada-scheduler ./karmada-descheduler ./karmada-scheduler-estimator ./estimator-probe ./cluster-status)
 }
 
+# The rest of a whole Karmada, straight from the pinned module (the `tool` directives of
+# hack/tools/karmada-cp/go.mod), named as upstream's images name them.
+build_karmada-cp() {
+  local dir="${ROOT}/hack/tools/karmada-cp" out="${WORK_DIR}/karmada-cp" ldflags c
+  (cd "${dir}" && go mod download)
+  ldflags="$(karmada_ldflags "${dir}")"
+  log "building karmada-controller-manager, karmada-aggregated-apiserver, karmada-webhook, karmada-agent $(mod_version "${dir}" github.com/karmada-io/karmada) (first build: ~2-4 min on 2 cores after karmada)"
+  rm -rf "${out}" && mkdir -p "${out}"
+  (cd "${dir}" && go build -tags kubernetes_protomessage_one_more_release -ldflags "${ldflags}" -o "${out}/" \
+    github.com/karmada-io/karmada/cmd/{controller-manager,aggregated-apiserver,webhook,agent})
+  for c in controller-manager aggregated-apiserver webhook agent; do
+    mv -f "${out}/${c}" "${BIN_DIR}/karmada-${c}"
+  done
+}
+
+# Karmada's own e2e suite (test/e2e/suites/base) as a test binary, and its ginkgo.
+build_karmada-e2e() {
+  local dir="${ROOT}/hack/tools/karmada-cp"
+  (cd "${dir}" && go mod download)
+  log "building Karmada's e2e suite (test/e2e/suites/base) and ginkgo $(mod_version "${dir}" github.com/onsi/ginkgo/v2)"
+  (cd "${dir}" && go test -c -tags kubernetes_protomessage_one_more_release -ldflags "$(karmada_ldflags "${dir}")" \
+    -o "${BIN_DIR}/karmada-e2e.test" github.com/karmada-io/karmada/test/e2e/suites/base &&
+    go build -ldflags "-s -w" -o "${BIN_DIR}/ginkgo" github.com/onsi/ginkgo/v2/ginkgo)
+}
+
+build_kwok() {
+  local dir="${ROOT}/hack/tools/kwok" ver
+  ver="$(mod_version "${dir}" sigs.k8s.io/kwok)"
+  log "building kwok ${ver} (first build: ~2 min on 2 cores)"
+  (cd "${dir}" && go mod download && go build -ldflags "-s -w" -o "${BIN_DIR}/" sigs.k8s.io/kwok/cmd/kwok)
+}
+
 CHECK=0
 MODS=()
 for arg in "$@"; do
   case "${arg}" in
     --check) CHECK=1 ;;
-    kube | karmada | node | coredns | estimator-pod) MODS+=("${arg}") ;;
-    -h | --help) sed -n '2,25p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    kube | karmada | node | coredns | estimator-pod | karmada-cp | karmada-e2e | kwok) MODS+=("${arg}") ;;
+    -h | --help) sed -n '2,35p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument: ${arg}" ;;
   esac
 done

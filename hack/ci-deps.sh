@@ -12,11 +12,12 @@
 #     kube-apiserver, etcd, kubectl, Go karmada-scheduler and
 #     karmada-scheduler-estimator, helpers, and the host cluster's kubelet,
 #     kube-controller-manager, kube-scheduler, kube-proxy, CoreDNS and pod
-#     estimator), rebuilt only when their pinned versions change;
+#     estimator, and a whole Karmada's controller-manager, aggregated API server, webhook,
+#     agent, kwok and Karmada's e2e suite), rebuilt only when their pinned versions change;
 #   * other issues' Go-built peers when present: the upstream test oracle
 #     (hack/build-oracle.sh) and helm (hack/build-helm.sh).
 #
-# Needs Go >= 1.25.10 on PATH (Debian bookworm's golang-go, 1.19, is too old,
+# Needs Go >= 1.26.0 on PATH (kwok v0.8.0's go.mod; Debian bookworm's golang-go, 1.19, is too old,
 # and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
 # Cold run on 2 cores: ~26 min (docs/local-control-plane.md); warm: under a second.
 set -euo pipefail
@@ -61,29 +62,39 @@ if ! command -v go >/dev/null 2>&1; then
     [[ -x "${d}/go" ]] && export PATH="${d}:${PATH}" && break
   done
 fi
-command -v go >/dev/null 2>&1 || { log "ERROR: Go >= 1.25.10 is required on PATH"; exit 1; }
+command -v go >/dev/null 2>&1 || { log "ERROR: Go >= 1.26.0 is required on PATH"; exit 1; }
 gov="$(GOTOOLCHAIN=local go env GOVERSION)"
 gov="${gov#go}"
-IFS=. read -r gmaj gmin gpatch <<<"${gov}"
-gpatch="${gpatch:-0}"
-gpatch="${gpatch%%[!0-9]*}"
-if ((gmaj < 1 || (gmaj == 1 && (gmin < 25 || (gmin == 25 && gpatch < 10))))); then
-  log "ERROR: Go ${gov} is too old; need >= 1.25.10 (karmada v1.18.2's go.mod)"
+IFS=. read -r gmaj gmin _ <<<"${gov}"
+if ((gmaj < 1 || (gmaj == 1 && gmin < 26))); then
+  log "ERROR: Go ${gov} is too old; need >= 1.26.0 (kwok v0.8.0's go.mod)"
   exit 1
 fi
 log "using Go ${gov}"
 
 # --- Go binaries ----------------------------------------------------------------
 "${ROOT}/hack/build-tools.sh"
-# The host cluster's (~14 min cold on 2 cores after the above; e2e_host_cluster needs them).
-"${ROOT}/hack/build-tools.sh" node coredns estimator-pod
-# Other issues' Go-built test peers, when present (each rebuilds only on change).
-if [[ -x "${ROOT}/hack/build-oracle.sh" ]]; then
-  log "building the test oracle (hack/build-oracle.sh)"
-  "${ROOT}/hack/build-oracle.sh" >/dev/null
-fi
-if [[ -x "${ROOT}/hack/build-helm.sh" ]]; then
-  "${ROOT}/hack/build-helm.sh"
-fi
+# Other issues' Go-built test peers, when present (each rebuilds only on change). They build
+# outside build-tools' lock, so they run meanwhile, in the background.
+peers_log="$(mktemp)"
+(
+  if [[ -x "${ROOT}/hack/build-oracle.sh" ]]; then
+    log "building the test oracle (hack/build-oracle.sh)"
+    "${ROOT}/hack/build-oracle.sh" >/dev/null
+  fi
+  if [[ -x "${ROOT}/hack/build-helm.sh" ]]; then
+    "${ROOT}/hack/build-helm.sh"
+  fi
+) >"${peers_log}" 2>&1 &
+peers=$!
+# The host cluster's (~14 min cold on 2 cores after the above; e2e_host_cluster needs them),
+# then the rest of a whole Karmada and Karmada's e2e suite (hack/karmada-up.sh,
+# hack/upstream-e2e.sh; ~8 min cold).
+"${ROOT}/hack/build-tools.sh" node coredns estimator-pod karmada-cp kwok karmada-e2e
+peers_rc=0
+wait "${peers}" || peers_rc=$?
+cat "${peers_log}" >&2
+rm -f "${peers_log}"
+[[ ${peers_rc} == 0 ]] || { log "ERROR: building the oracle or helm failed"; exit 1; }
 
 log "done in $(($(date +%s) - START))s"

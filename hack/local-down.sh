@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stops everything hack/local-up.sh started (by pid, only processes whose
+# Stops everything hack/local-up.sh (or hack/karmada-up.sh) started (by pid, only processes whose
 # command line still names the state dir) and removes the state dir.
 #
 # Usage: hack/local-down.sh [--state-dir DIR] [--keep-state]
@@ -61,7 +61,7 @@ for stage in clients apiservers etcd; do
     [[ -e "${f}" ]] || continue
     name="$(basename "${f}" .pid)"
     case "${name}" in
-      etcd) [[ ${stage} == etcd ]] || continue ;;
+      etcd | *-etcd) [[ ${stage} == etcd ]] || continue ;;
       *-apiserver) [[ ${stage} == apiservers ]] || continue ;;
       *) [[ ${stage} == clients ]] || continue ;;
     esac

@@ -59,13 +59,9 @@ START_TS=$(date +%s)
 log() { printf '[local-up %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - START_TS))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-mkdir -p "${STATE}"
-STATE="$(cd "${STATE}" && pwd)"
-CERTS="${STATE}/certs"
-LOGS="${STATE}/logs"
-PIDS="${STATE}/pids"
-MANIFESTS="${STATE}/manifests"
-mkdir -p "${CERTS}" "${LOGS}" "${PIDS}" "${MANIFESTS}"
+# shellcheck source=hack/local-lib.sh
+source "${ROOT}/hack/local-lib.sh"
+init_state
 
 for tool in openssl jq curl flock; do
   command -v "${tool}" >/dev/null 2>&1 || die "${tool} is required (see hack/ci-deps.sh)"
@@ -96,39 +92,6 @@ done
 # --------------------------------------------------------------------------
 # Configuration (persisted so that re-runs reuse ports)
 # --------------------------------------------------------------------------
-PORT_REGISTRY_DIR="${TMPDIR:-/tmp}/karmada-local-up-ports"
-mkdir -p "${PORT_REGISTRY_DIR}"
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Reserves $1 distinct free loopback ports (printed space separated). Concurrent
-# runs coordinate through a registry of reserved ports guarded by flock; an
-# entry is dropped when the state dir that reserved it no longer exists.
-reserve_ports() {
-  local n="$1" reg="${PORT_REGISTRY_DIR}/registry" out=() p tries=0
-  exec {lockfd}>>"${PORT_REGISTRY_DIR}/lock"
-  flock "${lockfd}"
-  touch "${reg}"
-  local tmp="${reg}.$$"
-  while read -r port dir; do
-    [[ -d "${dir}" ]] && echo "${port} ${dir}"
-  done <"${reg}" >"${tmp}" || true
-  mv "${tmp}" "${reg}"
-  while [[ ${#out[@]} -lt ${n} ]]; do
-    tries=$((tries + 1))
-    [[ ${tries} -lt 5000 ]] || { flock -u "${lockfd}"; die "could not find ${n} free ports"; }
-    p=$((20000 + RANDOM % 12000))
-    grep -q "^${p} " "${reg}" && continue
-    [[ " ${out[*]} " == *" ${p} "* ]] && continue
-    port_in_use "${p}" && continue
-    out+=("${p}")
-    echo "${p} ${STATE}" >>"${reg}"
-  done
-  flock -u "${lockfd}"
-  exec {lockfd}>&-
-  echo "${out[*]}"
-}
-
 CONFIG="${STATE}/config.env"
 if [[ -f "${CONFIG}" ]]; then
   # shellcheck disable=SC1090
@@ -165,110 +128,21 @@ NODES="${CFG_NODES}"
 var() { local n="$1"; echo "${!n}"; }
 
 # --------------------------------------------------------------------------
-# Process helpers: every process we start has the state dir in its command
-# line; pid files are only trusted when that still holds.
-# --------------------------------------------------------------------------
-is_ours() { # <pid>
-  [[ -r "/proc/$1/cmdline" ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF "${STATE}"
-}
-running() { # <name>
-  local f="${PIDS}/$1.pid"
-  [[ -f "${f}" ]] && is_ours "$(cat "${f}")"
-}
-start_proc() { # <name> <cmd...>
-  local name="$1"; shift
-  if running "${name}"; then
-    log "${name}: already running (pid $(cat "${PIDS}/${name}.pid"))"
-    return 0
-  fi
-  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 </dev/null &
-  echo $! >"${PIDS}/${name}.pid"
-  log "${name}: started (pid $!, log ${LOGS}/${name}.log)"
-}
-# A process is taken for dead only when it has looked dead for a second: while the kernel
-# loads a large binary (exec of a 100 MB kube-apiserver on a busy machine), its
-# /proc/<pid>/cmdline reads empty for a moment, and `running` says no.
-wait_for() { # <what> <timeout-s> <proc-name or ""> <cmd...>
-  local what="$1" timeout="$2" proc="$3" gone=0; shift 3
-  local deadline=$(($(date +%s) + timeout))
-  until "$@" >/dev/null 2>&1; do
-    if [[ -n "${proc}" ]] && ! running "${proc}"; then
-      gone=$((gone + 1))
-    else
-      gone=0
-    fi
-    if ((gone >= 4)); then
-      tail -n 30 "${LOGS}/${proc}.log" >&2 || true
-      die "${proc} exited while waiting for ${what} (log above: ${LOGS}/${proc}.log)"
-    fi
-    [[ $(date +%s) -lt ${deadline} ]] || die "timed out after ${timeout}s waiting for ${what}"
-    sleep 0.3
-  done
-}
-
-# --------------------------------------------------------------------------
 # Certificates and kubeconfigs
 # --------------------------------------------------------------------------
 gen_certs() {
   [[ -f "${CERTS}/admin.crt" ]] && return 0
   log "generating certificates in ${CERTS}"
   local d="${CERTS}"
-  openssl ecparam -name prime256v1 -genkey -noout -out "${d}/ca.key" 2>/dev/null
-  openssl req -x509 -new -key "${d}/ca.key" -sha256 -days 3650 -subj "/CN=karmada-local-ca" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
-    -out "${d}/ca.crt" 2>/dev/null
-  sign() { # <name> <subject> <extfile-content>
-    openssl ecparam -name prime256v1 -genkey -noout -out "${d}/$1.key" 2>/dev/null
-    openssl req -new -key "${d}/$1.key" -subj "$2" -out "${d}/$1.csr" 2>/dev/null
-    printf '%b\n' "$3" >"${d}/$1.ext"
-    openssl x509 -req -in "${d}/$1.csr" -CA "${d}/ca.crt" -CAkey "${d}/ca.key" -CAcreateserial \
-      -days 3650 -sha256 -extfile "${d}/$1.ext" -out "${d}/$1.crt" 2>/dev/null
-    rm -f "${d}/$1.csr" "${d}/$1.ext"
-  }
-  sign apiserver "/CN=kube-apiserver" \
+  make_ca ca karmada-local-ca
+  sign_cert apiserver "/CN=kube-apiserver" \
     "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1${LOCAL_UP_APISERVER_SANS:+,${LOCAL_UP_APISERVER_SANS}}"
-  sign admin "/O=system:masters/CN=karmada-admin" \
+  sign_cert admin "/O=system:masters/CN=karmada-admin" \
     "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth"
   openssl ecparam -name prime256v1 -genkey -noout -out "${d}/sa.key" 2>/dev/null
   openssl ec -in "${d}/sa.key" -pubout -out "${d}/sa.pub" 2>/dev/null
 }
 
-write_kubeconfig() { # <file> <cluster-name> <port>
-  local ca crt key
-  ca="$(base64 -w0 <"${CERTS}/ca.crt")"
-  crt="$(base64 -w0 <"${CERTS}/admin.crt")"
-  key="$(base64 -w0 <"${CERTS}/admin.key")"
-  cat >"$1.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: $2
-  cluster:
-    server: https://127.0.0.1:$3
-    certificate-authority-data: ${ca}
-users:
-- name: $2-admin
-  user:
-    client-certificate-data: ${crt}
-    client-key-data: ${key}
-contexts:
-- name: $2
-  context:
-    cluster: $2
-    user: $2-admin
-current-context: $2
-EOF
-  mv "$1.tmp" "$1"
-}
-
-apiserver_ready() { # <port>
-  curl -sf --max-time 2 --cacert "${CERTS}/ca.crt" --cert "${CERTS}/admin.crt" --key "${CERTS}/admin.key" \
-    "https://127.0.0.1:$1/readyz" | grep -q '^ok'
-}
-
-# No controllers run here: ServiceAccount admission would reject pods for lack
-# of a "default" ServiceAccount, and TaintNodesByCondition would leave every
-# fake node tainted not-ready (nobody removes it), so both are disabled.
 # The Karmada API server keeps an audit log of the writes that matter to the tests (bindings,
 # their status, Events, Leases): who wrote what and when, by source address, so the fencing
 # suite can attribute every binding write to the replica that made it and check it held the
@@ -301,19 +175,7 @@ audit_flags() { # <name>
 
 start_apiserver() { # <name> <port> <etcd-prefix>
   # shellcheck disable=SC2046 # one word per flag
-  start_proc "$1" "${KUBE_APISERVER}" $(audit_flags "$1") \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$2" \
-    --etcd-servers="http://127.0.0.1:${ETCD_CLIENT_PORT}" --etcd-prefix="$3" \
-    --tls-cert-file="${CERTS}/apiserver.crt" --tls-private-key-file="${CERTS}/apiserver.key" \
-    --client-ca-file="${CERTS}/ca.crt" \
-    --service-account-key-file="${CERTS}/sa.pub" --service-account-signing-key-file="${CERTS}/sa.key" \
-    --service-account-issuer=https://kubernetes.default.svc \
-    --authorization-mode=RBAC --allow-privileged=true \
-    --service-cluster-ip-range=10.96.0.0/16 \
-    --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
-    --endpoint-reconciler-type=none \
-    --profiling=false --enable-priority-and-fairness=false \
-    --v=0
+  start_kube_apiserver "$1" "$2" "http://127.0.0.1:${ETCD_CLIENT_PORT}" "$3" $(audit_flags "$1")
 }
 
 # --------------------------------------------------------------------------
@@ -459,24 +321,9 @@ for ((i = 1; i <= MEMBERS; i++)); do
   write_kubeconfig "$(member_kubeconfig "${i}")" "$(member_name "${i}")" "$(var "MEMBER${i}_APISERVER_PORT")"
 done
 
-if [[ -n "${LOCAL_UP_WATCH_PID:-}" ]] && ! running watcher; then
-  # Tears the environment down when the watched process (a test binary) exits,
-  # even if it is killed without running its destructors.
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [[ -d "$2" ]]; do sleep 1; done
-    [[ -d "$2" ]] && LOCAL_DOWN_FROM_WATCHER=1 "$3" --state-dir "$2"' \
-    watcher "${LOCAL_UP_WATCH_PID}" "${STATE}" "${ROOT}/hack/local-down.sh" >>"${LOGS}/watcher.log" 2>&1 </dev/null &
-  echo $! >"${PIDS}/watcher.pid"
-  log "watcher: tears down when pid ${LOCAL_UP_WATCH_PID} exits"
-fi
+start_watcher "${LOCAL_UP_WATCH_PID:-}" "${ROOT}/hack/local-down.sh"
 
-start_proc etcd "${ETCD}" --name local --data-dir "${STATE}/etcd" \
-  --listen-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORT}" \
-  --advertise-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORT}" \
-  --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
-  --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
-  --initial-cluster "local=http://127.0.0.1:${ETCD_PEER_PORT}" \
-  --unsafe-no-fsync --log-level warn
-wait_for "etcd health" 60 etcd curl -sf --max-time 2 "http://127.0.0.1:${ETCD_CLIENT_PORT}/health"
+start_etcd etcd "${ETCD_CLIENT_PORT}" "${ETCD_PEER_PORT}"
 
 start_apiserver karmada-apiserver "${KARMADA_APISERVER_PORT}" /registry-karmada
 for ((i = 1; i <= MEMBERS; i++)); do

@@ -31,6 +31,17 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (end-to-end included)"
 KARMADA_E2E=1 cargo test --workspace --locked "$@"
 
+# A small part of Karmada's own e2e suite with our scheduler and descheduler in a whole Karmada
+# (hack/upstream-e2e.sh; the whole scope, with Go's too, runs by that script alone).
+UPSTREAM_E2E_FOCUS="${UPSTREAM_E2E_FOCUS:-\[ReplicaScheduling\]}"
+if [[ "${UPSTREAM_E2E_FOCUS}" != none ]]; then
+  step "Karmada v1.18.2's e2e suite, specs matching ${UPSTREAM_E2E_FOCUS}, with ours (hack/upstream-e2e.sh)"
+  state="$(mktemp -d)"
+  KARMADA_SCHEDULER_BIN="${PWD}/target/debug/karmada-scheduler" KARMADA_DESCHEDULER_BIN="${PWD}/target/debug/karmada-descheduler" \
+    hack/upstream-e2e.sh --scheduler ours --focus "${UPSTREAM_E2E_FOCUS}" --state-dir "${state}" --table -
+  rm -rf "${state}"
+fi
+
 FUZZ_RUNS="${FUZZ_RUNS:-10000}"
 if [[ "${FUZZ_RUNS}" != 0 ]]; then
   step "fuzz targets, the seeds and ${FUZZ_RUNS} inputs from a fixed seed each (hack/fuzz.sh)"

@@ -62,6 +62,7 @@ pub mod rng;
 pub mod simulate;
 pub mod units;
 pub mod vm;
+pub mod whole;
 pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into
