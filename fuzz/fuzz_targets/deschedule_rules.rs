@@ -95,7 +95,11 @@ fuzz_target!(|data: &[u8]| {
             }
             assert_eq!(plan.total, total);
             assert_ne!(plan.total, 0);
-            assert!(plan.message.starts_with(rules::SUCCESS_MESSAGE), "{}", plan.message);
+            assert!(
+                plan.message.starts_with(rules::SUCCESS_MESSAGE),
+                "{}",
+                plan.message
+            );
         }
     }
 });

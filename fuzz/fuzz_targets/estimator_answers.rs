@@ -26,9 +26,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, TargetCluster};
 use libfuzzer_sys::fuzz_target;
-use scheduler_core::estimator::{
-    BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError,
-};
+use scheduler_core::estimator::{BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError};
 use scheduler_core::general::GeneralEstimator;
 use scheduler_core::schedule::{BindingInput, Decision, ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
@@ -197,13 +195,33 @@ fn decide(
     format!("{:?}", out.result)
 }
 
-fn check(spec: &ResourceBindingSpec, snapshot: &Snapshot, list: &[TargetCluster], duplicated: bool) {
-    let known: BTreeSet<String> = snapshot.clusters().iter().map(|c| c.name().to_string()).collect();
+fn check(
+    spec: &ResourceBindingSpec,
+    snapshot: &Snapshot,
+    list: &[TargetCluster],
+    duplicated: bool,
+) {
+    let known: BTreeSet<String> = snapshot
+        .clusters()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
     let mut seen = BTreeSet::new();
     for t in list {
-        assert!(known.contains(t.name.as_str()), "unknown cluster in {list:?}");
-        assert!(seen.insert(t.name.to_string()), "{} twice in {list:?}", t.name);
-        assert!(t.replicas > 0, "an entry of {} replicas in {list:?}", t.replicas);
+        assert!(
+            known.contains(t.name.as_str()),
+            "unknown cluster in {list:?}"
+        );
+        assert!(
+            seen.insert(t.name.to_string()),
+            "{} twice in {list:?}",
+            t.name
+        );
+        assert!(
+            t.replicas > 0,
+            "an entry of {} replicas in {list:?}",
+            t.replicas
+        );
     }
     if duplicated {
         assert!(list.iter().all(|t| t.replicas == spec.replicas), "{list:?}");
@@ -226,8 +244,10 @@ fuzz_target!(|data: &[u8]| {
     let raw = input.i32();
     let replicas = bounded(raw);
     let names: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
-    let answers: BTreeMap<String, i32> =
-        names.iter().map(|name| (name.clone(), input.replicas())).collect();
+    let answers: BTreeMap<String, i32> = names
+        .iter()
+        .map(|name| (name.clone(), input.replicas()))
+        .collect();
     let previous: Vec<TargetCluster> = if shape & 0x04 != 0 {
         names
             .iter()
@@ -245,7 +265,12 @@ fuzz_target!(|data: &[u8]| {
 
     let fresh_answers = Arc::new(Answers::default());
     fresh_answers.set(answers.clone());
-    let fresh = decide(&scheduler(&fresh_answers, general), &snapshot(), &spec, duplicated);
+    let fresh = decide(
+        &scheduler(&fresh_answers, general),
+        &snapshot(),
+        &spec,
+        duplicated,
+    );
     let (warm_answers, warm) = &WARM[usize::from(general)];
     warm_answers.set(answers);
     assert_eq!(

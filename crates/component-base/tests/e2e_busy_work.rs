@@ -30,20 +30,13 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// One `/healthz` answer and how long it took (a timeout counts as failed).
+/// One `/healthz` answer (testenv's GET: 2 s to connect, 5 s to read) and how long it took.
 async fn probe(port: u16) -> (bool, Duration) {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let start = Instant::now();
-    let answer = tokio::time::timeout(Duration::from_secs(2), async {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await?;
-        let mut body = String::new();
-        s.read_to_string(&mut body).await?;
-        std::io::Result::Ok(body)
-    })
-    .await;
-    let ok = matches!(&answer, Ok(Ok(body)) if body.starts_with("HTTP/1.1 200"));
+    let ok = matches!(
+        testenv::http_get(&format!("127.0.0.1:{port}"), "/healthz").await,
+        Ok((200, _))
+    );
     (ok, start.elapsed())
 }
 

@@ -24,7 +24,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ApiResource, Patch, PatchParams};
 use serde_json::{Value, json};
 use testenv::{GoProcess, TestEnv, free_port, tools_or_skip, wait_for};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::*;
 
@@ -106,22 +105,12 @@ fn spawn_ours(env: &TestEnv, name: &str) -> anyhow::Result<(GoProcess, String)> 
     Ok((env.spawn_process("rs-scheduler", bin, &args)?, health))
 }
 
-/// One `/healthz`: whether it answered 200 within 5 s, and how long it took.
+/// One `/healthz` (testenv's GET: 2 s to connect, 5 s to read): whether it answered 200, and
+/// how long it took.
 async fn probe(addr: &str) -> (bool, Duration) {
     let start = Instant::now();
-    let r = tokio::time::timeout(Duration::from_secs(5), async {
-        let mut s = tokio::net::TcpStream::connect(addr).await?;
-        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await?;
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).await?;
-        std::io::Result::Ok(buf)
-    })
-    .await;
-    (
-        matches!(&r, Ok(Ok(b)) if b.starts_with("HTTP/1.1 200")),
-        start.elapsed(),
-    )
+    let ok = matches!(testenv::http_get(addr, "/healthz").await, Ok((200, _)));
+    (ok, start.elapsed())
 }
 
 /// What one scheduler did with the huge bindings.

@@ -225,7 +225,7 @@ async fn a_huge_decode_error_is_written_cut_to_the_crd_limit() {
         json!({"placement": {"spreadConstraints": [{"spreadByField": huge}]}}),
     );
     bad["metadata"]["name"] = json!("huge");
-    ctx.upsert_binding(BindingKind::ResourceBinding, bad);
+    ctx.upsert_binding(BindingKind::ResourceBinding, &bad.to_string());
     let first = ctx.queue.pop().await.unwrap();
     ctx.process(&first.key, &open_permit()).await;
     let log = writer.0.lock().unwrap().clone();
