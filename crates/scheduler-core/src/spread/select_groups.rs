@@ -3,10 +3,12 @@
 //! best by weight, value and discovery order, then the shortest of its prefixes that the
 //! reference's final pass would prefer.
 //!
-//! The reference enumerates every combination, 2^groups of them; here the search skips every
-//! branch that cannot beat the best combination found so far, and the prefixes of the winner
-//! are checked directly, so the answer is the reference's at a fraction of the work (a few
-//! dozen regions took seconds of CPU, more took for ever).
+//! The reference enumerates every combination, 2^groups of them. Here the best combination
+//! comes from a table over (next group, length, sum) when that table is small (polynomial in
+//! the groups, the length and the target), else from a search that skips every branch that
+//! cannot beat the best found so far; the prefixes of the winner are then checked directly.
+//! The answer is the reference's at a fraction of the work (forty regions took the
+//! enumeration seconds of CPU, eighty for ever).
 
 /// A candidate group: a name, its value (feasible clusters in it) and weight (group score).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,17 +60,9 @@ pub fn select_groups(mut groups: Vec<Group>, min: i64, max: i64, target: i64) ->
     if groups.len() as i64 == min || !bounded {
         return exhaustive(&groups, min, max, target);
     }
-    let mut search = Bounded {
-        groups: &groups,
-        min,
-        max,
-        target,
-        path: Vec::new(),
-        best: None,
-        scratch: Vec::new(),
-    };
-    search.dfs(0, 0, 0);
-    let Some(best) = search.best else {
+    let best =
+        tabulated(&groups, min, max, target).unwrap_or_else(|| searched(&groups, min, max, target));
+    let Some(best) = best else {
         return Vec::new();
     };
     let winner = path_of(&groups, &best.indices, 0);
@@ -99,6 +93,116 @@ pub fn select_groups(mut groups: Vec<Group>, min: i64, max: i64, target: i64) ->
         }
     }
     pick.groups
+}
+
+/// The best recorded path by the bounded search ([`Bounded`]).
+fn searched(groups: &[Group], min: i64, max: i64, target: i64) -> Option<Best> {
+    let mut search = Bounded {
+        groups,
+        min,
+        max,
+        target,
+        path: Vec::new(),
+        best: None,
+        scratch: Vec::new(),
+    };
+    search.dfs(0, 0, 0);
+    search.best
+}
+
+/// Cells of [`tabulated`]'s table beyond which the bounded search is used instead.
+const TABLE_CELLS: usize = 1 << 24;
+
+/// The best recorded path, by the reference's order (weight, value, then discovery), from a
+/// table instead of a search: what a path can still become depends only on where it stands
+/// (the next group it may take, its length, its sum), so the best ending of every such state
+/// is worked out once, from the last group back. `None` when the table would be too large
+/// (sums far past the target, thousands of groups); `Some(None)` when no path qualifies.
+#[allow(clippy::option_option)]
+fn tabulated(groups: &[Group], min: i64, max: i64, target: i64) -> Option<Option<Best>> {
+    let n = groups.len();
+    let longest = usize::try_from(max.max(0)).unwrap_or(usize::MAX).min(n);
+    let most_value = groups.iter().map(|g| g.value).max().unwrap_or(0);
+    let total: i64 = groups.iter().map(|g| g.value).sum();
+    // A state is left only when its sum stays under the target, or passes it before `min`
+    // groups: its sum never exceeds this.
+    let sums = (target.max(1) - 1)
+        .saturating_add(most_value.saturating_mul(min.max(1)))
+        .min(total);
+    let sums = usize::try_from(sums).ok()? + 1;
+    let layer = (longest + 1).checked_mul(sums)?;
+    if layer.checked_mul(n + 1)? > TABLE_CELLS {
+        return None;
+    }
+    let records = |len: usize, sum: i64| {
+        let len = len as i64;
+        sum >= target && min <= len && len <= max
+    };
+    // best[l * sums + s]: the best (weight added, final value) from a state at the current
+    // group; take[b][..]: whether that best takes group b.
+    let mut next: Vec<Option<(i64, i64)>> = vec![None; layer];
+    let mut take = vec![false; layer * (n + 1)];
+    for b in (0..n).rev() {
+        let mut here: Vec<Option<(i64, i64)>> = vec![None; layer];
+        let g = &groups[b];
+        for l in 0..longest {
+            for s in 0..sums {
+                let sum = s as i64;
+                if records(l, sum) {
+                    continue;
+                }
+                let after = sum + g.value;
+                let taken = if records(l + 1, after) {
+                    Some((g.weight, after))
+                } else if l + 1 >= longest {
+                    None
+                } else {
+                    usize::try_from(after)
+                        .ok()
+                        .filter(|&a| a < sums)
+                        .and_then(|a| next[(l + 1) * sums + a])
+                        .map(|(w, v)| (w.wrapping_add(g.weight), v))
+                };
+                let skipped = next[l * sums + s];
+                let cell = l * sums + s;
+                here[cell] = match (taken, skipped) {
+                    (Some(t), Some(k)) if k > t => Some(k),
+                    (Some(t), _) => {
+                        take[b * layer + cell] = true;
+                        Some(t)
+                    }
+                    (None, k) => k,
+                };
+            }
+        }
+        next = here;
+    }
+    if records(0, 0) {
+        return Some(Some(Best {
+            weight: 0,
+            value: 0,
+            indices: Vec::new(),
+        }));
+    }
+    let Some((weight, value)) = next.first().copied().flatten() else {
+        return Some(None);
+    };
+    let (mut l, mut s, mut indices) = (0usize, 0i64, Vec::new());
+    for (b, g) in groups.iter().enumerate() {
+        if records(l, s) {
+            break;
+        }
+        if take[b * layer + l * sums + s as usize] {
+            indices.push(b);
+            l += 1;
+            s += g.value;
+        }
+    }
+    Some(Some(Best {
+        weight,
+        value,
+        indices,
+    }))
 }
 
 /// The index of the group named `name` among `indices` (names are unique).
@@ -484,7 +588,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The bounded search picks what the reference's full enumeration picks: equal
+        /// The table and the bounded search pick what the reference's full enumeration picks: equal
         /// weights and values (ties by discovery order), prefixes of the winner, every
         /// `[min, max]` and target.
         #[test]
@@ -508,6 +612,15 @@ mod tests {
             });
             let want = exhaustive(&sorted, min, min + span, target);
             proptest::prop_assert_eq!(select_groups(groups, min, min + span, target), want);
+            // The table and the bounded search find the same best path.
+            if sorted.len() as i64 != min {
+                let table = tabulated(&sorted, min, min + span, target).expect("a small table");
+                let search = searched(&sorted, min, min + span, target);
+                proptest::prop_assert_eq!(
+                    table.map(|b| (b.weight, b.value, b.indices)),
+                    search.map(|b| (b.weight, b.value, b.indices))
+                );
+            }
         }
     }
 
@@ -520,5 +633,39 @@ mod tests {
         assert_eq!(got.len(), 30);
         assert_eq!(got[0], "R00");
         assert_eq!(got[29], "R29");
+    }
+
+    /// Eighty regions of mixed sizes and scores, many combinations tying: the table answers
+    /// at once; on forty of them it agrees with the bounded search.
+    #[test]
+    fn eighty_mixed_regions_are_selected_at_once() {
+        let mixed = |n: usize| -> Vec<Group> {
+            let mut groups: Vec<Group> = (0..n)
+                .map(|i| {
+                    g(
+                        &format!("R{i:02}"),
+                        1 + (i * 7 % 5) as i64,
+                        (i * 37 % 10 * 10) as i64,
+                    )
+                })
+                .collect();
+            groups.sort_by(|a, b| {
+                a.value
+                    .cmp(&b.value)
+                    .then_with(|| b.weight.cmp(&a.weight))
+                    .then_with(|| a.name.cmp(&b.name))
+            });
+            groups
+        };
+        let forty = mixed(40);
+        let table = tabulated(&forty, 3, 10, 20).expect("a small table");
+        let search = searched(&forty, 3, 10, 20);
+        assert_eq!(
+            table.map(|b| (b.weight, b.value, b.indices)),
+            search.map(|b| (b.weight, b.value, b.indices))
+        );
+        let got = select_groups(mixed(80), 3, 10, 20);
+        assert!((3..=10).contains(&got.len()), "{got:?}");
+        assert!(got.iter().map(|g| g.value).sum::<i64>() >= 20, "{got:?}");
     }
 }
