@@ -22,7 +22,9 @@
 #                 DIR/upstream-e2e (ours.json, go.json; e.g. from two runs in parallel)
 #   --keep        leave the whole Karmada running at the end (when this script brought it
 #                 up, it stops it, keeping DIR with the logs and reports, unless --keep)
-# Environment: UPSTREAM_E2E_TIMEOUT (ginkgo --timeout, default 3h),
+# Environment: UPSTREAM_E2E_SEED (ginkgo --seed, default 1: both runs take the specs in the
+#   same order, so that a run cut short still compares the same specs),
+#   UPSTREAM_E2E_TIMEOUT (ginkgo --timeout, default 3h),
 #   UPSTREAM_E2E_POLL_TIMEOUT (the suite's --poll-timeout, default 300s as upstream).
 set -euo pipefail
 
@@ -50,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --table=*) TABLE="${1#*=}"; shift ;;
     --keep) KEEP=1; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -92,7 +94,7 @@ for kind in "${KINDS[@]}"; do
   report="${RESULTS}/${kind}.json"
   rm -f "${report}"
   log "running Karmada's e2e suite with ${kind} (focus-file: ${FOCUS_FILE:-all}${FOCUS:+, focus: ${FOCUS}})"
-  args=(--no-color --timeout "${UPSTREAM_E2E_TIMEOUT:-3h}" --json-report "${kind}.json" --output-dir "${RESULTS}")
+  args=(--no-color --seed "${UPSTREAM_E2E_SEED:-1}" --timeout "${UPSTREAM_E2E_TIMEOUT:-3h}" --json-report "${kind}.json" --output-dir "${RESULTS}")
   [[ -n "${FOCUS}" ]] && args+=(--focus "${FOCUS}")
   [[ -n "${FOCUS_FILE}" ]] && args+=(--focus-file "${FOCUS_FILE}")
   # The suite reads its kubeconfig from KUBECONFIG, the Pull member's from PULL_BASED_CLUSTERS,
