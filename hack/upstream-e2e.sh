@@ -169,7 +169,7 @@ if [[ ${#KINDS[@]} == 1 ]]; then
     [[ -z "${bad}" ]] || { log "failed with ${k}:"; echo "${bad}" >&2; status=1; }
   done
 else
-  only_ours="$(comm -23 <(specs_in go passed) <(specs_in ours passed))"
+  only_ours="$(comm -12 <(specs_in go passed) <(specs_in ours failed; specs_in ours panicked; specs_in ours timedout) | sort -u)"
   if [[ -n "${only_ours}" ]]; then
     log "passed with Go's scheduler, not with ours:"
     echo "${only_ours}" >&2
