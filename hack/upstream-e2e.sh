@@ -19,7 +19,8 @@
 #                 (default _output/upstream-e2e)
 #   --table       where to write the table ("-" for none)
 #   --report-only do not run anything: write the table from the reports already in
-#                 DIR/upstream-e2e (ours.json, go.json; e.g. from two runs in parallel)
+#                 DIR/upstream-e2e (ours.json, go.json, and earlier runs kept there as
+#                 ours.<n>.json/.log, go.<n>.json/.log: a spec's result is its last one run)
 #   --keep        leave the whole Karmada running at the end (when this script brought it
 #                 up, it stops it, keeping DIR with the logs and reports, unless --keep)
 # Environment: UPSTREAM_E2E_SEED (ginkgo --seed, default 1: both runs take the specs in the
@@ -52,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --table=*) TABLE="${1#*=}"; shift ;;
     --keep) KEEP=1; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h | --help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -109,10 +110,13 @@ done
 [[ ${REPORT_ONLY} == 0 ]] || KINDS=(ours go)
 summary=()
 for kind in "${KINDS[@]}"; do
-  [[ -f "${RESULTS}/${kind}.log" ]] || continue
-  line="$(grep -E '^Ran [0-9]+ of [0-9]+ Specs' "${RESULTS}/${kind}.log" | tail -1 || true)"
-  verdict="$(grep -E '^(SUCCESS|FAIL)!' "${RESULTS}/${kind}.log" | tail -1 || true)"
-  summary+=("${kind}: ${line:-no summary} ${verdict}")
+  for lf in "${RESULTS}/${kind}".*.log "${RESULTS}/${kind}.log"; do
+    [[ -f "${lf}" ]] || continue
+    line="$(grep -E '^Ran [0-9]+ of [0-9]+ Specs' "${lf}" | tail -1 || true)"
+    verdict="$(grep -E '^(SUCCESS|FAIL)!' "${lf}" | tail -1 || true)"
+    seed="$(grep -E '^Random Seed: ' "${lf}" | tail -1 | sed 's/Random Seed: //' || true)"
+    summary+=("${kind} ($(basename "${lf}"), seed ${seed:-?}): ${line:-no summary} ${verdict}")
+  done
 done
 
 if [[ "${TABLE}" != "-" ]]; then
@@ -120,14 +124,15 @@ if [[ "${TABLE}" != "-" ]]; then
   git -C "${ROOT}" diff --quiet HEAD -- . ':!docs' 2>/dev/null || commit+=" (with uncommitted changes)"
   # One row per spec: its container texts and leaf text, each run's state, and for a spec that
   # failed with both, the first line of Go's failure.
-  rows() { # <kind>
-    local f="${RESULTS}/$1.json"
-    [[ -f "${f}" ]] || { echo '{}'; return; }
-    jq -c '[.[].SpecReports[]? | select(.LeafNodeType == "It")
+  rows() { # <kind>: from <kind>.json and earlier runs kept as <kind>.<anything>.json
+    local f=("${RESULTS}/$1.json" "${RESULTS}/$1".*.json) e=()
+    for x in "${f[@]}"; do [[ -f "${x}" ]] && e+=("${x}"); done
+    [[ ${#e[@]} -gt 0 ]] || { echo '{}'; return; }
+    jq -cs '[.[][].SpecReports[]? | select(.LeafNodeType == "It")
       | {key: ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" / ")),
          value: {state: .State, file: ((.LeafNodeLocation.FileName // "") | split("/") | last),
                  failure: ((.Failure.Message // "") | split("\n") | map(select(length > 0)) | first // "")}}]
-      | from_entries' "${f}"
+      | group_by(.key) | map((map(select(.value.state != "skipped")) | last) // last) | from_entries' "${e[@]}"
   }
   ours="$(rows ours)"
   go="$(rows go)"
