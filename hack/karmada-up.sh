@@ -348,7 +348,8 @@ for m in "${MEMBERS[@]}"; do
     --kubeconfig "${STATE}/${m}.kubeconfig" --cluster-name "${m}" \
     --server-port "$(mport "${m}" ESTIMATOR)" \
     --health-probe-bind-address "127.0.0.1:$(mport "${m}" ESTIMATOR_HEALTH)" \
-    --metrics-bind-address "127.0.0.1:$(mport "${m}" ESTIMATOR_METRICS)" --v=2
+    --metrics-bind-address "127.0.0.1:$(mport "${m}" ESTIMATOR_METRICS)" \
+    --feature-gates=AllAlpha=true,AllBeta=true --v=2
   log "${m}: ${NODES} kwok nodes, controllers, scheduler and estimator started"
 done
 

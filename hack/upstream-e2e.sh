@@ -19,10 +19,13 @@
 #                 (default _output/upstream-e2e)
 #   --table       where to write the table ("-" for none)
 #   --report-only do not run anything: write the table from the reports already in
-#                 DIR/upstream-e2e (ours.json, go.json; e.g. from two runs in parallel)
+#                 DIR/upstream-e2e (ours.json, go.json, and earlier runs kept there as
+#                 ours.<n>.json/.log, go.<n>.json/.log: a spec's result is its last one run)
 #   --keep        leave the whole Karmada running at the end (when this script brought it
 #                 up, it stops it, keeping DIR with the logs and reports, unless --keep)
-# Environment: UPSTREAM_E2E_TIMEOUT (ginkgo --timeout, default 3h),
+# Environment: UPSTREAM_E2E_SEED (ginkgo --seed, default 1: both runs take the specs in the
+#   same order, so that a run cut short still compares the same specs),
+#   UPSTREAM_E2E_TIMEOUT (ginkgo --timeout, default 3h),
 #   UPSTREAM_E2E_POLL_TIMEOUT (the suite's --poll-timeout, default 300s as upstream).
 set -euo pipefail
 
@@ -50,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --table=*) TABLE="${1#*=}"; shift ;;
     --keep) KEEP=1; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -92,7 +95,7 @@ for kind in "${KINDS[@]}"; do
   report="${RESULTS}/${kind}.json"
   rm -f "${report}"
   log "running Karmada's e2e suite with ${kind} (focus-file: ${FOCUS_FILE:-all}${FOCUS:+, focus: ${FOCUS}})"
-  args=(--no-color --timeout "${UPSTREAM_E2E_TIMEOUT:-3h}" --json-report "${kind}.json" --output-dir "${RESULTS}")
+  args=(--no-color --seed "${UPSTREAM_E2E_SEED:-1}" --timeout "${UPSTREAM_E2E_TIMEOUT:-3h}" --json-report "${kind}.json" --output-dir "${RESULTS}")
   [[ -n "${FOCUS}" ]] && args+=(--focus "${FOCUS}")
   [[ -n "${FOCUS_FILE}" ]] && args+=(--focus-file "${FOCUS_FILE}")
   # The suite reads its kubeconfig from KUBECONFIG, the Pull member's from PULL_BASED_CLUSTERS,
@@ -107,10 +110,13 @@ done
 [[ ${REPORT_ONLY} == 0 ]] || KINDS=(ours go)
 summary=()
 for kind in "${KINDS[@]}"; do
-  [[ -f "${RESULTS}/${kind}.log" ]] || continue
-  line="$(grep -E '^Ran [0-9]+ of [0-9]+ Specs' "${RESULTS}/${kind}.log" | tail -1 || true)"
-  verdict="$(grep -E '^(SUCCESS|FAIL)!' "${RESULTS}/${kind}.log" | tail -1 || true)"
-  summary+=("${kind}: ${line:-no summary} ${verdict}")
+  for lf in "${RESULTS}/${kind}".*.log "${RESULTS}/${kind}.log"; do
+    [[ -f "${lf}" ]] || continue
+    line="$(grep -E '^Ran [0-9]+ of [0-9]+ Specs' "${lf}" | tail -1 || true)"
+    verdict="$(grep -E '^(SUCCESS|FAIL)!' "${lf}" | tail -1 || true)"
+    seed="$(grep -E '^Random Seed: ' "${lf}" | tail -1 | sed 's/Random Seed: //' || true)"
+    summary+=("${kind} ($(basename "${lf}"), seed ${seed:-?}): ${line:-no summary} ${verdict}")
+  done
 done
 
 if [[ "${TABLE}" != "-" ]]; then
@@ -118,14 +124,15 @@ if [[ "${TABLE}" != "-" ]]; then
   git -C "${ROOT}" diff --quiet HEAD -- . ':!docs' 2>/dev/null || commit+=" (with uncommitted changes)"
   # One row per spec: its container texts and leaf text, each run's state, and for a spec that
   # failed with both, the first line of Go's failure.
-  rows() { # <kind>
-    local f="${RESULTS}/$1.json"
-    [[ -f "${f}" ]] || { echo '{}'; return; }
-    jq -c '[.[].SpecReports[]? | select(.LeafNodeType == "It")
+  rows() { # <kind>: from <kind>.json and earlier runs kept as <kind>.<anything>.json
+    local f=("${RESULTS}/$1.json" "${RESULTS}/$1".*.json) e=()
+    for x in "${f[@]}"; do [[ -f "${x}" ]] && e+=("${x}"); done
+    [[ ${#e[@]} -gt 0 ]] || { echo '{}'; return; }
+    jq -cs '[.[][].SpecReports[]? | select(.LeafNodeType == "It")
       | {key: ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" / ")),
          value: {state: .State, file: ((.LeafNodeLocation.FileName // "") | split("/") | last),
                  failure: ((.Failure.Message // "") | split("\n") | map(select(length > 0)) | first // "")}}]
-      | from_entries' "${f}"
+      | group_by(.key) | map((map(select(.value.state != "skipped")) | last) // last) | from_entries' "${e[@]}"
   }
   ours="$(rows ours)"
   go="$(rows go)"
@@ -167,7 +174,7 @@ if [[ ${#KINDS[@]} == 1 ]]; then
     [[ -z "${bad}" ]] || { log "failed with ${k}:"; echo "${bad}" >&2; status=1; }
   done
 else
-  only_ours="$(comm -23 <(specs_in go passed) <(specs_in ours passed))"
+  only_ours="$(comm -12 <(specs_in go passed) <(specs_in ours failed; specs_in ours panicked; specs_in ours timedout) | sort -u)"
   if [[ -n "${only_ours}" ]]; then
     log "passed with Go's scheduler, not with ours:"
     echo "${only_ours}" >&2
