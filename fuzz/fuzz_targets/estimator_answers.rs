@@ -72,15 +72,7 @@ impl Estimator for Answers {
         "scheduler-estimator"
     }
 
-    fn max_available_replicas<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        _request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(std::future::ready(self.answer(clusters)))
-    }
-
-    fn max_available_component_sets<'a>(
+    fn estimate<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         _request: EstimateRequest<'a>,

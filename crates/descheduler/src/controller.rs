@@ -29,7 +29,7 @@ use component_base::watch::{RawObject, all_synced, watch_all};
 use component_base::write::{ObjectWriter, Permitted};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
-use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
+use estimator_client::{ConnectionCache, SchedulerEstimator};
 use futures::StreamExt as _;
 use karmada_api::Cluster;
 use karmada_api::work::ResourceBinding;
@@ -381,13 +381,9 @@ pub async fn run(
     fence: Fence,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let source = Arc::new(
-        KubeServiceSource::new(client.clone())
-            .with_endpoint_routing(opts.estimator.endpoint_routing),
-    );
-    let cache = Arc::new(ConnectionCache::new(
+    let cache = Arc::new(ConnectionCache::over_api(
         opts.estimator.to_options(false),
-        source,
+        client.clone(),
     ));
     metrics.register(|r| cache.register_metrics(r));
     let sync = EstimatorSync::new(cache.clone(), metrics.workqueue(ESTIMATOR_QUEUE));

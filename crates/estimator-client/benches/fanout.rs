@@ -27,7 +27,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karmada_api::Cluster;
 use karmada_api::cluster::ClusterSpec;
 use karmada_api::work::{ObjectReference, ReplicaRequirements};
-use scheduler_core::estimator::{EstimateRequest, Estimator};
+use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 use tonic::{Request, Response, Status};
 
 #[derive(Clone)]
@@ -115,7 +115,7 @@ async fn world(n: usize, port: u16) -> World {
             )
         })
         .collect();
-    cache.ensure_all(&clusters).await;
+    let _ = cache.ensure_all(&clusters).await;
     assert_eq!(cache.clusters().len(), n);
     World {
         estimator: SchedulerEstimator::new(cache),
@@ -149,6 +149,7 @@ fn bench(c: &mut Criterion) {
         ..Default::default()
     };
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: Some(&reqs),
         components: &[],
@@ -177,11 +178,7 @@ fn bench(c: &mut Criterion) {
             let refs: Vec<&Cluster> = w.clusters.iter().collect();
             group.bench_with_input(BenchmarkId::new("concurrent", n), &n, |b, _| {
                 b.to_async(&rt).iter(|| async {
-                    let got = w
-                        .estimator
-                        .max_available_replicas(&refs, request)
-                        .await
-                        .unwrap();
+                    let got = w.estimator.estimate(&refs, request).await.unwrap();
                     assert_eq!(got.len(), n);
                 })
             });
@@ -191,10 +188,7 @@ fn bench(c: &mut Criterion) {
                     b.to_async(&rt).iter(|| async {
                         for cluster in few {
                             let one = std::slice::from_ref(cluster);
-                            w.estimator
-                                .max_available_replicas(one, request)
-                                .await
-                                .unwrap();
+                            w.estimator.estimate(one, request).await.unwrap();
                         }
                     })
                 });

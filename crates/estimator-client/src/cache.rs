@@ -126,6 +126,14 @@ impl ConnectionCache {
         }
     }
 
+    /// A cache over the API server's Services (and EndpointSlices with
+    /// `endpoint_routing`): the one the daemons and `explain` use.
+    pub fn over_api(options: EstimatorOptions, client: kube::Client) -> Self {
+        let source = crate::source::KubeServiceSource::new(client)
+            .with_endpoint_routing(options.endpoint_routing);
+        Self::new(options, Arc::new(source))
+    }
+
     /// The options the cache was built with.
     pub fn options(&self) -> &EstimatorOptions {
         &self.options
@@ -168,10 +176,28 @@ impl ConnectionCache {
         self.establish(name, Mode::Ensure).await.map(|_| ())
     }
 
-    /// [`ensure`](Self::ensure) for many clusters at once (start-up); failures are logged.
-    pub async fn ensure_all(&self, clusters: &[Cluster]) {
+    /// [`ensure`](Self::ensure) for many clusters at once (start-up, one-shot tools): one line
+    /// per cluster whose estimator cannot be used, naming its Service.
+    pub async fn ensure_all(&self, clusters: &[Cluster]) -> Vec<String> {
         let all = clusters.iter().map(|c| self.ensure(c));
-        futures::future::join_all(all).await;
+        let outcomes = futures::future::join_all(all).await;
+        let o = &self.options;
+        let unusable = |(cluster, outcome): (&Cluster, Result<(), EstablishError>)| {
+            let name = cluster_name(cluster);
+            match outcome {
+                Err(e) => Some(format!(
+                    "scheduler-estimator of cluster {name}: Service {}/{} port {}: {e}",
+                    o.service_namespace,
+                    o.service_name(name),
+                    o.port
+                )),
+                Ok(()) if self.connection(name).is_none() => Some(format!(
+                    "scheduler-estimator of cluster {name}: not connected (Pull cluster with --disable-scheduler-estimator-in-pull-mode)"
+                )),
+                Ok(()) => None,
+            }
+        };
+        clusters.iter().zip(outcomes).filter_map(unusable).collect()
     }
 
     /// Cluster deleted: close and forget its connection and metric series.

@@ -31,7 +31,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use scheduler_core::estimator::{
-    AssumedByCluster, AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator,
+    Ask, AssumedByCluster, AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator,
     EstimatorError, UNAUTHENTIC_REPLICA,
 };
 use tokio::sync::Semaphore;
@@ -463,29 +463,26 @@ impl Estimator for SchedulerEstimator {
         NAME
     }
 
-    fn max_available_replicas<'a>(
+    fn estimate<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
         Box::pin(async move {
             let object = request::object_metadata(request.resource);
-            let template = request::max_available_replicas(&request);
-            self.fan_out(&targets(clusters), &object, template, request.assumed)
-                .await
-        })
-    }
-
-    fn max_available_component_sets<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(async move {
-            let object = request::object_metadata(request.resource);
-            let template = request::max_available_component_sets(&request);
-            self.fan_out(&targets(clusters), &object, template, request.assumed)
-                .await
+            let targets = targets(clusters);
+            match request.ask {
+                Ask::Replicas => {
+                    let template = request::max_available_replicas(&request);
+                    self.fan_out(&targets, &object, template, request.assumed)
+                        .await
+                }
+                Ask::ComponentSets => {
+                    let template = request::max_available_component_sets(&request);
+                    self.fan_out(&targets, &object, template, request.assumed)
+                        .await
+                }
+            }
         })
     }
 }

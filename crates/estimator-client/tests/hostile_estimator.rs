@@ -25,7 +25,7 @@ use estimator_client::{
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use prost::Message;
-use scheduler_core::estimator::{EstimateRequest, Estimator};
+use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -64,6 +64,7 @@ async fn ask_with_hostile_m1(port: u16) -> (Vec<(String, i32)>, Duration, String
         ..Default::default()
     };
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: None,
         components: &[],
@@ -72,7 +73,7 @@ async fn ask_with_hostile_m1(port: u16) -> (Vec<(String, i32)>, Duration, String
     };
     let started = Instant::now();
     let answers = estimator
-        .max_available_replicas(&refs, request)
+        .estimate(&refs, request)
         .await
         .expect("the per-cluster policy answers");
     let took = started.elapsed();
@@ -112,9 +113,10 @@ async fn error_for(port: u16) -> (String, Duration) {
     let resource = ObjectReference::default();
     let started = Instant::now();
     let err = estimator
-        .max_available_replicas(
+        .estimate(
             &[&m1],
             EstimateRequest {
+                ask: Ask::Replicas,
                 resource: &resource,
                 replica_requirements: None,
                 components: &[],

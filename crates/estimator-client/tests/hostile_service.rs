@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
-use scheduler_core::estimator::{EstimateRequest, Estimator};
+use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 use serde_json::json;
 
 const NAME: &str = "karmada-scheduler-estimator-m1";
@@ -40,16 +40,14 @@ async fn ask(
         ..Default::default()
     };
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: None,
         components: &[],
         namespace: "default",
         assumed: None,
     };
-    estimator
-        .max_available_replicas(&refs, request)
-        .await
-        .map_err(|e| e.0)
+    estimator.estimate(&refs, request).await.map_err(|e| e.0)
 }
 
 fn headless() -> Service {

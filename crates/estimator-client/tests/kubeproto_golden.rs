@@ -227,13 +227,14 @@ fn typed_fields_embed_the_same_bytes_as_the_bytes_fields() {
 
 #[test]
 fn requests_without_requirements_carry_only_the_cluster() {
-    use scheduler_core::EstimateRequest;
+    use scheduler_core::{Ask, EstimateRequest};
     let resource = karmada_api::work::ObjectReference {
         kind: "ConfigMap".into(),
         name: "c".into(),
         ..Default::default()
     };
     let req = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: None,
         components: &[],

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use karmada_api::Cluster;
 use karmada_api::work::{Component, NodeClaim, ObjectReference, ReplicaRequirements};
-use scheduler_core::estimator::{EstimateRequest, Estimator};
+use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 
 fn deployment() -> ObjectReference {
     ObjectReference {
@@ -68,16 +68,14 @@ async fn ask(
     let resource = deployment();
     let reqs = requirements();
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: Some(&reqs),
         components: &[],
         namespace: "default",
         assumed: None,
     };
-    estimator
-        .max_available_replicas(&refs, request)
-        .await
-        .map_err(|e| e.0)
+    estimator.estimate(&refs, request).await.map_err(|e| e.0)
 }
 
 #[tokio::test]
@@ -158,17 +156,14 @@ async fn each_cluster_gets_its_own_assumed_workloads() {
     let resource = deployment();
     let reqs = requirements();
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: Some(&reqs),
         components: &[],
         namespace: "default",
         assumed: Some(&assumed),
     };
-    let got = s
-        .estimator
-        .max_available_replicas(&[&m1, &m2], request)
-        .await
-        .unwrap();
+    let got = s.estimator.estimate(&[&m1, &m2], request).await.unwrap();
     assert_eq!(got, [("m1".to_string(), 5), ("m2".to_string(), 5)]);
     let mut seen = fake.seen();
     seen.sort_by(|a, b| a.cluster.cmp(&b.cluster));
@@ -204,17 +199,14 @@ async fn component_sets_and_unschedulable_replicas() {
         },
     ];
     let request = EstimateRequest {
+        ask: Ask::ComponentSets,
         resource: &resource,
         replica_requirements: None,
         components: &components,
         namespace: "default",
         assumed: None,
     };
-    let got = s
-        .estimator
-        .max_available_component_sets(&[&m1], request)
-        .await
-        .unwrap();
+    let got = s.estimator.estimate(&[&m1], request).await.unwrap();
     assert_eq!(got, [("m1".to_string(), 3)]);
     let seen = fake.seen();
     let sets = seen[0].sets_request.clone().unwrap();
@@ -1048,9 +1040,10 @@ async fn a_request_much_larger_than_the_codec_buffers_arrives_whole() {
     let m1 = cluster("m1");
     let answer = s
         .estimator
-        .max_available_replicas(
+        .estimate(
             &[&m1],
             EstimateRequest {
+                ask: Ask::Replicas,
                 resource: &resource,
                 replica_requirements: Some(&reqs),
                 components: &[],

@@ -40,7 +40,7 @@ use karmada_api::work::{
     Component, ComponentReplicaRequirements, NodeClaim, ObjectReference, ReplicaRequirements,
 };
 use kube::api::{Api, ListParams};
-use scheduler_core::estimator::{EstimateRequest, Estimator};
+use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 use testenv::pki::{self, Pki};
 use testenv::vm::without_flags;
 use testenv::{TestEnv, free_port, tools_or_skip};
@@ -75,16 +75,14 @@ async fn replicas(
 ) -> Result<Vec<(String, i32)>, String> {
     let resource = probe_resource();
     let request = EstimateRequest {
+        ask: Ask::Replicas,
         resource: &resource,
         replica_requirements: Some(reqs),
         components: &[],
         namespace: "default",
         assumed: None,
     };
-    estimator
-        .max_available_replicas(clusters, request)
-        .await
-        .map_err(|e| e.0)
+    estimator.estimate(clusters, request).await.map_err(|e| e.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +109,7 @@ async fn the_real_go_estimator_answers_like_its_own_client() {
         .expect("clusters")
         .items;
     assert_eq!(clusters.len(), 2);
-    cache.ensure_all(&clusters).await;
+    let _ = cache.ensure_all(&clusters).await;
     for c in &clusters {
         let name = c.metadata.name.as_deref().unwrap();
         let member = env.member(name).expect("member info");
@@ -395,16 +393,14 @@ async fn worker_sets(
     let resource = probe_resource();
     let components = worker_components();
     let request = EstimateRequest {
+        ask: Ask::ComponentSets,
         resource: &resource,
         replica_requirements: None,
         components: &components,
         namespace: "default",
         assumed: None,
     };
-    estimator
-        .max_available_component_sets(clusters, request)
-        .await
-        .map_err(|e| e.0)
+    estimator.estimate(clusters, request).await.map_err(|e| e.0)
 }
 
 /// One component of 2 replicas of (500m, 512Mi).
@@ -449,7 +445,7 @@ async fn a_v1_19_estimator_answers_as_the_v1_18_one() {
         EstimatorOptions::default(),
         Arc::new(KubeServiceSource::new(client.clone())),
     ));
-    cache.ensure_all(&clusters).await;
+    let _ = cache.ensure_all(&clusters).await;
     let old = member1_answers(cache, member1).await;
     assert!(old[0] > 0 && old[1] == 0 && old[2] > 0, "v1.18.2: {old:?}");
 

@@ -38,9 +38,21 @@ pub trait AssumptionSource: Send + Sync {
     fn assumed_on(&self, cluster: &str) -> Vec<AssumedWorkload>;
 }
 
+/// What each cluster is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// Replicas of the one template (`MaxAvailableReplicas`).
+    Replicas,
+    /// Complete sets of the components (`MaxAvailableComponentSets`, gate
+    /// `MultiplePodTemplatesScheduling`).
+    ComponentSets,
+}
+
 /// What an estimator is asked about one binding.
 #[derive(Clone, Copy, Debug)]
 pub struct EstimateRequest<'a> {
+    /// Replicas or component sets.
+    pub ask: Ask,
     /// The resource template (`spec.resource`), sent as gRPC metadata for tracing.
     pub resource: &'a ObjectReference,
     /// `spec.replicaRequirements`.
@@ -71,7 +83,7 @@ pub struct EstimatorError(pub String);
 /// Answers per cluster, in the order of the clusters asked; `-1` means "no opinion".
 pub type Estimates = Vec<(String, i32)>;
 
-/// Answers of the `*_shared` methods: named as [`Estimates`], or exactly one per cluster
+/// Answers of [`Estimator::estimate_shared`]: named as [`Estimates`], or exactly one per cluster
 /// asked, in that order (no name to copy per cluster).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SharedEstimates {
@@ -86,46 +98,27 @@ pub trait Estimator: Send + Sync {
     /// Registry name (`general-estimator`, `scheduler-estimator`), for logs and traces.
     fn name(&self) -> &str;
 
-    /// Maximum replicas of one template each cluster can take.
-    fn max_available_replicas<'a>(
+    /// Per `request.ask`, the most replicas of one template, or complete sets of
+    /// `request.components`, each cluster can take.
+    fn estimate<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>>;
 
-    /// Maximum complete sets of `request.components` each cluster can take.
-    fn max_available_component_sets<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>>;
-
-    /// [`Estimator::max_available_replicas`] for clusters the caller holds in `Arc`s (the
-    /// snapshot's): `shared[i]` is `clusters[i]`. The answers must be the same; an estimator
-    /// may use the identity of the `Arc`s to reuse work across calls (a cluster behind an
-    /// `Arc` someone else also holds is never mutated) and answer in order. By default, the
-    /// plain method's named answers.
-    fn max_available_replicas_shared<'a>(
+    /// [`Estimator::estimate`] for clusters the caller holds in `Arc`s (the snapshot's):
+    /// `shared[i]` is `clusters[i]`. The answers must be the same; an estimator may use the
+    /// identity of the `Arc`s to reuse work across calls (a cluster behind an `Arc` someone
+    /// else also holds is never mutated) and answer in order. By default, the plain method's
+    /// named answers.
+    fn estimate_shared<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
         let _ = shared;
-        let answer = self.max_available_replicas(clusters, request);
-        Box::pin(async move { answer.await.map(SharedEstimates::Named) })
-    }
-
-    /// [`Estimator::max_available_component_sets`] for clusters held in `Arc`s, as
-    /// [`Estimator::max_available_replicas_shared`]. By default, the plain method.
-    fn max_available_component_sets_shared<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        shared: &'a [&'a Arc<Cluster>],
-        request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
-        let _ = shared;
-        let answer = self.max_available_component_sets(clusters, request);
+        let answer = self.estimate(clusters, request);
         Box::pin(async move { answer.await.map(SharedEstimates::Named) })
     }
 }

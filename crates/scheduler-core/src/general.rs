@@ -34,7 +34,7 @@ use karmada_api::cluster::{Cluster, ResourceSummary};
 use karmada_api::work::{Component, ReplicaRequirements};
 
 use crate::estimator::{
-    AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError,
+    Ask, AssumedWorkload, BoxFuture, EstimateRequest, Estimates, Estimator, EstimatorError,
     SharedEstimates,
 };
 use crate::quantity::{Format, Quantity};
@@ -213,41 +213,22 @@ impl Estimator for GeneralEstimator {
         GENERAL_ESTIMATOR
     }
 
-    fn max_available_replicas<'a>(
+    fn estimate<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        let res = self.replicas(Clusters::Plain(clusters), request);
+        let res = self.answer(Clusters::Plain(clusters), request);
         Box::pin(std::future::ready(res.map(named(clusters))))
     }
 
-    fn max_available_component_sets<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        let res = self.sets(Clusters::Plain(clusters), request);
-        Box::pin(std::future::ready(res.map(named(clusters))))
-    }
-
-    fn max_available_replicas_shared<'a>(
+    fn estimate_shared<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         shared: &'a [&'a Arc<Cluster>],
         request: EstimateRequest<'a>,
     ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
-        let res = self.replicas(Clusters::new(clusters, shared), request);
-        Box::pin(std::future::ready(res.map(SharedEstimates::InOrder)))
-    }
-
-    fn max_available_component_sets_shared<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        shared: &'a [&'a Arc<Cluster>],
-        request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<SharedEstimates, EstimatorError>> {
-        let res = self.sets(Clusters::new(clusters, shared), request);
+        let res = self.answer(Clusters::new(clusters, shared), request);
         Box::pin(std::future::ready(res.map(SharedEstimates::InOrder)))
     }
 }
@@ -295,6 +276,18 @@ fn named<'a>(clusters: &'a [&'a Cluster]) -> impl FnOnce(Vec<i32>) -> Estimates 
 }
 
 impl GeneralEstimator {
+    /// The answer to `request.ask`, plain or shared.
+    fn answer(
+        &self,
+        clusters: Clusters<'_>,
+        request: EstimateRequest<'_>,
+    ) -> Result<Vec<i32>, EstimatorError> {
+        match request.ask {
+            Ask::Replicas => self.replicas(clusters, request),
+            Ask::ComponentSets => self.sets(clusters, request),
+        }
+    }
+
     /// Both replica paths: the request checked and parsed once, then every cluster.
     fn replicas(
         &self,
@@ -1194,13 +1187,14 @@ mod tests {
         let resource = Default::default();
         let ask = |c: &Cluster| {
             let request = EstimateRequest {
+                ask: Ask::Replicas,
                 resource: &resource,
                 replica_requirements: Some(&r),
                 components: &[],
                 namespace: "",
                 assumed: None,
             };
-            let fut = ge.max_available_replicas(std::slice::from_ref(&c), request);
+            let fut = ge.estimate(std::slice::from_ref(&c), request);
             let mut fut = std::pin::pin!(fut);
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             match fut.as_mut().poll(&mut cx) {
@@ -1240,17 +1234,18 @@ mod tests {
             let plain: Vec<&Cluster> = shared.iter().map(|c| c.as_ref()).collect();
             let comps = [comp("c", 2, &[("cpu", "1")])];
             let request = EstimateRequest {
+                ask: if sets {
+                    Ask::ComponentSets
+                } else {
+                    Ask::Replicas
+                },
                 resource: &resource,
                 replica_requirements: Some(&r),
                 components: if sets { &comps } else { &[] },
                 namespace: "",
                 assumed: None,
             };
-            let fut = if sets {
-                ge.max_available_component_sets_shared(&plain, shared, request)
-            } else {
-                ge.max_available_replicas_shared(&plain, shared, request)
-            };
+            let fut = ge.estimate_shared(&plain, shared, request);
             let mut fut = std::pin::pin!(fut);
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             match fut.as_mut().poll(&mut cx) {
@@ -1785,6 +1780,7 @@ mod tests {
         let resource = Default::default();
         let r = req(&[("cpu", "1")]);
         let request = EstimateRequest {
+            ask: Ask::Replicas,
             resource: &resource,
             replica_requirements: None,
             components: &[],
@@ -1792,7 +1788,7 @@ mod tests {
             assumed: None,
         };
         let ge = GeneralEstimator::default();
-        let got = futures_lite_block_on(ge.max_available_replicas(&clusters, request)).unwrap();
+        let got = futures_lite_block_on(ge.estimate(&clusters, request)).unwrap();
         assert_eq!(got, vec![("m1".to_string(), 5), ("m2".to_string(), 0)]);
         let mut bad = r.clone();
         bad.resource_request.insert("cpu".into(), KQ("1x".into()));
@@ -1800,7 +1796,7 @@ mod tests {
             replica_requirements: Some(&bad),
             ..request
         };
-        let err = futures_lite_block_on(ge.max_available_replicas(&clusters, request)).unwrap_err();
+        let err = futures_lite_block_on(ge.estimate(&clusters, request)).unwrap_err();
         assert!(
             err.0
                 .starts_with("spec.replicaRequirements.resourceRequest[cpu]: invalid quantity"),
@@ -1808,12 +1804,12 @@ mod tests {
         );
         let comps = [comp("c", 2, &[])];
         let request = EstimateRequest {
+            ask: Ask::ComponentSets,
             replica_requirements: None,
             components: &comps,
             ..request
         };
-        let got =
-            futures_lite_block_on(ge.max_available_component_sets(&clusters, request)).unwrap();
+        let got = futures_lite_block_on(ge.estimate(&clusters, request)).unwrap();
         // 5 free pods, 2 pods per set.
         assert_eq!(got, vec![("m1".to_string(), 2), ("m2".to_string(), 0)]);
     }
@@ -1847,6 +1843,11 @@ mod tests {
             on.iter().map(|(c, a)| (c.to_string(), a.clone())).collect();
         let resource = Default::default();
         let request = EstimateRequest {
+            ask: if components.is_empty() {
+                Ask::Replicas
+            } else {
+                Ask::ComponentSets
+            },
             resource: &resource,
             replica_requirements: r,
             components,
@@ -1854,12 +1855,7 @@ mod tests {
             assumed: Some(&map),
         };
         let ge = GeneralEstimator::default();
-        let fut = if components.is_empty() {
-            ge.max_available_replicas(clusters, request)
-        } else {
-            ge.max_available_component_sets(clusters, request)
-        };
-        futures_lite_block_on(fut)
+        futures_lite_block_on(ge.estimate(clusters, request))
             .unwrap()
             .into_iter()
             .map(|(_, n)| n)

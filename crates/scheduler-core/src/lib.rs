@@ -42,5 +42,6 @@ pub mod trace;
 pub use detail::ClusterDetail;
 pub use error::{FitError, ScheduleError};
 pub use estimator::{
-    AssumedByCluster, AssumedWorkload, AssumptionSource, EstimateRequest, Estimator, EstimatorError,
+    Ask, AssumedByCluster, AssumedWorkload, AssumptionSource, EstimateRequest, Estimator,
+    EstimatorError,
 };

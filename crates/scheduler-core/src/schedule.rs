@@ -16,7 +16,7 @@ use crate::assign;
 use crate::detail::ClusterDetail;
 use crate::error::{FitError, ScheduleError};
 use crate::estimator::{
-    AssumedByCluster, AssumptionSource, EstimateRequest, Estimator, SharedEstimates,
+    Ask, AssumedByCluster, AssumptionSource, EstimateRequest, Estimator, SharedEstimates,
 };
 use crate::features::FeatureGates;
 use crate::framework::{
@@ -488,27 +488,24 @@ impl Scheduler {
                 })
                 .collect()
         });
+        let component_sets = self.config.gates.multiple_pod_templates_scheduling()
+            && is_multi_template_scheduling_applicable(spec);
         let request = EstimateRequest {
+            ask: if component_sets {
+                Ask::ComponentSets
+            } else {
+                Ask::Replicas
+            },
             resource: &spec.resource,
             replica_requirements: spec.replica_requirements.as_ref(),
             components: &spec.components,
             namespace: &spec.resource.namespace,
             assumed: assumed.as_ref(),
         };
-        let component_sets = self.config.gates.multiple_pod_templates_scheduling()
-            && is_multi_template_scheduling_applicable(spec);
         let mut position: Option<HashMap<&str, usize>> = None;
         let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
         for estimator in &self.estimators {
-            let answer = if component_sets {
-                estimator
-                    .max_available_component_sets_shared(clusters, shared, request)
-                    .await
-            } else {
-                estimator
-                    .max_available_replicas_shared(clusters, shared, request)
-                    .await
-            };
+            let answer = estimator.estimate_shared(clusters, shared, request).await;
             let answers = match answer {
                 Ok(a) => a,
                 Err(e) => {
@@ -710,20 +707,16 @@ mod tests {
         fn name(&self) -> &str {
             self.name
         }
-        fn max_available_replicas<'a>(
+        fn estimate<'a>(
             &'a self,
             _clusters: &'a [&'a Cluster],
-            _request: EstimateRequest<'a>,
+            request: EstimateRequest<'a>,
         ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-            self.replica_calls.fetch_add(1, Ordering::SeqCst);
-            Box::pin(async move { self.answer() })
-        }
-        fn max_available_component_sets<'a>(
-            &'a self,
-            _clusters: &'a [&'a Cluster],
-            _request: EstimateRequest<'a>,
-        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-            self.set_calls.fetch_add(1, Ordering::SeqCst);
+            let calls = match request.ask {
+                Ask::Replicas => &self.replica_calls,
+                Ask::ComponentSets => &self.set_calls,
+            };
+            calls.fetch_add(1, Ordering::SeqCst);
             Box::pin(async move { self.answer() })
         }
     }
@@ -874,26 +867,19 @@ mod tests {
     }
 
     /// Forwards the plain methods of the general estimator only, so that the pipeline gets
-    /// named answers from the default `*_shared` methods.
+    /// named answers from the default `estimate_shared`.
     struct PlainOnly(crate::general::GeneralEstimator);
 
     impl Estimator for PlainOnly {
         fn name(&self) -> &str {
             self.0.name()
         }
-        fn max_available_replicas<'a>(
+        fn estimate<'a>(
             &'a self,
             clusters: &'a [&'a Cluster],
             request: EstimateRequest<'a>,
         ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-            self.0.max_available_replicas(clusters, request)
-        }
-        fn max_available_component_sets<'a>(
-            &'a self,
-            clusters: &'a [&'a Cluster],
-            request: EstimateRequest<'a>,
-        ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-            self.0.max_available_component_sets(clusters, request)
+            self.0.estimate(clusters, request)
         }
     }
 

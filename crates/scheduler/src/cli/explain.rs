@@ -20,7 +20,7 @@ use anyhow::{Context as _, anyhow, bail};
 use component_base::flags::{self, FlagDef, Kind, flag};
 use component_base::watch::RawObject;
 use component_base::{goparse, setter};
-use estimator_client::{ConnectionCache, KubeServiceSource, SchedulerEstimator};
+use estimator_client::{ConnectionCache, SchedulerEstimator};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::Cluster;
 use karmada_api::work::{ClusterResourceBinding, ResourceBinding};
@@ -213,22 +213,12 @@ async fn run(args: &Args) -> anyhow::Result<String> {
     };
 
     let accurate: Option<Arc<dyn Estimator>> = if opts.enable_scheduler_estimator {
-        let source = Arc::new(
-            KubeServiceSource::new(client.clone())
-                .with_endpoint_routing(opts.estimator.endpoint_routing),
-        );
-        let options = estimator_options(opts);
-        let cache = Arc::new(ConnectionCache::new(options.clone(), source));
-        for c in &clusters {
-            if let Err(e) = cache.ensure(c).await {
-                err(&format!(
-                    "warning: scheduler-estimator of cluster {}: Service {}/{} port {}: {e}",
-                    c.name(),
-                    options.service_namespace,
-                    options.service_name(c.name()),
-                    options.port
-                ));
-            }
+        let cache = Arc::new(ConnectionCache::over_api(
+            estimator_options(opts),
+            client.clone(),
+        ));
+        for warning in cache.ensure_all(&clusters).await {
+            err(&format!("warning: {warning}"));
         }
         Some(Arc::new(SchedulerEstimator::new(cache)))
     } else {

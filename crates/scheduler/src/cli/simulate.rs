@@ -296,21 +296,8 @@ async fn accurate_estimator(options: &EstimatorOptions, input: &Input) -> Arc<dy
         }),
     );
     let cache = Arc::new(ConnectionCache::new(options.clone(), Arc::new(source)));
-    let connects = input.clusters.iter().map(|c| cache.ensure(c));
-    let outcomes = futures::future::join_all(connects).await;
-    for (cluster, outcome) in input.clusters.iter().zip(outcomes) {
-        let name = cluster.name();
-        let service = options.service_name(name);
-        match outcome {
-            Err(e) => err(&format!(
-                "warning: scheduler-estimator of cluster {name}: Service {}/{service} port {}: {e}",
-                options.service_namespace, options.port
-            )),
-            Ok(()) if cache.connection(name).is_none() => err(&format!(
-                "warning: scheduler-estimator of cluster {name}: not connected (Pull cluster with --disable-scheduler-estimator-in-pull-mode)"
-            )),
-            Ok(()) => {}
-        }
+    for warning in cache.ensure_all(&input.clusters).await {
+        err(&format!("warning: {warning}"));
     }
     Arc::new(SchedulerEstimator::new(cache))
 }
@@ -401,15 +388,8 @@ impl Estimator for StubEstimator {
         self.name
     }
 
-    fn max_available_replicas<'a>(
-        &'a self,
-        clusters: &'a [&'a Cluster],
-        _request: EstimateRequest<'a>,
-    ) -> BoxFuture<'a, Result<Estimates, EstimatorError>> {
-        Box::pin(async move { self.answer(clusters) })
-    }
-
-    fn max_available_component_sets<'a>(
+    /// Replicas and component sets alike.
+    fn estimate<'a>(
         &'a self,
         clusters: &'a [&'a Cluster],
         _request: EstimateRequest<'a>,

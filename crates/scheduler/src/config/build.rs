@@ -51,13 +51,9 @@ pub fn estimator_sync(
     if !opts.enable_scheduler_estimator {
         return None;
     }
-    let source = Arc::new(
-        estimator_client::KubeServiceSource::new(client.clone())
-            .with_endpoint_routing(opts.estimator.endpoint_routing),
-    );
-    let cache = Arc::new(estimator_client::ConnectionCache::new(
+    let cache = Arc::new(estimator_client::ConnectionCache::over_api(
         estimator_options(opts),
-        source,
+        client.clone(),
     ));
     metrics.register(|r| cache.register_metrics(r));
     Some(EstimatorSync::new(
