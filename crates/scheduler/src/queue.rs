@@ -105,13 +105,10 @@ impl Ord for Entry {
     }
 }
 
+/// What the two queues share: the active heap, per-key exclusivity, delays, keys waiting for
+/// the API server, and the workqueue metrics.
 #[derive(Debug)]
-struct State {
-    priority_mode: bool,
-    /// When the flush ticks of the priority mode start.
-    epoch: Instant,
-    limiter: RateLimiterOptions,
-    bucket: TokenBucket,
+struct Keys {
     seq: u64,
     active: BinaryHeap<Entry>,
     /// Keys waiting in `active` or to be re-queued after processing, with their entry.
@@ -120,21 +117,199 @@ struct State {
     /// Delayed keys (legacy rate-limited adds, priority backoff, parked keys' expiry).
     delayed: BTreeMap<(Instant, u64), BindingKey>,
     delayed_at: HashMap<BindingKey, (Instant, u64)>,
-    /// Priority mode: keys parked as unschedulable (also present in `delayed`).
-    unschedulable: HashMap<BindingKey, Entry>,
+    /// Entries of delayed keys that backed off, to be queued with them when due.
     backoff: HashMap<BindingKey, Entry>,
     /// Keys whose writes wait for the API server to answer again.
     waiting: HashMap<BindingKey, Entry>,
     /// Consecutive attempts of a key that ended [`Outcome::Unavailable`].
     unavailable_streak: HashMap<BindingKey, u32>,
-    /// Legacy per-key failure counts.
-    failures: HashMap<BindingKey, u32>,
     shut_down: bool,
     /// client-go's workqueue metrics, when attached: when each waiting key was added, and the
     /// token of each key being processed.
     metrics: Option<Arc<WorkqueueMetrics>>,
     added_at: HashMap<BindingKey, std::time::Instant>,
     working: HashMap<BindingKey, WorkToken>,
+}
+
+/// A delayed key whose time has come.
+struct Due {
+    at: Instant,
+    seq: u64,
+    key: BindingKey,
+    priority: i32,
+    /// Its last activation.
+    timestamp: Instant,
+    attempts: u32,
+    /// The timestamp it enters the active queue with.
+    stamp: Instant,
+}
+
+/// What differs between the legacy and the priority queue.
+trait Policy: std::fmt::Debug + Send {
+    /// The priority entries are ordered by.
+    fn rank(&self, priority: i32) -> i32;
+    /// Route an attempt that ended `outcome` (never [`Outcome::Unavailable`]), and queue the
+    /// key again if an event came meanwhile.
+    fn finished(&mut self, keys: &mut Keys, item: &Item, outcome: Outcome, now: Instant);
+    /// Order a batch of keys due together and stamp them.
+    fn order(&self, due: &mut [Due], now: Instant);
+    /// Take the entry of a key parked as unschedulable.
+    fn unpark(&mut self, key: &BindingKey) -> Option<Entry>;
+    /// How many keys are parked.
+    fn parked(&self) -> usize;
+    fn forget_parked(&mut self);
+    /// Entries the policy holds per key (tests).
+    #[cfg(test)]
+    fn held(&self) -> usize;
+}
+
+/// client-go's rate-limited FIFO work queue (the reference without `PriorityBasedScheduling`).
+#[derive(Debug)]
+struct Legacy {
+    limiter: RateLimiterOptions,
+    bucket: TokenBucket,
+    /// Failure counts per key.
+    failures: HashMap<BindingKey, u32>,
+}
+
+impl Policy for Legacy {
+    fn rank(&self, _priority: i32) -> i32 {
+        // A FIFO work queue does not read priorities.
+        0
+    }
+
+    fn finished(&mut self, keys: &mut Keys, item: &Item, outcome: Outcome, now: Instant) {
+        if outcome == Outcome::Success {
+            self.failures.remove(&item.key);
+        } else {
+            let n = self.failures.entry(item.key.clone()).or_insert(0);
+            let exp = legacy_backoff(self.limiter, *n);
+            *n += 1;
+            let bucket = self.bucket.reserve_at(now);
+            keys.schedule_delay(item.key.clone(), now + exp.max(bucket));
+        }
+        if let Some(e) = keys.dirty.get(&item.key).cloned() {
+            keys.active.push(e);
+        }
+    }
+
+    fn order(&self, due: &mut [Due], now: Instant) {
+        // In due order, stamped now.
+        for d in due {
+            d.stamp = now;
+        }
+    }
+
+    fn unpark(&mut self, _key: &BindingKey) -> Option<Entry> {
+        None
+    }
+
+    fn parked(&self) -> usize {
+        0
+    }
+
+    fn forget_parked(&mut self) {}
+
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.failures.len()
+    }
+}
+
+/// The reference's priority queue (`PriorityBasedScheduling`).
+#[derive(Debug)]
+struct Priority {
+    /// When the flush ticks start.
+    epoch: Instant,
+    /// Keys parked as unschedulable (also delayed, until their expiry).
+    unschedulable: HashMap<BindingKey, Entry>,
+}
+
+impl Policy for Priority {
+    fn rank(&self, priority: i32) -> i32 {
+        priority
+    }
+
+    fn finished(&mut self, keys: &mut Keys, item: &Item, outcome: Outcome, now: Instant) {
+        let dirty = keys.dirty.contains_key(&item.key);
+        let entry = Entry {
+            key: item.key.clone(),
+            priority: item.priority,
+            timestamp: item.timestamp,
+            attempts: item.attempts,
+            seq: 0,
+        };
+        match outcome {
+            Outcome::Success => {
+                keys.backoff.remove(&item.key);
+            }
+            Outcome::Unschedulable if !dirty && !keys.backoff.contains_key(&item.key) => {
+                // Moved by the first 30 s tick at which it has waited more than 5 minutes.
+                let at = tick_after(
+                    self.epoch,
+                    item.timestamp + PQ_MAX_UNSCHEDULABLE,
+                    PQ_UNSCHEDULABLE_FLUSH,
+                );
+                keys.schedule_delay(item.key.clone(), at);
+                self.unschedulable.insert(item.key.clone(), entry);
+            }
+            Outcome::Failure if !dirty && !self.unschedulable.contains_key(&item.key) => {
+                // Moved by the first 1 s tick at which its backoff has completed.
+                let done = (item.timestamp + pq_backoff(item.attempts)).max(now);
+                let at = tick_at_or_after(self.epoch, done, PQ_BACKOFF_FLUSH);
+                keys.schedule_delay(item.key.clone(), at);
+                keys.backoff.insert(item.key.clone(), entry);
+            }
+            _ => {}
+        }
+        if let Some(mut e) = keys.dirty.remove(&item.key) {
+            // Re-queue the popped entry (attempts kept) with a fresh timestamp.
+            e.attempts = item.attempts;
+            e.timestamp = now;
+            keys.seq += 1;
+            e.seq = keys.seq;
+            keys.dirty.insert(item.key.clone(), e.clone());
+            keys.active.push(e);
+        }
+    }
+
+    fn order(&self, due: &mut [Due], _now: Instant) {
+        // Keys due at the same flush tick form one batch, pushed in the order of the active
+        // queue (priority, then the timestamp of their last activation), each stamped with
+        // the tick, as v1.19's flush pushes its sorted batch.
+        due.sort_by(|a, b| {
+            a.at.cmp(&b.at)
+                .then_with(|| b.priority.cmp(&a.priority))
+                .then_with(|| a.timestamp.cmp(&b.timestamp))
+                .then_with(|| a.seq.cmp(&b.seq))
+        });
+        for d in due {
+            d.stamp = d.at;
+        }
+    }
+
+    fn unpark(&mut self, key: &BindingKey) -> Option<Entry> {
+        self.unschedulable.remove(key)
+    }
+
+    fn parked(&self) -> usize {
+        self.unschedulable.len()
+    }
+
+    fn forget_parked(&mut self) {
+        self.unschedulable.clear();
+    }
+
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.unschedulable.len()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    keys: Keys,
+    policy: Box<dyn Policy>,
 }
 
 /// The queue. Cheap to share behind an `Arc`.
@@ -149,28 +324,35 @@ impl SchedulingQueue {
     pub fn new(priority_mode: bool, limiter: RateLimiterOptions) -> Self {
         let limiter = limiter.with_defaults();
         let now = Instant::now();
-        Self {
-            state: Mutex::new(State {
-                priority_mode,
+        let policy: Box<dyn Policy> = if priority_mode {
+            Box::new(Priority {
                 epoch: now,
+                unschedulable: HashMap::new(),
+            })
+        } else {
+            Box::new(Legacy {
                 bucket: TokenBucket::new_at(limiter.qps as f64, limiter.bucket_size as f64, now),
                 limiter,
-                seq: 0,
-                active: BinaryHeap::new(),
-                dirty: HashMap::new(),
-                processing: HashSet::new(),
-                delayed: BTreeMap::new(),
-                delayed_at: HashMap::new(),
-                unschedulable: HashMap::new(),
-                backoff: HashMap::new(),
-                waiting: HashMap::new(),
-                unavailable_streak: HashMap::new(),
                 failures: HashMap::new(),
-                shut_down: false,
-                metrics: None,
-                added_at: HashMap::new(),
-                working: HashMap::new(),
-            }),
+            })
+        };
+        let keys = Keys {
+            seq: 0,
+            active: BinaryHeap::new(),
+            dirty: HashMap::new(),
+            processing: HashSet::new(),
+            delayed: BTreeMap::new(),
+            delayed_at: HashMap::new(),
+            backoff: HashMap::new(),
+            waiting: HashMap::new(),
+            unavailable_streak: HashMap::new(),
+            shut_down: false,
+            metrics: None,
+            added_at: HashMap::new(),
+            working: HashMap::new(),
+        };
+        Self {
+            state: Mutex::new(State { keys, policy }),
             notify: Notify::new(),
         }
     }
@@ -179,7 +361,7 @@ impl SchedulingQueue {
     /// becomes waiting (a key already waiting is not added twice), the wait until a worker
     /// takes it, the time the worker takes, a retry for each attempt that did not succeed.
     pub fn with_metrics(self, metrics: Arc<WorkqueueMetrics>) -> Self {
-        self.lock().metrics = Some(metrics);
+        self.lock().keys.metrics = Some(metrics);
         self
     }
 
@@ -191,13 +373,13 @@ impl SchedulingQueue {
     /// parking). A key already waiting is not queued twice.
     pub fn add(&self, key: BindingKey, priority: i32) {
         let mut s = self.lock();
-        if s.shut_down {
+        if s.keys.shut_down {
             return;
         }
-        s.cancel_delay(&key);
-        s.unschedulable.remove(&key);
-        s.backoff.remove(&key);
-        s.waiting.remove(&key);
+        s.keys.cancel_delay(&key);
+        s.policy.unpark(&key);
+        s.keys.backoff.remove(&key);
+        s.keys.waiting.remove(&key);
         let now = Instant::now();
         s.push_active(key, priority, now, 0);
         drop(s);
@@ -212,16 +394,17 @@ impl SchedulingQueue {
             notified.as_mut().enable();
             let wake_at = {
                 let mut s = self.lock();
-                if s.shut_down {
+                if s.keys.shut_down {
                     return None;
                 }
                 s.promote_due(Instant::now());
-                if let Some(e) = s.active.pop() {
-                    s.dirty.remove(&e.key);
-                    s.processing.insert(e.key.clone());
-                    if let Some(m) = s.metrics.clone() {
-                        let added = s.added_at.remove(&e.key);
-                        s.working.insert(e.key.clone(), m.started(added));
+                let k = &mut s.keys;
+                if let Some(e) = k.active.pop() {
+                    k.dirty.remove(&e.key);
+                    k.processing.insert(e.key.clone());
+                    if let Some(m) = k.metrics.clone() {
+                        let added = k.added_at.remove(&e.key);
+                        k.working.insert(e.key.clone(), m.started(added));
                     }
                     let attempts = e.attempts + 1;
                     return Some(Item {
@@ -231,7 +414,7 @@ impl SchedulingQueue {
                         timestamp: e.timestamp,
                     });
                 }
-                s.delayed.keys().next().map(|(t, _)| *t)
+                k.delayed.keys().next().map(|(t, _)| *t)
             };
             match wake_at {
                 Some(t) => {
@@ -248,98 +431,21 @@ impl SchedulingQueue {
     /// Finish processing `item`, routing it by `outcome`.
     pub fn done(&self, item: Item, outcome: Outcome) {
         let mut s = self.lock();
-        s.processing.remove(&item.key);
-        if let Some(m) = s.metrics.clone() {
-            if let Some(token) = s.working.remove(&item.key) {
+        let State { keys, policy } = &mut *s;
+        keys.processing.remove(&item.key);
+        if let Some(m) = keys.metrics.clone() {
+            if let Some(token) = keys.working.remove(&item.key) {
                 m.finished(token);
             }
             if outcome != Outcome::Success {
                 m.retried();
             }
         }
-        let now = Instant::now();
         if outcome == Outcome::Unavailable {
-            *s.unavailable_streak.entry(item.key.clone()).or_insert(0) += 1;
-            if s.dirty.contains_key(&item.key) {
-                // An event came meanwhile: it is queued already, retried at once.
-                if let Some(e) = s.dirty.get(&item.key).cloned() {
-                    s.active.push(e);
-                }
-            } else {
-                let entry = Entry {
-                    key: item.key.clone(),
-                    priority: item.priority,
-                    timestamp: item.timestamp,
-                    // This attempt is not counted against the key.
-                    attempts: item.attempts.saturating_sub(1),
-                    seq: 0,
-                };
-                s.waiting.insert(item.key.clone(), entry);
-            }
-            drop(s);
-            self.notify.notify_waiters();
-            return;
-        }
-        s.unavailable_streak.remove(&item.key);
-        if s.priority_mode {
-            let dirty = s.dirty.contains_key(&item.key);
-            let entry = Entry {
-                key: item.key.clone(),
-                priority: item.priority,
-                timestamp: item.timestamp,
-                attempts: item.attempts,
-                seq: 0,
-            };
-            match outcome {
-                Outcome::Success => {
-                    s.backoff.remove(&item.key);
-                }
-                Outcome::Unschedulable if !dirty && !s.backoff.contains_key(&item.key) => {
-                    // Moved by the first 30 s tick at which it has waited more than 5 minutes.
-                    let at = tick_after(
-                        s.epoch,
-                        item.timestamp + PQ_MAX_UNSCHEDULABLE,
-                        PQ_UNSCHEDULABLE_FLUSH,
-                    );
-                    s.schedule_delay(item.key.clone(), at);
-                    s.unschedulable.insert(item.key.clone(), entry);
-                }
-                Outcome::Failure if !dirty && !s.unschedulable.contains_key(&item.key) => {
-                    // Moved by the first 1 s tick at which its backoff has completed.
-                    let done = (item.timestamp + pq_backoff(item.attempts)).max(now);
-                    let at = tick_at_or_after(s.epoch, done, PQ_BACKOFF_FLUSH);
-                    s.schedule_delay(item.key.clone(), at);
-                    s.backoff.insert(item.key.clone(), entry);
-                }
-                _ => {}
-            }
-            if let Some(mut e) = s.dirty.remove(&item.key) {
-                // Re-queue the popped entry (attempts kept) with a fresh timestamp.
-                e.attempts = item.attempts;
-                e.timestamp = now;
-                s.seq += 1;
-                e.seq = s.seq;
-                s.dirty.insert(item.key.clone(), e.clone());
-                s.active.push(e);
-            }
+            keys.unavailable(&item);
         } else {
-            match outcome {
-                Outcome::Success => {
-                    s.failures.remove(&item.key);
-                }
-                Outcome::Unschedulable | Outcome::Failure => {
-                    let limiter = s.limiter;
-                    let n = s.failures.entry(item.key.clone()).or_insert(0);
-                    let exp = legacy_backoff(limiter, *n);
-                    *n += 1;
-                    let bucket = s.bucket.reserve_at(now);
-                    s.schedule_delay(item.key.clone(), now + exp.max(bucket));
-                }
-                Outcome::Unavailable => unreachable!("routed above"),
-            }
-            if let Some(e) = s.dirty.get(&item.key).cloned() {
-                s.active.push(e);
-            }
+            keys.unavailable_streak.remove(&item.key);
+            policy.finished(keys, &item, outcome, Instant::now());
         }
         drop(s);
         self.notify.notify_waiters();
@@ -349,13 +455,14 @@ impl SchedulingQueue {
     /// it is waiting again as it was, its attempt, backoff and retry counts untouched.
     pub fn hand_back(&self, item: Item) {
         let mut s = self.lock();
-        s.processing.remove(&item.key);
-        if let (Some(m), Some(token)) = (s.metrics.clone(), s.working.remove(&item.key)) {
+        let k = &mut s.keys;
+        k.processing.remove(&item.key);
+        if let (Some(m), Some(token)) = (k.metrics.clone(), k.working.remove(&item.key)) {
             m.finished(token);
         }
         // An event meanwhile left it dirty: its entry is pushed as `done` would push it.
-        match s.dirty.get(&item.key).cloned() {
-            Some(e) => s.active.push(e),
+        match k.dirty.get(&item.key).cloned() {
+            Some(e) => k.active.push(e),
             None => s.push_active(
                 item.key,
                 item.priority,
@@ -372,19 +479,19 @@ impl SchedulingQueue {
     /// release waits a little longer each time (the server is up, this binding is not).
     pub fn release_waiting(&self) -> usize {
         let mut s = self.lock();
-        let waiting: Vec<Entry> = s.waiting.drain().map(|(_, e)| e).collect();
+        let waiting: Vec<Entry> = s.keys.waiting.drain().map(|(_, e)| e).collect();
         let n = waiting.len();
         let now = Instant::now();
         for e in waiting {
-            let streak = s.unavailable_streak.get(&e.key).copied().unwrap_or(0);
+            let streak = s.keys.unavailable_streak.get(&e.key).copied().unwrap_or(0);
             if streak <= 1 {
                 s.push_active(e.key, e.priority, e.timestamp, e.attempts);
             } else {
                 let d = UNAVAILABLE_FIRST_DELAY
                     .saturating_mul(1 << (streak - 2).min(16))
                     .min(UNAVAILABLE_MAX_DELAY);
-                s.schedule_delay(e.key.clone(), now + d);
-                s.backoff.insert(e.key.clone(), e);
+                s.keys.schedule_delay(e.key.clone(), now + d);
+                s.keys.backoff.insert(e.key.clone(), e);
             }
         }
         drop(s);
@@ -394,14 +501,14 @@ impl SchedulingQueue {
 
     /// How many keys wait for the API server.
     pub fn waiting_len(&self) -> usize {
-        self.lock().waiting.len()
+        self.lock().keys.waiting.len()
     }
 
     /// Stop handing out keys; pending [`pop`](Self::pop) calls return `None`.
     pub fn shutdown(&self) {
         let mut s = self.lock();
-        s.shut_down = true;
-        s.unschedulable.clear();
+        s.keys.shut_down = true;
+        s.policy.forget_parked();
         drop(s);
         self.notify.notify_waiters();
     }
@@ -411,27 +518,28 @@ impl SchedulingQueue {
     #[cfg(test)]
     fn held(&self) -> usize {
         let s = self.lock();
-        s.active.len()
-            + s.dirty.len()
-            + s.processing.len()
-            + s.delayed.len()
-            + s.delayed_at.len()
-            + s.unschedulable.len()
-            + s.backoff.len()
-            + s.waiting.len()
-            + s.unavailable_streak.len()
-            + s.failures.len()
-            + s.added_at.len()
-            + s.working.len()
+        let k = &s.keys;
+        k.active.len()
+            + k.dirty.len()
+            + k.processing.len()
+            + k.delayed.len()
+            + k.delayed_at.len()
+            + k.backoff.len()
+            + k.waiting.len()
+            + k.unavailable_streak.len()
+            + k.added_at.len()
+            + k.working.len()
+            + s.policy.held()
     }
 
     /// Keys waiting to be popped now, waiting on a delay, and parked (for metrics and tests).
     pub fn lengths(&self) -> QueueLengths {
         let s = self.lock();
+        let parked = s.policy.parked();
         QueueLengths {
-            active: s.active.len(),
-            backoff: s.delayed.len() - s.unschedulable.len() + s.waiting.len(),
-            unschedulable: s.unschedulable.len(),
+            active: s.keys.active.len(),
+            backoff: s.keys.delayed.len() - parked + s.keys.waiting.len(),
+            unschedulable: parked,
         }
     }
 }
@@ -499,32 +607,7 @@ fn legacy_backoff(limiter: RateLimiterOptions, failures: u32) -> Duration {
     }
 }
 
-impl State {
-    fn push_active(&mut self, key: BindingKey, priority: i32, now: Instant, attempts: u32) {
-        if self.dirty.contains_key(&key) {
-            return;
-        }
-        // The legacy queue is client-go's FIFO work queue: it does not read priorities.
-        let priority = if self.priority_mode { priority } else { 0 };
-        if let Some(m) = &self.metrics {
-            let at = m.added();
-            self.added_at.entry(key.clone()).or_insert(at);
-        }
-        self.seq += 1;
-        let e = Entry {
-            key: key.clone(),
-            priority,
-            timestamp: now,
-            attempts,
-            seq: self.seq,
-        };
-        self.dirty.insert(key.clone(), e.clone());
-        if self.processing.contains(&key) {
-            return;
-        }
-        self.active.push(e);
-    }
-
+impl Keys {
     fn schedule_delay(&mut self, key: BindingKey, at: Instant) {
         self.cancel_delay(&key);
         self.seq += 1;
@@ -539,38 +622,83 @@ impl State {
         }
     }
 
-    /// Move every delayed key whose time has come to the active queue.
-    ///
-    /// Priority mode: keys due at the same flush tick form one batch, pushed in the order of
-    /// the active queue (priority, then the timestamp of their last activation), each stamped
-    /// with the tick, as v1.19's flush pushes its sorted batch. Legacy mode: in due order.
+    /// The attempt found no API server: retried at once if an event came meanwhile, else it
+    /// waits for the server, this attempt not counted against it.
+    fn unavailable(&mut self, item: &Item) {
+        *self.unavailable_streak.entry(item.key.clone()).or_insert(0) += 1;
+        if let Some(e) = self.dirty.get(&item.key).cloned() {
+            self.active.push(e);
+        } else {
+            let entry = Entry {
+                key: item.key.clone(),
+                priority: item.priority,
+                timestamp: item.timestamp,
+                attempts: item.attempts.saturating_sub(1),
+                seq: 0,
+            };
+            self.waiting.insert(item.key.clone(), entry);
+        }
+    }
+}
+
+impl State {
+    fn push_active(&mut self, key: BindingKey, priority: i32, now: Instant, attempts: u32) {
+        let priority = self.policy.rank(priority);
+        let k = &mut self.keys;
+        if k.dirty.contains_key(&key) {
+            return;
+        }
+        if let Some(m) = &k.metrics {
+            let at = m.added();
+            k.added_at.entry(key.clone()).or_insert(at);
+        }
+        k.seq += 1;
+        let e = Entry {
+            key: key.clone(),
+            priority,
+            timestamp: now,
+            attempts,
+            seq: k.seq,
+        };
+        k.dirty.insert(key.clone(), e.clone());
+        if k.processing.contains(&key) {
+            return;
+        }
+        k.active.push(e);
+    }
+
+    /// Move every delayed key whose time has come to the active queue, in the policy's order.
     fn promote_due(&mut self, now: Instant) {
-        let mut due: Vec<(Instant, u64, BindingKey, i32, Instant, u32)> = Vec::new();
-        while let Some((&slot, _)) = self.delayed.iter().next() {
+        let mut due: Vec<Due> = Vec::new();
+        while let Some((&slot, _)) = self.keys.delayed.iter().next() {
             if slot.0 > now {
                 break;
             }
-            let key = self.delayed.remove(&slot).unwrap_or_else(|| unreachable!());
-            self.delayed_at.remove(&key);
+            let key = self
+                .keys
+                .delayed
+                .remove(&slot)
+                .unwrap_or_else(|| unreachable!());
+            self.keys.delayed_at.remove(&key);
             let parked = self
-                .unschedulable
-                .remove(&key)
-                .or_else(|| self.backoff.remove(&key));
+                .policy
+                .unpark(&key)
+                .or_else(|| self.keys.backoff.remove(&key));
             let (priority, timestamp, attempts) =
                 parked.map_or((0, slot.0, 0), |e| (e.priority, e.timestamp, e.attempts));
-            due.push((slot.0, slot.1, key, priority, timestamp, attempts));
-        }
-        if self.priority_mode {
-            due.sort_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| b.3.cmp(&a.3))
-                    .then_with(|| a.4.cmp(&b.4))
-                    .then_with(|| a.1.cmp(&b.1))
+            due.push(Due {
+                at: slot.0,
+                seq: slot.1,
+                key,
+                priority,
+                timestamp,
+                attempts,
+                stamp: slot.0,
             });
         }
-        for (at, _, key, priority, _, attempts) in due {
-            let stamp = if self.priority_mode { at } else { now };
-            self.push_active(key, priority, stamp, attempts);
+        self.policy.order(&mut due, now);
+        for d in due {
+            self.push_active(d.key, d.priority, d.stamp, d.attempts);
         }
     }
 }
