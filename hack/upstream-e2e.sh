@@ -28,6 +28,8 @@
 #   UPSTREAM_E2E_TIMEOUT (ginkgo --timeout, default 3h),
 #   UPSTREAM_E2E_POLL_TIMEOUT (the suite's --poll-timeout, default 300s as upstream).
 set -euo pipefail
+# comm needs its inputs sorted as it compares them: one byte order whatever the locale.
+export LC_ALL=C
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}"

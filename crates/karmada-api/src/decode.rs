@@ -51,10 +51,16 @@ pub fn from_json_ref<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T
 /// not model are skipped by serde_json's iterative scanner and the opaque ones
 /// ([`RawJson`](crate::work::RawJson)) are kept as text, so an object nested deeper than a
 /// `Value` can hold (Go's decoder takes 10,000 levels) decodes as Go decodes it.
+///
+/// A field given twice takes its last value, as in Go: serde refuses a struct's field given
+/// twice, so a text it refuses is decoded again through a value where one can hold it.
 pub fn from_json_str<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
     match serde_json::from_str(text) {
         Ok(t) => Ok(t),
         Err(_) => {
+            if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+                return from_json_ref(&value);
+            }
             let mut de = serde_json::Deserializer::from_str(text);
             serde_path_to_error::deserialize(&mut de).map_err(DecodeError::from_path)
         }
@@ -240,6 +246,20 @@ mod tests {
         // Containers past the depth are null, scalars above it are kept.
         let v = shallow_value(r#"{"a":{"b":{"c":1}},"d":2}"#, 2).unwrap();
         assert_eq!(v, serde_json::json!({"a": {"b": null}, "d": 2}));
+    }
+
+    #[test]
+    fn a_field_given_twice_takes_its_last_value_as_in_go() {
+        let rb: ResourceBinding = from_json_str(
+            r#"{"spec":{"replicas":1,"resource":{"apiVersion":"apps/v1","kind":"A","kind":"Deployment","name":"a"},"replicas":4}}"#,
+        )
+        .unwrap();
+        assert_eq!(rb.spec.replicas, 4);
+        assert_eq!(rb.spec.resource.kind, "Deployment");
+        // Refused for its content, it still names the field.
+        let e = from_json_str::<ResourceBinding>(r#"{"spec":{"replicas":1,"replicas":"x"}}"#)
+            .unwrap_err();
+        assert_eq!(e.path, "spec.replicas", "{e}");
     }
 
     #[test]

@@ -320,6 +320,23 @@ mod tests {
     }
 
     #[test]
+    fn a_field_given_twice_takes_its_last_value_from_text_as_from_a_value() {
+        let text = r#"{"metadata":{"name":"b","namespace":"ns"},
+            "spec":{"resource":{"apiVersion":"v1","kind":"Pod","name":"p"},
+                    "replicas":1,"replicas":3}}"#;
+        let from_text = Binding::decode_text(BindingKind::ResourceBinding, text).unwrap();
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let from_value = Binding::decode(BindingKind::ResourceBinding, &value).unwrap();
+        assert_eq!(from_text.spec.replicas, 3);
+        assert_eq!(from_text, from_value);
+        // A text the typed decoder refuses for its content still names the field.
+        let bad = r#"{"metadata":{"name":"b","namespace":"ns"},"spec":{"replicas":"x"}}"#;
+        let e = Binding::decode_text(BindingKind::ResourceBinding, bad).unwrap_err();
+        assert_eq!(e.key, BindingKey::rb("ns", "b"));
+        assert!(e.error.contains("spec"), "{}", e.error);
+    }
+
+    #[test]
     fn keys_and_descriptions() {
         assert_eq!(BindingKey::rb("ns", "b").to_string(), "ns/b");
         assert_eq!(BindingKey::crb("c").to_string(), "c");
