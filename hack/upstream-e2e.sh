@@ -67,10 +67,12 @@ esac
 log() { printf '[upstream-e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-[[ ${REPORT_ONLY} == 1 ]] || "${ROOT}/hack/build-tools.sh" karmada-e2e
-SUITE_DIR="$(cd "${ROOT}/hack/tools/karmada-cp" && GOTOOLCHAIN=local GOFLAGS=-mod=mod \
-  go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/test/e2e/suites/base"
-[[ -d "${SUITE_DIR}" ]] || die "no ${SUITE_DIR}"
+if [[ ${REPORT_ONLY} == 0 ]]; then
+  "${ROOT}/hack/build-tools.sh" karmada-e2e
+  SUITE_DIR="$(cd "${ROOT}/hack/tools/karmada-cp" && GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+    go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)/test/e2e/suites/base"
+  [[ -d "${SUITE_DIR}" ]] || die "no ${SUITE_DIR}"
+fi
 
 mkdir -p "${STATE}"
 STATE="$(cd "${STATE}" && pwd)"
@@ -138,6 +140,9 @@ if [[ "${TABLE}" != "-" ]]; then
   }
   ours="$(rows ours)"
   go="$(rows go)"
+  # Why a spec fails with both schedulers, where we know: <regex on the spec's text> TAB <why>.
+  reasons="$(jq -Rn '[inputs | select(test("^[^#]")) | split("\t") | {re: .[0], why: .[1]}]' \
+    "${ROOT}/hack/upstream-e2e-reasons.tsv")"
   {
     echo "# Karmada v1.18.2's e2e suite against our scheduler and descheduler"
     echo
@@ -150,13 +155,15 @@ if [[ "${TABLE}" != "-" ]]; then
     echo
     echo "| file | spec | ours | Go | why it fails with both |"
     echo "|---|---|---|---|---|"
-    jq -rn --argjson o "${ours}" --argjson g "${go}" '
+    jq -rn --argjson o "${ours}" --argjson g "${go}" --argjson r "${reasons}" '
       ($o + $g | keys) as $ks
       | $ks[] as $k
       | ($o[$k].state // "not run") as $so | ($g[$k].state // "not run") as $sg
       | select($so != "skipped" or $sg != "skipped")
+      | ([$r[] | select(. as $x | $k | test($x.re)) | .why] | first) as $why
       | [($o[$k].file // $g[$k].file), $k, $so, $sg,
-         (if ($so == "failed" and $sg == "failed") then ($g[$k].failure | gsub("\\|"; "/") | .[0:160]) else "" end)]
+         (if ($so == "failed" and $sg == "failed")
+          then ($why // ("Go: " + ($g[$k].failure | gsub("\\|"; "/") | .[0:160]))) else "" end)]
       | "| " + (map(gsub("\n"; " ")) | join(" | ")) + " |"' | sort
   } >"${TABLE}.tmp"
   mv "${TABLE}.tmp" "${TABLE}"
