@@ -13,7 +13,8 @@
 //! `Cluster` comes from karmada-aggregated-apiserver, not a CRD. The scheduler lists and
 //! watches it there; the aggregated API server is killed mid-stream and started again (twice),
 //! and Cluster label changes made afterwards still move a Duplicated binding that selects
-//! clusters by label.
+//! clusters by label; the descheduler, watching Clusters there too, connects to the estimator
+//! of a Cluster added afterwards and drops it when the Cluster is deleted.
 //!
 //! Skipped when the Go binaries are absent and KARMADA_E2E is unset (see crates/testenv).
 
@@ -259,5 +260,66 @@ spec:
     wait_members_follow(k, "picked", 2, |p| p == [("member1".to_string(), 2)])?;
     pick("member3")?;
     wait_members_follow(k, "picked", 2, |p| p == [("member3".to_string(), 2)])?;
+    descheduler_follows_clusters(k)
+}
+
+/// The descheduler's Cluster watch came back too: a Cluster added after both restarts gets an
+/// estimator connection there, and its deletion closes it. Its estimator Service names
+/// member1's estimator, so that the connection can be made.
+fn descheduler_follows_clusters(k: &WholeKarmada) -> anyhow::Result<()> {
+    let log = k.state_dir().join("logs/karmada-descheduler.log");
+    let mentions = |what: &str| -> anyhow::Result<bool> {
+        let text = std::fs::read_to_string(&log)?;
+        Ok(text
+            .lines()
+            .any(|l| l.contains("member-late") && l.contains(what)))
+    };
+    let svc = k.get_json(
+        None,
+        &[
+            "service",
+            "-n",
+            "karmada-system",
+            "karmada-scheduler-estimator-member1",
+        ],
+    )?;
+    let spec = serde_json::json!({
+        "type": "ExternalName",
+        "externalName": svc["spec"]["externalName"],
+        "ports": svc["spec"]["ports"],
+    });
+    k.apply(&format!(
+        r#"apiVersion: v1
+kind: Service
+metadata: {{name: karmada-scheduler-estimator-member-late, namespace: karmada-system}}
+spec: {spec}
+---
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata: {{name: member-late}}
+spec: {{syncMode: Push, apiEndpoint: "https://127.0.0.1:1"}}
+"#
+    ))?;
+    poll(
+        "the descheduler connects to member-late's estimator",
+        TIMEOUT,
+        || Ok(mentions("Connection with the estimator has been established")?.then_some(())),
+    )?;
+    k.kubectl(None, &["delete", "cluster", "member-late", "--wait=false"])?;
+    poll(
+        "the descheduler drops member-late's estimator",
+        TIMEOUT,
+        || Ok(mentions("deleted cluster")?.then_some(())),
+    )?;
+    k.kubectl(
+        None,
+        &[
+            "delete",
+            "service",
+            "-n",
+            "karmada-system",
+            "karmada-scheduler-estimator-member-late",
+        ],
+    )?;
     Ok(())
 }
