@@ -293,11 +293,56 @@ start_proc karmada-controller-manager "${BIN_DIR}/karmada-controller-manager" --
 # Members: nodes (kwok simulates them), controllers, scheduler, estimator.
 # --------------------------------------------------------------------------
 KWOK_STAGES="${MANIFESTS}/kwok-stages.yaml"
+# A pod with an image under fake/ (upstream's e2e uses fake/nginx:1.19.0 to make an application
+# unhealthy) never becomes ready: it waits in ErrImagePull as a kubelet would leave it.
+FAKE_IMAGE="'.spec.containers.[] | select(.image | startswith(\"fake/\")) | .image'"
 for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml pod/fast/pod-ready.yaml \
   pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
   echo "---"
-  cat "${KWOK_SRC}/kustomize/stage/${f}"
+  if [[ "${f}" == pod/fast/pod-ready.yaml ]]; then
+    sed "s#^    matchExpressions:\$#&\n    - key: ${FAKE_IMAGE}\n      operator: 'DoesNotExist'#" "${KWOK_SRC}/kustomize/stage/${f}"
+  else
+    cat "${KWOK_SRC}/kustomize/stage/${f}"
+  fi
 done >"${KWOK_STAGES}"
+cat >>"${KWOK_STAGES}" <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-failure
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.spec.nodeName'
+      operator: 'Exists'
+    - key: ${FAKE_IMAGE}
+      operator: 'Exists'
+    - key: '.status.containerStatuses'
+      operator: 'DoesNotExist'
+  next:
+    statusTemplate: |
+      phase: Pending
+      conditions:
+      - {type: PodScheduled, status: "True"}
+      - {type: Initialized, status: "True"}
+      - {type: Ready, status: "False", reason: ContainersNotReady}
+      - {type: ContainersReady, status: "False", reason: ContainersNotReady}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        state:
+          waiting: {reason: ErrImagePull, message: "images under fake/ cannot be pulled here"}
+      {{ end }}
+EOF
 
 member_region() { echo "region-${1#member}"; }
 # Member i has NODES nodes of 4*i CPUs and 16*i Gi each, so that the members' estimators give
