@@ -14,6 +14,7 @@ pub mod fence;
 pub mod flags;
 pub mod forbidden;
 pub mod goparse;
+pub mod key;
 pub mod leader;
 pub mod lifecycle;
 pub mod logflags;

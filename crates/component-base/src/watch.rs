@@ -14,19 +14,16 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use tokio::sync::watch as tokio_watch;
 
+use crate::key::ObjectKey;
+
 /// A watch ended before its first complete list.
 #[derive(Debug, thiserror::Error)]
 #[error("a watch ended before syncing")]
 pub struct WatchEnded;
 
-/// `namespace/name` of an object (`/name` for cluster-scoped ones).
-pub fn key_of<K: kube::Resource>(o: &K) -> String {
-    let meta = o.meta();
-    format!(
-        "{}/{}",
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.name.as_deref().unwrap_or_default()
-    )
+/// The key of a watched object.
+pub fn key_of<K: kube::Resource>(o: &K) -> ObjectKey {
+    ObjectKey::of(o.meta())
 }
 
 /// A watched object kept compact until its consumer decodes it: its key fields, and the
@@ -190,7 +187,7 @@ pub fn watch_all(
     resource: &ApiResource,
     what: &'static str,
     upsert: impl FnMut(RawObject) + Send + 'static,
-    remove: impl FnMut(&str) + Send + 'static,
+    remove: impl FnMut(&ObjectKey) + Send + 'static,
 ) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>) {
     let api: Api<RawObject> = Api::all_with(client, resource);
     let (tx, rx) = tokio_watch::channel(false);
@@ -247,23 +244,24 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 
 /// Turns a watcher stream into upserts and removals, diffing every relist against what the
 /// consumer holds. Marks `synced` after the first complete list.
-pub async fn drive<K, FU, FR>(
+pub async fn drive<K, Q, FU, FR>(
     stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
     what: &str,
-    key_of: impl Fn(&K) -> String,
+    key_of: impl Fn(&K) -> Q,
     mut upsert: FU,
     mut remove: FR,
     synced: tokio_watch::Sender<bool>,
 ) where
+    Q: std::hash::Hash + Eq,
     FU: FnMut(K),
-    FR: FnMut(&str),
+    FR: FnMut(&Q),
 {
     futures::pin_mut!(stream);
     // Keys of the list in progress. Its objects are handed on as they arrive, not held until
     // the list is complete (a relist of many objects would otherwise sit in memory next to
     // the consumer's own copy). What the list no longer has is removed once it is complete.
-    let mut listing: HashSet<String> = HashSet::new();
-    let mut known: HashSet<String> = HashSet::new();
+    let mut listing: HashSet<Q> = HashSet::new();
+    let mut known: HashSet<Q> = HashSet::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(Event::Init) => listing.clear(),
@@ -320,8 +318,8 @@ mod tests {
         let listed: kube::core::ObjectList<RawObject> = serde_json::from_str(&list).unwrap();
         assert_eq!(listed.items.len(), 2);
         assert_eq!(listed.items[0].json(), deep);
-        assert_eq!(key_of(&listed.items[0]), "d/deep");
-        assert_eq!(key_of(&listed.items[1]), "d/plain");
+        assert_eq!(key_of(&listed.items[0]).to_string(), "d/deep");
+        assert_eq!(key_of(&listed.items[1]).to_string(), "d/plain");
         let event = format!(r#"{{"type":"ADDED","object":{deep}}}"#);
         let watched: kube::core::WatchEvent<RawObject> = serde_json::from_str(&event).unwrap();
         let kube::core::WatchEvent::Added(watched) = watched else {
@@ -360,7 +358,7 @@ mod tests {
         };
         for o in [&listed.items[0], &watched] {
             assert_eq!(serde_json::from_str::<Value>(o.json()).unwrap(), want);
-            assert_eq!(key_of(o), "default/web");
+            assert_eq!(key_of(o).to_string(), "default/web");
             assert_eq!(o.metadata.resource_version.as_deref(), Some("7"));
             assert_eq!(o.metadata.uid.as_deref(), Some("u-1"));
         }

@@ -23,6 +23,7 @@ use component_base::api::{ApiFailure, bounded};
 use component_base::cancel::CancellationToken;
 use component_base::events::{EventSink, PendingEvent, binding_references};
 use component_base::fence::{Fence, Permit};
+use component_base::key::ObjectKey;
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
 use component_base::watch::{RawObject, all_synced, watch_all};
@@ -55,7 +56,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(100);
 /// What a pass needs: the caches, the estimator, the writer and the recorder.
 pub struct Descheduler {
     threshold: Duration,
-    bindings: RwLock<HashMap<String, Arc<Cached>>>,
+    bindings: RwLock<HashMap<ObjectKey, Arc<Cached>>>,
     clusters: RwLock<HashMap<String, Arc<Cluster>>>,
     estimator: SchedulerEstimator,
     writer: Arc<BindingWriter>,
@@ -148,10 +149,6 @@ pub enum Outcome {
     Fenced,
 }
 
-fn key_of(namespace: &str, name: &str) -> String {
-    format!("{namespace}/{name}")
-}
-
 impl Descheduler {
     /// A descheduler over these parts (its caches start empty).
     pub fn new(
@@ -174,17 +171,14 @@ impl Descheduler {
 
     /// Put a binding in the cache (a watch event or a test).
     pub fn upsert_binding(&self, rb: ResourceBinding) {
-        let key = key_of(
-            rb.metadata.namespace.as_deref().unwrap_or_default(),
-            rb.metadata.name.as_deref().unwrap_or_default(),
-        );
+        let key = ObjectKey::of(&rb.metadata);
         self.bindings
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(key, Arc::new(Cached::new(rb)));
     }
 
-    fn replace_if_unchanged(&self, key: &str, resource_version: &str, rb: ResourceBinding) {
+    fn replace_if_unchanged(&self, key: &ObjectKey, resource_version: &str, rb: ResourceBinding) {
         let mut bindings = self.bindings.write().unwrap_or_else(|p| p.into_inner());
         if let Some(cached) = bindings.get_mut(key)
             && cached.binding.metadata.resource_version.as_deref() == Some(resource_version)
@@ -193,14 +187,14 @@ impl Descheduler {
         }
     }
 
-    fn remove_binding(&self, key: &str) {
+    fn remove_binding(&self, key: &ObjectKey) {
         self.bindings
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
     }
 
-    fn binding(&self, key: &str) -> Option<Arc<Cached>> {
+    fn binding(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
         self.bindings
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -217,9 +211,9 @@ impl Descheduler {
     }
 
     /// The keys of the bindings a pass looks at (the reference's `FilterBindings`), sorted.
-    pub fn candidates(&self) -> Vec<String> {
+    pub fn candidates(&self) -> Vec<ObjectKey> {
         let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
-        let mut keys: Vec<String> = bindings
+        let mut keys: Vec<ObjectKey> = bindings
             .iter()
             .filter(|(key, cached)| match rules::is_candidate(&cached.binding) {
                 Ok(()) => true,
@@ -236,7 +230,7 @@ impl Descheduler {
     }
 
     /// One pass over every candidate, `concurrency` bindings at a time.
-    pub async fn pass(&self, concurrency: usize, permit: &Permit) -> Vec<(String, Outcome)> {
+    pub async fn pass(&self, concurrency: usize, permit: &Permit) -> Vec<(ObjectKey, Outcome)> {
         let keys = self.candidates();
         let added: Vec<_> = keys.iter().map(|_| self.queue.added()).collect();
         futures::stream::iter(keys.into_iter().zip(added))
@@ -258,7 +252,7 @@ impl Descheduler {
     }
 
     /// Deschedule one binding, deciding again from the cache when a write is refused.
-    pub async fn deschedule(&self, key: &str, permit: &Permit) -> Outcome {
+    pub async fn deschedule(&self, key: &ObjectKey, permit: &Permit) -> Outcome {
         let mut pause = Duration::from_millis(100);
         let mut tries = 0;
         loop {
@@ -278,7 +272,7 @@ impl Descheduler {
         }
     }
 
-    async fn attempt(&self, key: &str, permit: &Permit) -> Result<Outcome, ApiFailure> {
+    async fn attempt(&self, key: &ObjectKey, permit: &Permit) -> Result<Outcome, ApiFailure> {
         permit.check()?;
         let Some(cached) = self.binding(key) else {
             tracing::info!("ResourceBinding({key}) in work queue no longer exists, ignore.");
@@ -417,7 +411,7 @@ pub async fn run(
                 }
             }
         },
-        move |k: &str| d2.remove_binding(k),
+        move |k: &ObjectKey| d2.remove_binding(k),
     );
     watches.push(task);
     synced.push(rx);

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use component_base::key::ObjectKey;
 use component_base::watch::{RawObject, watch_all};
 use karmada_api::Cluster;
 use kube::Resource as _;
@@ -44,8 +45,8 @@ pub fn watch_clusters(
                 karmada_api::excerpt(&e.to_string(), 512)
             ),
         },
-        move |k: &str| {
-            let name = k.trim_start_matches('/');
+        move |k: &ObjectKey| {
+            let name = k.name.as_str();
             remove(name);
             if let Some(e) = &on_delete {
                 e.cluster_deleted(name);

@@ -96,7 +96,7 @@ impl EstimatorSync {
                 move |s: Service| {
                     e1.service_changed(ns1.clone(), s.metadata.name.clone().unwrap_or_default())
                 },
-                move |name: &str| e2.service_changed(ns2.clone(), name.to_string()),
+                move |name: &String| e2.service_changed(ns2.clone(), name.clone()),
                 tx,
             )
             .await;
@@ -113,7 +113,7 @@ impl EstimatorSync {
             let cfg = list_config().labels(SERVICE_NAME_LABEL);
             let stream = watcher::watcher(api, cfg).backoff(WatchBackoff::default());
             // Added, changed or gone: the same re-resolution of the slice's Service.
-            let changed = move |key: &str| {
+            let changed = move |key: &String| {
                 if let Some(svc) = slice_service(key, &prefix) {
                     est.service_changed(ns.clone(), svc.to_string());
                 }

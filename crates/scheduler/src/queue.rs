@@ -965,7 +965,7 @@ mod tests {
         q.add(k("low2"), 1);
         let order: Vec<String> = [q.pop().await, q.pop().await, q.pop().await]
             .into_iter()
-            .map(|i| i.unwrap().key.name)
+            .map(|i| i.unwrap().key.object.name)
             .collect();
         assert_eq!(order, vec!["high", "low", "low2"]);
     }
@@ -1091,7 +1091,7 @@ mod tests {
                 let mut keys = Vec::new();
                 for _ in 0..n {
                     let item = q.pop().await.ok_or("queue shut down")?;
-                    keys.push(item.key.name.clone());
+                    keys.push(item.key.object.name.clone());
                     q.done(item, outcome);
                 }
                 got.push(keys);

@@ -31,7 +31,7 @@ pub struct Queued {
 /// The assumption cache's key of a binding: ResourceBindings only (the reference never
 /// assumes ClusterResourceBindings).
 fn assumption_key(key: &BindingKey) -> Option<String> {
-    (key.kind == BindingKind::ResourceBinding).then(|| format!("{}/{}", key.namespace, key.name))
+    (key.kind == BindingKind::ResourceBinding).then(|| key.object.to_string())
 }
 
 /// The caches' one writer (see the module).

@@ -342,7 +342,7 @@ async fn a_deeply_nested_status_is_cached_and_queued() {
         ctx.queue.pop().await.unwrap().key,
         ctx.queue.pop().await.unwrap().key,
     ];
-    popped.sort_by(|a, b| a.name.cmp(&b.name));
+    popped.sort_by(|a, b| a.object.name.cmp(&b.object.name));
     assert_eq!(
         popped,
         vec![BindingKey::rb("ns", "b"), BindingKey::rb("ns", "other")]

@@ -10,17 +10,10 @@ use super::Context;
 use crate::config::options::Options;
 use crate::kube::resource;
 use crate::model::binding::{BindingKey, BindingKind};
+use component_base::key::ObjectKey;
 use component_base::watch::{RawObject, watch_all};
 use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
-
-fn binding_key_of(kind: BindingKind, k: &str) -> BindingKey {
-    let (ns, name) = k.split_once('/').unwrap_or(("", k));
-    match kind {
-        BindingKind::ResourceBinding => BindingKey::rb(ns, name),
-        BindingKind::ClusterResourceBinding => BindingKey::crb(name),
-    }
-}
 
 /// Start the watches, their tasks pushed to `tasks`; one receiver per cache, true once it has
 /// synced.
@@ -65,7 +58,7 @@ fn watch_bindings(
         &resource(kind),
         kind.plural(),
         move |raw: RawObject| c1.upsert_binding(kind, raw.json()),
-        move |k: &str| c2.remove_binding(&binding_key_of(kind, k)),
+        move |k: &ObjectKey| c2.remove_binding(&BindingKey::of(kind, k)),
     )
 }
 

@@ -80,7 +80,7 @@ impl Cycle<'_> {
         if let (Some(a), Some(result)) = (reserving, &plan.result)
             && result_patch(binding, &placement_json, result).is_some()
         {
-            let key = format!("{}/{}", binding.namespace(), binding.name());
+            let key = binding.key().to_string();
             reservation = a.assume(
                 &key,
                 &binding.spec,
@@ -147,7 +147,7 @@ impl Cycle<'_> {
                 if let Some(a) = reserving
                     && plan.result.as_ref() != Some(&result)
                     && let Some(again) = a.assume(
-                        &format!("{}/{}", binding.namespace(), binding.name()),
+                        &binding.key().to_string(),
                         &binding.spec,
                         &result,
                         healthy_clusters(&binding.status),

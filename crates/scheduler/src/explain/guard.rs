@@ -171,7 +171,7 @@ impl Guard {
         self.spend()?;
         let name = user.username.clone().unwrap_or_default();
         let namespace = match key.kind {
-            BindingKind::ResourceBinding => Some(key.namespace.clone()),
+            BindingKind::ResourceBinding => Some(key.object.namespace.clone()),
             BindingKind::ClusterResourceBinding => None,
         };
         let review = SubjectAccessReview {
@@ -185,7 +185,7 @@ impl Guard {
                     resource: Some(key.kind.plural().into()),
                     verb: Some("get".into()),
                     namespace: namespace.clone(),
-                    name: Some(key.name.clone()),
+                    name: Some(key.object.name.clone()),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -205,7 +205,7 @@ impl Guard {
         let mut why = format!(
             "user {name:?} cannot get {}.work.karmada.io {:?}{place}",
             key.kind.plural(),
-            key.name
+            key.object.name
         );
         if let Some(r) = status.reason.filter(|r| !r.is_empty()) {
             why = format!("{why}: {r}");

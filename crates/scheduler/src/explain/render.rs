@@ -48,12 +48,7 @@ pub fn explanation(b: &Binding, e: &Explanation) -> String {
 pub fn attempt(out: &mut String, b: &Binding, e: &Explanation) {
     let v = e.verdict();
     let outcome = e.report.outcome.as_ref();
-    let key = if b.namespace().is_empty() {
-        b.name().to_string()
-    } else {
-        format!("{}/{}", b.namespace(), b.name())
-    };
-    let _ = writeln!(out, "{} {}: {}", b.kind.kind(), key, v.result);
+    let _ = writeln!(out, "{} {}: {}", b.kind.kind(), b.key(), v.result);
     let _ = writeln!(out, "  decision: {}", e.decision());
     let _ = writeln!(out, "  message: {}", v.message);
     if v.result == "Scheduled" {

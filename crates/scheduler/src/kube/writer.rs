@@ -35,7 +35,7 @@ impl KubeWriter {
     fn api(&self, key: &BindingKey) -> Api<RawObject> {
         match key.kind {
             BindingKind::ResourceBinding => {
-                Api::namespaced_with(self.client.clone(), &key.namespace, &self.rb)
+                Api::namespaced_with(self.client.clone(), key.namespace(), &self.rb)
             }
             BindingKind::ClusterResourceBinding => Api::all_with(self.client.clone(), &self.crb),
         }
@@ -61,7 +61,7 @@ impl ObjectWriter<BindingKey, Binding> for KubeWriter {
             // Formatted only when the request times out.
             let what = || format!("patching {}", key.describe());
             let api = self.api(key);
-            let res = merge_patch(&api, &key.name, target, &patch, what, REQUEST_TIMEOUT).await;
+            let res = merge_patch(&api, key.name(), target, &patch, what, REQUEST_TIMEOUT).await;
             to_binding(key.kind, res?)
         })
     }
@@ -71,7 +71,7 @@ impl ObjectWriter<BindingKey, Binding> for KubeWriter {
             let what = || format!("reading {}", key.describe());
             to_binding(
                 key.kind,
-                bounded(what, REQUEST_TIMEOUT, self.api(key).get(&key.name)).await?,
+                bounded(what, REQUEST_TIMEOUT, self.api(key).get(key.name())).await?,
             )
         })
     }

@@ -5,6 +5,7 @@
 //! Events go. The scheduler handles them through this one type so that every rule is written
 //! once.
 
+use component_base::key::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use serde::Deserialize;
@@ -49,50 +50,56 @@ impl BindingKind {
     }
 }
 
-/// Identity of a binding: the queue key (`ns/name` or `name`) in structured form.
+/// Identity of a binding: its kind and its object key (`ns/name`, or `name` for a
+/// ClusterResourceBinding), the queue key of the reference.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BindingKey {
     pub kind: BindingKind,
-    /// Empty for cluster-scoped bindings.
-    pub namespace: String,
-    pub name: String,
+    pub object: ObjectKey,
 }
 
 impl BindingKey {
     pub fn rb(namespace: &str, name: &str) -> Self {
         Self {
             kind: BindingKind::ResourceBinding,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
+            object: ObjectKey::new(namespace, name),
         }
     }
 
     pub fn crb(name: &str) -> Self {
         Self {
             kind: BindingKind::ClusterResourceBinding,
-            namespace: String::new(),
-            name: name.to_string(),
+            object: ObjectKey::new("", name),
         }
+    }
+
+    /// The key of a binding of `kind` from the watch's object key (a ClusterResourceBinding
+    /// has no namespace, whatever the key says).
+    pub fn of(kind: BindingKind, object: &ObjectKey) -> Self {
+        match kind {
+            BindingKind::ResourceBinding => Self::rb(&object.namespace, &object.name),
+            BindingKind::ClusterResourceBinding => Self::crb(&object.name),
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.object.namespace
+    }
+
+    pub fn name(&self) -> &str {
+        &self.object.name
     }
 
     /// `ResourceBinding(ns/name)` / `ClusterResourceBinding(name)`, as in upstream messages.
     pub fn describe(&self) -> String {
-        match self.kind {
-            BindingKind::ResourceBinding => {
-                format!("ResourceBinding({}/{})", self.namespace, self.name)
-            }
-            BindingKind::ClusterResourceBinding => format!("ClusterResourceBinding({})", self.name),
-        }
+        format!("{}({})", self.kind.kind(), self.object)
     }
 }
 
 impl std::fmt::Display for BindingKey {
     /// The reference's queue key: `ns/name` or `name`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.kind {
-            BindingKind::ResourceBinding => write!(f, "{}/{}", self.namespace, self.name),
-            BindingKind::ClusterResourceBinding => f.write_str(&self.name),
-        }
+        self.object.fmt(f)
     }
 }
 
@@ -287,13 +294,7 @@ pub fn passes_filter(
 }
 
 pub fn key_of(kind: BindingKind, meta: &ObjectMeta) -> BindingKey {
-    let name = meta.name.as_deref().unwrap_or_default();
-    match kind {
-        BindingKind::ResourceBinding => {
-            BindingKey::rb(meta.namespace.as_deref().unwrap_or_default(), name)
-        }
-        BindingKind::ClusterResourceBinding => BindingKey::crb(name),
-    }
+    BindingKey::of(kind, &ObjectKey::of(meta))
 }
 
 #[cfg(test)]

@@ -110,14 +110,9 @@ impl ResultHook for OwnWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::binding::BindingKind;
 
     fn key(name: &str) -> BindingKey {
-        BindingKey {
-            kind: BindingKind::ResourceBinding,
-            namespace: "ns".into(),
-            name: name.into(),
-        }
+        BindingKey::rb("ns", name)
     }
 
     #[test]
