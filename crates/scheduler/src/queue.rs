@@ -107,7 +107,7 @@ impl Ord for Entry {
 
 /// What the two queues share: the active heap, per-key exclusivity, delays, keys waiting for
 /// the API server, and the workqueue metrics.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Keys {
     seq: u64,
     active: BinaryHeap<Entry>,
@@ -336,23 +336,11 @@ impl SchedulingQueue {
                 failures: HashMap::new(),
             })
         };
-        let keys = Keys {
-            seq: 0,
-            active: BinaryHeap::new(),
-            dirty: HashMap::new(),
-            processing: HashSet::new(),
-            delayed: BTreeMap::new(),
-            delayed_at: HashMap::new(),
-            backoff: HashMap::new(),
-            waiting: HashMap::new(),
-            unavailable_streak: HashMap::new(),
-            shut_down: false,
-            metrics: None,
-            added_at: HashMap::new(),
-            working: HashMap::new(),
-        };
         Self {
-            state: Mutex::new(State { keys, policy }),
+            state: Mutex::new(State {
+                keys: Keys::default(),
+                policy,
+            }),
             notify: Notify::new(),
         }
     }
