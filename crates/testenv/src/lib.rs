@@ -56,7 +56,6 @@ pub mod hostcluster;
 pub mod overcommit;
 pub mod pki;
 pub mod podman;
-pub mod quantity;
 pub mod rbac;
 pub mod rng;
 pub mod simulate;
