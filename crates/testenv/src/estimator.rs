@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use estimator_client::options::{DEFAULT_PORT, DEFAULT_SERVICE_NAMESPACE, DEFAULT_SERVICE_PREFIX};
 use estimator_client::pb::messages as pb;
 use estimator_client::pb::{EstimatorClient, EstimatorServer, EstimatorService};
 use estimator_client::request::OBJECT_METADATA_KEY;
@@ -295,6 +296,7 @@ impl FakeEstimator {
         });
         Ok(Running {
             addr,
+            fake: self.clone(),
             stop: Some(stop),
             task,
         })
@@ -429,11 +431,17 @@ pub struct ServerTls {
 /// [`Running::close`] stop it as a terminating estimator does.
 pub struct Running {
     pub addr: SocketAddr,
+    fake: FakeEstimator,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
 impl Running {
+    /// The fake served.
+    pub fn fake(&self) -> &FakeEstimator {
+        &self.fake
+    }
+
     /// Stops accepting (connections to the port are refused) and sends GOAWAY on open
     /// connections, whose calls may finish; returns at once.
     pub fn stop(&mut self) {
@@ -579,8 +587,8 @@ pub async fn bare_client(
 pub fn external_name_service(cluster: &str, host: &str, target_port: u16) -> Service {
     Service {
         metadata: ObjectMeta {
-            name: Some(format!("karmada-scheduler-estimator-{cluster}")),
-            namespace: Some("karmada-system".into()),
+            name: Some(format!("{DEFAULT_SERVICE_PREFIX}-{cluster}")),
+            namespace: Some(DEFAULT_SERVICE_NAMESPACE.into()),
             ..Default::default()
         },
         spec: Some(ServiceSpec {
@@ -589,7 +597,7 @@ pub fn external_name_service(cluster: &str, host: &str, target_port: u16) -> Ser
             ports: Some(vec![ServicePort {
                 name: Some("grpc".into()),
                 protocol: Some("TCP".into()),
-                port: 10352,
+                port: i32::from(DEFAULT_PORT),
                 target_port: Some(IntOrString::Int(i32::from(target_port))),
                 ..Default::default()
             }]),
