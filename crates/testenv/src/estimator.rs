@@ -335,14 +335,8 @@ impl FakeEstimator {
                 state.table.get(&call.cluster).cloned().or(ruled)
             };
             let hung = matches!(behaviour, Some(Behaviour::Hang));
-            match state.counts.get_mut(&call.cluster) {
-                Some(c) => c.add(call.method, hung),
-                None => {
-                    let mut c = Counts::default();
-                    c.add(call.method, hung);
-                    state.counts.insert(call.cluster.clone(), c);
-                }
-            }
+            let counts = state.counts.entry(call.cluster.clone()).or_default();
+            counts.add(call.method, hung);
             let cluster = behaviour.is_none().then(|| call.cluster.clone());
             if let Some(recording) = state.recording.as_mut() {
                 recording.push(call);
