@@ -27,6 +27,7 @@ use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::rng::fnv1a;
 use crate::run::{self, log};
+use crate::workload::cluster_name;
 
 /// What the flags ask for.
 #[derive(Clone, Debug)]
@@ -180,10 +181,6 @@ const EVENTS_PER_WRITE: usize = 2;
 
 fn binding_name(i: usize) -> String {
     format!("web-{i:05}")
-}
-
-fn cluster_name(i: usize) -> String {
-    format!("member{}", i + 1)
 }
 
 /// `GetUnschedulableReplicas` answer of `cluster` for a workload called `name` (in any
