@@ -15,77 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use estimator_client::pb::messages as pb;
-use estimator_client::pb::{EstimatorServer, EstimatorService};
 use estimator_client::{
     ConnectionCache, EstimatorOptions, InMemoryServiceSource, SchedulerEstimator,
 };
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karmada_api::Cluster;
 use karmada_api::cluster::ClusterSpec;
 use karmada_api::work::{ObjectReference, ReplicaRequirements};
 use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
-use tonic::{Request, Response, Status};
-
-#[derive(Clone)]
-struct Answer {
-    delay: Duration,
-}
-
-#[tonic::async_trait]
-impl EstimatorService for Answer {
-    async fn max_available_replicas(
-        &self,
-        _: Request<pb::MaxAvailableReplicasRequest>,
-    ) -> Result<Response<pb::MaxAvailableReplicasResponse>, Status> {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-        Ok(Response::new(pb::MaxAvailableReplicasResponse {
-            max_replicas: 10,
-        }))
-    }
-    async fn max_available_component_sets(
-        &self,
-        _: Request<pb::MaxAvailableComponentSetsRequest>,
-    ) -> Result<Response<pb::MaxAvailableComponentSetsResponse>, Status> {
-        Ok(Response::new(pb::MaxAvailableComponentSetsResponse {
-            max_sets: 10,
-        }))
-    }
-    async fn get_unschedulable_replicas(
-        &self,
-        _: Request<pb::UnschedulableReplicasRequest>,
-    ) -> Result<Response<pb::UnschedulableReplicasResponse>, Status> {
-        Ok(Response::new(pb::UnschedulableReplicasResponse {
-            unschedulable_replicas: 0,
-        }))
-    }
-}
-
-fn service(cluster: &str, port: u16) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(format!("karmada-scheduler-estimator-{cluster}")),
-            namespace: Some("karmada-system".into()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("ExternalName".into()),
-            external_name: Some("127.0.0.1".into()),
-            ports: Some(vec![ServicePort {
-                port: 10352,
-                target_port: Some(IntOrString::Int(i32::from(port))),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    }
-}
+use testenv::estimator::{Behaviour, FakeEstimator, Running, external_name_service};
 
 struct World {
     estimator: SchedulerEstimator,
@@ -95,7 +33,9 @@ struct World {
 async fn world(n: usize, port: u16) -> World {
     let names: Vec<String> = (0..n).map(|i| format!("member-{i}")).collect();
     let source = Arc::new(InMemoryServiceSource::with_objects(
-        names.iter().map(|c| service(c, port)),
+        names
+            .iter()
+            .map(|c| external_name_service(c, "127.0.0.1", port)),
         [],
     ));
     let options = EstimatorOptions {
@@ -123,15 +63,13 @@ async fn world(n: usize, port: u16) -> World {
     }
 }
 
-async fn start_server(delay: Duration) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .serve_with_incoming(EstimatorServer::new(Answer { delay }), incoming),
-    );
-    port
+/// The fake answering 10 for every cluster after `delay`; serves until dropped.
+async fn start_server(delay: Duration) -> Running {
+    FakeEstimator::from_fn(move |_| Behaviour::AnswerAfter(10, delay))
+        .unrecorded()
+        .serve()
+        .await
+        .unwrap()
 }
 
 fn bench(c: &mut Criterion) {
@@ -171,7 +109,8 @@ fn bench(c: &mut Criterion) {
             10usize,
         ),
     ] {
-        let port = rt.block_on(start_server(delay));
+        let server = rt.block_on(start_server(delay));
+        let port = server.addr.port();
         let mut group = c.benchmark_group(group_name);
         for &n in sizes {
             let w = rt.block_on(world(n, port));

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{FakeEstimator, Running, cluster, external_name_service, serve};
+use common::cluster;
 use estimator_client::codec::MAX_RESPONSE_SIZE;
 use estimator_client::pb::messages as pb;
 use estimator_client::{
@@ -26,6 +26,7 @@ use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use prost::Message;
 use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
+use testenv::estimator::{FakeEstimator, Running, external_name_service};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -39,7 +40,7 @@ const HEALTHY: i32 = 7;
 /// Fan-out over `m1` (on `port`) and a healthy `m2`, per-cluster policy; the answers, the
 /// time taken and the client's metrics afterwards.
 async fn ask_with_hostile_m1(port: u16) -> (Vec<(String, i32)>, Duration, String) {
-    let healthy: Running = serve(FakeEstimator::answering(HEALTHY), "127.0.0.1", None).await;
+    let healthy: Running = FakeEstimator::answering(HEALTHY).serve().await.unwrap();
     let options = EstimatorOptions {
         timeout: TIMEOUT,
         failure_policy: FailurePolicy::PerCluster,

@@ -1,7 +1,7 @@
 //! Whoever edits an estimator Service or its EndpointSlices can steer the daemon's dials at
 //! most to addresses an estimator can have, and to a bounded number of them.
 //!
-//! Real tonic estimators on loopback ([`common::FakeEstimator`]); the Services and slices are
+//! Real tonic estimators on loopback ([`testenv::estimator::FakeEstimator`]); the Services and slices are
 //! held in memory as the API server would hand them over.
 
 mod common;
@@ -9,7 +9,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{FakeEstimator, Running, cluster, external_name_service, serve};
+use common::cluster;
 use estimator_client::resolver::MAX_ENDPOINTS;
 use estimator_client::{
     ConnectionCache, EstimatorOptions, InMemoryServiceSource, SchedulerEstimator,
@@ -20,6 +20,7 @@ use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
 use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
 use serde_json::json;
+use testenv::estimator::{FakeEstimator, Running, external_name_service};
 
 const NAME: &str = "karmada-scheduler-estimator-m1";
 
@@ -77,7 +78,7 @@ fn slice(name: &str, port: u16, endpoints: serde_json::Value) -> EndpointSlice {
 #[tokio::test]
 async fn an_external_name_no_estimator_can_have_is_never_dialled() {
     let fake = FakeEstimator::answering(5);
-    let server: Running = serve(fake.clone(), "127.0.0.1", None).await;
+    let server: Running = fake.serve().await.unwrap();
     let port = server.addr.port();
     for host in ["0.0.0.0", "169.254.169.254", "::ffff:0.0.0.0"] {
         let source = Arc::new(InMemoryServiceSource::with_objects(
@@ -119,8 +120,8 @@ async fn an_external_name_no_estimator_can_have_is_never_dialled() {
 async fn endpoint_conditions_and_refused_addresses_decide_who_is_called() {
     let ready = FakeEstimator::answering(1);
     let leaving = FakeEstimator::answering(2);
-    let a = serve(ready.clone(), "127.0.0.1", None).await;
-    let b = serve(leaving.clone(), "127.0.0.1", None).await;
+    let a = ready.serve().await.unwrap();
+    let b = leaving.serve().await.unwrap();
     let source = Arc::new(InMemoryServiceSource::with_objects([headless()], []));
     source.upsert_endpoint_slice(slice(
         "a",
@@ -172,7 +173,7 @@ async fn endpoints_dialled_per_service_are_capped() {
     let mut servers = Vec::new();
     for i in 0..n {
         let fake = FakeEstimator::answering(i32::try_from(i).unwrap());
-        let running = serve(fake.clone(), "127.0.0.1", None).await;
+        let running = fake.serve().await.unwrap();
         servers.push((fake, running));
     }
     let mut by_port: Vec<u16> = servers.iter().map(|(_, r)| r.addr.port()).collect();
@@ -215,12 +216,10 @@ async fn endpoints_dialled_per_service_are_capped() {
 #[tokio::test]
 async fn the_tls_server_name_annotation_needs_the_operator_flag() {
     let pki = common::Pki::new(&["estimator-m1.test"]);
-    let server = serve(
-        FakeEstimator::answering(9),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(9)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let mut svc = external_name_service("m1", "127.0.0.1", server.addr.port());
     svc.metadata.annotations = Some(
         [(

@@ -5,9 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{
-    Behaviour, FakeEstimator, Pki, Running, cluster, external_name_service, pull_cluster, serve,
-};
+use common::{Pki, cluster, pull_cluster};
 use estimator_client::{
     ConnectionCache, EstimatorOptions, FailurePolicy, InMemoryServiceSource, SchedulerEstimator,
 };
@@ -16,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use karmada_api::Cluster;
 use karmada_api::work::{Component, NodeClaim, ObjectReference, ReplicaRequirements};
 use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
+use testenv::estimator::{Behaviour, FakeEstimator, Running, external_name_service};
 
 fn deployment() -> ObjectReference {
     ObjectReference {
@@ -81,7 +80,7 @@ async fn ask(
 #[tokio::test]
 async fn plaintext_call_carries_the_request_and_metadata() {
     let fake = FakeEstimator::default().with("m1", Behaviour::Answer(7));
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -132,7 +131,7 @@ async fn plaintext_call_carries_the_request_and_metadata() {
 #[tokio::test]
 async fn each_cluster_gets_its_own_assumed_workloads() {
     let fake = FakeEstimator::answering(5);
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let s = setup(
         EstimatorOptions::default(),
@@ -179,7 +178,7 @@ async fn each_cluster_gets_its_own_assumed_workloads() {
 #[tokio::test]
 async fn component_sets_and_unschedulable_replicas() {
     let fake = FakeEstimator::answering(3);
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -230,7 +229,7 @@ async fn component_sets_and_unschedulable_replicas() {
 
 #[tokio::test]
 async fn first_use_connects_without_ensure() {
-    let server = serve(FakeEstimator::answering(5), "127.0.0.1", None).await;
+    let server = FakeEstimator::answering(5).serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -249,7 +248,10 @@ async fn ipv6_loopback_external_name() {
         return;
     };
     drop(probe);
-    let server = serve(FakeEstimator::answering(6), "::1", None).await;
+    let server = FakeEstimator::answering(6)
+        .serve_on("::1", 0, None)
+        .await
+        .unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "::1", server.addr.port())],
@@ -265,12 +267,10 @@ async fn ipv6_loopback_external_name() {
 #[tokio::test]
 async fn tls_with_ca_verifies_the_ip_of_the_target() {
     let pki = Pki::new(&["127.0.0.1", "estimator.test"]);
-    let server = serve(
-        FakeEstimator::answering(11),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(11)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let options = EstimatorOptions {
         ca_file: Some(pki.ca_file.clone()),
         ..Default::default()
@@ -293,12 +293,10 @@ async fn tls_with_ca_verifies_the_ip_of_the_target() {
 #[tokio::test]
 async fn plaintext_client_cannot_talk_to_a_tls_server() {
     let pki = Pki::new(&["127.0.0.1"]);
-    let server = serve(
-        FakeEstimator::answering(1),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(1)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -311,12 +309,10 @@ async fn plaintext_client_cannot_talk_to_a_tls_server() {
 #[tokio::test]
 async fn mutual_tls_needs_both_cert_and_key() {
     let pki = Pki::new(&["127.0.0.1"]);
-    let server = serve(
-        FakeEstimator::answering(12),
-        "127.0.0.1",
-        Some(pki.server_tls(true)),
-    )
-    .await;
+    let server = FakeEstimator::answering(12)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(true)))
+        .await
+        .unwrap();
     let services = || vec![external_name_service("m1", "127.0.0.1", server.addr.port())];
 
     let with_pair = EstimatorOptions {
@@ -346,12 +342,10 @@ async fn mutual_tls_needs_both_cert_and_key() {
 async fn wrong_ca_is_rejected() {
     let pki = Pki::new(&["127.0.0.1"]);
     let other = Pki::new(&["127.0.0.1"]);
-    let server = serve(
-        FakeEstimator::answering(1),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(1)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let options = EstimatorOptions {
         ca_file: Some(other.ca_file.clone()),
         ..Default::default()
@@ -380,12 +374,10 @@ async fn wrong_ca_is_rejected() {
 async fn skipped_verification_accepts_any_certificate() {
     // The certificate names neither the address nor anything we trust.
     let pki = Pki::new(&["somewhere.else"]);
-    let server = serve(
-        FakeEstimator::answering(13),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(13)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let options = EstimatorOptions {
         insecure_skip_verify: true,
         ..Default::default()
@@ -403,12 +395,10 @@ async fn skipped_verification_accepts_any_certificate() {
 #[tokio::test]
 async fn server_name_override_verifies_a_dns_name_while_dialling_an_ip() {
     let pki = Pki::new(&["estimator.test"]);
-    let server = serve(
-        FakeEstimator::answering(14),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(14)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let services = || vec![external_name_service("m1", "127.0.0.1", server.addr.port())];
 
     let without = EstimatorOptions {
@@ -443,7 +433,7 @@ async fn hung_estimator_fails_the_whole_answer_by_default() {
     let fake = FakeEstimator::default()
         .with("m1", Behaviour::Answer(7))
         .with("m2", Behaviour::Hang);
-    let server = serve(fake, "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let s = setup(
         short_timeout(FailurePolicy::FailAll),
@@ -469,7 +459,7 @@ async fn hung_failed_and_missing_estimators_answer_no_opinion_in_fallback_mode()
         .with("m2", Behaviour::Hang)
         .with("m3", Behaviour::Fail(tonic::Status::internal("boom")))
         .with("m5", Behaviour::Answer(9));
-    let server = serve(fake, "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let services = ["m1", "m2", "m3", "m5"]
         .map(|c| external_name_service(c, "127.0.0.1", port))
@@ -499,8 +489,8 @@ async fn hung_failed_and_missing_estimators_answer_no_opinion_in_fallback_mode()
 
 #[tokio::test]
 async fn service_change_to_a_new_port_reaches_the_new_server() {
-    let old = serve(FakeEstimator::answering(1), "127.0.0.1", None).await;
-    let new = serve(FakeEstimator::answering(2), "127.0.0.1", None).await;
+    let old = FakeEstimator::answering(1).serve().await.unwrap();
+    let new = FakeEstimator::answering(2).serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", old.addr.port())],
@@ -552,7 +542,10 @@ async fn an_estimator_restarted_on_the_same_address_is_dialled_again() {
     let probe = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = probe.local_addr().unwrap().port();
     drop(probe);
-    let first = serve_on(FakeEstimator::answering(1), "127.0.0.1", port).await;
+    let mut first = FakeEstimator::answering(1)
+        .serve_on("127.0.0.1", port, None)
+        .await
+        .unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", port)],
@@ -566,7 +559,7 @@ async fn an_estimator_restarted_on_the_same_address_is_dialled_again() {
     let before = s.estimator.cache().connection("m1").expect("connected");
 
     // Graceful stop: the server says GOAWAY and closes the connection.
-    first.send(()).unwrap();
+    first.stop();
     // While nothing listens, calls fail as unavailable (the redial is refused) and the
     // cluster keeps its connection entry.
     let mut last = Ok(Vec::new());
@@ -583,7 +576,10 @@ async fn an_estimator_restarted_on_the_same_address_is_dialled_again() {
     let refused = last.expect_err("calls fail once the estimator is gone");
     assert!(refused.contains("code = Unavailable"), "{refused}");
 
-    let _second = serve_on(FakeEstimator::answering(2), "127.0.0.1", port).await;
+    let _second = FakeEstimator::answering(2)
+        .serve_on("127.0.0.1", port, None)
+        .await
+        .unwrap();
     assert_eq!(
         ask(&s.estimator, std::slice::from_ref(&m1)).await.unwrap(),
         [("m1".to_string(), 2)],
@@ -600,8 +596,8 @@ async fn an_estimator_restarted_on_the_same_address_is_dialled_again() {
 /// calls (what the daemon does on an EndpointSlice watch event).
 #[tokio::test]
 async fn endpoint_slice_change_of_a_headless_service_reaches_the_new_server() {
-    let old = serve(FakeEstimator::answering(1), "127.0.0.1", None).await;
-    let new = serve(FakeEstimator::answering(2), "127.0.0.1", None).await;
+    let old = FakeEstimator::answering(1).serve().await.unwrap();
+    let new = FakeEstimator::answering(2).serve().await.unwrap();
     let name = "karmada-scheduler-estimator-m1";
     let headless: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
         "metadata": {"name": name, "namespace": "karmada-system"},
@@ -644,7 +640,7 @@ async fn endpoint_slice_change_of_a_headless_service_reaches_the_new_server() {
 
 #[tokio::test]
 async fn cluster_delete_drops_the_connection() {
-    let server = serve(FakeEstimator::answering(4), "127.0.0.1", None).await;
+    let server = FakeEstimator::answering(4).serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -658,7 +654,7 @@ async fn cluster_delete_drops_the_connection() {
 
 #[tokio::test]
 async fn pull_clusters_get_no_connection_with_the_pull_mode_flag() {
-    let server = serve(FakeEstimator::answering(4), "127.0.0.1", None).await;
+    let server = FakeEstimator::answering(4).serve().await.unwrap();
     let port = server.addr.port();
     let options = EstimatorOptions {
         disable_in_pull_mode: true,
@@ -698,14 +694,14 @@ async fn headless_service_balances_over_ready_endpoints() {
     let a = FakeEstimator::answering(1);
     let b = FakeEstimator::answering(1);
     // Both listen on the same port on two loopback addresses, as endpoints of one Service do.
-    let sa = serve(a.clone(), "127.0.0.1", None).await;
+    let sa = a.serve().await.unwrap();
     let port = sa.addr.port();
     let Ok(listener) = tokio::net::TcpListener::bind(("127.0.0.2", port)).await else {
         eprintln!("127.0.0.2:{port} not bindable here; skipping");
         return;
     };
     drop(listener);
-    let _sb = serve_on(b.clone(), "127.0.0.2", port).await;
+    let _sb = b.serve_on("127.0.0.2", port, None).await.unwrap();
 
     let name = "karmada-scheduler-estimator-m1";
     let service = Service {
@@ -762,32 +758,13 @@ async fn headless_service_balances_over_ready_endpoints() {
     assert_eq!(b.seen().len(), 2);
 }
 
-async fn serve_on(fake: FakeEstimator, host: &str, port: u16) -> tokio::sync::oneshot::Sender<()> {
-    let listener = tokio::net::TcpListener::bind((host, port)).await.unwrap();
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = tonic::transport::Server::builder()
-            .serve_with_incoming_shutdown(
-                estimator_client::pb::EstimatorServer::new(fake),
-                incoming,
-                async {
-                    let _ = stopped.await;
-                },
-            )
-            .await;
-    });
-    stop
-}
-
 #[tokio::test]
 async fn metrics_are_per_cluster() {
-    let server = serve(
-        FakeEstimator::default().with("m1", Behaviour::Answer(1)),
-        "127.0.0.1",
-        None,
-    )
-    .await;
+    let server = FakeEstimator::default()
+        .with("m1", Behaviour::Answer(1))
+        .serve()
+        .await
+        .unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -887,12 +864,10 @@ async fn a_hanging_first_dial_costs_one_timeout_then_backs_off() {
 #[tokio::test]
 async fn a_service_annotation_names_the_tls_server_of_its_estimator() {
     let pki = Pki::new(&["estimator-m1.test"]);
-    let server = serve(
-        FakeEstimator::answering(15),
-        "127.0.0.1",
-        Some(pki.server_tls(false)),
-    )
-    .await;
+    let server = FakeEstimator::answering(15)
+        .serve_on("127.0.0.1", 0, Some(pki.server_tls(false)))
+        .await
+        .unwrap();
     let annotated = |name: Option<&str>| {
         let mut svc = external_name_service("m1", "127.0.0.1", server.addr.port());
         if let Some(name) = name {
@@ -939,7 +914,7 @@ async fn endpoint_routing_dials_a_cluster_ip_services_endpoints() {
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    let live = serve(FakeEstimator::answering(16), "127.0.0.1", None).await;
+    let live = FakeEstimator::answering(16).serve().await.unwrap();
     // A loopback address where nothing listens stands for a virtual IP no kube-proxy serves.
     let nowhere = "127.0.0.3";
     let name = "karmada-scheduler-estimator-m1";
@@ -1021,7 +996,7 @@ async fn endpoint_routing_dials_a_cluster_ip_services_endpoints() {
 #[tokio::test]
 async fn a_request_much_larger_than_the_codec_buffers_arrives_whole() {
     let fake = FakeEstimator::default().with("m1", Behaviour::Answer(3));
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let s = setup(
         EstimatorOptions::default(),
         vec![external_name_service("m1", "127.0.0.1", server.addr.port())],
@@ -1086,7 +1061,7 @@ async fn calls_beyond_the_slots_wait_and_are_answered_in_order() {
     for (i, name) in ["m1", "m2", "m3", "m4", "m5", "m6"].iter().enumerate() {
         fake = fake.with(name, Behaviour::Answer(10 + i as i32));
     }
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let names = ["m1", "m2", "m3", "m4", "m5", "m6"];
     let source = Arc::new(InMemoryServiceSource::with_objects(
@@ -1116,7 +1091,7 @@ async fn two_slots(
     names: &[&str],
     policy: FailurePolicy,
 ) -> (Running, SchedulerEstimator) {
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let source = Arc::new(InMemoryServiceSource::with_objects(
         names
@@ -1206,7 +1181,7 @@ async fn a_call_waiting_for_a_slot_past_the_deadline_times_out_unsent() {
         .with("m1", Behaviour::Hang)
         .with("m2", Behaviour::Hang)
         .with("m3", Behaviour::Answer(5));
-    let server = serve(fake.clone(), "127.0.0.1", None).await;
+    let server = fake.serve().await.unwrap();
     let port = server.addr.port();
     let services = || {
         ["m1", "m2", "m3"]

@@ -4,86 +4,16 @@
 //! Service is broken or missing is reported on stderr while the binding falls back to the
 //! general estimator alone (the reference's all-or-nothing merge).
 
-use std::collections::HashMap;
 use std::process::{Command, Output};
-use std::sync::Arc;
 
-use estimator_client::pb::messages as pb;
-use estimator_client::pb::{EstimatorServer, EstimatorService};
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
-use tonic::{Request, Response, Status};
+use testenv::estimator::{FakeEstimator, Running};
 
-/// Canned answers per cluster name (the name travels in the request); other names fail like
-/// an estimator serving a different cluster.
-#[derive(Clone)]
-struct Canned(Arc<HashMap<String, i32>>);
-
-impl Canned {
-    fn answer(&self, cluster: &str) -> Result<i32, Status> {
-        self.0
-            .get(cluster)
-            .copied()
-            .ok_or_else(|| Status::internal(format!("this estimator does not serve {cluster}")))
-    }
-}
-
-#[tonic::async_trait]
-impl EstimatorService for Canned {
-    async fn max_available_replicas(
-        &self,
-        request: Request<pb::MaxAvailableReplicasRequest>,
-    ) -> Result<Response<pb::MaxAvailableReplicasResponse>, Status> {
-        let max_replicas = self.answer(&request.get_ref().cluster)?;
-        Ok(Response::new(pb::MaxAvailableReplicasResponse {
-            max_replicas,
-        }))
-    }
-
-    async fn max_available_component_sets(
-        &self,
-        request: Request<pb::MaxAvailableComponentSetsRequest>,
-    ) -> Result<Response<pb::MaxAvailableComponentSetsResponse>, Status> {
-        let max_sets = self.answer(&request.get_ref().cluster)?;
-        Ok(Response::new(pb::MaxAvailableComponentSetsResponse {
-            max_sets,
-        }))
-    }
-
-    async fn get_unschedulable_replicas(
-        &self,
-        request: Request<pb::UnschedulableReplicasRequest>,
-    ) -> Result<Response<pb::UnschedulableReplicasResponse>, Status> {
-        let unschedulable_replicas = self.answer(&request.get_ref().cluster)?;
-        Ok(Response::new(pb::UnschedulableReplicasResponse {
-            unschedulable_replicas,
-        }))
-    }
-}
-
-/// Serves `answers` on 127.0.0.1; stops when the returned sender is dropped.
-async fn serve(answers: &[(&str, i32)]) -> (u16, oneshot::Sender<()>) {
-    let canned = Canned(Arc::new(
-        answers.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
-    ));
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = Server::builder()
-            .serve_with_incoming_shutdown(
-                EstimatorServer::new(canned),
-                TcpIncoming::from(listener),
-                async {
-                    let _ = stopped.await;
-                },
-            )
-            .await;
-    });
-    (port, stop)
+/// Serves `answers` on 127.0.0.1 (other cluster names fail, as an estimator serving a
+/// different cluster); stops when the returned server is dropped.
+async fn serve(answers: &[(&str, i32)]) -> (u16, Running) {
+    let server = FakeEstimator::table(answers).serve().await.unwrap();
+    (server.addr.port(), server)
 }
 
 /// Three clusters with room for 10 pods each; m3 has no `spec` (accepted as an empty spec).

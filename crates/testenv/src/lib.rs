@@ -46,6 +46,7 @@ use kube::{Client, Config};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod estimator;
 pub mod faultproxy;
 pub mod faults;
 pub mod fencing;
@@ -56,7 +57,6 @@ pub mod hostcluster;
 pub mod overcommit;
 pub mod pki;
 pub mod podman;
-pub mod quantity;
 pub mod rbac;
 pub mod rng;
 pub mod simulate;

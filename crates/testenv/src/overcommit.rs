@@ -16,7 +16,8 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::quantity::parse_milli;
+use scheduler_core::quantity::Quantity;
+
 use crate::{TestEnv, apply_value, free_port};
 
 /// CPU of one replica, in millicores.
@@ -89,8 +90,8 @@ pub struct BurstResult {
 }
 
 fn milli(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> i64 {
-    q.and_then(|q| parse_milli(&q.0).ok())
-        .map_or(0, |v| v as i64)
+    q.and_then(|q| Quantity::from_k8s(q).ok())
+        .map_or(0, |q| q.milli_value())
 }
 
 /// Replicas of [`REPLICA_MILLI_CPU`] each member's nodes can hold: per node, what its pods

@@ -14,8 +14,18 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use testenv::quantity::{parse_milli, parse_value};
+use scheduler_core::quantity::{Quantity, QuantityError};
 use testenv::{TestEnv, tools_or_skip};
+
+/// `MilliValue()` of a quantity, by the project's one quantity parser.
+fn parse_milli(q: &str) -> Result<i128, QuantityError> {
+    Quantity::parse(q).map(|q| i128::from(q.milli_value()))
+}
+
+/// `Value()` of a quantity.
+fn parse_value(q: &str) -> Result<i128, QuantityError> {
+    Quantity::parse(q).map(|q| i128::from(q.value()))
+}
 
 /// What the estimator's node-resource plugin computes: per schedulable node
 /// that matches the selector, allocatable minus the requests of its

@@ -2,6 +2,7 @@
 //! sustains for a tight client (no client-side rate limit, many requests in flight). Each
 //! patch changes the object, so each is a real etcd write and a watch event, as a scheduler's.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -15,11 +16,11 @@ use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use testenv::estimator::{Call, PerCluster, bare_client};
 use tokio::time::Instant;
 
 use crate::jobs::{in_flight, normal_event};
 use crate::observe::rb_resource;
-use crate::stub_estimator::{RecordedCall, RecordedMessage};
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";
@@ -155,13 +156,14 @@ impl BindingWrites {
 }
 
 /// The estimator calls a scheduler made, to be made again by a bare client ([`replay`]): a
-/// connected client per cluster of the [`crate::stub_estimator::MultiStub`], and each
-/// binding's share of the recorded calls.
+/// connected client per cluster of the stub ([`PerCluster`]), and each binding's share of the
+/// recorded calls.
 pub struct EstimatorCalls {
-    clients: Vec<EstimatorClient<Channel>>,
+    /// Per cluster name.
+    clients: HashMap<String, EstimatorClient<Channel>>,
     /// Per binding (in the order of the writes): the calls it makes, all at once, before its
     /// writes.
-    per_binding: Vec<Vec<RecordedCall>>,
+    per_binding: Vec<Vec<Call>>,
 }
 
 impl EstimatorCalls {
@@ -170,25 +172,29 @@ impl EstimatorCalls {
     /// calls `i·N/B .. (i+1)·N/B` (the scheduler's fan-outs arrive together, so a binding's
     /// share is mostly whole fan-outs).
     pub async fn connect(
-        ports: &[u16],
-        recorded: Vec<RecordedCall>,
+        stub: &PerCluster,
+        recorded: Vec<Call>,
         bindings: usize,
     ) -> anyhow::Result<EstimatorCalls> {
         use futures::StreamExt as _;
-        let connected: Vec<anyhow::Result<EstimatorClient<Channel>>> =
-            futures::stream::iter(ports.iter().map(|&port| {
-                crate::stub_estimator::bare_client(std::net::SocketAddr::from((
-                    [127, 0, 0, 1],
-                    port,
-                )))
-            }))
-            .buffered(32)
-            .collect()
-            .await;
-        let clients = connected.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        let connected: Vec<anyhow::Result<EstimatorClient<Channel>>> = futures::stream::iter(
+            stub.ports()
+                .into_iter()
+                .map(|port| bare_client(std::net::SocketAddr::from(([127, 0, 0, 1], port)))),
+        )
+        .buffered(32)
+        .collect()
+        .await;
+        let clients = stub
+            .clusters()
+            .iter()
+            .cloned()
+            .zip(connected)
+            .map(|(cluster, client)| client.map(|c| (cluster, c)))
+            .collect::<anyhow::Result<HashMap<_, _>>>()?;
         let n = recorded.len();
         let b = bindings.max(1);
-        let mut per_binding: Vec<Vec<RecordedCall>> = vec![Vec::new(); b];
+        let mut per_binding: Vec<Vec<Call>> = vec![Vec::new(); b];
         for (k, call) in recorded.into_iter().enumerate() {
             per_binding[k * b / n.max(1)].push(call);
         }
@@ -209,11 +215,12 @@ impl EstimatorCalls {
         use prost::Message as _;
         let mut seen = std::collections::HashSet::new();
         for c in self.per_binding.iter().flatten() {
-            let bytes = match &c.message {
-                RecordedMessage::MaxAvailableReplicas(m) => (0u8, m.encode_to_vec()),
-                RecordedMessage::MaxAvailableComponentSets(m) => (1u8, m.encode_to_vec()),
-            };
-            seen.insert((c.cluster, bytes));
+            let bytes = [
+                c.replicas_request.as_ref().map(|m| m.encode_to_vec()),
+                c.sets_request.as_ref().map(|m| m.encode_to_vec()),
+                c.unschedulable_request.as_ref().map(|m| m.encode_to_vec()),
+            ];
+            seen.insert((c.cluster.as_str(), c.method, bytes));
         }
         seen.len()
     }
@@ -224,17 +231,25 @@ impl EstimatorCalls {
             return 0;
         };
         let answers = futures::future::join_all(calls.iter().map(|c| {
-            let mut client = self.clients[c.cluster].clone();
+            let mut client = self.clients[&c.cluster].clone();
             async move {
-                match &c.message {
-                    RecordedMessage::MaxAvailableReplicas(m) => client
+                if let Some(m) = &c.replicas_request {
+                    client
                         .max_available_replicas(request(c, m))
                         .await
-                        .map(|_| ()),
-                    RecordedMessage::MaxAvailableComponentSets(m) => client
+                        .map(|_| ())
+                } else if let Some(m) = &c.sets_request {
+                    client
                         .max_available_component_sets(request(c, m))
                         .await
-                        .map(|_| ()),
+                        .map(|_| ())
+                } else if let Some(m) = &c.unschedulable_request {
+                    client
+                        .get_unschedulable_replicas(request(c, m))
+                        .await
+                        .map(|_| ())
+                } else {
+                    Ok(())
                 }
             }
         }))
@@ -245,7 +260,7 @@ impl EstimatorCalls {
 
 /// The recorded call `c` with its message `m` as a request: its `object` metadata, and the
 /// schedulers' default estimator timeout.
-fn request<T: Clone>(c: &RecordedCall, m: &T) -> tonic::Request<T> {
+fn request<T: Clone>(c: &Call, m: &T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(m.clone());
     if let Some(o) = c.object.as_deref().and_then(|o| o.parse().ok()) {
         r.metadata_mut().insert(OBJECT_METADATA_KEY, o);

@@ -1,7 +1,7 @@
 //! `--descheduler-only`: one descheduling pass over N bindings × M clusters, the Go
 //! karmada-descheduler v1.18.2 and ours in turn on the same control plane, with a stub
-//! estimator ([`crate::stub_estimator`]) answering `GetUnschedulableReplicas` from a formula
-//! behind M `ExternalName` Services.
+//! estimator ([`testenv::estimator::FakeEstimator`]) answering `GetUnschedulableReplicas` from
+//! a formula ([`unschedulable_answer`]) behind M `ExternalName` Services.
 //!
 //! Every binding is a Deployment divided `Aggregated` over all M clusters, 3 replicas each,
 //! 1 ready in each (so every cluster is asked about). A pass is over when every binding the
@@ -19,13 +19,15 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use testenv::estimator::{Behaviour, FakeEstimator, Running, bare_client, external_name_service};
 use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
 use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
+use crate::rng::fnv1a;
 use crate::run::{self, log};
-use crate::stub_estimator::{StubEstimator, unschedulable_answer};
+use crate::workload::cluster_name;
 
 /// What the flags ask for.
 #[derive(Clone, Debug)]
@@ -181,8 +183,34 @@ fn binding_name(i: usize) -> String {
     format!("web-{i:05}")
 }
 
-fn cluster_name(i: usize) -> String {
-    format!("member{}", i + 1)
+/// `GetUnschedulableReplicas` answer of `cluster` for a workload called `name` (in any
+/// namespace): 0, 1 or 2, spread by a hash of the two, so that two runs in different
+/// namespaces see the same answers.
+pub fn unschedulable_answer(cluster: &str, name: &str) -> i32 {
+    (fnv1a(&[cluster, "/", name]) % 3) as i32
+}
+
+/// The stub estimator on a free 127.0.0.1 port: for any cluster, after `latency`,
+/// `GetUnschedulableReplicas` answered by [`unschedulable_answer`], the estimates 100.
+async fn start_stub(latency: Duration) -> anyhow::Result<Running> {
+    FakeEstimator::from_fn(move |call| {
+        let answer = match &call.unschedulable_request {
+            Some(r) => {
+                let name = r.resource.as_ref().map_or("", |o| o.name.as_str());
+                unschedulable_answer(&call.cluster, name)
+            }
+            None => 100,
+        };
+        Behaviour::AnswerAfter(answer, latency)
+    })
+    .unrecorded()
+    .serve()
+    .await
+}
+
+/// `GetUnschedulableReplicas` calls the stub received so far.
+fn unschedulable_calls(stub: &Running) -> u64 {
+    stub.fake().total().unschedulable_replicas
 }
 
 /// A cluster's replicas once `unschedulable` of them are given back (the reference's rule:
@@ -402,7 +430,7 @@ fn requests_since(
 async fn ceiling(
     env: &TestEnv,
     flags: &DeschedFlags,
-    stub: &StubEstimator,
+    stub: &Running,
     concurrency: usize,
     t0: Instant,
 ) -> anyhow::Result<DeschedCeiling> {
@@ -414,7 +442,7 @@ async fn ceiling(
     let client = env.client().await?;
     let ns = format!("desched-ceiling-{concurrency}");
     create_bindings(&client, flags, &ns).await?;
-    let calls_before = stub.unschedulable_calls();
+    let calls_before = unschedulable_calls(stub);
     // The same watches of the bench as during a descheduler's pass, so that the API server
     // serves the same readers.
     let observers = [
@@ -431,12 +459,10 @@ async fn ceiling(
     let requests_before = api_requests(&client).await?;
     let start = Instant::now();
     let channels: Vec<anyhow::Result<EstimatorClient<estimator_client::transport::Channel>>> =
-        futures::stream::iter(
-            (0..flags.clusters).map(|_| crate::stub_estimator::bare_client(stub.addr)),
-        )
-        .buffered(32)
-        .collect()
-        .await;
+        futures::stream::iter((0..flags.clusters).map(|_| bare_client(stub.addr)))
+            .buffered(32)
+            .collect()
+            .await;
     let channels = channels.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let api = rb_api(&client, &ns);
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &ns);
@@ -510,7 +536,7 @@ async fn ceiling(
     let requests = requests_since(&requests_before, &api_requests(&client).await?);
     observers.iter().for_each(|o| o.abort());
     results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
-    let estimator_calls = stub.unschedulable_calls() - calls_before;
+    let estimator_calls = unschedulable_calls(stub) - calls_before;
     delete_bindings(&client, &ns).await?;
     log(
         t0,
@@ -614,7 +640,7 @@ where
 async fn side(
     env: &TestEnv,
     flags: &DeschedFlags,
-    stub: &StubEstimator,
+    stub: &Running,
     name: &str,
     program: &std::path::Path,
     ns: &str,
@@ -636,7 +662,7 @@ async fn side(
             flags.bindings
         ),
     );
-    let calls_before = stub.unschedulable_calls();
+    let calls_before = unschedulable_calls(stub);
     let metrics_addr = format!("127.0.0.1:{}", free_port());
     let args = vec![
         format!("--kubeconfig={}", env.kubeconfig().display()),
@@ -723,7 +749,7 @@ async fn side(
     let write_deciles = write_quantiles(&seen_at, expected_writes, false);
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let calls = stub.unschedulable_calls() - calls_before;
+    let calls = unschedulable_calls(stub) - calls_before;
     let Stored {
         placements: result,
         updated,
@@ -784,7 +810,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         log(t0, format!("state kept in {}", env.state_dir().display()));
     }
     let client = env.client().await?;
-    let stub = StubEstimator::start(flags.latency).await?;
+    let stub = start_stub(flags.latency).await?;
     let port = stub.addr.port();
     let mut objects = Vec::new();
     for c in 0..flags.clusters {
@@ -794,13 +820,11 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
             "metadata": {"name": name},
             "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1"}
         }));
-        objects.push(json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": format!("karmada-scheduler-estimator-{name}"),
-                         "namespace": "karmada-system"},
-            "spec": {"type": "ExternalName", "externalName": "127.0.0.1",
-                     "ports": [{"name": "grpc", "protocol": "TCP", "port": 10352, "targetPort": port}]}
-        }));
+        objects.push(serde_json::to_value(external_name_service(
+            &name,
+            "127.0.0.1",
+            port,
+        ))?);
     }
     create_all(&client, objects, flags.create_concurrency)
         .await
@@ -1205,5 +1229,34 @@ karmada_scheduler_estimator_client_request_duration_seconds_count{cluster="b",me
         assert_eq!((own.call_sum_s, own.call_count), (2.0, 40.0));
         // The Go descheduler exports no such queue: nothing to report.
         assert!(OwnMetrics::read("process_cpu_seconds_total 3\n").is_none());
+    }
+
+    /// The stub answers by the formula [`expected`] is computed from, and counts the calls.
+    #[tokio::test]
+    async fn the_stub_answers_the_formula() {
+        use estimator_client::pb::messages as pb;
+        let stub = start_stub(Duration::ZERO).await.unwrap();
+        let mut client = bare_client(stub.addr).await.unwrap();
+        for (c, i) in [(0, 0), (1, 7), (4, 12)] {
+            let request = pb::UnschedulableReplicasRequest {
+                cluster: cluster_name(c),
+                resource: Some(pb::ObjectReference {
+                    name: binding_name(i),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let got = client
+                .get_unschedulable_replicas(tonic::Request::new(request))
+                .await
+                .unwrap()
+                .into_inner()
+                .unschedulable_replicas;
+            assert_eq!(
+                got,
+                unschedulable_answer(&cluster_name(c), &binding_name(i))
+            );
+        }
+        assert_eq!(unschedulable_calls(&stub), 3);
     }
 }

@@ -3,7 +3,7 @@
 //! Service `karmada-scheduler-estimator-<cluster>` (the deployment this project exists for).
 //!
 //! At small scale the estimators are the real Go ones of the control plane's members; above
-//! that, one [`MultiStub`] of this process serves a port per cluster and answers from a
+//! that, one [`PerCluster`] fake of this process serves a port per cluster and answers from a
 //! per-cluster formula after a fixed latency, so that the schedulers, not the estimators, are
 //! measured. Per scale: both schedulers together on their halves of the workload, then each
 //! alone on the same batch (bindings/s, creation-to-`Scheduled` latency, estimator RPCs per
@@ -15,10 +15,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use anyhow::Context as _;
+// The estimator Services' name, namespace and port (the schedulers' defaults).
+use estimator_client::options::{
+    DEFAULT_PORT as SERVICE_PORT, DEFAULT_SERVICE_NAMESPACE as SERVICE_NAMESPACE,
+    DEFAULT_SERVICE_PREFIX as SERVICE_PREFIX,
+};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_service};
 use tokio::time::Instant;
 
 use crate::jobs::{apply_retrying, in_flight};
@@ -30,17 +36,12 @@ use crate::run::{
     self, Config, Plane, create_bindings, creation_phase, keys_of, log, rate_after,
     wait_queues_idle,
 };
-use crate::stub_estimator::MultiStub;
 use crate::workload::BindingTemplate;
 
 /// Batch suffixes of the alone phase, ours then Go's.
 const ALONE: [&str; 2] = ["-ar", "-ag"];
-/// The estimator Services' port (the schedulers' default `--scheduler-estimator-port`).
-const SERVICE_PORT: u16 = 10352;
-const SERVICE_NAMESPACE: &str = "karmada-system";
-const SERVICE_PREFIX: &str = "karmada-scheduler-estimator";
 /// The schedulers' default `--scheduler-estimator-timeout`.
-const ESTIMATOR_TIMEOUT_S: f64 = 3.0;
+const ESTIMATOR_TIMEOUT_S: f64 = estimator_client::options::DEFAULT_TIMEOUT.as_secs_f64();
 const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
 const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
 /// Our estimator client's call latency (the Go scheduler has none).
@@ -191,7 +192,7 @@ pub struct EstBench {
 enum Estimators {
     /// The members' Go estimators: `(gRPC port, metrics address)`.
     Real(Vec<(u16, String)>),
-    Stub(MultiStub),
+    Stub(PerCluster),
 }
 
 impl Estimators {
@@ -214,18 +215,26 @@ impl Estimators {
                 }
                 n as u64
             }
-            Estimators::Stub(s) => s.calls().iter().map(|c| c.answered).sum(),
+            Estimators::Stub(s) => s.counts().iter().map(|c| c.answered()).sum(),
         }
     }
 }
 
-fn service(cluster: &str, port: u16) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("{SERVICE_PREFIX}-{cluster}"), "namespace": SERVICE_NAMESPACE},
-        "spec": {"type": "ExternalName", "externalName": "127.0.0.1",
-                 "ports": [{"name": "grpc", "protocol": "TCP", "port": SERVICE_PORT, "targetPort": port}]}
+/// `MaxAvailableReplicas` (and component sets) answer of a stub cluster: 4 to 63, from a hash
+/// of the name, the same for every workload, so that both schedulers meet the same answers
+/// and must agree.
+fn max_available_answer(cluster: &str) -> i32 {
+    4 + (crate::rng::fnv1a(&[cluster]) % 60) as i32
+}
+
+/// The stub: a port per cluster, answering [`max_available_answer`] after `latency`.
+async fn start_stub(clusters: &[String], latency: Duration) -> anyhow::Result<PerCluster> {
+    FakeEstimator::from_fn(move |call| {
+        Behaviour::AnswerAfter(max_available_answer(&call.cluster), latency)
     })
+    .unrecorded()
+    .serve_per_cluster(clusters)
+    .await
 }
 
 /// Points the Service of `cluster` at `port` (a moved VIP).
@@ -448,7 +457,7 @@ async fn alone(
     })
 }
 
-/// A row of the fault table: what is done to the [`MultiStub`] around one scheduler's batch.
+/// A row of the fault table: what is done to the stub ([`PerCluster`]) around one scheduler's batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
     /// Nothing: the reference row (its "faulty" clusters are the hung row's).
@@ -482,7 +491,7 @@ impl Fault {
 async fn fault_row(
     plane: &Plane,
     cfg: &Config,
-    stub: &MultiStub,
+    stub: &PerCluster,
     fault: Fault,
     faulty: &HashSet<usize>,
     sched: &Sched,
@@ -492,7 +501,7 @@ async fn fault_row(
     fault_free: &BTreeMap<String, Vec<(String, i64)>>,
     t0: Instant,
 ) -> anyhow::Result<FaultRow> {
-    let before = stub.calls();
+    let before = stub.counts();
     let h0 = e2e_histogram(sched).await;
     match fault {
         Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, true)),
@@ -557,7 +566,7 @@ async fn fault_row(
             )
             .await;
         for &i in faulty {
-            let port = stub.start_moved(i).await?;
+            let port = stub.move_port(i).await?;
             retarget(&plane.client, &stub.clusters()[i], port).await?;
         }
         // The Services are written; a moment for watchers, then the old addresses go away.
@@ -614,11 +623,11 @@ async fn fault_row(
         }
         Fault::None | Fault::Moved | Fault::AfterMove => {}
     }
-    let after = stub.calls();
+    let after = stub.counts();
     let n = keys.len().max(1) as f64;
     let (mut healthy, mut faulty_answers, mut hung) = (0u64, 0u64, 0u64);
     for (i, (a, b)) in after.iter().zip(&before).enumerate() {
-        let answered = a.answered - b.answered;
+        let answered = a.answered() - b.answered();
         if faulty.contains(&i) {
             faulty_answers += answered;
             hung += a.hung - b.hung;
@@ -679,10 +688,13 @@ async fn scale(
                 .collect(),
         )
     } else {
-        let stub = MultiStub::start(&plane.wl.cluster_names, flags.latency).await?;
-        let services: Vec<Value> = (0..clusters)
-            .map(|i| service(&plane.wl.cluster_names[i], stub.port(i)))
-            .collect();
+        let stub = start_stub(&plane.wl.cluster_names, flags.latency).await?;
+        let services = (0..clusters)
+            .map(|i| {
+                let service = external_name_service(&stub.clusters()[i], "127.0.0.1", stub.port(i));
+                serde_json::to_value(service)
+            })
+            .collect::<Result<Vec<Value>, _>>()?;
         let client = &plane.client;
         in_flight(
             services
@@ -782,23 +794,23 @@ async fn scale(
         wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
         let items = batch(templates, ALONE[i], &s.name);
         let calls0 = match &est {
-            Estimators::Stub(stub) => stub.calls(),
+            Estimators::Stub(stub) => stub.counts(),
             Estimators::Real(_) => Vec::new(),
         };
         if i == 0 {
             load_1m[0] = crate::procs::load_1m();
         }
         if let (0, Estimators::Stub(stub)) = (i, &est) {
-            stub.start_recording();
+            stub.fake().start_recording();
         }
         alone_figs[i] = alone(&plane, &cfg, &est, s, &items).await?;
         if let (0, Estimators::Stub(stub)) = (i, &est) {
-            recorded = stub.take_recording();
+            recorded = stub.fake().take_recording();
             asked = stub
-                .calls()
+                .counts()
                 .iter()
                 .zip(&calls0)
-                .map(|(a, b)| a.answered - b.answered)
+                .map(|(a, b)| a.answered() - b.answered())
                 .collect();
         }
         log(
@@ -856,7 +868,7 @@ async fn scale(
         && !recorded.is_empty()
     {
         let calls = crate::ceiling::EstimatorCalls::connect(
-            &stub.ports(),
+            stub,
             std::mem::take(&mut recorded),
             templates.len(),
         )
@@ -1485,4 +1497,34 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each cluster's port answers that cluster's figure, and the calls are counted per
+    /// cluster.
+    #[tokio::test]
+    async fn the_stub_serves_a_port_per_cluster() {
+        use estimator_client::pb::messages as pb;
+        let clusters = vec!["member1".to_string(), "member2".to_string()];
+        let stub = start_stub(&clusters, Duration::ZERO).await.unwrap();
+        assert_ne!(stub.port(0), stub.port(1));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], stub.port(1)));
+        let mut client = testenv::estimator::bare_client(addr).await.unwrap();
+        let request = pb::MaxAvailableReplicasRequest {
+            cluster: "member2".into(),
+            ..Default::default()
+        };
+        let got = client
+            .max_available_replicas(tonic::Request::new(request))
+            .await
+            .unwrap()
+            .into_inner()
+            .max_replicas;
+        assert_eq!(got, max_available_answer("member2"));
+        let answered: Vec<u64> = stub.counts().iter().map(|c| c.answered()).collect();
+        assert_eq!(answered, [0, 1]);
+    }
 }

@@ -22,7 +22,6 @@ mod results;
 mod rng;
 mod run;
 mod stats;
-mod stub_estimator;
 mod workload;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,17 @@
 
 use testenv::rng::SplitMix64;
 
+/// 64-bit FNV-1a of the concatenation of `parts`: a stable hash (the same on every machine
+/// and with every version of the dependencies) for seeds and the stub estimators' answers.
+pub fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parts.iter().flat_map(|s| s.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 /// [`SplitMix64`] with the helpers the generator needs.
 #[derive(Clone, Debug)]
 pub struct Rng(SplitMix64);
@@ -15,12 +26,7 @@ impl Rng {
     /// A new independent stream, derived from this one and a label (so that adding a field to
     /// one generator does not shift every other one).
     pub fn fork(&self, label: &str) -> Rng {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in label.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        Rng(SplitMix64(self.0.0 ^ h))
+        Rng(SplitMix64(self.0.0 ^ fnv1a(&[label])))
     }
 
     pub fn next_u64(&mut self) -> u64 {

@@ -96,8 +96,14 @@ pub fn generate(seed: u64, clusters: usize, bindings: usize) -> Workload {
     }
 }
 
+/// The name of cluster `i` (from 0), as `hack/local-up.sh` names the members, so that the
+/// members of a small run are clusters of the workload.
+pub fn cluster_name(i: usize) -> String {
+    format!("member{}", i + 1)
+}
+
 fn cluster(rng: &mut Rng, i: usize) -> Value {
-    let name = format!("member{}", i + 1);
+    let name = cluster_name(i);
     let (provider, regions) = PROVIDERS[rng.weighted(&[35, 25, 20, 10, 10])];
     let region = *rng.pick(regions);
     let zone_count = rng.weighted(&[5, 35, 35, 25]);
@@ -229,7 +235,7 @@ fn affinity(rng: &mut Rng, names: &[String]) -> Value {
             .map(|i| names[i].clone())
             .collect();
         if rng.chance(0.3) {
-            v.push(format!("member{}", names.len() + 1 + rng.below(5) as usize));
+            v.push(cluster_name(names.len() + rng.below(5) as usize));
         }
         v
     };
