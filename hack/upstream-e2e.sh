@@ -135,12 +135,14 @@ if [[ "${TABLE}" != "-" ]]; then
     jq -cs '[.[][].SpecReports[]? | select(.LeafNodeType == "It")
       | {key: ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" / ")),
          value: {state: .State, file: ((.LeafNodeLocation.FileName // "") | split("/") | last),
-                 failure: ((.Failure.Message // "") | split("\n") | map(select(length > 0)) | first // "")}}]
+                 failure: ((.Failure.Message // "") | split("\n") | map(select(length > 0)) | first // ""),
+                 message: ((.Failure.Message // "") | .[0:4000])}}]
       | group_by(.key) | map((map(select(.value.state != "skipped")) | last) // last) | from_entries' "${e[@]}"
   }
   ours="$(rows ours)"
   go="$(rows go)"
-  # Why a spec fails with both schedulers, where we know: <regex on the spec's text> TAB <why>.
+  # Why a spec fails with both schedulers, where we know: <regex> TAB <why>, the regex matched
+  # against "<the spec's text> :: <Go's failure message>".
   reasons="$(jq -Rn '[inputs | select(test("^[^#]")) | split("\t") | {re: .[0], why: .[1]}]' \
     "${ROOT}/hack/upstream-e2e-reasons.tsv")"
   {
@@ -160,7 +162,7 @@ if [[ "${TABLE}" != "-" ]]; then
       | $ks[] as $k
       | ($o[$k].state // "not run") as $so | ($g[$k].state // "not run") as $sg
       | select($so != "skipped" or $sg != "skipped")
-      | ([$r[] | select(. as $x | $k | test($x.re)) | .why] | first) as $why
+      | ([$r[] | select(. as $x | ($k + " :: " + ($g[$k].message // "")) | test($x.re)) | .why] | first) as $why
       | [($o[$k].file // $g[$k].file), $k, $so, $sg,
          (if ($so == "failed" and $sg == "failed")
           then ($why // ("Go: " + ($g[$k].failure | gsub("\\|"; "/") | .[0:160]))) else "" end)]
