@@ -111,7 +111,7 @@ impl Context {
                             Outcome::Failure
                         }
                     }
-                    CycleError::Conflict => Outcome::Failure,
+                    CycleError::Conflict | CycleError::Reread(_) => Outcome::Failure,
                 }
             }
         })

@@ -15,21 +15,24 @@
 //!   so a condition written meanwhile by another controller (`FullyApplied`) is never clobbered.
 
 //!
-//! The attempt is [`Cycle::run`] here; the schedule procedure (the algorithm, the assumption
-//! and the echo pass) is in `schedule.rs`, the preconditioned writes in `write.rs`. Beside
-//! it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`], [`events`]), the
-//! assumption cache of `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API
-//! server the cycle runs against in tests, `simulate` and `explain` ([`memory`]).
+//! The attempt is a state machine ([`attempt`]): the decision and each answer in, the events,
+//! writes, reads and reservations to make out, as data. [`Cycle::run`] drives it through a
+//! short executor (`execute.rs`), the one place that sends anything and that checks the write
+//! permit. Beside it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`],
+//! [`events`]), the schedule procedure's plan ([`plan`]), the assumption cache of
+//! `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API server the cycle runs
+//! against in tests, `simulate` and `explain` ([`memory`]).
 
 pub mod assume;
+pub mod attempt;
 pub mod events;
+mod execute;
 pub mod memory;
 pub mod patch;
 pub mod plan;
-mod schedule;
 pub mod sink;
-mod write;
 
+use component_base::fence::Permit;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
 use scheduler_core::framework::WorkloadGroupIndex;
@@ -37,15 +40,12 @@ use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
 use crate::cycle::assume::Assumptions;
-use crate::cycle::patch::{
-    REASON_FAILED, deleting_event_message, observed_generation_patch, with_precondition,
-};
-use crate::model::binding::{Binding, BindingKind};
-use crate::model::condition::AttemptError;
-use crate::model::decision::{Decision, ScheduleType, decide};
-
-use crate::cycle::sink::{EventSink, Target, Writer};
-use crate::store::ResultHook;
+use crate::cycle::attempt::{Attempt, Rules};
+use crate::cycle::sink::{EventSink, Writer};
+use crate::model::binding::Binding;
+use crate::model::condition::{ApiFailure, AttemptError};
+use crate::model::decision::{Decision, ScheduleType};
+use crate::store::{Malformed, ResultHook};
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +54,8 @@ pub enum CycleError {
     Conflict,
     /// The attempt failed; the queue retries it (with backoff, or parked when unschedulable).
     Failed(AttemptError),
+    /// The read after a conflict failed (404: the binding is gone).
+    Reread(ApiFailure),
 }
 
 /// What a cycle did, for the queue and the metrics.
@@ -81,6 +83,11 @@ pub struct Cycle<'a> {
     pub(crate) assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
     pub(crate) want_trace: bool,
+    /// The leadership term the attempt runs in (the daemon's); each patch is sent only while
+    /// it holds. `None`: never fenced.
+    pub(crate) permit: Option<&'a Permit>,
+    /// Decisions made again on a fresh read after a conflict ([`Rules::rereads`]).
+    pub(crate) rereads: usize,
 }
 
 /// What a cycle reads and tells besides the binding, the snapshot, its writer and its event
@@ -97,22 +104,10 @@ pub struct Parts<'a> {
     pub assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report.
     pub want_trace: bool,
-}
-
-fn placement_error(binding: &Binding) -> String {
-    match binding.kind {
-        BindingKind::ResourceBinding => format!(
-            "failed to get placement from resourceBinding({}/{})",
-            binding.namespace(),
-            binding.name()
-        ),
-        BindingKind::ClusterResourceBinding => {
-            format!(
-                "failed to get placement from clusterResourceBinding({})",
-                binding.name()
-            )
-        }
-    }
+    /// The daemon's leadership term, which each write must still hold.
+    pub permit: Option<&'a Permit>,
+    /// Decisions made again on a fresh read after a conflict (the daemon's workers).
+    pub rereads: usize,
 }
 
 impl<'a> Cycle<'a> {
@@ -137,6 +132,8 @@ impl<'a> Cycle<'a> {
                 .assumptions
                 .filter(|_| gates.scheduling_overcommit_protection()),
             want_trace: parts.want_trace,
+            permit: parts.permit,
+            rereads: parts.rereads,
         }
     }
 }
@@ -150,14 +147,8 @@ impl Cycle<'_> {
 
     /// The decision ladder for `binding` against `snapshot`: what [`Cycle::run`] does.
     pub fn decision(&self, binding: &Binding, snapshot: &Snapshot) -> Decision {
-        let clusters: Vec<&karmada_api::Cluster> =
-            snapshot.clusters().iter().map(|c| c.as_ref()).collect();
-        let multi = self
-            .scheduler
-            .config()
-            .gates
-            .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
-        decide(binding, &clusters, multi)
+        let multi = self.rules().multiple_pod_templates;
+        attempt::decision(binding, snapshot, multi)
     }
 
     /// [`Cycle::run`] with the decision made already (`simulate` and `explain` turn a
@@ -170,64 +161,32 @@ impl Cycle<'_> {
         now: Time,
         decision: Decision,
     ) -> CycleReport {
-        match decision {
-            Decision::Deleting => {
-                self.events.event(
-                    binding,
-                    true,
-                    REASON_FAILED,
-                    deleting_event_message(binding),
-                );
-                CycleReport {
-                    schedule_type: None,
-                    result: Ok(()),
-                    outcome: None,
-                }
-            }
-            Decision::NoPlacement => CycleReport {
-                schedule_type: None,
-                outcome: None,
-                result: Err(CycleError::Failed(AttemptError::Other(placement_error(
-                    binding,
-                )))),
-            },
-            Decision::UpToDate {
-                sync_generation: None,
-            } => CycleReport {
-                schedule_type: None,
-                result: Ok(()),
-                outcome: None,
-            },
-            Decision::UpToDate {
-                sync_generation: Some(generation),
-            } => {
-                // Preconditioned like every write: a stale copy (a frozen replica waking up)
-                // must not move the observed generation of a newer object.
-                let key = binding.key();
-                let patch = with_precondition(
-                    observed_generation_patch(generation),
-                    binding.resource_version(),
-                );
-                let result = match self.writer.patch(&key, Target::Status, patch).await {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_conflict() => Err(CycleError::Conflict),
-                    Err(e) => Err(CycleError::Failed(e.into())),
-                };
-                CycleReport {
-                    schedule_type: None,
-                    result,
-                    outcome: None,
-                }
-            }
-            Decision::Schedule(schedule_type, trigger) => {
-                tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
-                let (result, outcome) = self.schedule(binding, snapshot, now).await;
-                CycleReport {
-                    schedule_type: Some(schedule_type),
-                    result,
-                    outcome,
-                }
-            }
+        let mut attempt = Attempt::new(snapshot, self.rules(), binding.clone(), now);
+        let effects = attempt.start(decision);
+        self.execute(attempt, effects, snapshot).await
+    }
+
+    /// Tell a binding that does not decode so ([`Attempt::malformed`]).
+    pub async fn run_malformed(
+        &self,
+        m: &Malformed,
+        snapshot: &Snapshot,
+        now: Time,
+    ) -> CycleReport {
+        let mut attempt = Attempt::new(snapshot, self.rules(), m.binding.clone(), now);
+        let effects = attempt.malformed(&m.error);
+        self.execute(attempt, effects, snapshot).await
+    }
+
+    fn rules(&self) -> Rules {
+        Rules {
+            multiple_pod_templates: self
+                .scheduler
+                .config()
+                .gates
+                .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING),
+            reserving: self.assumptions.is_some(),
+            rereads: self.rereads,
         }
     }
 }

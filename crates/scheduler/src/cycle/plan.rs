@@ -27,7 +27,7 @@ pub struct PlannedEvent {
 }
 
 impl PlannedEvent {
-    fn failed(message: String) -> Self {
+    pub(crate) fn failed(message: String) -> Self {
         Self {
             warning: true,
             reason: REASON_FAILED,

@@ -6,11 +6,9 @@ use karmada_api::work::TargetCluster;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision};
 use serde_json::Value;
 
-use crate::cycle::patch::{StatusUpdate, result_patch};
-use crate::cycle::sink::ObjectWriter;
-use crate::model::annotation::encode_placement;
-use crate::model::binding::BindingKey;
-use crate::model::condition::{ApiFailure, condition_for};
+use crate::cycle::sink::{ObjectWriter, Target};
+use crate::model::binding::{BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
 use crate::store::own_writes::OwnWrites;
 use pretty_assertions::assert_eq;
 use scheduler_core::estimator::BoxFuture;
@@ -158,6 +156,8 @@ fn cycle<'a>(
         after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
         assumptions: None,
         want_trace: false,
+        permit: None,
+        rereads: 0,
     }
 }
 
@@ -190,27 +190,39 @@ impl ObjectWriter<BindingKey, Binding> for Slow<'_> {
     }
 }
 
-/// Scales the binding (a new generation) right before the first status patch reaches the
-/// server, as a user would while a result patch was being written.
-struct ScaleBeforeStatus<'a>(&'a FakeApi, Mutex<bool>);
+/// Someone else writes the binding (the patch `write` makes of it) right before the first
+/// status patch reaches the server.
+struct BeforeFirstStatus<'a> {
+    api: &'a FakeApi,
+    write: fn(&Binding) -> Value,
+    done: Mutex<bool>,
+}
 
-impl ObjectWriter<BindingKey, Binding> for ScaleBeforeStatus<'_> {
+impl<'a> BeforeFirstStatus<'a> {
+    fn new(api: &'a FakeApi, write: fn(&Binding) -> Value) -> Self {
+        Self {
+            api,
+            write,
+            done: Mutex::new(false),
+        }
+    }
+}
+
+impl ObjectWriter<BindingKey, Binding> for BeforeFirstStatus<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
         target: Target,
         patch: Value,
     ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
-        if target == Target::Status && !std::mem::replace(&mut *self.1.lock().unwrap(), true) {
-            let next = self.0.binding().generation() + 1;
-            self.0
-                .external_write(json!({"metadata": {"generation": next}, "spec": {"replicas": 5}}));
+        if target == Target::Status && !std::mem::replace(&mut *self.done.lock().unwrap(), true) {
+            self.api.external_write((self.write)(&self.api.binding()));
         }
-        self.0.patch(key, target, patch)
+        self.api.patch(key, target, patch)
     }
 
     fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
-        self.0.get(key)
+        self.api.get(key)
     }
 }
 
@@ -225,7 +237,11 @@ async fn a_status_decided_for_an_old_generation_is_not_written_over_a_new_one() 
                                      "replicaDivisionPreference": "Aggregated"}}),
         2,
     ));
-    let scaling = ScaleBeforeStatus(&api, Mutex::new(false));
+    // Scaled (a new generation) as a user would while the result patch was being written.
+    let scaling = BeforeFirstStatus::new(
+        &api,
+        |b| json!({"metadata": {"generation": b.generation() + 1}, "spec": {"replicas": 5}}),
+    );
     let events = Events::default();
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
@@ -428,6 +444,7 @@ async fn retry_until_done(
                     assert!(e.is_transient(), "only the scripted faults fail: {e}");
                     break;
                 }
+                Err(CycleError::Reread(e)) => panic!("no re-reads asked for: {e}"),
             }
         }
     }
@@ -644,27 +661,19 @@ async fn status_conflict_recomputes_on_the_fresh_object() {
     ));
     let events = Events::default();
     let s = scheduler();
-    let cycle = cycle(&s, &api, &events, None);
-    // Another controller adds FullyApplied between our two writes.
-    let b = api.binding();
-    // Simulate: result patch goes through, then FullyApplied lands, then our status patch.
-    let patch = result_patch(
-        &b,
-        &encode_placement(b.spec.placement.as_ref().unwrap()),
-        &[TargetCluster::new("m1", 0)],
-    )
-    .unwrap();
-    let stored = api.patch(&b.key(), Target::Main, patch).await.unwrap();
-    api.external_write(json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}));
-    let update = StatusUpdate {
-        condition: condition_for(None).0,
-        scheduled_generation: Some(2),
-        affinity_name: None,
+    let snapshot = Snapshot::from_clusters([cluster("m1")]);
+    // Another controller adds FullyApplied between our two writes: the result patch goes
+    // through, then FullyApplied lands, then our status patch.
+    let fully_applied = BeforeFirstStatus::new(
+        &api,
+        |_| json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}),
+    );
+    let cycle = Cycle {
+        writer: &fully_applied,
+        ..cycle(&s, &api, &events, None)
     };
-    cycle
-        .write_status(&b.key(), &stored, &update, &now())
-        .await
-        .unwrap();
+    let report = cycle.run(&api.binding(), &snapshot, now()).await;
+    assert_eq!(report.result, Ok(()));
     let types: Vec<String> = api
         .binding()
         .status
