@@ -55,23 +55,9 @@ impl Context {
         );
         let (snapshot, now) = (self.stores.snapshot(), Time(Timestamp::now()));
         let start = Instant::now();
-        let report = match &cached {
-            Cached::Ok(binding) => cycle.run(binding, &snapshot, now).await,
-            // Told once per generation; a newer object is read again by its own event.
-            Cached::Malformed(m) => {
-                return match cycle.run_malformed(m, &snapshot, now).await.result {
-                    Err(CycleError::Failed(e)) if e.is_fenced() => None,
-                    Err(CycleError::Failed(e)) => {
-                        tracing::error!(binding = %key, "writing the decode error: {e}");
-                        Some(if e.is_transient() {
-                            Outcome::Unavailable
-                        } else {
-                            Outcome::Failure
-                        })
-                    }
-                    _ => Some(Outcome::Success),
-                };
-            }
+        let (report, malformed) = match &cached {
+            Cached::Ok(binding) => (cycle.run(binding, &snapshot, now).await, false),
+            Cached::Malformed(m) => (cycle.run_malformed(m, &snapshot, now).await, true),
         };
         match &report.result {
             Err(CycleError::Failed(e)) if e.is_fenced() => return None,
@@ -91,11 +77,18 @@ impl Context {
         let Err(e) = report.result else {
             return Some(Outcome::Success);
         };
-        self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
+        // A binding that does not decode is told so, not scheduled.
+        if !malformed {
+            self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
+        }
         let CycleError::Failed(err) = e else {
             return Some(Outcome::Failure);
         };
-        tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
+        if malformed {
+            tracing::error!(binding = %key, "writing the decode error: {err}");
+        } else {
+            tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
+        }
         Some(if err.is_transient() {
             // Its writes are owed: retried as soon as the server answers.
             Outcome::Unavailable

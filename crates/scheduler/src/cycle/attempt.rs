@@ -1,16 +1,14 @@
 //! One attempt at one binding as a state machine: [`Attempt::start`] (or
-//! [`Attempt::malformed`]) and then [`Attempt::on`], fed each answer in turn (the algorithm's
-//! outcome, the server's answer to a write or a read), return what to do next as
-//! [`Effect`]s, plain values. Every rule of an attempt is here: the malformed binding's
-//! condition, the deletion event, the observed-generation sync, the result patch and its echo
-//! passes, the reservation in the assumption cache, the status patch re-read on conflicts, and
-//! the fresh read and new decision after a conflicting write. No I/O, no clock, no lock: the
-//! executor (`execute.rs`) sends the effects and decides nothing, so each retry rule is tested
-//! by feeding answers and reading effects.
-//!
-//! A batch of effects ends with one request ([`Effect::Schedule`], [`Effect::Echo`],
-//! [`Effect::Patch`], [`Effect::Reread`]), whose answer is the next call of [`Attempt::on`],
-//! or with [`Effect::Done`].
+//! [`Attempt::malformed`]), then [`Attempt::on`] for each answer (the algorithm's outcome,
+//! the server's answer to a write or a read), return what to do next as [`Effect`]s, plain
+//! values. Every rule of an attempt is here: the malformed binding's condition, the deletion
+//! event, the observed-generation sync, the result patch and its echo passes, the reservation
+//! in the assumption cache, the status patch re-read on conflicts, and the fresh read and new
+//! decision after a conflicting write. No I/O, no clock, no lock: the executor
+//! (`execute.rs`) sends the effects and decides nothing, so each retry rule is a unit test
+//! feeding answers. A batch of effects ends with one request ([`Effect::Schedule`],
+//! [`Effect::Echo`], [`Effect::Patch`], [`Effect::Reread`]), answered by the next
+//! [`Attempt::on`], or with [`Effect::Done`].
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karmada_api::work::TargetCluster;
@@ -74,13 +72,13 @@ pub struct Patch {
 }
 
 impl Patch {
-    fn on(base: &Binding, target: Target, body: Value) -> Self {
-        Self {
+    fn on(base: &Binding, target: Target, body: Value) -> Effect {
+        Effect::Patch(Self {
             target,
             body,
             precondition: base.resource_version().map(str::to_string),
             generation: base.generation(),
-        }
+        })
     }
 
     /// Whether it changes the spec, which bumps the generation.
@@ -122,6 +120,8 @@ pub struct Attempt<'s> {
     schedule_type: Option<ScheduleType>,
     outcome: Option<Outcome>,
     state: State,
+    /// The effects of the call under way.
+    out: Vec<Effect>,
 }
 
 /// What the attempt waits for.
@@ -168,20 +168,6 @@ fn failed(e: AttemptError) -> Effect {
     Effect::Done(Err(CycleError::Failed(e)))
 }
 
-fn placement_error(binding: &Binding) -> String {
-    let what = match binding.kind {
-        BindingKind::ResourceBinding => format!(
-            "resourceBinding({}/{})",
-            binding.namespace(),
-            binding.name()
-        ),
-        BindingKind::ClusterResourceBinding => {
-            format!("clusterResourceBinding({})", binding.name())
-        }
-    };
-    format!("failed to get placement from {what}")
-}
-
 /// The decision ladder for `binding` against the clusters of `snapshot`.
 pub fn decision(binding: &Binding, snapshot: &Snapshot, multiple_pod_templates: bool) -> Decision {
     let clusters: Vec<&karmada_api::Cluster> =
@@ -192,15 +178,18 @@ pub fn decision(binding: &Binding, snapshot: &Snapshot, multiple_pod_templates: 
 impl<'s> Attempt<'s> {
     /// An attempt on `binding` (the latest copy known) against `snapshot`, at time `now`.
     pub fn new(snapshot: &'s Snapshot, rules: Rules, binding: Binding, now: Time) -> Self {
+        let (rereads, schedule_type, outcome, state) = (0, None, None, State::Idle);
+        let out = Vec::new();
         Self {
             snapshot,
             rules,
             now,
             binding,
-            rereads: 0,
-            schedule_type: None,
-            outcome: None,
-            state: State::Idle,
+            rereads,
+            schedule_type,
+            outcome,
+            state,
+            out,
         }
     }
 
@@ -221,41 +210,8 @@ impl<'s> Attempt<'s> {
 
     /// Act on `decision`, the ladder's for [`Attempt::binding`] or one asked for.
     pub fn start(&mut self, decision: Decision) -> Vec<Effect> {
-        self.schedule_type = None;
-        self.outcome = None;
-        match decision {
-            Decision::Deleting => vec![
-                Effect::Event(PlannedEvent::failed(deleting_event_message(&self.binding))),
-                Effect::Done(Ok(())),
-            ],
-            Decision::NoPlacement => {
-                vec![failed(AttemptError::Other(placement_error(&self.binding)))]
-            }
-            Decision::UpToDate {
-                sync_generation: None,
-            } => vec![Effect::Done(Ok(()))],
-            // Preconditioned like every write: a stale copy (a frozen replica waking up) must
-            // not move the observed generation of a newer object.
-            Decision::UpToDate {
-                sync_generation: Some(generation),
-            } => {
-                let body = observed_generation_patch(generation);
-                self.state = State::Syncing;
-                vec![Effect::Patch(Patch::on(
-                    &self.binding,
-                    Target::Status,
-                    body,
-                ))]
-            }
-            Decision::Schedule(schedule_type, trigger) => {
-                self.schedule_type = Some(schedule_type);
-                let exclusive = self.rules.reserving
-                    && self.binding.kind == BindingKind::ResourceBinding
-                    && self.binding.spec.is_workload();
-                self.state = State::Scheduling { exclusive };
-                vec![Effect::Schedule { trigger, exclusive }]
-            }
-        }
+        self.decided(decision);
+        std::mem::take(&mut self.out)
     }
 
     /// A binding that does not decode (`error` says where): its `Scheduled=False` condition,
@@ -265,135 +221,177 @@ impl<'s> Attempt<'s> {
             "failed to decode {}: {error}",
             self.binding.key().describe()
         );
+        let condition = ScheduledCondition {
+            status: false,
+            reason: "SchedulerError",
+            message,
+        };
         let update = StatusUpdate {
-            condition: ScheduledCondition {
-                status: false,
-                reason: "SchedulerError",
-                message: message.clone(),
-            },
+            condition,
             scheduled_generation: None,
             affinity_name: None,
         };
-        let Some(body) = status_patch(&self.binding.status, &update, &self.now) else {
-            return vec![Effect::Done(Ok(()))];
-        };
-        self.state = State::Malformed(message);
-        vec![Effect::Patch(Patch::on(
-            &self.binding,
-            Target::Status,
-            body,
-        ))]
+        match status_patch(&self.binding.status, &update, &self.now) {
+            Some(body) => self.wait(
+                State::Malformed(update.condition.message),
+                Patch::on(&self.binding, Target::Status, body),
+            ),
+            None => self.out.push(Effect::Done(Ok(()))),
+        }
+        std::mem::take(&mut self.out)
     }
 
     /// The answer to the request that ended the last batch.
     pub fn on(&mut self, answer: Answer) -> Vec<Effect> {
         match (std::mem::replace(&mut self.state, State::Idle), answer) {
-            (State::Syncing, Answer::Object(Ok(_))) => vec![Effect::Done(Ok(()))],
+            (State::Syncing, Answer::Object(Ok(_))) => self.out.push(Effect::Done(Ok(()))),
             (State::Syncing, Answer::Object(Err(e))) if e.is_conflict() => self.conflict(),
-            (State::Syncing, Answer::Object(Err(e))) => vec![failed(e.into())],
+            (State::Syncing, Answer::Object(Err(e))) => self.out.push(failed(e.into())),
             (State::Scheduling { exclusive }, Answer::Outcome(o)) => self.planned(o, exclusive),
             (State::Writing(w), Answer::Object(r)) => self.result_answered(w, r),
             (State::Writing(mut w), Answer::Outcome(o)) => match o.result {
                 Ok(CoreDecision::Scheduled(result)) => {
                     w.result = result;
-                    self.write_result(w)
+                    self.write_result(w);
                 }
                 _ => self.results_written(*w),
             },
             (State::Status(s), Answer::Object(r)) => self.status_answered(s, r),
             (State::Rereading, Answer::Object(r)) => self.reread(r),
+            // Told unless this replica's permit lapsed; a newer object (a conflict) is left
+            // to its own watch event.
             (State::Malformed(message), Answer::Object(r)) => {
-                let result = match r {
-                    Err(e) if e.is_fenced() => return vec![failed(e.into())],
-                    // A newer object: its own watch event queues it again.
-                    Err(e) if !e.is_conflict() => Err(CycleError::Failed(e.into())),
-                    _ => Ok(()),
-                };
-                vec![
-                    Effect::Event(PlannedEvent::failed(message)),
-                    Effect::Done(result),
-                ]
+                if !matches!(&r, Err(e) if e.is_fenced()) {
+                    self.out.push(Effect::Event(PlannedEvent::failed(message)));
+                }
+                self.out.push(match r {
+                    Err(e) if !e.is_conflict() => failed(e.into()),
+                    _ => Effect::Done(Ok(())),
+                });
             }
-            _ => vec![failed(AttemptError::Other(
+            _ => self.out.push(failed(AttemptError::Other(
                 "an answer not asked for".into(),
-            ))],
+            ))),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// Wait in `state` for the answer to `request`.
+    fn wait(&mut self, state: State, request: Effect) {
+        self.state = state;
+        self.out.push(request);
+    }
+
+    fn decided(&mut self, decision: Decision) {
+        (self.schedule_type, self.outcome) = (None, None);
+        match decision {
+            Decision::Deleting => {
+                let message = deleting_event_message(&self.binding);
+                self.out.extend([
+                    Effect::Event(PlannedEvent::failed(message)),
+                    Effect::Done(Ok(())),
+                ]);
+            }
+            Decision::NoPlacement => {
+                let what = match self.binding.kind {
+                    BindingKind::ResourceBinding => "resourceBinding",
+                    BindingKind::ClusterResourceBinding => "clusterResourceBinding",
+                };
+                let message = format!(
+                    "failed to get placement from {what}({})",
+                    self.binding.key()
+                );
+                self.out.push(failed(AttemptError::Other(message)));
+            }
+            Decision::UpToDate {
+                sync_generation: None,
+            } => self.out.push(Effect::Done(Ok(()))),
+            // Preconditioned like every write: a stale copy (a frozen replica waking up) must
+            // not move the observed generation of a newer object.
+            Decision::UpToDate {
+                sync_generation: Some(generation),
+            } => {
+                let body = observed_generation_patch(generation);
+                self.wait(
+                    State::Syncing,
+                    Patch::on(&self.binding, Target::Status, body),
+                );
+            }
+            Decision::Schedule(schedule_type, trigger) => {
+                self.schedule_type = Some(schedule_type);
+                let exclusive = self.rules.reserving
+                    && self.binding.kind == BindingKind::ResourceBinding
+                    && self.binding.spec.is_workload();
+                self.wait(
+                    State::Scheduling { exclusive },
+                    Effect::Schedule { trigger, exclusive },
+                );
+            }
         }
     }
 
     /// A write met a newer object: read it and decide again, while re-reads remain.
-    fn conflict(&mut self) -> Vec<Effect> {
-        if self.rules.rereads == 0 {
-            return vec![Effect::Done(Err(CycleError::Conflict))];
+    fn conflict(&mut self) {
+        match self.rules.rereads {
+            0 => self.out.push(Effect::Done(Err(CycleError::Conflict))),
+            _ => self.wait(State::Rereading, Effect::Reread),
         }
-        self.state = State::Rereading;
-        vec![Effect::Reread]
     }
 
-    fn reread(&mut self, read: Result<Box<Binding>, ApiFailure>) -> Vec<Effect> {
+    fn reread(&mut self, read: Result<Box<Binding>, ApiFailure>) {
         match read {
             Ok(fresh) if self.rereads < self.rules.rereads => {
                 self.rereads += 1;
                 self.binding = *fresh;
-                self.start(decision(
-                    &self.binding,
-                    self.snapshot,
-                    self.rules.multiple_pod_templates,
-                ))
+                let multi = self.rules.multiple_pod_templates;
+                self.decided(decision(&self.binding, self.snapshot, multi));
             }
-            Ok(_) => vec![Effect::Done(Err(CycleError::Conflict))],
-            Err(e) => vec![Effect::Done(Err(CycleError::Reread(e)))],
+            Ok(_) => self.out.push(Effect::Done(Err(CycleError::Conflict))),
+            Err(e) => self.out.push(Effect::Done(Err(CycleError::Reread(e)))),
         }
     }
 
     /// The algorithm's outcome: the plan's events, the reservation, the first result patch.
-    fn planned(&mut self, outcome: Outcome, exclusive: bool) -> Vec<Effect> {
+    fn planned(&mut self, outcome: Outcome, exclusive: bool) {
         let plan = plan(&self.binding, &outcome);
         self.outcome = Some(outcome);
-        let mut effects: Vec<Effect> = plan.events.iter().cloned().map(Effect::Event).collect();
+        self.out
+            .extend(plan.events.iter().cloned().map(Effect::Event));
         let placement = encode_placement(&self.binding.spec.placement.clone().unwrap_or_default());
         // Reserve what is about to be written; rolled back if the write is refused.
         let reserve = plan
             .result
             .as_ref()
             .filter(|r| exclusive && result_patch(&self.binding, &placement, r).is_some());
-        effects.extend(reserve.cloned().map(Effect::Reserve));
-        if exclusive {
-            effects.push(Effect::Unlock);
+        self.out.extend(reserve.cloned().map(Effect::Reserve));
+        self.out.extend(exclusive.then_some(Effect::Unlock));
+        let (reserved, written) = (reserve.is_some(), Written::default());
+        match plan.result.clone() {
+            Some(result) => self.write_result(Box::new(Writing {
+                plan,
+                placement,
+                result,
+                written,
+                passes: 0,
+                bumps: false,
+                reserved,
+            })),
+            None => self.close(&plan, written),
         }
-        let Some(result) = plan.result.clone() else {
-            effects.extend(self.close(&plan, Written::default()));
-            return effects;
-        };
-        let writing = Writing {
-            reserved: reserve.is_some(),
-            plan,
-            placement,
-            result,
-            written: Written::default(),
-            passes: 0,
-            bumps: false,
-        };
-        effects.extend(self.write_result(Box::new(writing)));
-        effects
     }
 
     /// The result patch against the latest stored copy, if the result changes it.
-    fn write_result(&mut self, mut w: Box<Writing>) -> Vec<Effect> {
+    fn write_result(&mut self, mut w: Box<Writing>) {
         let base = w.written.stored.as_ref().unwrap_or(&self.binding);
         let Some(body) = result_patch(base, &w.placement, &w.result) else {
             return self.results_written(*w);
         };
+        w.bumps = body.get("spec").is_some();
         let patch = Patch::on(base, Target::Main, body);
-        w.bumps = patch.bumps_generation();
-        self.state = State::Writing(w);
-        vec![Effect::Patch(patch)]
+        self.wait(State::Writing(w), patch);
     }
 
-    fn result_answered(
-        &mut self,
-        mut w: Box<Writing>,
-        answer: Result<Box<Binding>, ApiFailure>,
-    ) -> Vec<Effect> {
+    fn result_answered(&mut self, mut w: Box<Writing>, answer: Result<Box<Binding>, ApiFailure>) {
         match answer {
             // A Duplicated or non-workload binding is scheduled again by the reference when
             // the watch event of its own `spec.clusters` write comes back, and the clusters
@@ -401,22 +399,17 @@ impl<'s> Attempt<'s> {
             // pass now, on the stored object against the same snapshot.
             Ok(stored) => {
                 w.passes += 1;
-                let echo =
-                    w.bumps && w.passes <= ECHO_PASSES && always_rescheduled(&self.binding.spec);
-                if !echo {
+                let echo = w.bumps && w.passes <= ECHO_PASSES;
+                if !(echo && always_rescheduled(&self.binding.spec)) {
                     w.written.stored = Some(*stored);
                     return self.results_written(*w);
                 }
-                let effect = Effect::Echo(stored.clone());
-                w.written.stored = Some(*stored);
-                self.state = State::Writing(w);
-                vec![effect]
+                w.written.stored = Some((*stored).clone());
+                self.wait(State::Writing(w), Effect::Echo(stored));
             }
             Err(e) if e.is_conflict() => {
-                let mut effects: Vec<Effect> =
-                    w.reserved.then_some(Effect::Release).into_iter().collect();
-                effects.extend(self.conflict());
-                effects
+                self.out.extend(w.reserved.then_some(Effect::Release));
+                self.conflict();
             }
             // No verdict on the write, which may have landed (or, fenced, was not sent): no
             // failure status either (it could overwrite the status of a write that did land,
@@ -424,56 +417,54 @@ impl<'s> Attempt<'s> {
             // the patch landed, its marker makes the retry complete it. The reservation stays
             // meanwhile: the write may have landed.
             Err(e) if e.is_transient() => {
-                let keep = w.reserved.then_some(Effect::Keep);
-                keep.into_iter().chain([failed(e.into())]).collect()
+                self.out.extend(w.reserved.then_some(Effect::Keep));
+                self.out.push(failed(e.into()));
             }
             Err(e) => {
                 w.written.refused = Some(e);
-                self.results_written(*w)
+                self.results_written(*w);
             }
         }
     }
 
     /// The result writes are over: settle the reservation, then the closing event and status.
-    fn results_written(&mut self, mut w: Writing) -> Vec<Effect> {
-        let mut effects = Vec::new();
+    fn results_written(&mut self, mut w: Writing) {
         if w.reserved && w.written.stored.is_none() {
-            effects.push(Effect::Release);
+            self.out.push(Effect::Release);
         } else if w.reserved {
-            effects.push(Effect::Keep);
+            self.out.push(Effect::Keep);
             // The echo pass wrote another result (the reference assumes each it writes).
             if w.plan.result.as_ref() != Some(&w.result) {
-                effects.extend([Effect::Reserve(w.result.clone()), Effect::Keep]);
+                self.out
+                    .extend([Effect::Reserve(w.result.clone()), Effect::Keep]);
             }
         }
         w.written.result = Some(w.result);
-        effects.extend(self.close(&w.plan, w.written));
-        effects
+        self.close(&w.plan, w.written);
     }
 
-    fn close(&mut self, plan: &Plan, written: Written) -> Vec<Effect> {
+    fn close(&mut self, plan: &Plan, written: Written) {
         let closing = closing(&self.binding, plan, &written);
-        let mut effects: Vec<Effect> = closing.event.iter().cloned().map(Effect::Event).collect();
-        effects.extend(self.write_status(Box::new(Status {
+        self.out
+            .extend(closing.event.iter().cloned().map(Effect::Event));
+        let base = written.stored;
+        self.write_status(Box::new(Status {
             closing,
-            base: written.stored,
+            base,
             sent: 0,
             reading: false,
-        })));
-        effects
+        }));
     }
 
     /// The status patch against the latest copy, if it changes anything.
-    fn write_status(&mut self, mut s: Box<Status>) -> Vec<Effect> {
+    fn write_status(&mut self, mut s: Box<Status>) {
         let base = s.base.as_ref().unwrap_or(&self.binding);
         let Some(body) = status_patch(&base.status, &s.closing.status, &self.now) else {
-            return vec![finish(&s.closing)];
+            return self.out.push(finish(&s.closing));
         };
         let patch = Patch::on(base, Target::Status, body);
-        s.sent += 1;
-        s.reading = false;
-        self.state = State::Status(s);
-        vec![Effect::Patch(patch)]
+        (s.sent, s.reading) = (s.sent + 1, false);
+        self.wait(State::Status(s), patch);
     }
 
     /// A conflicting status patch is computed again on a fresh read of the same generation,
@@ -481,31 +472,25 @@ impl<'s> Attempt<'s> {
     /// another generation ends in a conflict: the status was decided for this one, and
     /// written over a newer one it would mark a newer spec as scheduled, or move
     /// `schedulerObservedGeneration` back.
-    fn status_answered(
-        &mut self,
-        mut s: Box<Status>,
-        answer: Result<Box<Binding>, ApiFailure>,
-    ) -> Vec<Effect> {
+    fn status_answered(&mut self, mut s: Box<Status>, answer: Result<Box<Binding>, ApiFailure>) {
         let generation = s.base.as_ref().unwrap_or(&self.binding).generation();
         match (s.reading, answer) {
-            (false, Ok(_)) => vec![finish(&s.closing)],
+            (false, Ok(_)) => self.out.push(finish(&s.closing)),
             (false, Err(e)) if e.is_conflict() => {
                 s.reading = true;
-                self.state = State::Status(s);
-                vec![Effect::Reread]
+                self.wait(State::Status(s), Effect::Reread);
             }
-            (true, Ok(fresh)) if fresh.generation() == generation => {
-                if s.sent == STATUS_PATCH_ATTEMPTS {
-                    return vec![failed(AttemptError::Other(format!(
-                        "status of {} kept changing during {STATUS_PATCH_ATTEMPTS} attempts",
-                        self.binding.key().describe()
-                    )))];
-                }
+            (true, Ok(fresh)) if fresh.generation() != generation => self.conflict(),
+            (true, Ok(_)) if s.sent == STATUS_PATCH_ATTEMPTS => {
+                let key = self.binding.key().describe();
+                let message = format!("status of {key} kept changing during {} attempts", s.sent);
+                self.out.push(failed(AttemptError::Other(message)));
+            }
+            (true, Ok(fresh)) => {
                 s.base = Some(*fresh);
-                self.write_status(s)
+                self.write_status(s);
             }
-            (true, Ok(_)) => self.conflict(),
-            (_, Err(e)) => vec![failed(e.into())],
+            (_, Err(e)) => self.out.push(failed(e.into())),
         }
     }
 }

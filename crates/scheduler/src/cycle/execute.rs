@@ -23,22 +23,22 @@ impl Cycle<'_> {
             snapshot,
             spec: &binding.spec,
             status: &binding.status,
-            workload_index: self.workload_index,
-            assumed: self.assumptions.map(|a| a as &dyn AssumptionSource),
+            workload_index: self.parts.workload_index,
+            assumed: self.parts.assumptions.map(|a| a as &dyn AssumptionSource),
         }
     }
 
-    /// Send `effects`, then those `attempt` returns for each answer, until it is done.
+    /// Send the effects `start` returns, then those `attempt` returns for each answer, until
+    /// it is done.
     pub(super) async fn execute(
         &self,
         mut attempt: Attempt<'_>,
-        mut effects: Vec<Effect>,
+        start: impl FnOnce(&mut Attempt<'_>) -> Vec<Effect>,
         snapshot: &Snapshot,
     ) -> CycleReport {
-        let key = attempt.binding().key();
-        let mut lock = None;
-        let mut reservation = None;
-        loop {
+        let (key, mut effects) = (attempt.binding().key(), start(&mut attempt));
+        let (assumptions, mut lock, mut reservation) = (self.parts.assumptions, None, None);
+        let result = 'attempt: loop {
             let mut answer = None;
             for effect in effects {
                 let binding = attempt.binding();
@@ -46,66 +46,66 @@ impl Cycle<'_> {
                     Effect::Event(e) => self.events.event(binding, e.warning, e.reason, e.message),
                     Effect::Schedule { trigger, exclusive } => {
                         tracing::info!(binding = %key, ?trigger, "Start to schedule {}", key.describe());
-                        if let Some(a) = self.assumptions.filter(|_| exclusive) {
+                        if let Some(a) = assumptions.filter(|_| exclusive) {
                             lock = Some(a.reserve().await);
                         }
                         let input = self.input(snapshot, binding);
-                        let outcome = self.scheduler.schedule_binding(input, self.want_trace);
+                        let outcome = self
+                            .scheduler
+                            .schedule_binding(input, self.parts.want_trace);
                         answer = Some(Answer::Outcome(outcome.await));
                     }
                     Effect::Echo(stored) => {
-                        let input = self.input(snapshot, &stored);
-                        let outcome = self.scheduler.schedule_binding(input, false).await;
-                        answer = Some(Answer::Outcome(outcome));
+                        let outcome = self
+                            .scheduler
+                            .schedule_binding(self.input(snapshot, &stored), false);
+                        answer = Some(Answer::Outcome(outcome.await));
                     }
                     Effect::Reserve(result) => {
-                        let akey = binding.key().to_string();
-                        let healthy = healthy_clusters(&binding.status);
-                        reservation = self
-                            .assumptions
+                        let (akey, healthy) = (key.to_string(), healthy_clusters(&binding.status));
+                        reservation = assumptions
                             .and_then(|a| a.assume(&akey, &binding.spec, &result, healthy));
                     }
                     Effect::Unlock => drop(lock.take()),
                     Effect::Keep => reservation.take().into_iter().for_each(|r| r.keep()),
                     Effect::Release => drop(reservation.take()),
                     Effect::Patch(patch) => {
-                        answer = Some(Answer::Object(self.send(&key, patch).await));
+                        answer = Some(Answer::Object(self.send(&key, patch).await))
                     }
                     Effect::Reread => {
-                        let read = self.writer.get(&key).await;
-                        answer = Some(Answer::Object(read.map(Box::new)));
+                        answer = Some(Answer::Object(self.writer.get(&key).await.map(Box::new)))
                     }
-                    Effect::Done(result) => {
-                        return CycleReport {
-                            schedule_type: attempt.schedule_type(),
-                            result,
-                            outcome: attempt.take_outcome().filter(|_| self.want_trace),
-                        };
-                    }
+                    Effect::Done(result) => break 'attempt result,
                 }
             }
             let Some(answer) = answer else {
                 let stalled = AttemptError::Other("the attempt stopped without a request".into());
-                return CycleReport {
-                    schedule_type: attempt.schedule_type(),
-                    result: Err(CycleError::Failed(stalled)),
-                    outcome: None,
-                };
+                break Err(CycleError::Failed(stalled));
             };
             effects = attempt.on(answer);
+        };
+        let outcome = attempt.take_outcome().filter(|_| self.parts.want_trace);
+        let schedule_type = attempt.schedule_type();
+        CycleReport {
+            schedule_type,
+            result,
+            outcome,
         }
     }
 
     /// Send `patch` under the write permit. A result patch is announced to the after-write
     /// hook before it is sent (its watch event can arrive before the answer) and after.
     async fn send(&self, key: &BindingKey, patch: Patch) -> Result<Box<Binding>, ApiFailure> {
-        let hook = self.after_write.filter(|_| patch.target == Target::Main);
+        let hook = self
+            .parts
+            .after_write
+            .filter(|_| patch.target == Target::Main);
         let bumps = patch.bumps_generation();
         if let Some(h) = hook {
             h.sending(key, patch.generation, bumps);
         }
         let body = with_precondition(patch.body, patch.precondition.as_deref());
-        let sent = match self.permit.map(|p| p.check()) {
+        let sent = match self.parts.permit.map(|p| p.check()) {
             Some(Err(fenced)) => Err(fenced.into()),
             _ => self
                 .writer

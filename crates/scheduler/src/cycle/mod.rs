@@ -1,24 +1,18 @@
 //! One scheduling attempt for one binding: decide, run the algorithm, write.
 //!
-//! The cycle reads nothing but its arguments and talks to the API only through [`Writer`] and
-//! [`EventSink`], so tests drive it with in-memory fakes and the daemon with the kube client.
-//!
-//! Writes (our improvement over the reference's three blind patches):
-//! - the result patch carries a `metadata.resourceVersion` precondition: a result computed from
-//!   a stale cache copy is rejected with 409 instead of overwriting a newer `spec.clusters`
-//!   (e.g. a graceful eviction). The cycle then returns [`CycleError::Conflict`] and the caller
-//!   re-reads the binding from the API and runs the cycle again on the fresh object;
-//! - one status patch carries the `Scheduled` condition, the observed generation,
-//!   `lastScheduledTime` and the observed affinity name. It is computed against the object the
-//!   result patch returned (or the cache copy when no result patch was needed) and also carries
-//!   the resourceVersion; on 409 only the status patch is recomputed on a fresh GET and resent,
-//!   so a condition written meanwhile by another controller (`FullyApplied`) is never clobbered.
-
-//!
 //! The attempt is a state machine ([`attempt`]): the decision and each answer in, the events,
 //! writes, reads and reservations to make out, as data. [`Cycle::run`] drives it through a
-//! short executor (`execute.rs`), the one place that sends anything and that checks the write
-//! permit. Beside it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`],
+//! short executor (`execute.rs`), the one place that sends anything (through a [`Writer`] and
+//! an [`EventSink`], in-memory fakes in tests, the kube client in the daemon) and that checks
+//! the write permit. Its writes improve on the reference's three blind patches: the result
+//! patch carries a `metadata.resourceVersion` precondition, so a result computed from a stale
+//! copy is refused (409) instead of overwriting a newer `spec.clusters` (e.g. a graceful
+//! eviction), and the attempt is decided again on a fresh read; one status patch carries the
+//! `Scheduled` condition, the observed generation, `lastScheduledTime` and the observed
+//! affinity name, also preconditioned and recomputed on a fresh read when it conflicts, so a
+//! condition another controller wrote meanwhile (`FullyApplied`) is never clobbered.
+//!
+//! Beside it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`],
 //! [`events`]), the schedule procedure's plan ([`plan`]), the assumption cache of
 //! `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API server the cycle runs
 //! against in tests, `simulate` and `explain` ([`memory`]).
@@ -64,7 +58,7 @@ pub struct CycleReport {
     /// `Some` when the schedule procedure ran (rows 1–5 of the ladder).
     pub schedule_type: Option<ScheduleType>,
     pub result: Result<(), CycleError>,
-    /// The algorithm's outcome with its trace, when [`Cycle::want_trace`] asked for it and
+    /// The algorithm's outcome with its trace, when [`Parts::want_trace`] asked for it and
     /// the algorithm ran.
     pub outcome: Option<Outcome>,
 }
@@ -75,38 +69,28 @@ pub struct Cycle<'a> {
     pub(crate) scheduler: &'a Scheduler,
     pub(crate) writer: &'a dyn Writer,
     pub(crate) events: &'a dyn EventSink,
-    /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
-    pub(crate) workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// The daemon's caches, told about each result patch (see [`ResultHook`]).
-    pub(crate) after_write: Option<&'a dyn ResultHook>,
-    /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
-    pub(crate) assumptions: Option<&'a Assumptions>,
-    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
-    pub(crate) want_trace: bool,
-    /// The leadership term the attempt runs in (the daemon's); each patch is sent only while
-    /// it holds. `None`: never fenced.
-    pub(crate) permit: Option<&'a Permit>,
-    /// Decisions made again on a fresh read after a conflict ([`Rules::rereads`]).
-    pub(crate) rereads: usize,
+    /// The parts it uses, as the gates leave them.
+    pub(crate) parts: Parts<'a>,
 }
 
 /// What a cycle reads and tells besides the binding, the snapshot, its writer and its event
-/// sink: the parts the daemon's gates add, and whether to keep the trace.
+/// sink: the parts the daemon's gates add, and how its attempts run.
 #[derive(Clone, Copy, Default)]
 pub struct Parts<'a> {
     /// The other bindings, for the workload (anti-)affinity filters; used with the
     /// `WorkloadAffinity` gate.
     pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// The after-write hook of the daemon's caches; a read-only run has no caches of its own
-    /// to keep and passes none.
+    /// The daemon's caches, told about each result patch (see [`ResultHook`]); a read-only
+    /// run has no caches of its own to keep and passes none.
     pub after_write: Option<&'a dyn ResultHook>,
     /// The assumption cache; used with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<&'a Assumptions>,
-    /// Keep the algorithm's outcome and trace in the report.
+    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
     pub want_trace: bool,
-    /// The daemon's leadership term, which each write must still hold.
+    /// The daemon's leadership term: each patch is sent only while it holds (`None`: never
+    /// fenced).
     pub permit: Option<&'a Permit>,
-    /// Decisions made again on a fresh read after a conflict (the daemon's workers).
+    /// Decisions made again on a fresh read after a conflict ([`Rules::rereads`]).
     pub rereads: usize,
 }
 
@@ -122,18 +106,16 @@ impl<'a> Cycle<'a> {
         parts: Parts<'a>,
     ) -> Self {
         let gates = &scheduler.config().gates;
+        let parts = Parts {
+            workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
+            assumptions: (parts.assumptions).filter(|_| gates.scheduling_overcommit_protection()),
+            ..parts
+        };
         Cycle {
             scheduler,
             writer,
             events,
-            workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
-            after_write: parts.after_write,
-            assumptions: parts
-                .assumptions
-                .filter(|_| gates.scheduling_overcommit_protection()),
-            want_trace: parts.want_trace,
-            permit: parts.permit,
-            rereads: parts.rereads,
+            parts,
         }
     }
 }
@@ -161,9 +143,8 @@ impl Cycle<'_> {
         now: Time,
         decision: Decision,
     ) -> CycleReport {
-        let mut attempt = Attempt::new(snapshot, self.rules(), binding.clone(), now);
-        let effects = attempt.start(decision);
-        self.execute(attempt, effects, snapshot).await
+        let attempt = Attempt::new(snapshot, self.rules(), binding.clone(), now);
+        self.execute(attempt, |a| a.start(decision), snapshot).await
     }
 
     /// Tell a binding that does not decode so ([`Attempt::malformed`]).
@@ -173,20 +154,17 @@ impl Cycle<'_> {
         snapshot: &Snapshot,
         now: Time,
     ) -> CycleReport {
-        let mut attempt = Attempt::new(snapshot, self.rules(), m.binding.clone(), now);
-        let effects = attempt.malformed(&m.error);
-        self.execute(attempt, effects, snapshot).await
+        let attempt = Attempt::new(snapshot, self.rules(), m.binding.clone(), now);
+        self.execute(attempt, |a| a.malformed(&m.error), snapshot)
+            .await
     }
 
     fn rules(&self) -> Rules {
+        let gates = &self.scheduler.config().gates;
         Rules {
-            multiple_pod_templates: self
-                .scheduler
-                .config()
-                .gates
-                .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING),
-            reserving: self.assumptions.is_some(),
-            rereads: self.rereads,
+            multiple_pod_templates: gates.enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING),
+            reserving: self.parts.assumptions.is_some(),
+            rereads: self.parts.rereads,
         }
     }
 }

@@ -152,12 +152,10 @@ fn cycle<'a>(
         scheduler,
         writer: api,
         events,
-        workload_index: None,
-        after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
-        assumptions: None,
-        want_trace: false,
-        permit: None,
-        rereads: 0,
+        parts: Parts {
+            after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
+            ..Parts::default()
+        },
     }
 }
 
@@ -304,7 +302,10 @@ async fn concurrent_cycles_do_not_spend_the_same_capacity() {
         let assumptions = Assumptions::default();
         let cycle_of = |writer| Cycle {
             writer,
-            assumptions: gate.then_some(&assumptions),
+            parts: Parts {
+                assumptions: gate.then_some(&assumptions),
+                ..Parts::default()
+            },
             ..cycle(&s, &a, &events, None)
         };
         let (ca, cb) = (cycle_of(&slow_a), cycle_of(&slow_b));
