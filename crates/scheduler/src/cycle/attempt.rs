@@ -744,7 +744,8 @@ mod tests {
     }
 
     /// Each answer to the result patch: a conflict reads the object again (or, without
-    /// re-reads, ends the attempt); no verdict (5xx, no answer, a lapsed permit) ends it
+    /// re-reads, ends the attempt), and a failed read ends it with the read's failure; no
+    /// verdict (5xx, no answer, a lapsed permit) ends it
     /// with no status written; a refusal is told and written as the condition.
     #[test]
     fn each_answer_to_the_result_patch() {
@@ -756,6 +757,15 @@ mod tests {
         );
         let mut a = writing(&snapshot, rules(false, 3), &b);
         assert_eq!(a.on(refused(409, "Conflict")), vec![Effect::Reread]);
+        let mut unavailable = writing(&snapshot, rules(false, 3), &b);
+        unavailable.on(refused(409, "Conflict"));
+        assert_eq!(
+            unavailable.on(refused(503, "ServiceUnavailable")),
+            vec![Effect::Done(Err(CycleError::Reread(failure(
+                503,
+                "ServiceUnavailable"
+            ))))]
+        );
         assert_eq!(
             a.on(refused(404, "NotFound")),
             vec![Effect::Done(Err(CycleError::Reread(failure(

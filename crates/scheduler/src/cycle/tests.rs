@@ -775,3 +775,33 @@ async fn affinity_terms_fail_over_and_record_the_observed_name() {
     );
     assert_eq!(ev[1].1, "ScheduleBindingSucceed");
 }
+
+/// A permit whose term ended before the attempt's writes: the executor sends nothing (the
+/// announced own write is withdrawn) and the attempt ends fenced, for the worker to hand the
+/// key back.
+#[tokio::test]
+async fn a_lapsed_permit_sends_nothing() {
+    let api = FakeApi::new(binding_json(
+        json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+        0,
+    ));
+    let events = Events::default();
+    let s = scheduler();
+    let snapshot = Snapshot::from_clusters([cluster("m1")]);
+    let fence = component_base::fence::Fence::closed();
+    fence.renewed(fence.now(), std::time::Duration::from_secs(60));
+    let permit = fence.permit().expect("an open fence gives a permit");
+    fence.close();
+    let own = OwnWrites::default();
+    let mut cycle = cycle(&s, &api, &events, Some(&own));
+    cycle.parts.permit = Some(&permit);
+    let report = cycle.run(&api.binding(), &snapshot, now()).await;
+    assert!(
+        matches!(&report.result, Err(CycleError::Failed(e)) if e.is_fenced()),
+        "{:?}",
+        report.result
+    );
+    assert!(api.log.lock().unwrap().is_empty(), "nothing sent");
+    assert_eq!(own.len(), 0, "the announced write is withdrawn");
+    assert!(api.binding().spec.clusters.is_empty());
+}
