@@ -13,9 +13,10 @@
 //! - [`queue`]: the scheduling queue, concurrent workers with per-key exclusivity;
 //! - [`store`]: the caches, the event filter, the workload group index and the generations of
 //!   our own writes;
-//! - [`cycle`]: one scheduling attempt: decide, run scheduler-core, write; with the API as the
-//!   cycle sees it, the writes as data (merge patches, event messages), the assumption cache
-//!   of `SchedulingOvercommitProtection` and the in-memory API server;
+//! - [`cycle`]: one scheduling attempt: decide, run scheduler-core, write, as a state machine
+//!   whose effects a short executor sends; with the API as the cycle sees it, the writes as
+//!   data (merge patches, event messages), the assumption cache of
+//!   `SchedulingOvercommitProtection` and the in-memory API server;
 //! - [`kube`]: the writes through the kube client, bounded in time, and the API server probe;
 //! - [`controller`]: the watch handlers, the watches, the workers and the wiring;
 //! - [`explain`]: what the daemon would decide for a binding, and why, with the daemon's

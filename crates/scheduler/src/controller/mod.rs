@@ -75,6 +75,8 @@ impl Context {
             after_write: Some(&self.cache),
             assumptions: self.assumptions.as_deref(),
             want_trace: false,
+            permit: None,
+            rereads: 0,
         }
     }
 }

@@ -1,162 +1,102 @@
 //! The scheduling workers: one key at a time per worker, only while leading. A key's attempt
-//! ([`Context::process`]) runs the cycle on the cached binding, re-reads it when its write
-//! conflicted, and maps the result to the queue's [`Outcome`]; a binding that does not decode
-//! is told so instead.
+//! ([`Context::process`]) runs the cycle on the cached binding (or, for a binding that does
+//! not decode, tells it so) and maps its report to the queue's [`Outcome`].
 //!
-//! Each attempt runs under the [`Permit`] of the leadership term it was taken in, and every
-//! write it makes checks that permit right before it is sent. An attempt whose write the fence
-//! refused (the lease lapsed, e.g. the process was frozen) is handed back to the queue
-//! unwritten, for whoever leads, without counting as a failure.
+//! Each attempt runs under the [`Permit`] of the leadership term it was taken in, which the
+//! cycle's executor checks right before each write. An attempt whose write the fence refused
+//! (the lease lapsed, e.g. the process was frozen) is handed back to the queue unwritten, for
+//! whoever leads, without counting as a failure.
 
 use std::sync::Arc;
 
 use component_base::cancel::CancellationToken;
 use component_base::fence::{Fence, Permit};
-use component_base::write::Permitted;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Context;
-use crate::cycle::patch::{REASON_FAILED, StatusUpdate, status_patch};
-use crate::cycle::sink::{ObjectWriter as _, Target, Writer};
-use crate::cycle::{Cycle, CycleError};
+use crate::cycle::{Cycle, CycleError, Parts};
 use crate::metrics::IncomingEvent;
 use crate::model::binding::BindingKey;
-use crate::model::condition::ScheduledCondition;
 use crate::queue::Outcome;
-use crate::store::{Cached, Malformed};
+use crate::store::Cached;
 
-/// Re-reads of a binding whose write conflicted before the attempt is handed back to the queue.
+/// Decisions made again on a fresh read when a write conflicted, before the attempt is
+/// handed back to the queue.
 const CONFLICT_RETRIES: usize = 3;
 
 impl Context {
     /// Process one key under `permit`; the queue outcome, or `None` when a write was fenced
     /// (nothing more was sent: the key goes back to the queue for whoever leads).
     pub async fn process(&self, key: &BindingKey, permit: &Permit) -> Option<Outcome> {
-        let writer = Permitted {
-            inner: self.writer.as_ref(),
-            permit,
-        };
-        let outcome = self.attempt(key, &writer).await;
+        let outcome = self.attempt(key, permit).await;
         if outcome.is_none() {
             tracing::info!(binding = %key, "not written: this replica's lease lapsed during the attempt (term {}); left to the leader", permit.term());
         }
         outcome
     }
 
-    async fn attempt(
-        &self,
-        key: &BindingKey,
-        writer: &Permitted<'_, dyn Writer>,
-    ) -> Option<Outcome> {
+    async fn attempt(&self, key: &BindingKey, permit: &Permit) -> Option<Outcome> {
         let Some(cached) = self.stores.binding(key) else {
             return Some(Outcome::Success);
         };
-        let mut binding = match cached {
-            Cached::Ok(b) => (*b).clone(),
-            Cached::Malformed(m) => return self.report_malformed(&m, writer).await,
+        let parts = Parts {
+            permit: Some(permit),
+            rereads: CONFLICT_RETRIES,
+            ..self.parts()
         };
-        let snapshot = self.stores.snapshot();
-        let cycle = Cycle::new(&self.scheduler, writer, self.events.as_ref(), self.parts());
+        let cycle = Cycle::new(
+            &self.scheduler,
+            self.writer.as_ref(),
+            self.events.as_ref(),
+            parts,
+        );
+        let (snapshot, now) = (self.stores.snapshot(), Time(Timestamp::now()));
         let start = Instant::now();
-        let mut report = None;
-        for _ in 0..=CONFLICT_RETRIES {
-            let r = cycle.run(&binding, &snapshot, Time(Timestamp::now())).await;
-            if r.result == Err(CycleError::Conflict) {
-                match self.writer.get(key).await {
-                    Ok(fresh) => {
-                        binding = fresh;
-                        report = Some(r);
-                        continue;
-                    }
-                    Err(e) if e.is_not_found() => return Some(Outcome::Success),
-                    Err(e) => {
-                        tracing::error!(binding = %key, "re-reading after a conflict: {e}");
-                        if e.is_transient() {
-                            return Some(Outcome::Unavailable);
-                        }
-                        report = Some(r);
-                        break;
-                    }
+        let (report, malformed) = match &cached {
+            Cached::Ok(binding) => (cycle.run(binding, &snapshot, now).await, false),
+            Cached::Malformed(m) => (cycle.run_malformed(m, &snapshot, now).await, true),
+        };
+        match &report.result {
+            Err(CycleError::Failed(e)) if e.is_fenced() => return None,
+            Err(CycleError::Reread(e)) if e.is_not_found() => return Some(Outcome::Success),
+            Err(CycleError::Reread(e)) => {
+                tracing::error!(binding = %key, "re-reading after a conflict: {e}");
+                if e.is_transient() {
+                    return Some(Outcome::Unavailable);
                 }
             }
-            report = Some(r);
-            break;
-        }
-        let Some(report) = report else {
-            return Some(Outcome::Failure);
-        };
-        if matches!(&report.result, Err(CycleError::Failed(e)) if e.is_fenced()) {
-            return None;
+            _ => {}
         }
         if let Some(t) = report.schedule_type {
             self.metrics
                 .binding_schedule(t.as_str(), start.elapsed(), report.result.is_ok());
         }
-        Some(match report.result {
-            Ok(()) => Outcome::Success,
-            Err(e) => {
-                self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
-                match e {
-                    CycleError::Failed(err) => {
-                        tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
-                        if err.is_transient() {
-                            // Its writes are owed: retried as soon as the server answers.
-                            Outcome::Unavailable
-                        } else if err.is_unschedulable() {
-                            Outcome::Unschedulable
-                        } else {
-                            Outcome::Failure
-                        }
-                    }
-                    CycleError::Conflict => Outcome::Failure,
-                }
-            }
-        })
-    }
-
-    /// A binding that does not decode: tell it, once per generation (preconditioned on the
-    /// resourceVersion it was read at: a newer object is read again by its own event).
-    async fn report_malformed(
-        &self,
-        m: &Malformed,
-        writer: &Permitted<'_, dyn Writer>,
-    ) -> Option<Outcome> {
-        let key = m.binding.key();
-        let message = format!("failed to decode {}: {}", key.describe(), m.error);
-        let update = StatusUpdate {
-            condition: ScheduledCondition {
-                status: false,
-                reason: "SchedulerError",
-                message: message.clone(),
-            },
-            scheduled_generation: None,
-            affinity_name: None,
-        };
-        let Some(patch) = status_patch(&m.binding.status, &update, &Time(Timestamp::now())) else {
+        let Err(e) = report.result else {
             return Some(Outcome::Success);
         };
-        let patch = crate::cycle::patch::with_precondition(patch, m.binding.resource_version());
-        if writer.permit.check().is_err() {
-            return None;
+        // A binding that does not decode is told so, not scheduled.
+        if !malformed {
+            self.metrics.incoming(IncomingEvent::ScheduleAttemptFailure);
         }
-        self.events.event(&m.binding, true, REASON_FAILED, message);
-        match writer.patch(&key, Target::Status, patch).await {
-            Ok(_) => Some(Outcome::Success),
-            Err(e) if e.is_fenced() => None,
-            // A newer object: its own watch event queues it again.
-            Err(e) if e.is_conflict() => Some(Outcome::Success),
-            Err(e) => {
-                tracing::error!(binding = %key, "writing the decode error: {e}");
-                Some(if e.is_transient() {
-                    Outcome::Unavailable
-                } else {
-                    Outcome::Failure
-                })
-            }
+        let CycleError::Failed(err) = e else {
+            return Some(Outcome::Failure);
+        };
+        if malformed {
+            tracing::error!(binding = %key, "writing the decode error: {err}");
+        } else {
+            tracing::error!(binding = %key, "Failed scheduling {}: {err}", key.describe());
         }
+        Some(if err.is_transient() {
+            // Its writes are owed: retried as soon as the server answers.
+            Outcome::Unavailable
+        } else if err.is_unschedulable() {
+            Outcome::Unschedulable
+        } else {
+            Outcome::Failure
+        })
     }
 }
 

@@ -1,35 +1,32 @@
 //! One scheduling attempt for one binding: decide, run the algorithm, write.
 //!
-//! The cycle reads nothing but its arguments and talks to the API only through [`Writer`] and
-//! [`EventSink`], so tests drive it with in-memory fakes and the daemon with the kube client.
+//! The attempt is a state machine ([`attempt`]): the decision and each answer in, the events,
+//! writes, reads and reservations to make out, as data. [`Cycle::run`] drives it through a
+//! short executor (`execute.rs`), the one place that sends anything (through a [`Writer`] and
+//! an [`EventSink`], in-memory fakes in tests, the kube client in the daemon) and that checks
+//! the write permit. Its writes improve on the reference's three blind patches: the result
+//! patch carries a `metadata.resourceVersion` precondition, so a result computed from a stale
+//! copy is refused (409) instead of overwriting a newer `spec.clusters` (e.g. a graceful
+//! eviction), and the attempt is decided again on a fresh read; one status patch carries the
+//! `Scheduled` condition, the observed generation, `lastScheduledTime` and the observed
+//! affinity name, also preconditioned and recomputed on a fresh read when it conflicts, so a
+//! condition another controller wrote meanwhile (`FullyApplied`) is never clobbered.
 //!
-//! Writes (our improvement over the reference's three blind patches):
-//! - the result patch carries a `metadata.resourceVersion` precondition: a result computed from
-//!   a stale cache copy is rejected with 409 instead of overwriting a newer `spec.clusters`
-//!   (e.g. a graceful eviction). The cycle then returns [`CycleError::Conflict`] and the caller
-//!   re-reads the binding from the API and runs the cycle again on the fresh object;
-//! - one status patch carries the `Scheduled` condition, the observed generation,
-//!   `lastScheduledTime` and the observed affinity name. It is computed against the object the
-//!   result patch returned (or the cache copy when no result patch was needed) and also carries
-//!   the resourceVersion; on 409 only the status patch is recomputed on a fresh GET and resent,
-//!   so a condition written meanwhile by another controller (`FullyApplied`) is never clobbered.
-
-//!
-//! The attempt is [`Cycle::run`] here; the schedule procedure (the algorithm, the assumption
-//! and the echo pass) is in `schedule.rs`, the preconditioned writes in `write.rs`. Beside
-//! it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`], [`events`]), the
-//! assumption cache of `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API
-//! server the cycle runs against in tests, `simulate` and `explain` ([`memory`]).
+//! Beside it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`],
+//! [`events`]), the schedule procedure's plan ([`plan`]), the assumption cache of
+//! `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API server the cycle runs
+//! against in tests, `simulate` and `explain` ([`memory`]).
 
 pub mod assume;
+pub mod attempt;
 pub mod events;
+mod execute;
 pub mod memory;
 pub mod patch;
 pub mod plan;
-mod schedule;
 pub mod sink;
-mod write;
 
+use component_base::fence::Permit;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
 use scheduler_core::framework::WorkloadGroupIndex;
@@ -37,15 +34,12 @@ use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
 use crate::cycle::assume::Assumptions;
-use crate::cycle::patch::{
-    REASON_FAILED, deleting_event_message, observed_generation_patch, with_precondition,
-};
-use crate::model::binding::{Binding, BindingKind};
-use crate::model::condition::AttemptError;
-use crate::model::decision::{Decision, ScheduleType, decide};
-
-use crate::cycle::sink::{EventSink, Target, Writer};
-use crate::store::ResultHook;
+use crate::cycle::attempt::{Attempt, Rules};
+use crate::cycle::sink::{EventSink, Writer};
+use crate::model::binding::Binding;
+use crate::model::condition::{ApiFailure, AttemptError};
+use crate::model::decision::{Decision, ScheduleType};
+use crate::store::{Malformed, ResultHook};
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +48,8 @@ pub enum CycleError {
     Conflict,
     /// The attempt failed; the queue retries it (with backoff, or parked when unschedulable).
     Failed(AttemptError),
+    /// The read after a conflict failed (404: the binding is gone).
+    Reread(ApiFailure),
 }
 
 /// What a cycle did, for the queue and the metrics.
@@ -62,7 +58,7 @@ pub struct CycleReport {
     /// `Some` when the schedule procedure ran (rows 1–5 of the ladder).
     pub schedule_type: Option<ScheduleType>,
     pub result: Result<(), CycleError>,
-    /// The algorithm's outcome with its trace, when [`Cycle::want_trace`] asked for it and
+    /// The algorithm's outcome with its trace, when [`Parts::want_trace`] asked for it and
     /// the algorithm ran.
     pub outcome: Option<Outcome>,
 }
@@ -73,46 +69,29 @@ pub struct Cycle<'a> {
     pub(crate) scheduler: &'a Scheduler,
     pub(crate) writer: &'a dyn Writer,
     pub(crate) events: &'a dyn EventSink,
-    /// Other bindings, for the workload (anti-)affinity plugins (gate `WorkloadAffinity`).
-    pub(crate) workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// The daemon's caches, told about each result patch (see [`ResultHook`]).
-    pub(crate) after_write: Option<&'a dyn ResultHook>,
-    /// The assumption cache (gate `SchedulingOvercommitProtection`; `None` with it off).
-    pub(crate) assumptions: Option<&'a Assumptions>,
-    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
-    pub(crate) want_trace: bool,
+    /// The parts it uses, as the gates leave them.
+    pub(crate) parts: Parts<'a>,
 }
 
 /// What a cycle reads and tells besides the binding, the snapshot, its writer and its event
-/// sink: the parts the daemon's gates add, and whether to keep the trace.
+/// sink: the parts the daemon's gates add, and how its attempts run.
 #[derive(Clone, Copy, Default)]
 pub struct Parts<'a> {
     /// The other bindings, for the workload (anti-)affinity filters; used with the
     /// `WorkloadAffinity` gate.
     pub workload_index: Option<&'a dyn WorkloadGroupIndex>,
-    /// The after-write hook of the daemon's caches; a read-only run has no caches of its own
-    /// to keep and passes none.
+    /// The daemon's caches, told about each result patch (see [`ResultHook`]); a read-only
+    /// run has no caches of its own to keep and passes none.
     pub after_write: Option<&'a dyn ResultHook>,
     /// The assumption cache; used with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<&'a Assumptions>,
-    /// Keep the algorithm's outcome and trace in the report.
+    /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
     pub want_trace: bool,
-}
-
-fn placement_error(binding: &Binding) -> String {
-    match binding.kind {
-        BindingKind::ResourceBinding => format!(
-            "failed to get placement from resourceBinding({}/{})",
-            binding.namespace(),
-            binding.name()
-        ),
-        BindingKind::ClusterResourceBinding => {
-            format!(
-                "failed to get placement from clusterResourceBinding({})",
-                binding.name()
-            )
-        }
-    }
+    /// The daemon's leadership term: each patch is sent only while it holds (`None`: never
+    /// fenced).
+    pub permit: Option<&'a Permit>,
+    /// Decisions made again on a fresh read after a conflict ([`Rules::rereads`]).
+    pub rereads: usize,
 }
 
 impl<'a> Cycle<'a> {
@@ -127,16 +106,16 @@ impl<'a> Cycle<'a> {
         parts: Parts<'a>,
     ) -> Self {
         let gates = &scheduler.config().gates;
+        let parts = Parts {
+            workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
+            assumptions: (parts.assumptions).filter(|_| gates.scheduling_overcommit_protection()),
+            ..parts
+        };
         Cycle {
             scheduler,
             writer,
             events,
-            workload_index: parts.workload_index.filter(|_| gates.workload_affinity()),
-            after_write: parts.after_write,
-            assumptions: parts
-                .assumptions
-                .filter(|_| gates.scheduling_overcommit_protection()),
-            want_trace: parts.want_trace,
+            parts,
         }
     }
 }
@@ -150,14 +129,8 @@ impl Cycle<'_> {
 
     /// The decision ladder for `binding` against `snapshot`: what [`Cycle::run`] does.
     pub fn decision(&self, binding: &Binding, snapshot: &Snapshot) -> Decision {
-        let clusters: Vec<&karmada_api::Cluster> =
-            snapshot.clusters().iter().map(|c| c.as_ref()).collect();
-        let multi = self
-            .scheduler
-            .config()
-            .gates
-            .enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING);
-        decide(binding, &clusters, multi)
+        let multi = self.rules().multiple_pod_templates;
+        attempt::decision(binding, snapshot, multi)
     }
 
     /// [`Cycle::run`] with the decision made already (`simulate` and `explain` turn a
@@ -170,64 +143,28 @@ impl Cycle<'_> {
         now: Time,
         decision: Decision,
     ) -> CycleReport {
-        match decision {
-            Decision::Deleting => {
-                self.events.event(
-                    binding,
-                    true,
-                    REASON_FAILED,
-                    deleting_event_message(binding),
-                );
-                CycleReport {
-                    schedule_type: None,
-                    result: Ok(()),
-                    outcome: None,
-                }
-            }
-            Decision::NoPlacement => CycleReport {
-                schedule_type: None,
-                outcome: None,
-                result: Err(CycleError::Failed(AttemptError::Other(placement_error(
-                    binding,
-                )))),
-            },
-            Decision::UpToDate {
-                sync_generation: None,
-            } => CycleReport {
-                schedule_type: None,
-                result: Ok(()),
-                outcome: None,
-            },
-            Decision::UpToDate {
-                sync_generation: Some(generation),
-            } => {
-                // Preconditioned like every write: a stale copy (a frozen replica waking up)
-                // must not move the observed generation of a newer object.
-                let key = binding.key();
-                let patch = with_precondition(
-                    observed_generation_patch(generation),
-                    binding.resource_version(),
-                );
-                let result = match self.writer.patch(&key, Target::Status, patch).await {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_conflict() => Err(CycleError::Conflict),
-                    Err(e) => Err(CycleError::Failed(e.into())),
-                };
-                CycleReport {
-                    schedule_type: None,
-                    result,
-                    outcome: None,
-                }
-            }
-            Decision::Schedule(schedule_type, trigger) => {
-                tracing::info!(binding = %binding.key(), ?trigger, "Start to schedule {}", binding.key().describe());
-                let (result, outcome) = self.schedule(binding, snapshot, now).await;
-                CycleReport {
-                    schedule_type: Some(schedule_type),
-                    result,
-                    outcome,
-                }
-            }
+        let attempt = Attempt::new(snapshot, self.rules(), binding.clone(), now);
+        self.execute(attempt, |a| a.start(decision), snapshot).await
+    }
+
+    /// Tell a binding that does not decode so ([`Attempt::malformed`]).
+    pub async fn run_malformed(
+        &self,
+        m: &Malformed,
+        snapshot: &Snapshot,
+        now: Time,
+    ) -> CycleReport {
+        let attempt = Attempt::new(snapshot, self.rules(), m.binding.clone(), now);
+        self.execute(attempt, |a| a.malformed(&m.error), snapshot)
+            .await
+    }
+
+    fn rules(&self) -> Rules {
+        let gates = &self.scheduler.config().gates;
+        Rules {
+            multiple_pod_templates: gates.enabled(MULTIPLE_POD_TEMPLATES_SCHEDULING),
+            reserving: self.parts.assumptions.is_some(),
+            rereads: self.parts.rereads,
         }
     }
 }

@@ -379,7 +379,7 @@ mod tests {
     }
 
     /// A condition built by hand with a message over the CRD's limit (a decode error quoting
-    /// a huge field, as `report_malformed` builds it) is sent cut to the limit, and the same
+    /// a huge field, as the attempt on a malformed binding builds it) is sent cut to the limit, and the same
     /// failure again sends nothing: the cut message is what is compared.
     #[test]
     fn a_huge_message_is_sent_cut_to_the_crd_limit() {

@@ -1,14 +1,8 @@
-//! The schedule procedure's decisions as data: what to tell and what to write, from the
-//! algorithm's outcome and from what the result writes returned. No I/O and no clock, so the
-//! rules (which events, which condition, which observed generation) are tested with plain
-//! values; `schedule.rs` is the executor that sends what these functions decide, through a
-//! [`Writer`](crate::cycle::sink::Writer) that refuses anything once this replica's leadership
-//! term is over.
-//!
-//! The plan has two halves because the second depends on the first's writes: [`plan`] reads
-//! the outcome (events to tell at once, the clusters to write, the algorithm's error), the
-//! executor writes the result (re-planning the echo pass on each stored object), and
-//! [`closing`] turns how that went into the final event and the status update.
+//! The schedule procedure's plan, for the attempt (`attempt.rs`): what to tell and what to
+//! write from the algorithm's outcome ([`plan`]), then, once the result writes went as they
+//! went (echo passes included), the final event and the status update ([`closing`]). Pure,
+//! so these rules (which events, which condition, which observed generation) are tested with
+//! plain values.
 
 use karmada_api::work::TargetCluster;
 use scheduler_core::ScheduleError;
@@ -27,7 +21,7 @@ pub struct PlannedEvent {
 }
 
 impl PlannedEvent {
-    fn failed(message: String) -> Self {
+    pub(crate) fn failed(message: String) -> Self {
         Self {
             warning: true,
             reason: REASON_FAILED,

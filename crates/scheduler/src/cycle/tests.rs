@@ -6,11 +6,9 @@ use karmada_api::work::TargetCluster;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision};
 use serde_json::Value;
 
-use crate::cycle::patch::{StatusUpdate, result_patch};
-use crate::cycle::sink::ObjectWriter;
-use crate::model::annotation::encode_placement;
-use crate::model::binding::BindingKey;
-use crate::model::condition::{ApiFailure, condition_for};
+use crate::cycle::sink::{ObjectWriter, Target};
+use crate::model::binding::{BindingKey, BindingKind};
+use crate::model::condition::ApiFailure;
 use crate::store::own_writes::OwnWrites;
 use pretty_assertions::assert_eq;
 use scheduler_core::estimator::BoxFuture;
@@ -154,10 +152,10 @@ fn cycle<'a>(
         scheduler,
         writer: api,
         events,
-        workload_index: None,
-        after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
-        assumptions: None,
-        want_trace: false,
+        parts: Parts {
+            after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
+            ..Parts::default()
+        },
     }
 }
 
@@ -190,27 +188,39 @@ impl ObjectWriter<BindingKey, Binding> for Slow<'_> {
     }
 }
 
-/// Scales the binding (a new generation) right before the first status patch reaches the
-/// server, as a user would while a result patch was being written.
-struct ScaleBeforeStatus<'a>(&'a FakeApi, Mutex<bool>);
+/// Someone else writes the binding (the patch `write` makes of it) right before the first
+/// status patch reaches the server.
+struct BeforeFirstStatus<'a> {
+    api: &'a FakeApi,
+    write: fn(&Binding) -> Value,
+    done: Mutex<bool>,
+}
 
-impl ObjectWriter<BindingKey, Binding> for ScaleBeforeStatus<'_> {
+impl<'a> BeforeFirstStatus<'a> {
+    fn new(api: &'a FakeApi, write: fn(&Binding) -> Value) -> Self {
+        Self {
+            api,
+            write,
+            done: Mutex::new(false),
+        }
+    }
+}
+
+impl ObjectWriter<BindingKey, Binding> for BeforeFirstStatus<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
         target: Target,
         patch: Value,
     ) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
-        if target == Target::Status && !std::mem::replace(&mut *self.1.lock().unwrap(), true) {
-            let next = self.0.binding().generation() + 1;
-            self.0
-                .external_write(json!({"metadata": {"generation": next}, "spec": {"replicas": 5}}));
+        if target == Target::Status && !std::mem::replace(&mut *self.done.lock().unwrap(), true) {
+            self.api.external_write((self.write)(&self.api.binding()));
         }
-        self.0.patch(key, target, patch)
+        self.api.patch(key, target, patch)
     }
 
     fn get<'a>(&'a self, key: &'a BindingKey) -> BoxFuture<'a, Result<Binding, ApiFailure>> {
-        self.0.get(key)
+        self.api.get(key)
     }
 }
 
@@ -225,7 +235,11 @@ async fn a_status_decided_for_an_old_generation_is_not_written_over_a_new_one() 
                                      "replicaDivisionPreference": "Aggregated"}}),
         2,
     ));
-    let scaling = ScaleBeforeStatus(&api, Mutex::new(false));
+    // Scaled (a new generation) as a user would while the result patch was being written.
+    let scaling = BeforeFirstStatus::new(
+        &api,
+        |b| json!({"metadata": {"generation": b.generation() + 1}, "spec": {"replicas": 5}}),
+    );
     let events = Events::default();
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
@@ -288,7 +302,10 @@ async fn concurrent_cycles_do_not_spend_the_same_capacity() {
         let assumptions = Assumptions::default();
         let cycle_of = |writer| Cycle {
             writer,
-            assumptions: gate.then_some(&assumptions),
+            parts: Parts {
+                assumptions: gate.then_some(&assumptions),
+                ..Parts::default()
+            },
             ..cycle(&s, &a, &events, None)
         };
         let (ca, cb) = (cycle_of(&slow_a), cycle_of(&slow_b));
@@ -428,6 +445,7 @@ async fn retry_until_done(
                     assert!(e.is_transient(), "only the scripted faults fail: {e}");
                     break;
                 }
+                Err(CycleError::Reread(e)) => panic!("no re-reads asked for: {e}"),
             }
         }
     }
@@ -644,27 +662,19 @@ async fn status_conflict_recomputes_on_the_fresh_object() {
     ));
     let events = Events::default();
     let s = scheduler();
-    let cycle = cycle(&s, &api, &events, None);
-    // Another controller adds FullyApplied between our two writes.
-    let b = api.binding();
-    // Simulate: result patch goes through, then FullyApplied lands, then our status patch.
-    let patch = result_patch(
-        &b,
-        &encode_placement(b.spec.placement.as_ref().unwrap()),
-        &[TargetCluster::new("m1", 0)],
-    )
-    .unwrap();
-    let stored = api.patch(&b.key(), Target::Main, patch).await.unwrap();
-    api.external_write(json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}));
-    let update = StatusUpdate {
-        condition: condition_for(None).0,
-        scheduled_generation: Some(2),
-        affinity_name: None,
+    let snapshot = Snapshot::from_clusters([cluster("m1")]);
+    // Another controller adds FullyApplied between our two writes: the result patch goes
+    // through, then FullyApplied lands, then our status patch.
+    let fully_applied = BeforeFirstStatus::new(
+        &api,
+        |_| json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}),
+    );
+    let cycle = Cycle {
+        writer: &fully_applied,
+        ..cycle(&s, &api, &events, None)
     };
-    cycle
-        .write_status(&b.key(), &stored, &update, &now())
-        .await
-        .unwrap();
+    let report = cycle.run(&api.binding(), &snapshot, now()).await;
+    assert_eq!(report.result, Ok(()));
     let types: Vec<String> = api
         .binding()
         .status
@@ -764,4 +774,34 @@ async fn affinity_terms_fail_over_and_record_the_observed_name() {
         "failed to schedule ResourceBinding(ns/b) with clusterAffiliates index(0): 0/1 clusters are available: 1 cluster(s) did not match the placement cluster affinity constraint."
     );
     assert_eq!(ev[1].1, "ScheduleBindingSucceed");
+}
+
+/// A permit whose term ended before the attempt's writes: the executor sends nothing (the
+/// announced own write is withdrawn) and the attempt ends fenced, for the worker to hand the
+/// key back.
+#[tokio::test]
+async fn a_lapsed_permit_sends_nothing() {
+    let api = FakeApi::new(binding_json(
+        json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
+        0,
+    ));
+    let events = Events::default();
+    let s = scheduler();
+    let snapshot = Snapshot::from_clusters([cluster("m1")]);
+    let fence = component_base::fence::Fence::closed();
+    fence.renewed(fence.now(), std::time::Duration::from_secs(60));
+    let permit = fence.permit().expect("an open fence gives a permit");
+    fence.close();
+    let own = OwnWrites::default();
+    let mut cycle = cycle(&s, &api, &events, Some(&own));
+    cycle.parts.permit = Some(&permit);
+    let report = cycle.run(&api.binding(), &snapshot, now()).await;
+    assert!(
+        matches!(&report.result, Err(CycleError::Failed(e)) if e.is_fenced()),
+        "{:?}",
+        report.result
+    );
+    assert!(api.log.lock().unwrap().is_empty(), "nothing sent");
+    assert_eq!(own.len(), 0, "the announced write is withdrawn");
+    assert!(api.binding().spec.clusters.is_empty());
 }

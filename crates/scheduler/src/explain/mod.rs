@@ -206,6 +206,7 @@ impl<'a> ReadOnly<'a> {
                 after_write: None,
                 assumptions: Some(&self.assumptions),
                 want_trace: self.want_trace,
+                ..Parts::default()
             },
         )
     }
@@ -267,6 +268,7 @@ impl Explanation {
             }
             (Some(c), _) => ("Error", Vec::new(), c.message.clone()),
             (None, Err(CycleError::Failed(e))) => ("Error", Vec::new(), e.to_string()),
+            (None, Err(CycleError::Reread(e))) => ("Error", Vec::new(), e.to_string()),
             (None, Err(CycleError::Conflict)) => ("Error", Vec::new(), "conflict".to_string()),
             (None, Ok(())) => ("Error", Vec::new(), String::new()),
         };

@@ -1,6 +1,6 @@
 //! The scheduler's [`ObjectWriter`] of binding patches and reads through the kube client, every
-//! request bounded by [`REQUEST_TIMEOUT`]. Its writes are fenced by component-base's
-//! [`Permitted`](component_base::write::Permitted) wrapper, per attempt.
+//! request bounded by [`REQUEST_TIMEOUT`]. Its writes are fenced by the cycle's executor,
+//! which checks the attempt's permit right before each.
 
 use component_base::BoxFuture;
 use component_base::api::bounded;

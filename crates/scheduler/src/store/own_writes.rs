@@ -24,7 +24,7 @@ use crate::model::condition::ApiFailure;
 use crate::store::ResultHook;
 
 /// Expected generations of our own result patches, by binding: a range, because one cycle
-/// may write `spec.clusters` more than once (see `cycle/schedule.rs`, the echo passes).
+/// may write `spec.clusters` more than once (see `cycle/attempt.rs`, the echo passes).
 #[derive(Debug, Default)]
 pub struct OwnWrites(Mutex<HashMap<BindingKey, (i64, i64)>>);
 
