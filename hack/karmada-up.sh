@@ -12,7 +12,7 @@
 #     --scheduler go, the Go v1.18.2 ones of hack/build-tools.sh;
 #   * three members (member1, member2 in Push mode, member3 in Pull mode through
 #     karmada-agent), each with its own etcd, kube-apiserver, kube-controller-manager
-#     (workload, garbage-collector, namespace, serviceaccount, resourcequota controllers),
+#     (workload, garbage-collector, namespace, serviceaccount, resourcequota, pvc-protection controllers),
 #     kube-scheduler and kwok (simulated nodes with a fixed capacity; pods turn Running), and
 #     one Go karmada-scheduler-estimator per member behind an ExternalName Service
 #     karmada-system/karmada-scheduler-estimator-<member>.
@@ -385,7 +385,7 @@ for m in "${MEMBERS[@]}"; do
     --server-address "127.0.0.1:$(mport "${m}" KWOK)" --node-ip 127.0.0.1
   start_proc "${m}-kube-controller-manager" "${BIN_DIR}/kube-controller-manager" \
     --kubeconfig "${STATE}/${m}.kubeconfig" \
-    --controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,statefulset-controller,daemonset-controller,job-controller,resourcequota-controller \
+    --controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,statefulset-controller,daemonset-controller,job-controller,resourcequota-controller,persistentvolumeclaim-protection-controller \
     --secure-port=0 --leader-elect=false --v=1
   start_proc "${m}-kube-scheduler" "${BIN_DIR}/kube-scheduler" --kubeconfig "${STATE}/${m}.kubeconfig" \
     --secure-port=0 --leader-elect=false --v=1
