@@ -189,6 +189,20 @@ impl WholeKarmada {
         out
     }
 
+    /// A loopback port the script reserved, by its name in `DIR/config.env` without `_PORT`
+    /// (e.g. `CM_METRICS`, `KARMADA_APISERVER`).
+    pub fn port(&self, name: &str) -> anyhow::Result<u16> {
+        let config = fs::read_to_string(self.state.join("config.env"))?;
+        let key = format!("{name}_PORT=");
+        config
+            .lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .with_context(|| format!("no {key} in config.env"))?
+            .trim()
+            .parse()
+            .with_context(|| format!("{key} in config.env"))
+    }
+
     /// The state dir (kubeconfigs, logs, pids).
     pub fn state_dir(&self) -> &Path {
         &self.state

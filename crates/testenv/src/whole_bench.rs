@@ -91,7 +91,9 @@ pub fn mix(n: usize) -> Vec<Item> {
         .collect()
 }
 
-/// The Deployment of `item`: pause pods asking 100m CPU and 128Mi each.
+/// The Deployment of `item`: pause pods asking 10m CPU and 32Mi each, so that even member1
+/// (12 CPUs, 330 pod slots) holds its share of a few hundred Deployments and no pod stays
+/// Pending (which would set the descheduler to work).
 pub fn deployment(item: &Item) -> Value {
     json!({
         "apiVersion": "apps/v1",
@@ -105,7 +107,7 @@ pub fn deployment(item: &Item) -> Value {
                 "spec": {"containers": [{
                     "name": "c",
                     "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}
+                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}
                 }]}
             }
         }
@@ -209,6 +211,8 @@ struct BindingSeen {
     scheduled: Option<Instant>,
     scheduled_ltt: Option<SystemTime>,
     placement: Vec<(String, i64)>,
+    /// Watch events (one per write by anyone, the creation included).
+    events: u64,
 }
 
 /// Everything the watches saw, by Deployment name.
@@ -234,6 +238,7 @@ impl Seen {
         };
         let b = self.bindings.entry(name.to_string()).or_default();
         b.seen.get_or_insert(at);
+        b.events += 1;
         if b.created.is_none() {
             b.created = rb.metadata.creation_timestamp.as_ref().map(|t| t.0.into());
         }
@@ -320,10 +325,23 @@ pub struct Sample {
     pub works: Option<f64>,
     /// Every target member seen holding the Deployment with its replicas.
     pub on_members: Option<f64>,
-    /// The binding's `creationTimestamp`, minus the wall clock at `applied` (1 s resolution).
-    pub binding_server: Option<f64>,
-    /// The Scheduled condition's `lastTransitionTime`, likewise.
-    pub scheduled_server: Option<f64>,
+    /// Versions of the binding the watch saw (its creation and every write after it, by the
+    /// controller-manager and the scheduler), up to the end of the round.
+    pub binding_versions: u64,
+    /// The wall clock at `applied`, in seconds since the Unix epoch.
+    pub applied_unix: f64,
+    /// The binding's `creationTimestamp` (whole seconds since the epoch).
+    pub binding_created_unix: Option<f64>,
+    /// The Scheduled condition's `lastTransitionTime` (whole seconds since the epoch).
+    pub scheduled_unix: Option<f64>,
+}
+
+impl Sample {
+    /// Seconds from the creation to a server stamp, with the creation's wall time cut to
+    /// whole seconds as the server cuts its own (so within a second of the truth).
+    pub fn by_server(&self, stamp: Option<f64>) -> Option<f64> {
+        Some(stamp? - self.applied_unix.floor())
+    }
 }
 
 /// One round: the samples and when the round ran.
@@ -567,9 +585,9 @@ pub async fn run_round(
     }
     let seen = recorder.seen.lock().unwrap();
     let since = |at: Instant| at.duration_since(t0).as_secs_f64();
-    let since_wall = |wall: SystemTime, applied: SystemTime| match wall.duration_since(applied) {
-        Ok(d) => d.as_secs_f64(),
-        Err(e) => -e.duration().as_secs_f64(),
+    let unix = |wall: SystemTime| {
+        wall.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
     };
     let mut samples = Vec::new();
     let mut last = 0.0f64;
@@ -589,8 +607,10 @@ pub async fn run_round(
             scheduled: b.scheduled.map(since),
             works: seen.works_done(&item.name).map(since),
             on_members,
-            binding_server: b.created.map(|c| since_wall(c, wall)),
-            scheduled_server: b.scheduled_ltt.map(|c| since_wall(c, wall)),
+            binding_versions: b.events,
+            applied_unix: unix(wall),
+            binding_created_unix: b.created.map(unix),
+            scheduled_unix: b.scheduled_ltt.map(unix),
         });
     }
     Ok(Round {

@@ -16,6 +16,7 @@ use testenv::whole_bench::{self, Round, Sample};
 use tokio::time::Instant;
 
 use crate::procs::cpu_seconds;
+use crate::promtext;
 use crate::run::log;
 use crate::stats::percentile;
 
@@ -34,12 +35,102 @@ pub struct WholeFlags {
     pub descheduler: PathBuf,
 }
 
-/// One round with the CPU each process spent during it.
+/// One round with the CPU each process spent during it and the controller-manager's work.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RoundRun {
     pub round: Round,
     /// CPU seconds per process of the whole Karmada, from the first creation to the end.
     pub cpu: BTreeMap<String, f64>,
+    pub controller_manager: CmWork,
+}
+
+/// What karmada-controller-manager did during a round, from its `/metrics`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CmWork {
+    /// Its client flags (`--kube-api-qps`, `--kube-api-burst`) as it runs; none: the defaults.
+    pub flags: Vec<String>,
+    /// Requests to the Karmada API server, by method.
+    pub karmada_requests: BTreeMap<String, f64>,
+    /// Requests to the members' API servers.
+    pub member_requests: f64,
+    /// Per controller queue: items done, seconds they waited in the queue, seconds being
+    /// worked on (both summed over items).
+    pub queues: BTreeMap<String, Queue>,
+}
+
+/// One controller queue's figures over a round.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Queue {
+    pub items: f64,
+    pub waited: f64,
+    pub worked: f64,
+}
+
+async fn cm_metrics(k: &WholeKarmada) -> anyhow::Result<Vec<promtext::Sample>> {
+    let port = k.port("CM_METRICS")?;
+    let (code, body) = crate::procs::http_get(&format!("127.0.0.1:{port}"), "/metrics").await?;
+    if code != 200 {
+        bail!("karmada-controller-manager /metrics answered {code}");
+    }
+    Ok(promtext::parse(&body))
+}
+
+/// The controller-manager's client flags, from its command line.
+fn cm_flags(k: &WholeKarmada) -> Vec<String> {
+    k.processes()
+        .get("karmada-controller-manager")
+        .and_then(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .map(|c| {
+            c.split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .filter(|a| a.starts_with("--kube-api-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The controller-manager's work between two scrapes.
+fn cm_work(before: &[promtext::Sample], after: &[promtext::Sample], karmada_host: &str) -> CmWork {
+    let delta = |name: &str, filter: &[(&str, &str)]| {
+        promtext::sum(after, name, filter) - promtext::sum(before, name, filter)
+    };
+    let mut w = CmWork::default();
+    for s in after
+        .iter()
+        .filter(|s| s.name == "rest_client_requests_total")
+    {
+        let was = before
+            .iter()
+            .find(|b| b.name == s.name && b.labels == s.labels)
+            .map_or(0.0, |b| b.value);
+        let n = s.value - was;
+        match (s.labels.get("host"), s.labels.get("method")) {
+            (Some(host), Some(method)) if host == karmada_host => {
+                *w.karmada_requests.entry(method.clone()).or_default() += n;
+            }
+            _ => w.member_requests += n,
+        }
+    }
+    let names: std::collections::BTreeSet<&String> = after
+        .iter()
+        .filter(|s| s.name == "workqueue_work_duration_seconds_count")
+        .filter_map(|s| s.labels.get("name"))
+        .collect();
+    for name in names {
+        let f = [("name", name.as_str())];
+        let items = delta("workqueue_work_duration_seconds_count", &f);
+        if items > 0.0 {
+            w.queues.insert(
+                name.clone(),
+                Queue {
+                    items,
+                    waited: delta("workqueue_queue_duration_seconds_sum", &f),
+                    worked: delta("workqueue_work_duration_seconds_sum", &f),
+                },
+            );
+        }
+    }
+    w
 }
 
 /// The whole run.
@@ -81,6 +172,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
     log(t0, format!("whole Karmada in {}", k.state_dir().display()));
     whole_bench::ensure_namespace(&k).await?;
     let items = whole_bench::mix(f.deployments);
+    let karmada_host = format!("127.0.0.1:{}", k.port("KARMADA_APISERVER")?);
     let mut rounds = Vec::new();
     for kind in &f.rounds {
         if k.scheduler_kind()? != *kind {
@@ -102,10 +194,13 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
                 items.len()
             ),
         );
+        let cm_before = cm_metrics(&k).await?;
         let before = cpu_now(&k);
         let round =
             whole_bench::run_round(&k, kind, &items, f.rate, f.concurrency, f.timeout).await?;
         let after = cpu_now(&k);
+        let mut controller_manager = cm_work(&cm_before, &cm_metrics(&k).await?, &karmada_host);
+        controller_manager.flags = cm_flags(&k);
         let cpu = after
             .iter()
             .filter_map(|(n, a)| Some((n.clone(), a - before.get(n)?)))
@@ -121,7 +216,11 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
                 throughput(&round)
             ),
         );
-        rounds.push(RoundRun { round, cpu });
+        rounds.push(RoundRun {
+            round,
+            cpu,
+            controller_manager,
+        });
     }
     whole_bench::clear(&k, f.timeout).await?;
     Ok(WholeBench {
@@ -179,11 +278,15 @@ const STEPS: &[Step] = &[
     ),
     (
         "server stamps: creation → binding `creationTimestamp`",
-        |s| s.binding_server,
+        |s| s.by_server(s.binding_created_unix),
     ),
     (
         "server stamps: creation → `Scheduled` `lastTransitionTime`",
-        |s| s.scheduled_server,
+        |s| s.by_server(s.scheduled_unix),
+    ),
+    (
+        "server stamps: binding `creationTimestamp` → `lastTransitionTime`",
+        |s| diff(s.binding_created_unix, s.scheduled_unix),
     ),
 ];
 
@@ -206,7 +309,7 @@ fn secs(v: Option<f64>) -> String {
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
-        (Some(a), Some(b)) if b.abs() > 1e-9 => format!("{:.2}", a / b),
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}", a / b),
         _ => "–".into(),
     }
 }
@@ -242,7 +345,8 @@ pub fn markdown(b: &WholeBench) -> String {
          (ResourceBindings and Works on Karmada, Deployments on each member), from just \
          before the Deployment's POST (its policy was created just before); the two \
          *server stamps* rows use the binding's `creationTimestamp` and the condition's \
-         `lastTransitionTime` instead (one-second resolution, so ±1 s).\n\n",
+         `lastTransitionTime` instead, which have a resolution of one second (the creation's \
+         time is cut to the second as well, so they are within a second of the truth).\n\n",
         b.deployments,
         b.date,
         b.machine,
@@ -256,19 +360,26 @@ pub fn markdown(b: &WholeBench) -> String {
     );
     out.push_str(
         "| round | scheduler | on their members | creations took (s) | first creation → last \
-         on its members (s) | Deployments/s |\n| ---: | --- | ---: | ---: | ---: | ---: |\n",
+         on its members (s) | Deployments/s | binding versions / Deployment | \
+         controller-manager requests to Karmada / Deployment |\n\
+         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for (i, r) in b.rounds.iter().enumerate() {
-        let r = &r.round;
+    for (i, rr) in b.rounds.iter().enumerate() {
+        let r = &rr.round;
+        let n = r.deployments.max(1) as f64;
+        let versions: u64 = r.samples.iter().map(|s| s.binding_versions).sum();
+        let requests: f64 = rr.controller_manager.karmada_requests.values().sum();
         out.push_str(&format!(
-            "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} |\n",
+            "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} |\n",
             i + 1,
             who(&r.scheduler),
             r.complete,
             r.deployments,
             r.apply_seconds,
             r.seconds,
-            throughput(r)
+            throughput(r),
+            versions as f64 / n,
+            requests / n
         ));
     }
     let (ours, go) = (pooled(b, "ours"), pooled(b, "go"));
@@ -294,14 +405,22 @@ pub fn markdown(b: &WholeBench) -> String {
             ratio(o99, g99)
         ));
     }
+    out.push_str(&cm_markdown(b));
     out.push_str(
-        "\nCPU seconds per process from a round's first creation to its end (processes \
-         above 1 s in some round):\n\n",
+        "\nCPU seconds per process from a round's first creation to its end (the \
+         schedulers, and the processes above 1 s in some round):\n\n",
     );
     let mut names: Vec<&String> = b
         .rounds
         .iter()
-        .flat_map(|r| r.cpu.iter().filter(|(_, s)| **s >= 1.0).map(|(n, _)| n))
+        .flat_map(|r| {
+            r.cpu
+                .iter()
+                .filter(|(n, s)| {
+                    **s >= 1.0 || matches!(n.as_str(), "karmada-scheduler" | "karmada-descheduler")
+                })
+                .map(|(n, _)| n)
+        })
         .collect();
     names.sort();
     names.dedup();
@@ -335,6 +454,63 @@ pub fn markdown(b: &WholeBench) -> String {
     out
 }
 
+/// The controller-manager's queues, per round: items, mean wait in the queue, mean work.
+fn cm_markdown(b: &WholeBench) -> String {
+    let flags: Vec<String> = b
+        .rounds
+        .iter()
+        .map(|r| match r.controller_manager.flags.as_slice() {
+            [] => "defaults".to_string(),
+            f => f.join(" "),
+        })
+        .collect();
+    let mut same = flags.clone();
+    same.dedup();
+    let mut out = format!(
+        "\nkarmada-controller-manager's client flags: {}. Its queues during each round (the \
+         queues with at least a quarter as many items as Deployments): items, then the mean \
+         seconds an item waited in the queue and was worked on. Work that takes long for \
+         little CPU is work waiting on the API: its client's rate limiter or the server.\n\n\
+         | queue |",
+        same.join(" / ")
+    );
+    for (i, r) in b.rounds.iter().enumerate() {
+        out.push_str(&format!(" {} ({}) |", i + 1, who(&r.round.scheduler)));
+    }
+    out.push_str("\n| --- |");
+    out.push_str(&" ---: |".repeat(b.rounds.len()));
+    out.push('\n');
+    let mut names: Vec<&String> = b
+        .rounds
+        .iter()
+        .flat_map(|r| {
+            r.controller_manager
+                .queues
+                .iter()
+                .filter(|(_, q)| q.items * 4.0 >= r.round.deployments as f64)
+                .map(|(n, _)| n)
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        out.push_str(&format!("| {n} |"));
+        for r in &b.rounds {
+            match r.controller_manager.queues.get(n) {
+                Some(q) if q.items > 0.0 => out.push_str(&format!(
+                    " {:.0} · {:.2} · {:.2} |",
+                    q.items,
+                    q.waited / q.items,
+                    q.worked / q.items
+                )),
+                _ => out.push_str(" – |"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,6 +525,35 @@ mod tests {
             on_members: Some(on),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn controller_manager_work_is_the_difference_between_scrapes() {
+        let before = promtext::parse(
+            "rest_client_requests_total{code=\"200\",host=\"127.0.0.1:1\",method=\"PUT\"} 10\n\
+             rest_client_requests_total{code=\"201\",host=\"127.0.0.1:2\",method=\"POST\"} 4\n\
+             workqueue_work_duration_seconds_count{name=\"binding-controller\"} 5\n\
+             workqueue_work_duration_seconds_sum{name=\"binding-controller\"} 1\n\
+             workqueue_queue_duration_seconds_sum{name=\"binding-controller\"} 2\n",
+        );
+        let after = promtext::parse(
+            "rest_client_requests_total{code=\"200\",host=\"127.0.0.1:1\",method=\"PUT\"} 15\n\
+             rest_client_requests_total{code=\"409\",host=\"127.0.0.1:1\",method=\"PUT\"} 3\n\
+             rest_client_requests_total{code=\"201\",host=\"127.0.0.1:2\",method=\"POST\"} 6\n\
+             workqueue_work_duration_seconds_count{name=\"binding-controller\"} 9\n\
+             workqueue_work_duration_seconds_sum{name=\"binding-controller\"} 3\n\
+             workqueue_queue_duration_seconds_sum{name=\"binding-controller\"} 10\n\
+             workqueue_work_duration_seconds_count{name=\"idle\"} 0\n",
+        );
+        let w = cm_work(&before, &after, "127.0.0.1:1");
+        assert_eq!(
+            w.karmada_requests,
+            BTreeMap::from([("PUT".to_string(), 8.0)])
+        );
+        assert_eq!(w.member_requests, 2.0);
+        let q = &w.queues["binding-controller"];
+        assert_eq!((q.items, q.waited, q.worked), (4.0, 8.0, 2.0));
+        assert!(!w.queues.contains_key("idle"));
     }
 
     #[test]
@@ -367,6 +572,7 @@ mod tests {
                 ..Default::default()
             },
             cpu: BTreeMap::from([("karmada-scheduler".to_string(), 2.0)]),
+            controller_manager: CmWork::default(),
         };
         let b = WholeBench {
             deployments: 1,
