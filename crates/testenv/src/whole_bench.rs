@@ -307,6 +307,7 @@ impl Seen {
 /// One Deployment's way through Karmada, in seconds since the round's first creation (the
 /// bench's clock), and by the servers' one-second stamps.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Sample {
     pub name: String,
     pub strategy: Option<Strategy>,
@@ -346,6 +347,7 @@ impl Sample {
 
 /// One round: the samples and when the round ran.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Round {
     /// `ours` or `go`.
     pub scheduler: String,

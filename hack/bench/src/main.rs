@@ -244,7 +244,8 @@ struct Cli {
     /// Whole-Karmada bench only: in one whole Karmada (`hack/karmada-up.sh`), create
     /// `--whole-deployments` Deployments with a PropagationPolicy each and wait until every
     /// member holds what its binding says, once per `--whole-rounds` entry (the scheduler and
-    /// descheduler swapped between rounds); writes `whole-karmada-<N>d.md` and `.json`.
+    /// descheduler swapped between rounds); writes `whole-karmada-<N>d[-cm-qps<Q>].md` and
+    /// `.json`.
     /// `--create-concurrency` creations are in flight, `--settle-timeout` bounds a round,
     /// `--rust-bin`/`--rust-desched-bin` are ours.
     #[arg(long)]
@@ -632,13 +633,7 @@ async fn main() -> anyhow::Result<()> {
             }
         };
         let md = whole::markdown(&b);
-        publish(
-            &cli,
-            &root,
-            &format!("whole-karmada-{}d", b.deployments),
-            &b,
-            &md,
-        )?;
+        publish(&cli, &root, &whole::stem(&b), &b, &md)?;
         return Ok(());
     }
     if cli.memory_only {

@@ -37,15 +37,19 @@ pub struct WholeFlags {
 
 /// One round with the CPU each process spent during it and the controller-manager's work.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RoundRun {
     pub round: Round,
     /// CPU seconds per process of the whole Karmada, from the first creation to the end.
     pub cpu: BTreeMap<String, f64>,
     pub controller_manager: CmWork,
+    /// The machine's 1-minute load average as the round began (other work on it shows here).
+    pub load_before: f64,
 }
 
 /// What karmada-controller-manager did during a round, from its `/metrics`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CmWork {
     /// Its client flags (`--kube-api-qps`, `--kube-api-burst`) as it runs; none: the defaults.
     pub flags: Vec<String>,
@@ -135,6 +139,7 @@ fn cm_work(before: &[promtext::Sample], after: &[promtext::Sample], karmada_host
 
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WholeBench {
     pub date: String,
     pub machine: String,
@@ -194,6 +199,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
                 items.len()
             ),
         );
+        let load_before = crate::procs::load_1m();
         let cm_before = cm_metrics(&k).await?;
         let before = cpu_now(&k);
         let round =
@@ -220,6 +226,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
             round,
             cpu,
             controller_manager,
+            load_before,
         });
     }
     whole_bench::clear(&k, f.timeout).await?;
@@ -343,7 +350,7 @@ pub fn markdown(b: &WholeBench) -> String {
          every member named by each binding's `spec.clusters` holds the Deployment with the \
          replicas given it. Times are the bench's own, taken as its watch events arrive \
          (ResourceBindings and Works on Karmada, Deployments on each member), from just \
-         before the Deployment's POST (its policy was created just before); the two \
+         before the Deployment's POST (its policy was created just before); the \
          *server stamps* rows use the binding's `creationTimestamp` and the condition's \
          `lastTransitionTime` instead, which have a resolution of one second (the creation's \
          time is cut to the second as well, so they are within a second of the truth).\n\n",
@@ -361,8 +368,8 @@ pub fn markdown(b: &WholeBench) -> String {
     out.push_str(
         "| round | scheduler | on their members | creations took (s) | first creation → last \
          on its members (s) | Deployments/s | binding versions / Deployment | \
-         controller-manager requests to Karmada / Deployment |\n\
-         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         controller-manager requests to Karmada / Deployment | load before |\n\
+         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for (i, rr) in b.rounds.iter().enumerate() {
         let r = &rr.round;
@@ -370,7 +377,7 @@ pub fn markdown(b: &WholeBench) -> String {
         let versions: u64 = r.samples.iter().map(|s| s.binding_versions).sum();
         let requests: f64 = rr.controller_manager.karmada_requests.values().sum();
         out.push_str(&format!(
-            "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} |\n",
+            "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} |\n",
             i + 1,
             who(&r.scheduler),
             r.complete,
@@ -379,7 +386,8 @@ pub fn markdown(b: &WholeBench) -> String {
             r.seconds,
             throughput(r),
             versions as f64 / n,
-            requests / n
+            requests / n,
+            rr.load_before
         ));
     }
     let (ours, go) = (pooled(b, "ours"), pooled(b, "go"));
@@ -452,6 +460,20 @@ pub fn markdown(b: &WholeBench) -> String {
     }
     out.push('\n');
     out
+}
+
+/// The report's file name: `whole-karmada-<N>d`, with `-cm-qps<Q>` when the
+/// controller-manager ran with `--kube-api-qps=<Q>`.
+pub fn stem(b: &WholeBench) -> String {
+    let qps = b
+        .rounds
+        .iter()
+        .flat_map(|r| r.controller_manager.flags.iter())
+        .find_map(|f| f.strip_prefix("--kube-api-qps="));
+    match qps {
+        Some(q) => format!("whole-karmada-{}d-cm-qps{q}", b.deployments),
+        None => format!("whole-karmada-{}d", b.deployments),
+    }
 }
 
 /// The controller-manager's queues, per round: items, mean wait in the queue, mean work.
@@ -573,6 +595,7 @@ mod tests {
             },
             cpu: BTreeMap::from([("karmada-scheduler".to_string(), 2.0)]),
             controller_manager: CmWork::default(),
+            load_before: 0.0,
         };
         let b = WholeBench {
             deployments: 1,
