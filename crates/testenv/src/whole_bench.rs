@@ -481,8 +481,9 @@ pub async fn ensure_namespace(k: &WholeKarmada) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Deletes the bench's Deployments and policies on Karmada and waits until their bindings,
-/// Works, member Deployments and pods are gone, so that a round starts on a quiet Karmada.
+/// Deletes the bench's Deployments and policies on Karmada and waits until they, their
+/// bindings, Works, member Deployments and pods are gone, so that a round starts on a quiet
+/// Karmada.
 pub async fn clear(k: &WholeKarmada, timeout: Duration) -> anyhow::Result<()> {
     let karmada = k.client(None).await?;
     let deployments: Api<Deployment> = Api::namespaced(karmada.clone(), NAMESPACE);
@@ -500,6 +501,9 @@ pub async fn clear(k: &WholeKarmada, timeout: Duration) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let mut left = BTreeMap::new();
+        // Policies keep a finalizer for a while; a new round's creation would find them.
+        left.insert("policies", policies(&karmada).list(&lp).await?.items.len());
+        left.insert("deployments", deployments.list(&lp).await?.items.len());
         left.insert("bindings", bindings(&karmada).list(&lp).await?.items.len());
         let w = works(&karmada).list(&lp).await?;
         left.insert(
