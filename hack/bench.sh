@@ -16,6 +16,8 @@
 #              [--churn-scale-rate 7] [--churn-sample-seconds 15] [--churn-faults [--churn-fault-every 300]]
 #              (ours and Go side by side, real Go estimators; RSS, FDs, threads, queue depth,
 #              tasks and estimator connections sampled; docs/bench/churn-<N>m[-faults].md/.json/.png)
+# Whole Karmada: hack/bench.sh --whole-karmada-only [--whole-deployments 100] [--whole-rounds ours,go]
+#              [--whole-state-dir DIR] (end to end, docs/bench/whole-karmada.md)
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
 #              BENCH_NO_BUILD=1 skips building (binaries must exist);
 #              CARGO_TARGET_DIR is honoured (binaries taken from there).
@@ -25,7 +27,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,22p' "${BASH_SOURCE[0]}"
+  sed -n '2,24p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release -p karmada-bench -- --help
 fi
@@ -42,6 +44,7 @@ fi
 TARGET="${CARGO_TARGET_DIR:-${ROOT}/target}"
 exec "${TARGET}/release/karmada-bench" \
   --rust-bin "${TARGET}/release/karmada-scheduler" \
+  --rust-desched-bin "${TARGET}/release/karmada-descheduler" \
   --go-bin "${KARMADA_TOOLS_BIN:-${ROOT}/_output/bin}/karmada-scheduler" \
   --oracle-bin "${ROOT}/_output/bin/karmada-oracle" \
   "$@"

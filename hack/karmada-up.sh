@@ -35,6 +35,8 @@
 #   KARMADA_SCHEDULER_BIN, KARMADA_DESCHEDULER_BIN
 #                          our binaries to run instead of building target/release ones
 #   KARMADA_TOOLS_BIN      where the Go binaries are (default _output/bin)
+#   KARMADA_UP_CM_FLAGS    extra flags for karmada-controller-manager when it starts (e.g.
+#                          "--kube-api-qps=500 --kube-api-burst=1000"; word-split)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,7 +55,7 @@ while [[ $# -gt 0 ]]; do
     --scheduler) SCHEDULER="$2"; shift 2 ;;
     --scheduler=*) SCHEDULER="${1#*=}"; shift ;;
     --no-build) NO_BUILD=1; shift ;;
-    -h | --help) sed -n '2,37p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -284,10 +286,12 @@ log "karmada-webhook: admitting on https://127.0.0.1:${WEBHOOK_PORT}"
 start_proc karmada-kube-controller-manager "${BIN_DIR}/kube-controller-manager" \
   --kubeconfig "${KARMADA_KUBECONFIG}" --controllers=namespace-controller,garbage-collector-controller \
   --secure-port=0 --leader-elect=false --v=1
+# shellcheck disable=SC2086 # KARMADA_UP_CM_FLAGS is word-split on purpose
 start_proc karmada-controller-manager "${BIN_DIR}/karmada-controller-manager" --kubeconfig "${KARMADA_KUBECONFIG}" \
   --cluster-status-update-frequency=10s --controllers='*,hpaScaleTargetMarker,deploymentReplicasSyncer' \
   --feature-gates=AllAlpha=true,AllBeta=true --enable-no-execute-taint-eviction=true \
-  --metrics-bind-address "127.0.0.1:${CM_METRICS_PORT}" --health-probe-bind-address "127.0.0.1:${CM_HEALTH_PORT}" --v=2
+  --metrics-bind-address "127.0.0.1:${CM_METRICS_PORT}" --health-probe-bind-address "127.0.0.1:${CM_HEALTH_PORT}" --v=2 \
+  ${KARMADA_UP_CM_FLAGS:-}
 
 # --------------------------------------------------------------------------
 # Members: nodes (kwok simulates them), controllers, scheduler, estimator.

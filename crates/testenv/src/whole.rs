@@ -5,6 +5,7 @@
 //! each with a Go estimator. Everything listens on 127.0.0.1; dropping the [`WholeKarmada`]
 //! runs `hack/karmada-down.sh`, and a watcher tears it down if the test process dies first.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -27,10 +28,11 @@ pub const WHOLE_BINARIES: &[&str] = &[
     "kube-scheduler",
 ];
 
-/// A running whole Karmada; stopped on drop.
+/// A running whole Karmada; stopped on drop unless [`WholeKarmada::attach`]ed.
 pub struct WholeKarmada {
     state: PathBuf,
     kubectl: PathBuf,
+    tools_bin: PathBuf,
     stopped: bool,
     keep: bool,
 }
@@ -83,6 +85,7 @@ impl WholeKarmada {
         let whole = WholeKarmada {
             state: state.clone(),
             kubectl: tools.bin("kubectl"),
+            tools_bin: tools.bin_dir().to_path_buf(),
             stopped: false,
             keep: false,
         };
@@ -97,6 +100,107 @@ impl WholeKarmada {
             );
         }
         Ok(Some(whole))
+    }
+
+    /// One already running in `state` (brought up by `hack/karmada-up.sh --state-dir state`);
+    /// left running when dropped, so that a bench can be run again on it.
+    pub fn attach(state: &Path, tools: &Tools) -> anyhow::Result<WholeKarmada> {
+        if !state.join("env.json").is_file() {
+            bail!(
+                "{} holds no running whole Karmada (hack/karmada-up.sh --state-dir {0})",
+                state.display()
+            );
+        }
+        Ok(WholeKarmada {
+            state: state.to_path_buf(),
+            kubectl: tools.bin("kubectl"),
+            tools_bin: tools.bin_dir().to_path_buf(),
+            // Never stopped from here: it was running before.
+            stopped: true,
+            keep: false,
+        })
+    }
+
+    /// The scheduler and descheduler running: `ours` or `go` (`DIR/scheduler.kind`).
+    pub fn scheduler_kind(&self) -> anyhow::Result<String> {
+        Ok(fs::read_to_string(self.state.join("scheduler.kind"))?
+            .trim()
+            .to_string())
+    }
+
+    /// Swaps in the scheduler and descheduler of `kind` (`ours`: the given binaries; `go`:
+    /// the Go v1.18.2 ones) by running `hack/karmada-up.sh --no-build` on the running state
+    /// dir, which stops the others and waits for the new ones' health.
+    pub fn set_scheduler(
+        &self,
+        kind: &str,
+        scheduler: &Path,
+        descheduler: &Path,
+    ) -> anyhow::Result<()> {
+        let log = self.state.join(format!("karmada-up-{kind}.log"));
+        let status = Command::new(repo_root().join("hack/karmada-up.sh"))
+            .arg("--state-dir")
+            .arg(&self.state)
+            .args(["--scheduler", kind, "--no-build"])
+            .env("KARMADA_TOOLS_BIN", &self.tools_bin)
+            .env("KARMADA_SCHEDULER_BIN", scheduler)
+            .env("KARMADA_DESCHEDULER_BIN", descheduler)
+            .env_remove("KARMADA_UP_DIR")
+            .env_remove("KARMADA_UP_WATCH_PID")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&log)?)
+            .stderr(fs::OpenOptions::new().append(true).open(&log)?)
+            .status()
+            .context("running hack/karmada-up.sh")?;
+        if !status.success() {
+            bail!(
+                "hack/karmada-up.sh --scheduler {kind} failed ({status}); see {}",
+                log.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// A client of the Karmada API server (`member` None) or of a member.
+    pub async fn client(&self, member: Option<&str>) -> anyhow::Result<kube::Client> {
+        let kc = match member {
+            None => self.kubeconfig(),
+            Some(m) => self.state.join(format!("{m}.kubeconfig")),
+        };
+        crate::client_from_kubeconfig(&kc).await
+    }
+
+    /// Every process the script started and runs now, by name (`pids/<name>.pid`).
+    pub fn processes(&self) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        for e in fs::read_dir(self.state.join("pids"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(n) = name.strip_suffix(".pid")
+                && let Ok(pid) = self.pid(n)
+                && Path::new(&format!("/proc/{pid}")).exists()
+            {
+                out.insert(n.to_string(), pid);
+            }
+        }
+        out
+    }
+
+    /// A loopback port the script reserved, by its name in `DIR/config.env` without `_PORT`
+    /// (e.g. `CM_METRICS`, `KARMADA_APISERVER`).
+    pub fn port(&self, name: &str) -> anyhow::Result<u16> {
+        let config = fs::read_to_string(self.state.join("config.env"))?;
+        let key = format!("{name}_PORT=");
+        config
+            .lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .with_context(|| format!("no {key} in config.env"))?
+            .trim()
+            .parse()
+            .with_context(|| format!("{key} in config.env"))
     }
 
     /// The state dir (kubeconfigs, logs, pids).

@@ -22,6 +22,7 @@ mod results;
 mod rng;
 mod run;
 mod stats;
+mod whole;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -154,7 +155,7 @@ struct Cli {
     /// `--descheduler-only`: the stub estimator's latency per call, in milliseconds.
     #[arg(long, default_value_t = 1)]
     desched_latency_ms: u64,
-    /// `--descheduler-only`: our karmada-descheduler binary.
+    /// `--descheduler-only` and `--whole-karmada-only`: our karmada-descheduler binary.
     #[arg(long)]
     rust_desched_bin: Option<PathBuf>,
     /// `--descheduler-only`: the Go karmada-descheduler binary (default: _output/bin).
@@ -239,6 +240,28 @@ struct Cli {
     /// `--churn-only`: seconds to wait after the stream for every live binding to settle.
     #[arg(long, default_value_t = 180)]
     churn_settle: u64,
+    /// Whole-Karmada bench only: in one whole Karmada (`hack/karmada-up.sh`), create
+    /// `--whole-deployments` Deployments with a PropagationPolicy each and wait until every
+    /// member holds what its binding says, once per `--whole-rounds` entry (the scheduler and
+    /// descheduler swapped between rounds); writes `whole-karmada-<N>d[-cm-qps<Q>].md` and
+    /// `.json`.
+    /// `--create-concurrency` creations are in flight, `--settle-timeout` bounds a round,
+    /// `--rust-bin`/`--rust-desched-bin` are ours.
+    #[arg(long)]
+    whole_karmada_only: bool,
+    /// `--whole-karmada-only`: Deployments a round.
+    #[arg(long, default_value_t = 100)]
+    whole_deployments: usize,
+    /// `--whole-karmada-only`: the rounds' schedulers in order (`ours`, `go`; comma separated).
+    #[arg(long, default_value = "ours,go", value_delimiter = ',')]
+    whole_rounds: Vec<String>,
+    /// `--whole-karmada-only`: creations a second (0: all at once).
+    #[arg(long, default_value_t = 0.0)]
+    whole_rate: f64,
+    /// `--whole-karmada-only`: the state dir of a running whole Karmada to use and leave
+    /// running (default: start one in a temporary dir and stop it after).
+    #[arg(long)]
+    whole_state_dir: Option<PathBuf>,
     /// Do not run: read these results (a `results-*.json`, or with `--estimators-only` an
     /// `estimators-*.json`, with `--churn-only` a `churn-*.json`, written earlier) and write their
     /// report and the chart again, e.g. after the report's wording changed.
@@ -583,6 +606,33 @@ async fn main() -> anyhow::Result<()> {
                 .map(|(axes, step)| (png.as_str(), axes.as_slice(), *step)),
         );
         publish(&cli, &root, &stem, &b, &md)?;
+        return Ok(());
+    }
+    if cli.whole_karmada_only {
+        let b: whole::WholeBench = match &cli.from_results {
+            Some(path) => read_results(path)?,
+            None => {
+                let mut b = whole::run(&whole::WholeFlags {
+                    deployments: cli.whole_deployments,
+                    rounds: cli.whole_rounds.clone(),
+                    rate: cli.whole_rate,
+                    concurrency: cli.create_concurrency,
+                    timeout: Duration::from_secs(cli.settle_timeout),
+                    state_dir: cli.whole_state_dir.clone(),
+                    scheduler: cfg.rust_bin.clone(),
+                    descheduler: cli
+                        .rust_desched_bin
+                        .clone()
+                        .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
+                })
+                .await?;
+                let st = started.clone();
+                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
+                b
+            }
+        };
+        let md = whole::markdown(&b);
+        publish(&cli, &root, &whole::stem(&b), &b, &md)?;
         return Ok(());
     }
     if cli.memory_only {
