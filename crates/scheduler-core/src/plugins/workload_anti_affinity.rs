@@ -41,8 +41,7 @@ impl FilterPlugin for WorkloadAntiAffinity {
 mod tests {
     use super::*;
     use crate::framework::WorkloadGroupIndex;
-    use crate::plugins::testutil::cluster;
-    use crate::plugins::workload_affinity::tests::{MemIndex, binding};
+    use crate::plugins::testutil::{MemIndex, binding, cluster};
     use std::sync::Arc;
 
     #[test]
