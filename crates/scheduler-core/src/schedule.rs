@@ -518,63 +518,48 @@ impl Scheduler {
         let mut position: Option<HashMap<&str, usize>> = None;
         let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
         for estimator in &self.estimators {
-            let answer = estimator.estimate_shared(clusters, shared, request).await;
-            let answers = match answer {
-                Ok(a) => a,
-                Err(e) => {
-                    if let Some(t) = trace.as_deref_mut() {
-                        t.estimators.push(EstimatorTrace {
-                            name: estimator.name().to_string(),
-                            error: Some(e.to_string()),
-                        });
-                    }
-                    continue;
-                }
-            };
-            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
-            let answers = match answers {
-                SharedEstimates::Named(named) => named,
-                SharedEstimates::InOrder(values) => {
-                    for (i, v) in values.into_iter().enumerate().take(clusters.len()) {
-                        if let Some(s) = seen.as_mut() {
-                            s[i] = Some(v);
+            let answers = estimator.estimate_shared(clusters, shared, request).await;
+            if let Some(t) = trace.as_deref_mut() {
+                t.estimators.push(EstimatorTrace {
+                    name: estimator.name().to_string(),
+                    error: answers.as_ref().err().map(|e| e.to_string()),
+                });
+            }
+            let Ok(answers) = answers else { continue };
+            // (position in `clusters`, answer); named answers normally come in the order
+            // asked, and fall back to a lookup otherwise.
+            let answers: Vec<(usize, i32)> = match answers {
+                SharedEstimates::InOrder(values) => values
+                    .into_iter()
+                    .take(clusters.len())
+                    .enumerate()
+                    .collect(),
+                SharedEstimates::Named(named) => named
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(k, (name, v))| {
+                        if clusters.get(k).is_some_and(|c| c.name() == name) {
+                            return Some((k, v));
                         }
-                        if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
-                            out[i] = v;
-                        }
-                    }
-                    Vec::new()
-                }
-            };
-            for (k, (name, v)) in answers.iter().enumerate() {
-                // Answers normally come in the order asked; fall back to a lookup otherwise.
-                let i = if clusters.get(k).is_some_and(|c| c.name() == name) {
-                    Some(k)
-                } else {
-                    position
-                        .get_or_insert_with(|| {
+                        let position = position.get_or_insert_with(|| {
                             clusters
                                 .iter()
                                 .enumerate()
                                 .map(|(i, c)| (c.name(), i))
                                 .collect()
-                        })
-                        .get(name.as_str())
-                        .copied()
-                };
-                let Some(i) = i else { continue };
+                        });
+                        position.get(name.as_str()).map(|&i| (i, v))
+                    })
+                    .collect(),
+            };
+            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
+            for (i, v) in answers {
                 if let Some(s) = seen.as_mut() {
-                    s[i] = Some(*v);
+                    s[i] = Some(v);
                 }
-                if *v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > *v {
-                    out[i] = *v;
+                if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
+                    out[i] = v;
                 }
-            }
-            if let Some(t) = trace.as_deref_mut() {
-                t.estimators.push(EstimatorTrace {
-                    name: estimator.name().to_string(),
-                    error: None,
-                });
             }
             if let Some(s) = seen {
                 per_estimator.push((estimator.name().to_string(), s));
