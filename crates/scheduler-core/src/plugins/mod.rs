@@ -2,6 +2,29 @@
 //!
 //! The registry's declaration order is the order filters run in (see [`crate::framework`]).
 
+/// The `impl Plugin` of an in-tree plugin: the module's `NAME` and the extensions it has,
+/// e.g. `in_tree_plugin!(ClusterAffinity: filter, score);`.
+macro_rules! in_tree_plugin {
+    ($ty:ty: $($extension:ident),+) => {
+        impl $crate::framework::Plugin for $ty {
+            fn name(&self) -> &'static str {
+                NAME
+            }
+            $(in_tree_plugin!(@$extension);)+
+        }
+    };
+    (@filter) => {
+        fn as_filter(&self) -> Option<&dyn $crate::framework::FilterPlugin> {
+            Some(self)
+        }
+    };
+    (@score) => {
+        fn as_score(&self) -> Option<&dyn $crate::framework::ScorePlugin> {
+            Some(self)
+        }
+    };
+}
+
 pub mod api_enablement;
 pub mod cluster_affinity;
 pub mod cluster_eviction;

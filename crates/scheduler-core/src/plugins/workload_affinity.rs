@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use karmada_api::work::{ResourceBinding, WorkloadAffinityGroups};
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult, WorkloadGroupIndex};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult, WorkloadGroupIndex};
 
 /// Registry name.
 pub const NAME: &str = "WorkloadAffinity";
@@ -20,14 +20,7 @@ pub const NAME: &str = "WorkloadAffinity";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WorkloadAffinity;
 
-impl Plugin for WorkloadAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(WorkloadAffinity: filter);
 
 impl FilterPlugin for WorkloadAffinity {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
