@@ -185,38 +185,29 @@ mod testutil {
         pub fail: bool,
     }
 
+    impl MemIndex {
+        fn in_group(
+            &self,
+            side: fn(&WorkloadAffinityGroups) -> &str,
+            group: &str,
+        ) -> Result<Vec<Arc<ResourceBinding>>, String> {
+            if self.fail {
+                return Err("boom".into());
+            }
+            let member = |b: &&Arc<ResourceBinding>| {
+                let groups = b.spec.workload_affinity_groups.as_ref();
+                groups.is_some_and(|g| side(g) == group)
+            };
+            Ok(self.bindings.iter().filter(member).cloned().collect())
+        }
+    }
+
     impl WorkloadGroupIndex for MemIndex {
         fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
-            if self.fail {
-                return Err("boom".into());
-            }
-            Ok(self
-                .bindings
-                .iter()
-                .filter(|b| {
-                    b.spec
-                        .workload_affinity_groups
-                        .as_ref()
-                        .is_some_and(|g| g.affinity_group == group)
-                })
-                .cloned()
-                .collect())
+            self.in_group(|g| &g.affinity_group, group)
         }
         fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
-            if self.fail {
-                return Err("boom".into());
-            }
-            Ok(self
-                .bindings
-                .iter()
-                .filter(|b| {
-                    b.spec
-                        .workload_affinity_groups
-                        .as_ref()
-                        .is_some_and(|g| g.anti_affinity_group == group)
-                })
-                .cloned()
-                .collect())
+            self.in_group(|g| &g.anti_affinity_group, group)
         }
         fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>> {
             self.assigning
