@@ -115,7 +115,7 @@ pub static LEADER_FLAGS: &[FlagDef] = &[
         G,
         "leader-elect-resource-namespace",
         K::Str,
-        "karmada-system",
+        KARMADA_SYSTEM,
         "The namespace of resource object that is used for locking during leader election.",
     )
     .set(setter!(LeaderElection, |o, v| o.resource_namespace = v.into())),

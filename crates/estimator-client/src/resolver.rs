@@ -390,13 +390,14 @@ fn addresses(
     endpoint_slices: &[EndpointSlice],
     endpoint_routing: bool,
 ) -> Result<Resolution, ResolveError> {
+    let fail = |problem| ResolveError {
+        namespace: namespace.into(),
+        name: name.into(),
+        port,
+        problem,
+    };
     if port == 0 {
-        return Err(ResolveError {
-            namespace: namespace.into(),
-            name: name.into(),
-            port,
-            problem: Problem::ZeroPort,
-        });
+        return Err(fail(Problem::ZeroPort));
     }
     let Some(service) = service else {
         return Ok(Resolution::new(
@@ -404,12 +405,6 @@ fn addresses(
             DialStrategy::FirstReachable,
             Origin::DnsFallback,
         ));
-    };
-    let fail = |problem| ResolveError {
-        namespace: namespace.into(),
-        name: name.into(),
-        port,
-        problem,
     };
     let spec = service.spec.clone().unwrap_or_default();
     let service_port = || {

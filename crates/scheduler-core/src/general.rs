@@ -434,6 +434,16 @@ struct Left {
     as_int: i64,
 }
 
+impl Left {
+    fn of(q: &Quantity) -> Self {
+        Self {
+            value: q.value(),
+            milli: q.milli_value(),
+            as_int: quantity_as_int(q),
+        }
+    }
+}
+
 /// One cluster's `resourceSummary` reduced to the numbers the estimator reads; a pure
 /// function of the summary, so it can be reused for as long as the summary is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -461,20 +471,21 @@ impl SummaryCapacity {
         }
     }
 
+    fn left_mut(&mut self, name: &str) -> Option<&mut Option<Left>> {
+        match name {
+            "cpu" => self.cpu.as_mut(),
+            "memory" => self.memory.as_mut(),
+            _ => self.others.get_mut(name),
+        }
+    }
+
     /// Parse every quantity of the summary once.
     pub fn parse(rs: &ResourceSummary) -> Self {
         let mut left: BTreeMap<String, Option<Left>> = rs
             .allocatable
             .keys()
             .map(|name| {
-                let l = match remaining(rs, name) {
-                    Some(Some(q)) => Some(Left {
-                        value: q.value(),
-                        milli: q.milli_value(),
-                        as_int: quantity_as_int(&q),
-                    }),
-                    _ => None,
-                };
+                let l = remaining(rs, name).flatten().map(|q| Left::of(&q));
                 (name.clone(), l)
             })
             .collect();
@@ -516,13 +527,7 @@ impl SummaryCapacity {
             }
         }
         let mut cap = Self::parse(rs);
-        let raw_pods = {
-            let p = |l: &ResourceList| l.get("pods").map_or(0, |q| qty(q).value());
-            p(&rs.allocatable)
-                .wrapping_sub(p(&rs.allocated))
-                .wrapping_sub(p(&rs.allocating))
-        };
-        cap.pods = raw_pods.wrapping_sub(pods).max(0);
+        cap.pods = free_pods(rs).wrapping_sub(pods).max(0);
         for (name, amount) in taken {
             let deduct = if name == "cpu" {
                 Quantity::from_milli(amount, Format::DecimalSI)
@@ -530,21 +535,14 @@ impl SummaryCapacity {
                 Quantity::from_i64(amount, Format::DecimalSI)
             };
             let left = match remaining(rs, name) {
-                Some(Some(q)) => q.sub(&deduct).ok().map(|q| Left {
-                    value: q.value(),
-                    milli: q.milli_value(),
-                    as_int: quantity_as_int(&q),
-                }),
+                Some(Some(q)) => q.sub(&deduct).ok().map(|q| Left::of(&q)),
                 // Not allocatable: nothing to take from; out of exact reach stays so.
                 Some(None) => continue,
                 None => None,
             };
-            match name {
-                "cpu" => cap.cpu = Some(left),
-                "memory" => cap.memory = Some(left),
-                _ => {
-                    cap.others.insert(name.to_string(), left);
-                }
+            // Allocatable, so parsed above: the slot is there.
+            if let Some(slot) = cap.left_mut(name) {
+                *slot = left;
             }
         }
         cap
@@ -569,12 +567,7 @@ impl SummaryCapacity {
         }
         self.pods = self.pods.wrapping_sub(pods);
         for (name, amount) in taken {
-            let slot = match name {
-                "cpu" => self.cpu.as_mut(),
-                "memory" => self.memory.as_mut(),
-                _ => self.others.get_mut(name),
-            };
-            if let Some(Some(left)) = slot {
+            if let Some(Some(left)) = self.left_mut(name) {
                 left.as_int = left.as_int.wrapping_sub(amount);
             }
         }
@@ -627,11 +620,15 @@ impl<'a> SetDemand<'a> {
 
 /// `getAllowedPodNumber`: free pods, never negative.
 pub fn allowed_pods(rs: &ResourceSummary) -> i64 {
+    free_pods(rs).max(0)
+}
+
+/// `allocatable - allocated - allocating` pods.
+fn free_pods(rs: &ResourceSummary) -> i64 {
     let pods = |l: &ResourceList| l.get("pods").map_or(0, |q| qty(q).value());
-    let n = pods(&rs.allocatable)
+    pods(&rs.allocatable)
         .wrapping_sub(pods(&rs.allocated))
-        .wrapping_sub(pods(&rs.allocating));
-    n.max(0)
+        .wrapping_sub(pods(&rs.allocating))
 }
 
 /// `getMaximumReplicasBasedOnClusterSummary`: the scarcest requested resource decides.

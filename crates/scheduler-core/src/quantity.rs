@@ -21,6 +21,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+use num_bigint::Sign;
+
 /// The three notations a quantity remembers and is printed in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -863,272 +865,94 @@ fn cmp_dec(a: &BigInt, sa: i32, b: &BigInt, sb: i32) -> Ordering {
     }
 }
 
-/// `mag /= D` on little-endian base-2^32 limbs (not trimmed); returns the remainder.
-fn div_limbs<const D: u64>(mag: &mut [u32]) -> u64 {
-    let mut rem = 0u64;
-    for x in mag.iter_mut().rev() {
-        let cur = (rem << 32) | u64::from(*x);
-        *x = (cur / D) as u32;
-        rem = cur % D;
-    }
-    rem
-}
+/// A signed big integer (the reference's `big.Int`), with just the operations quantities need.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct BigInt(num_bigint::BigInt);
 
-/// A minimal signed big integer: just what quantities need.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct BigInt {
-    negative: bool,
-    /// Little-endian base-2^32 limbs without trailing zeros; empty for zero.
-    mag: Vec<u32>,
+/// `10^n`.
+fn pow10(n: u32) -> num_bigint::BigInt {
+    num_bigint::BigInt::from(10u32).pow(n)
 }
 
 impl BigInt {
     fn zero() -> Self {
-        Self {
-            negative: false,
-            mag: Vec::new(),
-        }
+        Self(num_bigint::BigInt::ZERO)
     }
 
     fn from_i64(v: i64) -> Self {
-        let mut m = v.unsigned_abs();
-        let mut mag = Vec::new();
-        while m > 0 {
-            mag.push(m as u32);
-            m >>= 32;
-        }
-        Self {
-            negative: v < 0,
-            mag,
-        }
+        Self(v.into())
     }
 
     fn from_decimal(digits: &str) -> Self {
-        let mut out = Self::zero();
-        for chunk in digits.as_bytes().chunks(9) {
-            let mut v = 0u32;
-            for d in chunk {
-                v = v * 10 + u32::from(d - b'0');
-            }
-            out.mul_small_in_place(10u32.pow(chunk.len() as u32));
-            out = out.add_small(v);
-        }
-        out
-    }
-
-    fn normalized(mut self) -> Self {
-        while self.mag.last() == Some(&0) {
-            self.mag.pop();
-        }
-        if self.mag.is_empty() {
-            self.negative = false;
-        }
-        self
+        Self(num_bigint::BigInt::parse_bytes(digits.as_bytes(), 10).unwrap_or_default())
     }
 
     fn is_zero(&self) -> bool {
-        self.mag.is_empty()
+        self.0.sign() == Sign::NoSign
     }
 
     fn signum(&self) -> i32 {
-        if self.mag.is_empty() {
-            0
-        } else if self.negative {
-            -1
-        } else {
-            1
+        match self.0.sign() {
+            Sign::Minus => -1,
+            Sign::NoSign => 0,
+            Sign::Plus => 1,
         }
     }
 
     fn abs(&self) -> Self {
-        Self {
-            negative: false,
-            mag: self.mag.clone(),
-        }
+        Self(self.0.magnitude().clone().into())
     }
 
     fn neg(&self) -> Self {
-        Self {
-            negative: !self.negative && !self.mag.is_empty(),
-            mag: self.mag.clone(),
-        }
+        Self(-&self.0)
     }
 
     /// Go's `big.Int.Int64()`: the low 64 bits of the magnitude, negated for negatives.
     fn low_i64(&self) -> i64 {
-        let lo = u64::from(self.mag.first().copied().unwrap_or(0))
-            | (u64::from(self.mag.get(1).copied().unwrap_or(0)) << 32);
-        let v = lo as i64;
-        if self.negative { v.wrapping_neg() } else { v }
-    }
-
-    fn cmp_mag(a: &[u32], b: &[u32]) -> Ordering {
-        a.len()
-            .cmp(&b.len())
-            .then_with(|| a.iter().rev().cmp(b.iter().rev()))
-    }
-
-    fn add_mag(a: &[u32], b: &[u32]) -> Vec<u32> {
-        let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
-        let mut carry = 0u64;
-        for i in 0..a.len().max(b.len()) {
-            let s = u64::from(*a.get(i).unwrap_or(&0)) + u64::from(*b.get(i).unwrap_or(&0)) + carry;
-            out.push(s as u32);
-            carry = s >> 32;
+        let v = self.0.magnitude().iter_u64_digits().next().unwrap_or(0) as i64;
+        if self.0.sign() == Sign::Minus {
+            v.wrapping_neg()
+        } else {
+            v
         }
-        if carry > 0 {
-            out.push(carry as u32);
-        }
-        out
-    }
-
-    /// `a - b` for `|a| >= |b|`.
-    fn sub_mag(a: &[u32], b: &[u32]) -> Vec<u32> {
-        let mut out = Vec::with_capacity(a.len());
-        let mut borrow = 0i64;
-        for (i, &x) in a.iter().enumerate() {
-            let mut d = i64::from(x) - i64::from(*b.get(i).unwrap_or(&0)) - borrow;
-            borrow = 0;
-            if d < 0 {
-                d += 1 << 32;
-                borrow = 1;
-            }
-            out.push(d as u32);
-        }
-        out
     }
 
     fn add(&self, other: &Self) -> Self {
-        if self.negative == other.negative {
-            return Self {
-                negative: self.negative,
-                mag: Self::add_mag(&self.mag, &other.mag),
-            }
-            .normalized();
-        }
-        match Self::cmp_mag(&self.mag, &other.mag) {
-            Ordering::Less => Self {
-                negative: other.negative,
-                mag: Self::sub_mag(&other.mag, &self.mag),
-            }
-            .normalized(),
-            _ => Self {
-                negative: self.negative,
-                mag: Self::sub_mag(&self.mag, &other.mag),
-            }
-            .normalized(),
-        }
-    }
-
-    fn add_small(&self, v: u32) -> Self {
-        self.add(&Self::from_i64(i64::from(v)))
+        Self(&self.0 + &other.0)
     }
 
     fn mul_small(&self, k: u32) -> Self {
-        let mut out = self.clone();
-        out.mul_small_in_place(k);
-        out
+        Self(&self.0 * k)
     }
 
-    /// `self *= k`. Numbers here reach 100,000 digits, so repeated steps work in place
-    /// rather than allocating a new number each time.
-    fn mul_small_in_place(&mut self, k: u32) {
-        let mut carry = 0u64;
-        for x in &mut self.mag {
-            let p = u64::from(*x) * u64::from(k) + carry;
-            *x = p as u32;
-            carry = p >> 32;
+    fn mul_pow10(&self, n: u32) -> Self {
+        if self.is_zero() {
+            return Self::zero();
         }
-        if carry > 0 {
-            self.mag.push(carry as u32);
-        }
-        self.trim();
+        Self(&self.0 * pow10(n))
     }
 
-    fn mul_pow10(&self, mut n: u32) -> Self {
-        let mut out = self.clone();
-        out.mag.reserve(n as usize / 9 + 1);
-        while n >= 9 {
-            out.mul_small_in_place(1_000_000_000);
-            n -= 9;
-        }
-        out.mul_small_in_place(10u32.pow(n));
-        out
-    }
-
-    fn shl(&self, mut bits: u32) -> Self {
-        let mut out = self.clone();
-        while bits > 0 {
-            let step = bits.min(31);
-            out.mul_small_in_place(1 << step);
-            bits -= step;
-        }
-        out
-    }
-
-    /// Drops high zero limbs (a zero magnitude is positive).
-    fn trim(&mut self) {
-        while self.mag.last() == Some(&0) {
-            self.mag.pop();
-        }
-        if self.mag.is_empty() {
-            self.negative = false;
-        }
-    }
-
-    /// `self /= d` (truncating, on the magnitude); returns the remainder.
-    fn div_small_in_place(&mut self, d: u32) -> u32 {
-        let rem = match d {
-            // The divisors of the long loops, as constants: the division compiles to a
-            // multiplication, several times faster on numbers of thousands of limbs.
-            1_000_000_000 => div_limbs::<1_000_000_000>(&mut self.mag),
-            10 => div_limbs::<10>(&mut self.mag),
-            _ => {
-                let d = u64::from(d);
-                let mut rem = 0u64;
-                for x in self.mag.iter_mut().rev() {
-                    let cur = (rem << 32) | u64::from(*x);
-                    *x = (cur / d) as u32;
-                    rem = cur % d;
-                }
-                rem
-            }
-        };
-        self.trim();
-        rem as u32
-    }
-
-    /// Divides by the constant `D` when it divides exactly (one pass, into `scratch`, which
-    /// becomes the number); whether it did.
-    fn div_exact<const D: u64>(&mut self, scratch: &mut Vec<u32>) -> bool {
-        scratch.clear();
-        scratch.extend_from_slice(&self.mag);
-        if div_limbs::<D>(scratch) != 0 {
-            return false;
-        }
-        std::mem::swap(&mut self.mag, scratch);
-        self.trim();
-        true
+    fn shl(&self, bits: u32) -> Self {
+        Self(&self.0 << bits)
     }
 
     /// Floor division by `10^n` (Euclidean for negatives) and whether it was exact.
-    fn div_pow10_floor(&self, mut n: u32) -> (Self, bool) {
-        let mut q = self.abs();
-        let mut exact = true;
-        while n > 0 && !q.is_zero() {
-            let step = n.min(9);
-            exact &= q.div_small_in_place(10u32.pow(step)) == 0;
-            n -= step;
+    fn div_pow10_floor(&self, n: u32) -> (Self, bool) {
+        // Below 2^(3n) <= 10^n the quotient is 0 or -1: no need to build 10^n for the
+        // scales of 100,000 digits that reach here.
+        if self.0.bits() <= u64::from(n) * 3 {
+            return match self.signum() {
+                0 => (Self::zero(), true),
+                1 => (Self::zero(), false),
+                _ => (Self::from_i64(-1), false),
+            };
         }
-        if self.negative {
-            let q = q.neg();
-            if exact {
-                (q, true)
-            } else {
-                (q.add(&Self::from_i64(-1)), false)
-            }
-        } else {
-            (q, exact)
+        let d = pow10(n);
+        let (q, r) = (&self.0 / &d, &self.0 % &d);
+        match r.sign() {
+            Sign::NoSign => (Self(q), true),
+            Sign::Plus => (Self(q), false),
+            Sign::Minus => (Self(q - 1), false),
         }
     }
 
@@ -1136,86 +960,35 @@ impl BigInt {
     ///
     /// The reference divides by `base` once per factor, each division a pass over the whole
     /// number: for a value of 100,000 digits with as many factors that is seconds of work.
-    /// The result is the same when the largest power of `base` that fits a limb is stripped
-    /// first, as long as it divides, then single factors, with constant divisors and without
-    /// allocating per step.
+    /// The result is the same when the largest power of `base` that fits 64 bits is stripped
+    /// first, as long as it divides, then single factors.
     fn remove_factors(&self, base: u32) -> (Self, i32) {
-        let mut v = self.clone();
+        let mut v = self.0.clone();
         let mut times = 0i32;
-        if v.is_zero() {
-            return (v, 0);
+        if self.is_zero() || base < 2 {
+            return (Self(v), 0);
         }
-        let mut scratch = Vec::with_capacity(v.mag.len());
-        match base {
-            10 => {
-                while v.div_exact::<1_000_000_000>(&mut scratch) {
-                    times += 9;
-                }
-                while v.div_exact::<10>(&mut scratch) {
-                    times += 1;
-                }
-            }
-            1024 => {
-                while v.div_exact::<{ 1 << 30 }>(&mut scratch) {
-                    times += 3;
-                }
-                while v.div_exact::<1024>(&mut scratch) {
-                    times += 1;
-                }
-            }
-            _ => loop {
-                let mut q = v.clone();
-                if base < 2 || q.div_small_in_place(base) != 0 {
-                    break;
-                }
-                v = q;
-                times += 1;
-            },
+        let (mut chunk, mut per) = (u64::from(base), 1);
+        while let Some(c) = chunk.checked_mul(u64::from(base)) {
+            (chunk, per) = (c, per + 1);
         }
-        (v, times)
+        for (d, n) in [(chunk, per), (u64::from(base), 1)] {
+            while (&v % d).sign() == Sign::NoSign {
+                v /= d;
+                times += n;
+            }
+        }
+        (Self(v), times)
     }
 
     fn digit_count(&self) -> usize {
-        self.abs().to_string().len()
-    }
-}
-
-impl Ord for BigInt {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self.signum(), other.signum()) {
-            (a, b) if a != b => a.cmp(&b),
-            (0, _) => Ordering::Equal,
-            (1, _) => Self::cmp_mag(&self.mag, &other.mag),
-            _ => Self::cmp_mag(&other.mag, &self.mag),
-        }
-    }
-}
-
-impl PartialOrd for BigInt {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+        self.0.magnitude().to_string().len()
     }
 }
 
 impl fmt::Display for BigInt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_zero() {
-            return f.write_str("0");
-        }
-        let mut chunks = Vec::new();
-        let mut v = self.abs();
-        while !v.is_zero() {
-            chunks.push(v.div_small_in_place(1_000_000_000));
-        }
-        let mut s = String::new();
-        if self.negative {
-            s.push('-');
-        }
-        s.push_str(&chunks.pop().unwrap_or(0).to_string());
-        for c in chunks.iter().rev() {
-            s.push_str(&format!("{c:09}"));
-        }
-        f.write_str(&s)
+        self.0.fmt(f)
     }
 }
 

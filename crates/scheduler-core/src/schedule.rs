@@ -285,90 +285,14 @@ impl Scheduler {
         let targets = TargetIndex::new(&spec.clusters);
         let observer = self.observer.as_deref();
 
-        // Filter.
-        let filter_step = StepGuard::start(observer, Step::Filter);
         let framework_obs = FrameworkObserver::new(observer);
-        let mut feasible: Vec<&Cluster> = Vec::with_capacity(input.snapshot.num_of_clusters());
-        // The same clusters as the `Arc`s of the snapshot, for estimators that memoise.
-        let mut feasible_shared: Vec<&Arc<Cluster>> = Vec::with_capacity(feasible.capacity());
-        let mut feasible_positions: Vec<usize> = Vec::with_capacity(feasible.capacity());
-        let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        if let Some(t) = trace.as_deref_mut() {
-            t.filter_plugins = self
-                .framework
-                .filter_plugin_names()
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        }
-        // What the filters would work out per cluster, once for the snapshot.
-        let prepared = self
-            .prepare_filters
-            .then(|| Prepared::new(input.snapshot, spec, status));
-        for (index, c) in input.snapshot.clusters().iter().enumerate() {
-            let cluster: &Cluster = c;
-            let terminating = match &prepared {
-                Some(p) => p.terminating(index),
-                None => cluster.is_terminating(),
-            };
-            if terminating {
-                if let Some(t) = trace.as_deref_mut() {
-                    t.clusters.push(ClusterTrace {
-                        name: cluster.name().to_string(),
-                        verdict: Verdict::Deleting,
-                        ..Default::default()
-                    });
-                }
-                continue;
-            }
-            let ctx = FilterContext {
-                spec,
-                status,
-                targets: &targets,
-                cluster,
-                workload_index: input.workload_index,
-                prepared: prepared.as_ref().map(|p| p.at(index)),
-            };
-            match self
-                .framework
-                .run_filter_plugins_observed(&ctx, framework_obs)
-            {
-                Ok(()) => {
-                    feasible.push(cluster);
-                    feasible_shared.push(c);
-                    feasible_positions.push(index);
-                    if let Some(t) = trace.as_deref_mut() {
-                        t.clusters.push(ClusterTrace {
-                            name: cluster.name().to_string(),
-                            ..Default::default()
-                        });
-                    }
-                }
-                Err(rejection) => {
-                    if let Some(t) = trace.as_deref_mut() {
-                        t.clusters.push(ClusterTrace {
-                            name: cluster.name().to_string(),
-                            verdict: Verdict::Rejected {
-                                plugin: rejection.plugin.to_string(),
-                                reasons: rejection.result.reasons().to_vec(),
-                            },
-                            ..Default::default()
-                        });
-                    }
-                    diagnosis.insert(
-                        cluster.name().to_string(),
-                        rejection.result.reasons().to_vec(),
-                    );
-                }
-            }
-        }
+        let filter_step = StepGuard::start(observer, Step::Filter);
+        let Feasible {
+            clusters: feasible,
+            shared: feasible_shared,
+            positions: feasible_positions,
+        } = self.filter(&input, status, &targets, trace.as_deref_mut())?;
         drop(filter_step);
-        if feasible.is_empty() {
-            return Err(ScheduleError::Fit(FitError {
-                num_all_clusters: input.snapshot.num_of_clusters(),
-                diagnosis,
-            }));
-        }
 
         // Score.
         let score_step = StepGuard::start(observer, Step::Score);
@@ -461,6 +385,95 @@ impl Scheduler {
         Ok(assigned)
     }
 
+    /// The clusters that pass every filter plugin, in snapshot order; none is a fit error
+    /// with each rejected cluster's reasons.
+    fn filter<'s>(
+        &self,
+        input: &BindingInput<'s>,
+        status: &ResourceBindingStatus,
+        targets: &TargetIndex<'_>,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<Feasible<'s>, ScheduleError> {
+        let spec = input.spec;
+        let framework_obs = FrameworkObserver::new(self.observer.as_deref());
+        let n = input.snapshot.num_of_clusters();
+        let mut feasible = Feasible {
+            clusters: Vec::with_capacity(n),
+            shared: Vec::with_capacity(n),
+            positions: Vec::with_capacity(n),
+        };
+        let mut diagnosis: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        if let Some(t) = trace.as_deref_mut() {
+            t.filter_plugins = self
+                .framework
+                .filter_plugin_names()
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        }
+        let mut note = |cluster: &Cluster, verdict: Verdict| {
+            if let Some(t) = trace.as_deref_mut() {
+                t.clusters.push(ClusterTrace {
+                    name: cluster.name().to_string(),
+                    verdict,
+                    ..Default::default()
+                });
+            }
+        };
+        // What the filters would work out per cluster, once for the snapshot.
+        let prepared = self
+            .prepare_filters
+            .then(|| Prepared::new(input.snapshot, spec, status));
+        for (index, c) in input.snapshot.clusters().iter().enumerate() {
+            let cluster: &Cluster = c;
+            let terminating = match &prepared {
+                Some(p) => p.terminating(index),
+                None => cluster.is_terminating(),
+            };
+            if terminating {
+                note(cluster, Verdict::Deleting);
+                continue;
+            }
+            let ctx = FilterContext {
+                spec,
+                status,
+                targets,
+                cluster,
+                workload_index: input.workload_index,
+                prepared: prepared.as_ref().map(|p| p.at(index)),
+            };
+            match self
+                .framework
+                .run_filter_plugins_observed(&ctx, framework_obs)
+            {
+                Ok(()) => {
+                    feasible.clusters.push(cluster);
+                    feasible.shared.push(c);
+                    feasible.positions.push(index);
+                    note(cluster, Verdict::Feasible);
+                }
+                Err(rejection) => {
+                    let reasons = rejection.result.reasons().to_vec();
+                    note(
+                        cluster,
+                        Verdict::Rejected {
+                            plugin: rejection.plugin.to_string(),
+                            reasons: reasons.clone(),
+                        },
+                    );
+                    diagnosis.insert(cluster.name().to_string(), reasons);
+                }
+            }
+        }
+        if feasible.clusters.is_empty() {
+            return Err(ScheduleError::Fit(FitError {
+                num_all_clusters: n,
+                diagnosis,
+            }));
+        }
+        Ok(feasible)
+    }
+
     /// Merged estimator answers per feasible cluster, in `clusters` order.
     async fn cal_available_replicas(
         &self,
@@ -505,63 +518,48 @@ impl Scheduler {
         let mut position: Option<HashMap<&str, usize>> = None;
         let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
         for estimator in &self.estimators {
-            let answer = estimator.estimate_shared(clusters, shared, request).await;
-            let answers = match answer {
-                Ok(a) => a,
-                Err(e) => {
-                    if let Some(t) = trace.as_deref_mut() {
-                        t.estimators.push(EstimatorTrace {
-                            name: estimator.name().to_string(),
-                            error: Some(e.to_string()),
-                        });
-                    }
-                    continue;
-                }
-            };
-            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
-            let answers = match answers {
-                SharedEstimates::Named(named) => named,
-                SharedEstimates::InOrder(values) => {
-                    for (i, v) in values.into_iter().enumerate().take(clusters.len()) {
-                        if let Some(s) = seen.as_mut() {
-                            s[i] = Some(v);
+            let answers = estimator.estimate_shared(clusters, shared, request).await;
+            if let Some(t) = trace.as_deref_mut() {
+                t.estimators.push(EstimatorTrace {
+                    name: estimator.name().to_string(),
+                    error: answers.as_ref().err().map(|e| e.to_string()),
+                });
+            }
+            let Ok(answers) = answers else { continue };
+            // (position in `clusters`, answer); named answers normally come in the order
+            // asked, and fall back to a lookup otherwise.
+            let answers: Vec<(usize, i32)> = match answers {
+                SharedEstimates::InOrder(values) => values
+                    .into_iter()
+                    .take(clusters.len())
+                    .enumerate()
+                    .collect(),
+                SharedEstimates::Named(named) => named
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(k, (name, v))| {
+                        if clusters.get(k).is_some_and(|c| c.name() == name) {
+                            return Some((k, v));
                         }
-                        if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
-                            out[i] = v;
-                        }
-                    }
-                    Vec::new()
-                }
-            };
-            for (k, (name, v)) in answers.iter().enumerate() {
-                // Answers normally come in the order asked; fall back to a lookup otherwise.
-                let i = if clusters.get(k).is_some_and(|c| c.name() == name) {
-                    Some(k)
-                } else {
-                    position
-                        .get_or_insert_with(|| {
+                        let position = position.get_or_insert_with(|| {
                             clusters
                                 .iter()
                                 .enumerate()
                                 .map(|(i, c)| (c.name(), i))
                                 .collect()
-                        })
-                        .get(name.as_str())
-                        .copied()
-                };
-                let Some(i) = i else { continue };
+                        });
+                        position.get(name.as_str()).map(|&i| (i, v))
+                    })
+                    .collect(),
+            };
+            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
+            for (i, v) in answers {
                 if let Some(s) = seen.as_mut() {
-                    s[i] = Some(*v);
+                    s[i] = Some(v);
                 }
-                if *v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > *v {
-                    out[i] = *v;
+                if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
+                    out[i] = v;
                 }
-            }
-            if let Some(t) = trace.as_deref_mut() {
-                t.estimators.push(EstimatorTrace {
-                    name: estimator.name().to_string(),
-                    error: None,
-                });
             }
             if let Some(s) = seen {
                 per_estimator.push((estimator.name().to_string(), s));
@@ -651,6 +649,14 @@ fn record_groups(t: &mut AttemptTrace, info: &GroupClustersInfo<'_>) {
             clusters: g.clusters.iter().map(|c| c.name.to_string()).collect(),
         })
         .collect();
+}
+
+/// The clusters that pass the filters, in snapshot order: as plain references, as the
+/// snapshot's `Arc`s (for estimators that memoise) and as positions in the snapshot.
+struct Feasible<'s> {
+    clusters: Vec<&'s Cluster>,
+    shared: Vec<&'s Arc<Cluster>>,
+    positions: Vec<usize>,
 }
 
 #[cfg(test)]

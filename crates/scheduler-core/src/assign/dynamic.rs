@@ -234,11 +234,9 @@ pub(crate) fn assign_dynamic_nonzero(
     strategy: DynamicStrategy,
     mode: Mode,
 ) -> Result<Vec<TargetCluster>, ScheduleError> {
-    Ok(dynamic_slots(cands, spec, strategy, mode)?
-        .into_iter()
-        .filter(|s| s.replicas > 0)
-        .map(Slot::target)
-        .collect())
+    let mut targets = assign_dynamic(cands, spec, strategy, mode)?;
+    targets.retain(|t| t.replicas > 0);
+    Ok(targets)
 }
 
 fn dynamic_slots<'a>(

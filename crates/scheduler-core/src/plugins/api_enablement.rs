@@ -1,6 +1,6 @@
 //! `APIEnablement`: the member cluster must serve the resource's group-version and kind.
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult};
 pub(crate) use crate::predicates::{parse_group_version, serves};
 
 /// Registry name.
@@ -12,14 +12,7 @@ pub const REASON: &str = "cluster(s) did not have the API resource";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ApiEnablement;
 
-impl Plugin for ApiEnablement {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(ApiEnablement: filter);
 
 impl FilterPlugin for ApiEnablement {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
@@ -48,6 +41,7 @@ impl FilterPlugin for ApiEnablement {
 mod tests {
     use super::*;
     use crate::framework::Code;
+    use crate::framework::Plugin;
     use crate::plugins::testutil::*;
     use karmada_api::work::ResourceBindingSpec;
 

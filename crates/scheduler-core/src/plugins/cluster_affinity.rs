@@ -1,7 +1,7 @@
 //! `ClusterAffinity`: the cluster must match the placement's affinity (filter; score 0).
 
 use crate::framework::{
-    FilterContext, FilterPlugin, MIN_CLUSTER_SCORE, Plugin, PluginResult, ScoreContext, ScorePlugin,
+    FilterContext, FilterPlugin, MIN_CLUSTER_SCORE, PluginResult, ScoreContext, ScorePlugin,
 };
 pub use crate::predicates::{Affinities, effective_affinities};
 use crate::selector::cluster_matches;
@@ -16,17 +16,7 @@ pub const REASON: &str = "cluster(s) did not match the placement cluster affinit
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClusterAffinity;
 
-impl Plugin for ClusterAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(ClusterAffinity: filter, score);
 
 impl FilterPlugin for ClusterAffinity {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {

@@ -1,6 +1,6 @@
 //! `ClusterEviction`: a cluster the workload is being evicted from is not a candidate.
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult};
 
 /// Registry name.
 pub const NAME: &str = "ClusterEviction";
@@ -12,14 +12,7 @@ pub const REASON: &str = "cluster(s) is in the process of eviction";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClusterEviction;
 
-impl Plugin for ClusterEviction {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(ClusterEviction: filter);
 
 impl FilterPlugin for ClusterEviction {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {

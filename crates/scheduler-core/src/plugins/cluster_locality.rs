@@ -1,7 +1,7 @@
 //! `ClusterLocality`: prefer the clusters the workload already runs in (score 100).
 
 use crate::framework::{
-    MAX_CLUSTER_SCORE, MIN_CLUSTER_SCORE, Plugin, PluginResult, ScoreContext, ScorePlugin,
+    MAX_CLUSTER_SCORE, MIN_CLUSTER_SCORE, PluginResult, ScoreContext, ScorePlugin,
 };
 
 /// Registry name.
@@ -11,14 +11,7 @@ pub const NAME: &str = "ClusterLocality";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClusterLocality;
 
-impl Plugin for ClusterLocality {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(ClusterLocality: score);
 
 impl ScorePlugin for ClusterLocality {
     fn score(&self, ctx: &ScoreContext<'_>) -> Result<i64, PluginResult> {
@@ -33,6 +26,7 @@ impl ScorePlugin for ClusterLocality {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::Plugin;
     use crate::plugins::testutil::*;
     use karmada_api::work::ResourceBindingSpec;
 

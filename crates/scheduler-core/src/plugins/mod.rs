@@ -2,6 +2,29 @@
 //!
 //! The registry's declaration order is the order filters run in (see [`crate::framework`]).
 
+/// The `impl Plugin` of an in-tree plugin: the module's `NAME` and the extensions it has,
+/// e.g. `in_tree_plugin!(ClusterAffinity: filter, score);`.
+macro_rules! in_tree_plugin {
+    ($ty:ty: $($extension:ident),+) => {
+        impl $crate::framework::Plugin for $ty {
+            fn name(&self) -> &'static str {
+                NAME
+            }
+            $(in_tree_plugin!(@$extension);)+
+        }
+    };
+    (@filter) => {
+        fn as_filter(&self) -> Option<&dyn $crate::framework::FilterPlugin> {
+            Some(self)
+        }
+    };
+    (@score) => {
+        fn as_score(&self) -> Option<&dyn $crate::framework::ScorePlugin> {
+            Some(self)
+        }
+    };
+}
+
 pub mod api_enablement;
 pub mod cluster_affinity;
 pub mod cluster_eviction;
@@ -20,62 +43,56 @@ fn factory<P: Plugin + Default + 'static>() -> Result<Arc<dyn Plugin>, String> {
     Ok(Arc::new(P::default()))
 }
 
+type Factory = fn() -> Result<Arc<dyn Plugin>, String>;
+
 /// Every in-tree plugin, in the fixed order: APIEnablement, TaintToleration, ClusterAffinity,
 /// SpreadConstraint, ClusterLocality, ClusterEviction, then, with the `WorkloadAffinity` gate,
 /// WorkloadAntiAffinity and WorkloadAffinity.
 pub fn in_tree_registry(gates: &FeatureGates) -> Registry {
+    use self::{
+        api_enablement::ApiEnablement, cluster_affinity::ClusterAffinity,
+        cluster_eviction::ClusterEviction, cluster_locality::ClusterLocality,
+        spread_constraint::SpreadConstraint, taint_toleration::TaintToleration,
+        workload_affinity::WorkloadAffinity, workload_anti_affinity::WorkloadAntiAffinity,
+    };
+    let plugins: [(&str, Factory); 8] = [
+        (api_enablement::NAME, factory::<ApiEnablement>),
+        (taint_toleration::NAME, factory::<TaintToleration>),
+        (cluster_affinity::NAME, factory::<ClusterAffinity>),
+        (spread_constraint::NAME, factory::<SpreadConstraint>),
+        (cluster_locality::NAME, factory::<ClusterLocality>),
+        (cluster_eviction::NAME, factory::<ClusterEviction>),
+        (
+            workload_anti_affinity::NAME,
+            factory::<WorkloadAntiAffinity>,
+        ),
+        (workload_affinity::NAME, factory::<WorkloadAffinity>),
+    ];
+    // The last two only with the gate.
+    let n = if gates.workload_affinity() { 8 } else { 6 };
     let mut r = Registry::new();
-    let mut add = |name: &str, f: fn() -> Result<Arc<dyn Plugin>, String>| {
+    for &(name, f) in &plugins[..n] {
         r.register(name, f)
             .expect("in-tree plugin names are unique");
-    };
-    add(
-        api_enablement::NAME,
-        factory::<api_enablement::ApiEnablement>,
-    );
-    add(
-        taint_toleration::NAME,
-        factory::<taint_toleration::TaintToleration>,
-    );
-    add(
-        cluster_affinity::NAME,
-        factory::<cluster_affinity::ClusterAffinity>,
-    );
-    add(
-        spread_constraint::NAME,
-        factory::<spread_constraint::SpreadConstraint>,
-    );
-    add(
-        cluster_locality::NAME,
-        factory::<cluster_locality::ClusterLocality>,
-    );
-    add(
-        cluster_eviction::NAME,
-        factory::<cluster_eviction::ClusterEviction>,
-    );
-    if gates.workload_affinity() {
-        add(
-            workload_anti_affinity::NAME,
-            factory::<workload_anti_affinity::WorkloadAntiAffinity>,
-        );
-        add(
-            workload_affinity::NAME,
-            factory::<workload_affinity::WorkloadAffinity>,
-        );
     }
     r
 }
 
 #[cfg(test)]
-pub(crate) mod testutil {
+mod testutil {
     //! Builders shared by the plugin tests.
     use karmada_api::cluster::{ApiEnablement, ApiResource, Cluster, ClusterSpec, ClusterStatus};
     use karmada_api::work::{
-        ObjectReference, ResourceBindingSpec, ResourceBindingStatus, TargetCluster,
+        ObjectReference, ResourceBinding, ResourceBindingSpec, ResourceBindingStatus,
+        TargetCluster, WorkloadAffinityGroups,
     };
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
 
+    use super::workload_affinity::binding_name;
     use crate::framework::{
         FilterContext, FilterPlugin, PluginResult, ScoreContext, ScorePlugin, TargetIndex,
+        WorkloadGroupIndex,
     };
     use crate::prepared::Prepared;
     use crate::snapshot::Snapshot;
@@ -158,6 +175,75 @@ pub(crate) mod testutil {
             targets: &targets,
             cluster,
         })
+    }
+
+    /// An in-memory index for the workload (anti-)affinity tests.
+    #[derive(Default)]
+    pub struct MemIndex {
+        pub bindings: Vec<Arc<ResourceBinding>>,
+        pub assigning: BTreeMap<(String, String), Arc<ResourceBinding>>,
+        pub fail: bool,
+    }
+
+    impl MemIndex {
+        fn in_group(
+            &self,
+            side: fn(&WorkloadAffinityGroups) -> &str,
+            group: &str,
+        ) -> Result<Vec<Arc<ResourceBinding>>, String> {
+            if self.fail {
+                return Err("boom".into());
+            }
+            let member = |b: &&Arc<ResourceBinding>| {
+                let groups = b.spec.workload_affinity_groups.as_ref();
+                groups.is_some_and(|g| side(g) == group)
+            };
+            Ok(self.bindings.iter().filter(member).cloned().collect())
+        }
+    }
+
+    impl WorkloadGroupIndex for MemIndex {
+        fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+            self.in_group(|g| &g.affinity_group, group)
+        }
+        fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
+            self.in_group(|g| &g.anti_affinity_group, group)
+        }
+        fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>> {
+            self.assigning
+                .get(&(namespace.to_string(), name.to_string()))
+                .cloned()
+        }
+    }
+
+    pub fn binding(
+        ns: &str,
+        kind: &str,
+        name: &str,
+        aff: &str,
+        anti: &str,
+        on: &[&str],
+        rv: &str,
+    ) -> ResourceBinding {
+        let spec = ResourceBindingSpec {
+            resource: ObjectReference {
+                api_version: "apps/v1".into(),
+                kind: kind.into(),
+                namespace: ns.into(),
+                name: name.into(),
+                ..Default::default()
+            },
+            clusters: targets(on),
+            workload_affinity_groups: Some(WorkloadAffinityGroups {
+                affinity_group: aff.into(),
+                anti_affinity_group: anti.into(),
+            }),
+            ..Default::default()
+        };
+        let mut rb = ResourceBinding::new(&binding_name(kind, name), spec);
+        rb.metadata.namespace = Some(ns.into());
+        rb.metadata.resource_version = Some(rv.into());
+        rb
     }
 }
 

@@ -2,7 +2,7 @@
 
 use karmada_api::policy::SpreadFieldValue;
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult};
 pub(crate) use crate::predicates::lacks;
 
 /// Registry name.
@@ -12,14 +12,7 @@ pub const NAME: &str = "SpreadConstraint";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpreadConstraint;
 
-impl Plugin for SpreadConstraint {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(SpreadConstraint: filter);
 
 impl FilterPlugin for SpreadConstraint {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult};
 
 /// Registry name.
 pub const NAME: &str = "TaintToleration";
@@ -12,14 +12,7 @@ pub const NAME: &str = "TaintToleration";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TaintToleration;
 
-impl Plugin for TaintToleration {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(TaintToleration: filter);
 
 impl FilterPlugin for TaintToleration {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {

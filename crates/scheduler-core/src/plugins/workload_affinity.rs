@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use karmada_api::work::{ResourceBinding, WorkloadAffinityGroups};
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult, WorkloadGroupIndex};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult, WorkloadGroupIndex};
 
 /// Registry name.
 pub const NAME: &str = "WorkloadAffinity";
@@ -20,14 +20,7 @@ pub const NAME: &str = "WorkloadAffinity";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WorkloadAffinity;
 
-impl Plugin for WorkloadAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(WorkloadAffinity: filter);
 
 impl FilterPlugin for WorkloadAffinity {
     fn filter(&self, ctx: &FilterContext<'_>) -> PluginResult {
@@ -144,90 +137,10 @@ pub fn compare_resource_version(a: &str, b: &str) -> Option<Ordering> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::plugins::testutil::*;
-    use karmada_api::work::{ObjectReference, ResourceBindingSpec, WorkloadAffinityGroups};
-    use std::collections::BTreeMap;
     use std::sync::Arc;
-
-    /// An in-memory index for the workload (anti-)affinity tests.
-    #[derive(Default)]
-    pub struct MemIndex {
-        pub bindings: Vec<Arc<ResourceBinding>>,
-        pub assigning: BTreeMap<(String, String), Arc<ResourceBinding>>,
-        pub fail: bool,
-    }
-
-    impl WorkloadGroupIndex for MemIndex {
-        fn by_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
-            if self.fail {
-                return Err("boom".into());
-            }
-            Ok(self
-                .bindings
-                .iter()
-                .filter(|b| {
-                    b.spec
-                        .workload_affinity_groups
-                        .as_ref()
-                        .is_some_and(|g| g.affinity_group == group)
-                })
-                .cloned()
-                .collect())
-        }
-        fn by_anti_affinity_group(&self, group: &str) -> Result<Vec<Arc<ResourceBinding>>, String> {
-            if self.fail {
-                return Err("boom".into());
-            }
-            Ok(self
-                .bindings
-                .iter()
-                .filter(|b| {
-                    b.spec
-                        .workload_affinity_groups
-                        .as_ref()
-                        .is_some_and(|g| g.anti_affinity_group == group)
-                })
-                .cloned()
-                .collect())
-        }
-        fn assigning(&self, namespace: &str, name: &str) -> Option<Arc<ResourceBinding>> {
-            self.assigning
-                .get(&(namespace.to_string(), name.to_string()))
-                .cloned()
-        }
-    }
-
-    pub fn binding(
-        ns: &str,
-        kind: &str,
-        name: &str,
-        aff: &str,
-        anti: &str,
-        on: &[&str],
-        rv: &str,
-    ) -> ResourceBinding {
-        let spec = ResourceBindingSpec {
-            resource: ObjectReference {
-                api_version: "apps/v1".into(),
-                kind: kind.into(),
-                namespace: ns.into(),
-                name: name.into(),
-                ..Default::default()
-            },
-            clusters: targets(on),
-            workload_affinity_groups: Some(WorkloadAffinityGroups {
-                affinity_group: aff.into(),
-                anti_affinity_group: anti.into(),
-            }),
-            ..Default::default()
-        };
-        let mut rb = ResourceBinding::new(&binding_name(kind, name), spec);
-        rb.metadata.namespace = Some(ns.into());
-        rb.metadata.resource_version = Some(rv.into());
-        rb
-    }
 
     fn filter_with(
         index: Option<&dyn WorkloadGroupIndex>,

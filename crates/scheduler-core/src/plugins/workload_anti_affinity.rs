@@ -2,7 +2,7 @@
 //! avoid each other's clusters. Peers come from the caller's [`WorkloadGroupIndex`], as for
 //! [`super::workload_affinity`].
 
-use crate::framework::{FilterContext, FilterPlugin, Plugin, PluginResult};
+use crate::framework::{FilterContext, FilterPlugin, PluginResult};
 use crate::plugins::workload_affinity::{GroupRule, filter_by_group};
 
 /// Registry name.
@@ -12,14 +12,7 @@ pub const NAME: &str = "WorkloadAntiAffinity";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WorkloadAntiAffinity;
 
-impl Plugin for WorkloadAntiAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-}
+in_tree_plugin!(WorkloadAntiAffinity: filter);
 
 impl FilterPlugin for WorkloadAntiAffinity {
     /// A peer without clusters holds none, so skipping unplaced peers (as the affinity filter
@@ -41,8 +34,7 @@ impl FilterPlugin for WorkloadAntiAffinity {
 mod tests {
     use super::*;
     use crate::framework::WorkloadGroupIndex;
-    use crate::plugins::testutil::cluster;
-    use crate::plugins::workload_affinity::tests::{MemIndex, binding};
+    use crate::plugins::testutil::{MemIndex, binding, cluster};
     use std::sync::Arc;
 
     #[test]

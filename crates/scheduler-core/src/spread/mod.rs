@@ -107,7 +107,7 @@ pub fn is_spread_constraint_existed(
 }
 
 #[cfg(test)]
-pub(crate) mod testutil {
+mod testutil {
     use std::sync::LazyLock;
 
     use karmada_api::cluster::{Cluster, ClusterSpec};

@@ -41,23 +41,12 @@ impl RateLimiterOptions {
     /// Values ≤ 0 replaced by the defaults, silently, as upstream's `SetDefaults`.
     pub fn with_defaults(self) -> Self {
         let d = Self::default();
+        let or = |v: i64, default: i64| if v <= 0 { default } else { v };
         Self {
-            base_delay: if self.base_delay.0 <= 0 {
-                d.base_delay
-            } else {
-                self.base_delay
-            },
-            max_delay: if self.max_delay.0 <= 0 {
-                d.max_delay
-            } else {
-                self.max_delay
-            },
-            qps: if self.qps <= 0 { d.qps } else { self.qps },
-            bucket_size: if self.bucket_size <= 0 {
-                d.bucket_size
-            } else {
-                self.bucket_size
-            },
+            base_delay: GoDuration(or(self.base_delay.0, d.base_delay.0)),
+            max_delay: GoDuration(or(self.max_delay.0, d.max_delay.0)),
+            qps: or(self.qps, d.qps),
+            bucket_size: or(self.bucket_size, d.bucket_size),
         }
     }
 }

@@ -41,18 +41,6 @@ fn same_targets(a: &[TargetCluster], b: &[TargetCluster]) -> bool {
         })
 }
 
-/// Whether the result write changes anything: the applied-placement annotation (`None`:
-/// absent) differs from `placement_json`, or `result` from the `clusters` held. The
-/// reference assumes a result (`SchedulingOvercommitProtection`) only when it writes one.
-pub fn result_changes(
-    annotation: Option<&str>,
-    clusters: &[TargetCluster],
-    placement_json: &str,
-    result: &[TargetCluster],
-) -> bool {
-    annotation != Some(placement_json) || !same_targets(clusters, result)
-}
-
 /// The result patch: the applied-placement annotation and `spec.clusters`, plus our marker
 /// of the generation the patch produces ([`RESULT_GENERATION_ANNOTATION`]).
 pub fn result_patch(
