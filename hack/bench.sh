@@ -26,10 +26,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 
+# The bench is its own workspace (hack/bench/Cargo.toml) built into the root's target dir.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ROOT}/target}"
+BENCH_MANIFEST="${ROOT}/hack/bench/Cargo.toml"
+
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   sed -n '2,24p' "${BASH_SOURCE[0]}"
   echo
-  exec cargo run -q --release -p karmada-bench -- --help
+  exec cargo run -q --release --locked --manifest-path "${BENCH_MANIFEST}" -- --help
 fi
 
 if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
@@ -38,10 +42,11 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   "${ROOT}/hack/build-tools.sh"
   # The upstream scheduler driven offline, to replay pairs that disagree after churn.
   "${ROOT}/hack/build-oracle.sh" >/dev/null
-  cargo build --release -p karmada-scheduler -p karmada-descheduler -p karmada-bench
+  cargo build --release --locked -p karmada-scheduler -p karmada-descheduler
+  cargo build --release --locked --manifest-path "${BENCH_MANIFEST}"
 fi
 
-TARGET="${CARGO_TARGET_DIR:-${ROOT}/target}"
+TARGET="${CARGO_TARGET_DIR}"
 exec "${TARGET}/release/karmada-bench" \
   --rust-bin "${TARGET}/release/karmada-scheduler" \
   --rust-desched-bin "${TARGET}/release/karmada-descheduler" \

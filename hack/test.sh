@@ -21,15 +21,21 @@ step() { printf '\n==> %s\n' "$*"; }
 step "installing test dependencies (hack/ci-deps.sh)"
 hack/ci-deps.sh
 
+# The bench is its own workspace (hack/bench/Cargo.toml), built into the same target dir.
+BENCH=(--manifest-path hack/bench/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}")
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
+cargo fmt --manifest-path hack/bench/Cargo.toml --all -- --check
 
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy "${BENCH[@]}" --all-targets --locked -- -D warnings
 
 step "cargo test (end-to-end included)"
 KARMADA_E2E=1 cargo test --workspace --locked "$@"
+cargo test "${BENCH[@]}" --locked
 
 # A small part of Karmada's own e2e suite with our scheduler and descheduler in a whole Karmada
 # (hack/upstream-e2e.sh; the whole scope, with Go's too, runs by that script alone).
