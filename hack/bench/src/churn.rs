@@ -65,10 +65,12 @@ pub struct ChurnFlags {
     pub members: usize,
     pub faults: bool,
     pub fault_every: Duration,
-    pub fault_down: Duration,
-    /// How long to wait, after the stream, for every live binding to be settled.
-    pub settle: Duration,
 }
+
+/// How long the API server stays down at each fault.
+const FAULT_DOWN: Duration = Duration::from_secs(2);
+/// How long to wait, after the stream, for every live binding to be settled.
+const SETTLE: Duration = Duration::from_secs(180);
 
 /// One sampling instant; pairs of values are `[ours, Go]`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -667,11 +669,11 @@ async fn fault_loop(
         }
     };
     let mut next = start + flags.fault_every;
-    while next + flags.fault_down < until {
+    while next + FAULT_DOWN < until {
         tokio::time::sleep_until(next).await;
         let at = Instant::now();
         log(t0, "fault: SIGKILL of the API server");
-        let r = api.kill_and_restart(flags.fault_down).await;
+        let r = api.kill_and_restart(FAULT_DOWN).await;
         let mark = FaultMark {
             t_s: at.duration_since(start).as_secs_f64(),
             back_after_s: at.elapsed().as_secs_f64(),
@@ -794,17 +796,17 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
                 &all,
                 &[&sides[0], &sides[1]],
                 settled,
-                cfg.quiet,
-                flags.settle,
+                crate::run::QUIET,
+                SETTLE,
             )
             .await;
     out.settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
-    out.settle_s = flags.settle.as_secs_f64();
+    out.settle_s = SETTLE.as_secs_f64();
     log(
         t0,
         match out.settled_after_s {
             Some(s) => format!("every live binding settled {s:.1}s after the stream"),
-            None => format!("not every live binding settled within {:?}", flags.settle),
+            None => format!("not every live binding settled within {:?}", SETTLE),
         },
     );
     let probe = Probe {
@@ -904,7 +906,7 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
     out.kube_api_burst = cfg.flags.burst;
     out.faults_enabled = flags.faults;
     out.fault_every_s = flags.fault_every.as_secs_f64();
-    out.fault_down_s = flags.fault_down.as_secs_f64();
+    out.fault_down_s = FAULT_DOWN.as_secs_f64();
     rust.proc.kill();
     go.proc.kill();
     plane.stop();

@@ -34,12 +34,13 @@ use crate::workload::cluster_name;
 pub struct DeschedFlags {
     pub bindings: usize,
     pub clusters: usize,
-    pub latency: Duration,
     pub create_concurrency: usize,
     pub rust_bin: PathBuf,
-    pub go_bin: Option<PathBuf>,
     pub timeout: Duration,
 }
+
+/// The stub estimator's latency per call.
+const LATENCY: Duration = Duration::from_millis(1);
 
 /// One descheduler's pass.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -795,10 +796,7 @@ async fn side(
 pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
     let t0 = Instant::now();
     let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let go_bin = flags
-        .go_bin
-        .clone()
-        .unwrap_or_else(|| tools.bin("karmada-descheduler"));
+    let go_bin = tools.bin("karmada-descheduler");
     anyhow::ensure!(
         flags.rust_bin.is_file(),
         "{} not found: build it with `cargo build --release -p karmada-descheduler`",
@@ -810,7 +808,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         log(t0, format!("state kept in {}", env.state_dir().display()));
     }
     let client = env.client().await?;
-    let stub = start_stub(flags.latency).await?;
+    let stub = start_stub(LATENCY).await?;
     let port = stub.addr.port();
     let mut objects = Vec::new();
     for c in 0..flags.clusters {
@@ -882,7 +880,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
     Ok(DeschedBench {
         bindings: flags.bindings,
         clusters: flags.clusters,
-        latency_ms: flags.latency.as_secs_f64() * 1000.0,
+        latency_ms: LATENCY.as_secs_f64() * 1000.0,
         expected_writes,
         rust,
         go,

@@ -391,7 +391,7 @@ async fn alone(
             &keys,
             &[sched.name.as_str()],
             decided,
-            cfg.quiet,
+            crate::run::QUIET,
             cfg.settle_timeout,
         )
         .await;
@@ -590,7 +590,7 @@ async fn fault_row(
             &keys,
             &[sched.name.as_str()],
             decided,
-            cfg.quiet,
+            crate::run::QUIET,
             cfg.settle_timeout,
         )
         .await;
@@ -743,12 +743,20 @@ async fn scale(
     ];
     let (rs_only, go_only) = ([sides[0].as_str()], [sides[1].as_str()]);
     let (ok_r, ok_g) = tokio::join!(
-        plane
-            .observer
-            .settle(&keys[0], &rs_only, decided, cfg.quiet, cfg.settle_timeout),
-        plane
-            .observer
-            .settle(&keys[1], &go_only, decided, cfg.quiet, cfg.settle_timeout),
+        plane.observer.settle(
+            &keys[0],
+            &rs_only,
+            decided,
+            crate::run::QUIET,
+            cfg.settle_timeout
+        ),
+        plane.observer.settle(
+            &keys[1],
+            &go_only,
+            decided,
+            crate::run::QUIET,
+            cfg.settle_timeout
+        ),
     );
     conn_task.abort();
     let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
@@ -791,7 +799,7 @@ async fn scale(
     // The estimator calls of our alone batch, for the fair ceiling (stub only).
     let mut recorded = Vec::new();
     for (i, s) in [&rust, &go].into_iter().enumerate() {
-        wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+        wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
         let items = batch(templates, ALONE[i], &s.name);
         let calls0 = match &est {
             Estimators::Stub(stub) => stub.counts(),
@@ -854,7 +862,7 @@ async fn scale(
         &plane.client,
         templates,
         ALONE[0],
-        &cfg.ceiling_concurrency,
+        &crate::run::CEILING_CONCURRENCY,
         None,
         &busy,
         t0,
@@ -886,7 +894,7 @@ async fn scale(
             &plane.client,
             templates,
             ALONE[0],
-            &cfg.ceiling_concurrency,
+            &crate::run::CEILING_CONCURRENCY,
             Some(&calls),
             &busy,
             t0,
@@ -957,7 +965,7 @@ async fn scale(
         ];
         for (k, (first, set, second)) in rows.into_iter().enumerate() {
             for (i, s) in [&rust, &go].into_iter().enumerate() {
-                wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+                wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
                 let label = ["ours", "Go"][i];
                 let suffix = format!("-f{k}{}", ["r", "g"][i]);
                 let fault = if i == 0 { first } else { second };

@@ -21,14 +21,16 @@ use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
 use crate::run::log;
 
+/// The scenario's size: bindings in a stream of this long, API server kills and pauses.
+const BINDINGS: usize = 100;
+const STREAM: Duration = Duration::from_secs(60);
+const KILLS: usize = 10;
+const PAUSES: usize = 2;
+
 /// What the flags ask for.
 #[derive(Clone, Debug)]
 pub struct FaultFlags {
     pub seed: u64,
-    pub bindings: usize,
-    pub kills: usize,
-    pub pauses: usize,
-    pub stream: Duration,
     pub rust_bin: PathBuf,
     pub go_bin: Option<PathBuf>,
 }
@@ -99,10 +101,10 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
     }
     let cfg = FaultConfig {
         seed: flags.seed,
-        bindings: flags.bindings,
-        stream: flags.stream,
-        apiserver_kills: flags.kills,
-        apiserver_pauses: flags.pauses,
+        bindings: BINDINGS,
+        stream: STREAM,
+        apiserver_kills: KILLS,
+        apiserver_pauses: PAUSES,
         proxy_chaos: true,
         kill_scheduler: true,
         settle: Duration::from_secs(60),
@@ -134,9 +136,9 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
     let rust = sides.pop().unwrap_or_default();
     Ok(FaultBench {
         seed: flags.seed,
-        bindings: flags.bindings,
-        kills: flags.kills,
-        pauses: flags.pauses,
+        bindings: BINDINGS,
+        kills: KILLS,
+        pauses: PAUSES,
         rust,
         go,
         ..Default::default()

@@ -1,6 +1,10 @@
 //! `karmada-bench`: this karmada-scheduler and the Go v1.18.2 one, side by side on one
 //! kube-apiserver — placement agreement, throughput, latency, algorithm time and memory.
 //! Normally run through `hack/bench.sh`, which builds everything first.
+//!
+//! One command line selects one scenario (the side-by-side run by default, or one of the
+//! `--*-only` ones); the engine below runs it, or reads its results back (`--from-results`),
+//! stamps them, renders the report (and chart) and writes `<stem>.md` and `.json`.
 
 mod algo;
 mod ceiling;
@@ -30,6 +34,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::procs::CommonFlags;
 use crate::results::Run;
@@ -64,38 +70,12 @@ struct Cli {
     /// Requests in flight while creating objects.
     #[arg(long, default_value_t = 32)]
     create_concurrency: usize,
-    /// Seconds per ceiling measurement.
-    #[arg(long, default_value_t = 6)]
-    ceiling_seconds: u64,
-    /// Requests in flight tried for the ceiling (comma separated).
-    #[arg(long, default_value = "16,64", value_delimiter = ',')]
-    ceiling_concurrency: Vec<usize>,
     /// Bindings created at a steady pace after the load, to measure latency without a backlog.
     #[arg(long, default_value_t = 200)]
     stream_count: usize,
-    /// Their total creations/s (0: half the slower scheduler's steady load rate, so each gets a
-    /// quarter of what the slower one sustains).
-    #[arg(long, default_value_t = 0.0)]
-    stream_rate: f64,
-    /// Bindings each scheduler schedules alone, the other idle, after the mirrors (capped at
-    /// `--bindings`; 0 skips the phase). The PATCH-ceiling target uses this phase.
-    #[arg(long, default_value_t = 1000)]
-    solo_count: usize,
-    /// Fraction of workload pairs whose replicas change in the churn phase.
-    #[arg(long, default_value_t = 0.2)]
-    scale_fraction: f64,
-    /// Fraction of clusters tainted in the churn phase.
-    #[arg(long, default_value_t = 0.1)]
-    taint_fraction: f64,
-    /// Fraction of clusters deleted in the churn phase.
-    #[arg(long, default_value_t = 0.05)]
-    delete_fraction: f64,
     /// Give up waiting for a phase after this many seconds.
     #[arg(long, default_value_t = 900)]
     settle_timeout: u64,
-    /// No write for this long (ms) means settled.
-    #[arg(long, default_value_t = 2000)]
-    quiet_ms: u64,
     /// The Rust scheduler binary.
     #[arg(long)]
     rust_bin: Option<PathBuf>,
@@ -106,13 +86,11 @@ struct Cli {
     /// history of pairs that disagree after churn (default: _output/bin/karmada-oracle).
     #[arg(long)]
     oracle_bin: Option<PathBuf>,
-    /// Skip the replay ceiling (the Rust solo batch's writes written again by a bare client).
-    #[arg(long)]
-    no_replay_ceiling: bool,
     /// Record `perf` profiles of the Rust scheduler and the apiserver during the load phase.
     #[arg(long)]
     perf: bool,
-    /// Where the report, JSON results and chart go.
+    /// Where the report, JSON results and chart go (default docs/bench; with
+    /// `--from-results`, beside the results).
     #[arg(long)]
     out_dir: Option<PathBuf>,
     /// Measure memory only: create the originals (no mirrors, stream or churn) and sample both
@@ -124,26 +102,15 @@ struct Cli {
     /// peak so far is then a lower bound).
     #[arg(long, default_value_t = 1800)]
     memory_cap: u64,
-    /// Fault bench only: the fault suite's scenario (API server kills and pauses, a faulty
-    /// network, the scheduler killed between its writes) against each scheduler in turn;
-    /// writes `faults-<K>k-<B>b.md` and `.json` with the bindings each left incomplete.
+    /// Fault bench only: the fault suite's scenario (10 API server kills, 2 pauses, a faulty
+    /// network, the scheduler killed between its writes; a 60 s stream of 100 bindings)
+    /// against each scheduler in turn; writes `faults-<K>k-<B>b.md` and `.json` with the
+    /// bindings each left incomplete.
     #[arg(long)]
     faults_only: bool,
-    /// `--faults-only`: API server SIGKILL + restart cycles.
-    #[arg(long, default_value_t = 10)]
-    fault_kills: usize,
-    /// `--faults-only`: API server SIGSTOP + SIGCONT cycles.
-    #[arg(long, default_value_t = 2)]
-    fault_pauses: usize,
-    /// `--faults-only`: bindings in the stream.
-    #[arg(long, default_value_t = 100)]
-    fault_bindings: usize,
-    /// `--faults-only`: seconds the stream (and its faults) lasts.
-    #[arg(long, default_value_t = 60)]
-    fault_stream_seconds: u64,
     /// Descheduler bench only: one pass of the Go karmada-descheduler and of ours over
-    /// `--desched-bindings` × `--desched-clusters` with a stub estimator; writes
-    /// `descheduler-<C>c-<B>b.md` and `.json`.
+    /// `--desched-bindings` × `--desched-clusters` with a stub estimator answering after 1 ms;
+    /// writes `descheduler-<C>c-<B>b.md` and `.json`.
     #[arg(long)]
     descheduler_only: bool,
     /// `--descheduler-only`: bindings.
@@ -152,15 +119,9 @@ struct Cli {
     /// `--descheduler-only`: clusters (each binding targets all of them).
     #[arg(long, default_value_t = 10)]
     desched_clusters: usize,
-    /// `--descheduler-only`: the stub estimator's latency per call, in milliseconds.
-    #[arg(long, default_value_t = 1)]
-    desched_latency_ms: u64,
     /// `--descheduler-only` and `--whole-karmada-only`: our karmada-descheduler binary.
     #[arg(long)]
     rust_desched_bin: Option<PathBuf>,
-    /// `--descheduler-only`: the Go karmada-descheduler binary (default: _output/bin).
-    #[arg(long)]
-    go_desched_bin: Option<PathBuf>,
     /// Overcommit bench only: a burst of Divided bindings twice the room of the members'
     /// nodes, ours at 1 and 16 workers and the Go scheduler, `SchedulingOvercommitProtection`
     /// off and on; writes `overcommit-<M>m.md` and `.json`.
@@ -228,18 +189,13 @@ struct Cli {
     /// `--churn-only`: member clusters, each with a real Go estimator.
     #[arg(long, default_value_t = 3)]
     churn_members: usize,
-    /// `--churn-only`: SIGKILL and restart the API server periodically (the soak's faults).
+    /// `--churn-only`: SIGKILL and restart the API server periodically (the soak's faults;
+    /// down 2 s each time).
     #[arg(long)]
     churn_faults: bool,
     /// `--churn-faults`: seconds between API server kills.
     #[arg(long, default_value_t = 300)]
     churn_fault_every: u64,
-    /// `--churn-faults`: seconds the API server stays down.
-    #[arg(long, default_value_t = 2)]
-    churn_fault_down: u64,
-    /// `--churn-only`: seconds to wait after the stream for every live binding to settle.
-    #[arg(long, default_value_t = 180)]
-    churn_settle: u64,
     /// Whole-Karmada bench only: in one whole Karmada (`hack/karmada-up.sh`), create
     /// `--whole-deployments` Deployments with a PropagationPolicy each and wait until every
     /// member holds what its binding says, once per `--whole-rounds` entry (the scheduler and
@@ -262,14 +218,22 @@ struct Cli {
     /// running (default: start one in a temporary dir and stop it after).
     #[arg(long)]
     whole_state_dir: Option<PathBuf>,
-    /// Do not run: read these results (a `results-*.json`, or with `--estimators-only` an
-    /// `estimators-*.json`, with `--churn-only` a `churn-*.json`, written earlier) and write their
-    /// report and the chart again, e.g. after the report's wording changed.
+    /// Do not run: read these results (the JSON an earlier run of the same scenario wrote)
+    /// and write its report and chart again, e.g. after the report's wording changed.
     #[arg(long)]
     from_results: Option<PathBuf>,
     /// Print only; write nothing under the output directory.
     #[arg(long)]
     no_write: bool,
+}
+
+/// When a run began, where, and from which commit (`-dirty` when tracked files differed):
+/// taken before the run, as the tree may change while a long run goes on.
+#[derive(Clone, Default)]
+pub struct Stamp {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
 }
 
 fn sh(cmd: &str, args: &[&str]) -> String {
@@ -281,119 +245,289 @@ fn sh(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_default()
 }
 
-fn machine() -> String {
+fn stamp(root: &Path) -> Stamp {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
+            let l = s.lines().find(|l| l.starts_with("model name"))?;
+            Some(l.split_once(':')?.1.trim().to_string())
         })
         .unwrap_or_default();
-    format!(
-        "{} CPUs ({cpu}), {}",
-        sh("nproc", &[]),
-        sh("uname", &["-sr"])
-    )
-}
-
-fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// `<stem>.md` and `<stem>.json` in the output directory (`--out-dir`, default docs/bench).
-fn write_report(
-    cli: &Cli,
-    root: &Path,
-    stem: &str,
-    value: &impl serde::Serialize,
-    md: &str,
-) -> anyhow::Result<()> {
-    let out = out_dir(cli, root);
-    std::fs::create_dir_all(&out)?;
-    let json_path = out.join(format!("{stem}.json"));
-    write_json(&json_path, value)?;
-    let md_path = out.join(format!("{stem}.md"));
-    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
-    println!("wrote {} and {}", md_path.display(), json_path.display());
-    Ok(())
-}
-
-/// When a run began, where, and from which commit (`-dirty` when tracked files differed).
-#[derive(Clone)]
-struct Stamp {
-    date: String,
-    machine: String,
-    git_commit: String,
-}
-
-fn stamp(root: &Path) -> Stamp {
+    let root = root.to_string_lossy();
     Stamp {
         date: sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-        machine: machine(),
-        git_commit: git_commit(root),
+        machine: format!(
+            "{} CPUs ({cpu}), {}",
+            sh("nproc", &[]),
+            sh("uname", &["-sr"])
+        ),
+        git_commit: sh(
+            "git",
+            &["-C", &root, "describe", "--always", "--dirty", "--abbrev=7"],
+        ),
     }
 }
 
-/// The output directory: `--out-dir`, else docs/bench.
-fn out_dir(cli: &Cli, root: &Path) -> PathBuf {
-    cli.out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("docs/bench"))
-}
-
 /// Results written by an earlier run (`--from-results`).
-pub(crate) fn read_results<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+pub(crate) fn read_results<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_slice(&bytes).with_context(|| format!("decoding {}", path.display()))
 }
 
-/// One descheduling pass of each side (`--descheduler-only`).
-async fn run_desched(cli: &Cli, root: &Path) -> anyhow::Result<desched::DeschedBench> {
-    desched::run(&desched::DeschedFlags {
-        bindings: cli.desched_bindings,
-        clusters: cli.desched_clusters,
-        latency: Duration::from_millis(cli.desched_latency_ms),
-        create_concurrency: cli.create_concurrency,
-        rust_bin: cli
-            .rust_desched_bin
-            .clone()
-            .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
-        go_bin: cli.go_desched_bin.clone(),
-        timeout: Duration::from_secs(cli.settle_timeout),
-    })
-    .await
+/// What the engine needs of a scenario's results: where its stamp goes, its file names and
+/// its report.
+trait Report: Serialize + DeserializeOwned {
+    fn stamp(&mut self, s: Stamp);
+    /// `<stem>.md` and `<stem>.json` under the output directory.
+    fn stem(&self) -> String;
+    /// The JSON's stem when it differs from the report's.
+    fn json_stem(&self) -> String {
+        self.stem()
+    }
+    /// The Markdown report; charts are drawn into `out` when it is given.
+    fn render(&self, out: Option<&Path>) -> anyhow::Result<String>;
+    /// What the console shows.
+    fn console(&self, md: &str) -> String {
+        md.to_string()
+    }
 }
 
-/// Print a report and, unless `--no-write`, write it with its JSON as `<stem>.md/.json`.
-fn publish(
-    cli: &Cli,
-    root: &Path,
-    stem: &str,
-    value: &impl serde::Serialize,
-    md: &str,
-) -> anyhow::Result<()> {
-    println!("\n{md}");
+macro_rules! stamped {
+    () => {
+        fn stamp(&mut self, s: Stamp) {
+            (self.date, self.machine, self.git_commit) = (s.date, s.machine, s.git_commit);
+        }
+    };
+}
+
+impl Report for Run {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("report-{}c-{}b", self.clusters, self.bindings)
+    }
+    fn json_stem(&self) -> String {
+        format!("results-{}c-{}b", self.clusters, self.bindings)
+    }
+    fn render(&self, out: Option<&Path>) -> anyhow::Result<String> {
+        // One chart of every scale with results in the output directory.
+        let runs = out.map(|o| all_runs(o, self)).unwrap_or_default();
+        let points: Vec<chart::Point> = runs.iter().map(chart::Point::of).collect();
+        let scales: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{} clusters × {} bindings", r.clusters, r.bindings))
+            .collect();
+        let step = match out {
+            Some(o) => chart::draw(&o.join("chart.png"), &points)?,
+            None => 0.0,
+        };
+        Ok(report::markdown(self, "chart.png", step, &scales))
+    }
+    fn console(&self, _md: &str) -> String {
+        let mut s = format!("{}\n{}", report::targets(self), report::figures(self));
+        for (title, a) in [
+            ("fresh", &self.agreement_fresh),
+            ("after churn", &self.agreement_after_churn),
+        ] {
+            s += &format!(
+                "agreement ({title}): {}/{} = {:.2}%\n",
+                a.agree,
+                a.pairs,
+                a.ratio() * 100.0
+            );
+            for d in &a.disagreements {
+                s += &format!(
+                    "  {} [{}]\n    rust: {}  ({})\n    go:   {}  ({})\n",
+                    d.binding, d.strategy, d.rust, d.rust_condition, d.go, d.go_condition
+                );
+            }
+        }
+        s
+    }
+}
+
+impl Report for memory::MemoryRun {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("memory-{}c-{}b", self.clusters, self.bindings)
+    }
+    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+        Ok(memory::markdown(self))
+    }
+}
+
+impl Report for faults::FaultBench {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("faults-{}k-{}b", self.kills, self.bindings)
+    }
+    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+        Ok(faults::markdown(self))
+    }
+}
+
+impl Report for overcommit::OvercommitBench {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("overcommit-{}m", self.members)
+    }
+    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+        Ok(overcommit::markdown(self))
+    }
+}
+
+impl Report for desched::DeschedBench {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("descheduler-{}c-{}b", self.clusters, self.bindings)
+    }
+    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+        Ok(desched::markdown(self))
+    }
+}
+
+impl Report for estload::EstBench {
+    stamped!();
+    fn stem(&self) -> String {
+        format!("estimators-{}ms", self.latency_ms)
+    }
+    fn render(&self, out: Option<&Path>) -> anyhow::Result<String> {
+        let png = format!("{}.png", self.stem());
+        let points: Vec<chart::Point> = self.scales.iter().map(estload::chart_point).collect();
+        let step = out
+            .map(|o| chart::draw(&o.join(&png), &points))
+            .transpose()?;
+        Ok(estload::markdown(self, step.map(|s| (png.as_str(), s))))
+    }
+}
+
+impl Report for growth::Growth {
+    fn stamp(&mut self, _: Stamp) {}
+    fn stem(&self) -> String {
+        "growth".into()
+    }
+    fn render(&self, out: Option<&Path>) -> anyhow::Result<String> {
+        if let Some(o) = out {
+            growth::draw(&o.join("growth.png"), self)?;
+        }
+        Ok(growth::markdown(self, "growth.png"))
+    }
+}
+
+impl Report for churn::ChurnRun {
+    stamped!();
+    fn stem(&self) -> String {
+        let faults = if self.faults_enabled { "-faults" } else { "" };
+        format!("churn-{}m{faults}", self.minutes)
+    }
+    fn render(&self, out: Option<&Path>) -> anyhow::Result<String> {
+        let png = format!("{}.png", self.stem());
+        let chart = out.map(|o| churn::chart(&o.join(&png), self)).transpose()?;
+        let chart = chart.as_ref();
+        Ok(churn::markdown(
+            self,
+            chart.map(|(axes, step)| (png.as_str(), axes.as_slice(), *step)),
+        ))
+    }
+}
+
+impl Report for whole::WholeBench {
+    stamped!();
+    fn stem(&self) -> String {
+        whole::stem(self)
+    }
+    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+        Ok(whole::markdown(self))
+    }
+}
+
+/// What a command line asks for: a `--*-only` flag, else the scenario whose results
+/// `--from-results` names (by the file name's prefix), else the side-by-side run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scenario {
+    Run,
+    Memory,
+    Faults,
+    Overcommit,
+    Descheduler,
+    Estimators,
+    Growth,
+    Churn,
+    Whole,
+}
+
+/// Each scenario's results file prefix.
+const PREFIXES: [(Scenario, &str); 9] = [
+    (Scenario::Run, "results-"),
+    (Scenario::Memory, "memory-"),
+    (Scenario::Faults, "faults-"),
+    (Scenario::Overcommit, "overcommit-"),
+    (Scenario::Descheduler, "descheduler-"),
+    (Scenario::Estimators, "estimators-"),
+    (Scenario::Growth, "growth"),
+    (Scenario::Churn, "churn-"),
+    (Scenario::Whole, "whole-karmada-"),
+];
+
+fn scenario(cli: &Cli) -> Scenario {
+    let flags = [
+        (cli.memory_only, Scenario::Memory),
+        (cli.faults_only, Scenario::Faults),
+        (cli.overcommit_only, Scenario::Overcommit),
+        (cli.descheduler_only, Scenario::Descheduler),
+        (cli.estimators_only, Scenario::Estimators),
+        (!cli.growth_from.is_empty(), Scenario::Growth),
+        (cli.churn_only, Scenario::Churn),
+        (cli.whole_karmada_only, Scenario::Whole),
+    ];
+    if let Some((_, s)) = flags.iter().find(|(on, _)| *on) {
+        return *s;
+    }
+    let file = cli.from_results.as_ref().and_then(|p| p.file_name());
+    let file = file
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_default();
+    PREFIXES
+        .iter()
+        .find(|(_, p)| file.starts_with(p))
+        .map_or(Scenario::Run, |(s, _)| *s)
+}
+
+/// The engine: run the scenario (or read its results), stamp, render, print and write.
+async fn engine<R, F>(cli: &Cli, root: &Path, started: Stamp, run: F) -> anyhow::Result<()>
+where
+    R: Report,
+    F: Future<Output = anyhow::Result<R>>,
+{
+    let r: R = match &cli.from_results {
+        Some(path) => read_results(path)?,
+        None => {
+            let mut r = run.await?;
+            r.stamp(started);
+            r
+        }
+    };
+    // A re-rendering goes beside its results unless told otherwise.
+    let beside = cli.from_results.as_ref().and_then(|p| p.parent());
+    let out = (cli.out_dir.clone())
+        .or_else(|| beside.map(Path::to_path_buf))
+        .unwrap_or_else(|| root.join("docs/bench"));
     if !cli.no_write {
-        write_report(cli, root, stem, value, md)?;
+        std::fs::create_dir_all(&out)?;
+    }
+    let json = out.join(format!("{}.json", r.json_stem()));
+    // A re-rendering leaves the results as they were.
+    if !cli.no_write && cli.from_results.is_none() {
+        std::fs::write(&json, serde_json::to_string_pretty(&r)? + "\n")
+            .with_context(|| format!("writing {}", json.display()))?;
+    }
+    let md = r.render((!cli.no_write).then_some(out.as_path()))?;
+    println!("\n{}", r.console(&md));
+    if !cli.no_write {
+        let md_path = out.join(format!("{}.md", r.stem()));
+        std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+        println!("wrote {} and {}", md_path.display(), json.display());
     }
     Ok(())
-}
-
-fn git_commit(root: &Path) -> String {
-    sh(
-        "git",
-        &[
-            "-C",
-            &root.to_string_lossy(),
-            "describe",
-            "--always",
-            "--dirty",
-            "--abbrev=7",
-        ],
-    )
 }
 
 /// Results already in `dir` (one per scale), plus `run`, ordered by scale.
@@ -418,9 +552,16 @@ fn all_runs(dir: &Path, run: &Run) -> Vec<Run> {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let root = testenv::repo_root();
-    // Taken before the run: the tree may change while a long run goes on, and the report
-    // must name the commit of the binaries it measured and when it began.
     let started = stamp(&root);
+    let rust_bin = cli
+        .rust_bin
+        .clone()
+        .unwrap_or_else(|| root.join("target/release/karmada-scheduler"));
+    let desched_bin = cli
+        .rust_desched_bin
+        .clone()
+        .unwrap_or_else(|| root.join("target/release/karmada-descheduler"));
+    let settle = Duration::from_secs(cli.settle_timeout);
     let cfg = run::Config {
         clusters: cli.clusters,
         bindings: cli.bindings,
@@ -433,277 +574,171 @@ async fn main() -> anyhow::Result<()> {
         },
         estimator_members: cli.estimator,
         create_concurrency: cli.create_concurrency,
-        ceiling_seconds: cli.ceiling_seconds,
-        ceiling_concurrency: cli.ceiling_concurrency.clone(),
-        scale_fraction: cli.scale_fraction,
-        taint_fraction: cli.taint_fraction,
-        delete_fraction: cli.delete_fraction,
-        settle_timeout: Duration::from_secs(cli.settle_timeout),
-        quiet: Duration::from_millis(cli.quiet_ms),
-        rust_bin: cli
-            .rust_bin
-            .clone()
-            .unwrap_or_else(|| root.join("target/release/karmada-scheduler")),
+        settle_timeout: settle,
+        rust_bin: rust_bin.clone(),
         go_bin: cli.go_bin.clone(),
         oracle_bin: cli
             .oracle_bin
             .clone()
             .unwrap_or_else(|| root.join("_output/bin/karmada-oracle")),
         scratch_dir: root.join("target/tmp/bench"),
-        replay_ceiling: !cli.no_replay_ceiling,
         perf: cli.perf,
         stream_count: cli.stream_count,
-        stream_rate: cli.stream_rate,
-        solo_count: cli.solo_count,
     };
-    if cli.faults_only {
-        let mut b = faults::run(&faults::FaultFlags {
-            seed: cli.seed,
-            bindings: cli.fault_bindings,
-            kills: cli.fault_kills,
-            pauses: cli.fault_pauses,
-            stream: Duration::from_secs(cli.fault_stream_seconds),
-            rust_bin: cfg.rust_bin.clone(),
-            go_bin: cfg.go_bin.clone(),
-        })
-        .await?;
-        let st = started.clone();
-        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-        let md = faults::markdown(&b);
-        publish(
-            &cli,
-            &root,
-            &format!("faults-{}k-{}b", b.kills, b.bindings),
-            &b,
-            &md,
-        )?;
-        return Ok(());
-    }
-    if cli.overcommit_only {
-        let mut b = overcommit::run(&overcommit::OvercommitFlags {
-            members: cli.overcommit_members,
-            demand_factor: 2,
-            rust_bin: cfg.rust_bin.clone(),
-            go_bin: cfg.go_bin.clone(),
-        })
-        .await?;
-        let st = started.clone();
-        (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-        let md = overcommit::markdown(&b);
-        publish(&cli, &root, &format!("overcommit-{}m", b.members), &b, &md)?;
-        return Ok(());
-    }
-    if cli.descheduler_only {
-        let b: desched::DeschedBench = match &cli.from_results {
-            // The report again from an earlier run's results.
-            Some(path) => read_results(path)?,
-            None => {
-                let mut b = run_desched(&cli, &root).await?;
-                let st = started.clone();
-                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-                b
-            }
-        };
-        let md = desched::markdown(&b);
-        publish(
-            &cli,
-            &root,
-            &format!("descheduler-{}c-{}b", b.clusters, b.bindings),
-            &b,
-            &md,
-        )?;
-        return Ok(());
-    }
-    if !cli.growth_from.is_empty() {
-        let g = growth::collect(&cli.growth_from)?;
-        let out = out_dir(&cli, &root);
-        if !cli.no_write {
-            std::fs::create_dir_all(&out)?;
-            growth::draw(&out.join("growth.png"), &g)?;
+    let (c, r, s) = (&cli, root.as_path(), started);
+    match scenario(&cli) {
+        Scenario::Faults => {
+            let f = faults::FaultFlags {
+                seed: cli.seed,
+                rust_bin,
+                go_bin: cli.go_bin.clone(),
+            };
+            engine(c, r, s, faults::run(&f)).await
         }
-        let md = growth::markdown(&g, "growth.png");
-        publish(&cli, &root, "growth", &g, &md)?;
-        return Ok(());
-    }
-    if cli.estimators_only {
-        let b: estload::EstBench = match &cli.from_results {
-            Some(path) => read_results(path)?,
-            None => {
-                let mut b = estload::run(
-                    &cfg,
-                    &estload::EstFlags {
-                        scales: cli.est_scales.clone(),
-                        bindings: cli.est_bindings,
-                        alone: cli.est_alone,
-                        real_max: cli.est_real_max,
-                        latency: Duration::from_millis(cli.est_latency_ms),
-                        faults: !cli.est_no_faults,
-                        fault_bindings: cli.est_fault_bindings,
-                    },
-                )
-                .await?;
-                let st = started.clone();
-                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-                b
-            }
-        };
-        let stem = format!("estimators-{}ms", cli.est_latency_ms);
-        let out = out_dir(&cli, &root);
-        let chart = if cli.no_write {
-            None
-        } else {
-            std::fs::create_dir_all(&out)?;
-            let points: Vec<chart::Point> = b.scales.iter().map(estload::chart_point).collect();
-            Some(chart::draw(&out.join(format!("{stem}.png")), &points)?)
-        };
-        let png = format!("{stem}.png");
-        let md = estload::markdown(&b, chart.map(|step| (png.as_str(), step)));
-        publish(&cli, &root, &stem, &b, &md)?;
-        return Ok(());
-    }
-    if cli.churn_only {
-        let b: churn::ChurnRun = match &cli.from_results {
-            Some(path) => read_results(path)?,
-            None => {
-                let mut b = churn::run(
-                    &cfg,
-                    &churn::ChurnFlags {
-                        minutes: cli.churn_minutes,
-                        live: cli.churn_live,
-                        rate: cli.churn_rate,
-                        scale_rate: cli.churn_scale_rate,
-                        sample: Duration::from_secs(cli.churn_sample_seconds.max(1)),
-                        members: cli.churn_members,
-                        faults: cli.churn_faults,
-                        fault_every: Duration::from_secs(cli.churn_fault_every.max(10)),
-                        fault_down: Duration::from_secs(cli.churn_fault_down),
-                        settle: Duration::from_secs(cli.churn_settle),
-                    },
-                )
-                .await?;
-                let st = started.clone();
-                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-                b
-            }
-        };
-        let stem = format!(
-            "churn-{}m{}",
-            b.minutes,
-            if b.faults_enabled { "-faults" } else { "" }
-        );
-        let png = format!("{stem}.png");
-        let chart = if cli.no_write {
-            None
-        } else {
-            let out = out_dir(&cli, &root);
-            std::fs::create_dir_all(&out)?;
-            Some(churn::chart(&out.join(&png), &b)?)
-        };
-        let md = churn::markdown(
-            &b,
-            chart
-                .as_ref()
-                .map(|(axes, step)| (png.as_str(), axes.as_slice(), *step)),
-        );
-        publish(&cli, &root, &stem, &b, &md)?;
-        return Ok(());
-    }
-    if cli.whole_karmada_only {
-        let b: whole::WholeBench = match &cli.from_results {
-            Some(path) => read_results(path)?,
-            None => {
-                let mut b = whole::run(&whole::WholeFlags {
-                    deployments: cli.whole_deployments,
-                    rounds: cli.whole_rounds.clone(),
-                    rate: cli.whole_rate,
-                    concurrency: cli.create_concurrency,
-                    timeout: Duration::from_secs(cli.settle_timeout),
-                    state_dir: cli.whole_state_dir.clone(),
-                    scheduler: cfg.rust_bin.clone(),
-                    descheduler: cli
-                        .rust_desched_bin
-                        .clone()
-                        .unwrap_or_else(|| root.join("target/release/karmada-descheduler")),
-                })
-                .await?;
-                let st = started.clone();
-                (b.date, b.machine, b.git_commit) = (st.date, st.machine, st.git_commit);
-                b
-            }
-        };
-        let md = whole::markdown(&b);
-        publish(&cli, &root, &whole::stem(&b), &b, &md)?;
-        return Ok(());
-    }
-    if cli.memory_only {
-        let mut m = memory::run(&cfg, Duration::from_secs(cli.memory_cap)).await?;
-        let st = started.clone();
-        (m.date, m.machine, m.git_commit) = (st.date, st.machine, st.git_commit);
-        let md = memory::markdown(&m);
-        publish(
-            &cli,
-            &root,
-            &format!("memory-{}c-{}b", m.clusters, m.bindings),
-            &m,
-            &md,
-        )?;
-        return Ok(());
-    }
-    let result = match &cli.from_results {
-        Some(path) => read_results(path)?,
-        None => {
-            let mut result = run::run(&cfg).await?;
-            let st = started.clone();
-            (result.date, result.machine, result.git_commit) = (st.date, st.machine, st.git_commit);
-            result
+        Scenario::Overcommit => {
+            let f = overcommit::OvercommitFlags {
+                members: cli.overcommit_members,
+                rust_bin,
+                go_bin: cli.go_bin.clone(),
+            };
+            engine(c, r, s, overcommit::run(&f)).await
         }
-    };
+        Scenario::Descheduler => {
+            let f = desched::DeschedFlags {
+                bindings: cli.desched_bindings,
+                clusters: cli.desched_clusters,
+                create_concurrency: cli.create_concurrency,
+                rust_bin: desched_bin,
+                timeout: settle,
+            };
+            engine(c, r, s, desched::run(&f)).await
+        }
+        Scenario::Growth => engine(c, r, s, async { growth::collect(&cli.growth_from) }).await,
+        Scenario::Estimators => {
+            let f = estload::EstFlags {
+                scales: cli.est_scales.clone(),
+                bindings: cli.est_bindings,
+                alone: cli.est_alone,
+                real_max: cli.est_real_max,
+                latency: Duration::from_millis(cli.est_latency_ms),
+                faults: !cli.est_no_faults,
+                fault_bindings: cli.est_fault_bindings,
+            };
+            engine(c, r, s, estload::run(&cfg, &f)).await
+        }
+        Scenario::Churn => {
+            let f = churn::ChurnFlags {
+                minutes: cli.churn_minutes,
+                live: cli.churn_live,
+                rate: cli.churn_rate,
+                scale_rate: cli.churn_scale_rate,
+                sample: Duration::from_secs(cli.churn_sample_seconds.max(1)),
+                members: cli.churn_members,
+                faults: cli.churn_faults,
+                fault_every: Duration::from_secs(cli.churn_fault_every.max(10)),
+            };
+            engine(c, r, s, churn::run(&cfg, &f)).await
+        }
+        Scenario::Whole => {
+            let f = whole::WholeFlags {
+                deployments: cli.whole_deployments,
+                rounds: cli.whole_rounds.clone(),
+                rate: cli.whole_rate,
+                concurrency: cli.create_concurrency,
+                timeout: settle,
+                state_dir: cli.whole_state_dir.clone(),
+                scheduler: rust_bin,
+                descheduler: desched_bin,
+            };
+            engine(c, r, s, whole::run(&f)).await
+        }
+        Scenario::Memory => {
+            let cap = Duration::from_secs(cli.memory_cap);
+            engine(c, r, s, memory::run(&cfg, cap)).await
+        }
+        Scenario::Run => engine(c, r, s, run::run(&cfg)).await,
+    }
+}
 
-    println!("\n{}", report::targets(&result));
-    println!("{}", report::figures(&result));
-    for (title, a) in [
-        ("fresh", &result.agreement_fresh),
-        ("after churn", &result.agreement_after_churn),
-    ] {
-        println!(
-            "agreement ({title}): {}/{} = {:.2}%",
-            a.agree,
-            a.pairs,
-            a.ratio() * 100.0
-        );
-        for d in &a.disagreements {
-            println!(
-                "  {} [{}]\n    rust: {}  ({})\n    go:   {}  ({})",
-                d.binding, d.strategy, d.rust, d.rust_condition, d.go, d.go_condition
-            );
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report of a results file, by the scenario its name gives.
+    fn render_file(path: &Path, out: &Path) -> anyhow::Result<(String, String)> {
+        fn one<R: Report>(path: &Path, out: &Path) -> anyhow::Result<(String, String)> {
+            let r: R = read_results(path)?;
+            Ok((r.stem(), r.render(Some(out))?))
+        }
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let kind = PREFIXES.iter().find(|(_, p)| name.starts_with(p));
+        match kind.map(|(s, _)| *s).unwrap_or(Scenario::Run) {
+            Scenario::Run => one::<Run>(path, out),
+            Scenario::Memory => one::<memory::MemoryRun>(path, out),
+            Scenario::Faults => one::<faults::FaultBench>(path, out),
+            Scenario::Overcommit => one::<overcommit::OvercommitBench>(path, out),
+            Scenario::Descheduler => one::<desched::DeschedBench>(path, out),
+            Scenario::Estimators => one::<estload::EstBench>(path, out),
+            Scenario::Growth => one::<growth::Growth>(path, out),
+            Scenario::Churn => one::<churn::ChurnRun>(path, out),
+            Scenario::Whole => one::<whole::WholeBench>(path, out),
         }
     }
-    if cli.no_write {
-        return Ok(());
+
+    /// Results under docs/bench whose committed report an older wording of the renderer
+    /// wrote, or that was annotated by hand afterwards: they must still render.
+    const OLDER: &[&str] = &[
+        "estimators-1ms.json",
+        "fair-ceiling/estimators-1ms.json",
+        "fair-ceiling/run2/estimators-1ms.json",
+        "results-1000c-200b.json",
+        "scale/descheduler-100c-1000b-before.json",
+        "scale/estimators-1ms.json",
+    ];
+
+    /// `--from-results` on every committed results file renders the committed report byte for
+    /// byte (but for the older ones above), and the report of every scenario is among them.
+    #[test]
+    fn committed_results_render_to_their_reports() {
+        let docs = testenv::repo_root().join("docs/bench");
+        let mut files = vec![];
+        let mut dirs = vec![docs.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "json") {
+                    files.push(p);
+                }
+            }
+        }
+        let mut same = std::collections::BTreeSet::new();
+        for f in files {
+            let out = tempfile::tempdir().unwrap();
+            // The side-by-side report lists every scale with results beside it.
+            for e in std::fs::read_dir(f.parent().unwrap()).unwrap().flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                if n.starts_with("results-") {
+                    std::fs::copy(e.path(), out.path().join(&n)).unwrap();
+                }
+            }
+            let (stem, md) =
+                render_file(&f, out.path()).unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
+            let rel = f.strip_prefix(&docs).unwrap().to_string_lossy().to_string();
+            if OLDER.contains(&rel.as_str()) {
+                continue;
+            }
+            let report = f.with_file_name(format!("{stem}.md"));
+            let committed = std::fs::read_to_string(&report).unwrap();
+            assert!(
+                md == committed,
+                "{} differs from {rel} rendered",
+                report.display()
+            );
+            same.insert(stem.split('-').next().unwrap().to_string());
+        }
+        // report (results), memory, faults, overcommit, descheduler, estimators, growth, churn
+        assert!(same.len() >= 8, "{same:?}");
     }
-    let out = out_dir(&cli, &root);
-    std::fs::create_dir_all(&out)?;
-    let tag = format!("{}c-{}b", result.clusters, result.bindings);
-    let json_path = out.join(format!("results-{tag}.json"));
-    if cli.from_results.is_none() {
-        write_json(&json_path, &result)?;
-    }
-    let runs = all_runs(&out, &result);
-    let points: Vec<chart::Point> = runs.iter().map(chart::Point::of).collect();
-    let scales: Vec<String> = runs
-        .iter()
-        .map(|r| format!("{} clusters × {} bindings", r.clusters, r.bindings))
-        .collect();
-    let chart_path = out.join("chart.png");
-    let step = chart::draw(&chart_path, &points)?;
-    let md = report::markdown(&result, "chart.png", step, &scales);
-    let md_path = out.join(format!("report-{tag}.md"));
-    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
-    println!(
-        "\nwrote {}, {} and {}",
-        md_path.display(),
-        json_path.display(),
-        chart_path.display()
-    );
-    Ok(())
 }

@@ -14,12 +14,13 @@ use tokio::time::Instant;
 
 use crate::run::log;
 
+/// Bindings per burst as a multiple of the room (in bindings of 2 replicas).
+const DEMAND_FACTOR: usize = 2;
+
 /// What the flags ask for.
 #[derive(Clone, Debug)]
 pub struct OvercommitFlags {
     pub members: usize,
-    /// Bindings per burst as a multiple of the room (in bindings of 2 replicas).
-    pub demand_factor: usize,
     pub rust_bin: PathBuf,
     pub go_bin: Option<PathBuf>,
 }
@@ -51,7 +52,7 @@ pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
         .start()
         .await?;
     let room: i64 = room(&env).await?.values().sum();
-    let bindings = usize::try_from(room).unwrap_or(1).max(1) * flags.demand_factor / 2;
+    let bindings = usize::try_from(room).unwrap_or(1).max(1) * DEMAND_FACTOR / 2;
     log(
         t0,
         format!("room for {room} replicas; bursts of {bindings} bindings × 2"),

@@ -48,29 +48,30 @@ pub struct Config {
     pub flags: CommonFlags,
     pub estimator_members: usize,
     pub create_concurrency: usize,
-    pub ceiling_seconds: u64,
-    pub ceiling_concurrency: Vec<usize>,
-    pub scale_fraction: f64,
-    pub taint_fraction: f64,
-    pub delete_fraction: f64,
     pub settle_timeout: Duration,
-    pub quiet: Duration,
     pub rust_bin: PathBuf,
     pub go_bin: Option<PathBuf>,
     /// The offline upstream scheduler, for replaying disagreements after churn.
     pub oracle_bin: PathBuf,
-    /// Measure the ceiling for the Rust solo batch's own writes (`ceiling::replay`).
-    pub replay_ceiling: bool,
     /// Scratch space (replay inputs).
     pub scratch_dir: PathBuf,
     pub perf: bool,
     /// Bindings created at a pace after the load (per run, both halves).
     pub stream_count: usize,
-    /// Their creations/s in total (0: the slower scheduler's steady load rate).
-    pub stream_rate: f64,
-    /// Bindings each scheduler schedules alone in the solo phase (0: none).
-    pub solo_count: usize,
 }
+
+/// No write for this long means settled.
+pub const QUIET: Duration = Duration::from_millis(2000);
+/// Requests in flight tried for the ceilings.
+pub const CEILING_CONCURRENCY: [usize; 2] = [16, 64];
+/// Seconds per PATCH-ceiling measurement.
+const CEILING_SECONDS: u64 = 6;
+/// Bindings each scheduler schedules alone in the solo phase (capped at the workload's).
+const SOLO_COUNT: usize = 1000;
+/// Fractions of workload pairs scaled, and of clusters tainted and deleted, in the churn phase.
+const SCALE_FRACTION: f64 = 0.2;
+const TAINT_FRACTION: f64 = 0.1;
+const DELETE_FRACTION: f64 = 0.05;
 
 pub fn log(start: Instant, msg: impl AsRef<str>) {
     eprintln!(
@@ -229,12 +230,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // The ceiling, before any scheduler runs.
     let mut ceiling_by = BTreeMap::new();
     let mut ceiling: f64 = 0.0;
-    for &c in &cfg.ceiling_concurrency {
+    for c in CEILING_CONCURRENCY {
         let r = crate::ceiling::measure(
             client,
             NAMESPACES[0],
             c,
-            Duration::from_secs(cfg.ceiling_seconds),
+            Duration::from_secs(CEILING_SECONDS),
         )
         .await?;
         log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
@@ -277,8 +278,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let load_go = keys_of(&originals, &sides[1]);
     let decided = |o: &Obs| o.decided_at.is_some();
     let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&load_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
-        observer.settle(&load_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&load_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
+        observer.settle(&load_go, &go_only, decided, QUIET, cfg.settle_timeout),
     );
     let profiles = stop_perf(perf).await;
     let load_wall = load_start.elapsed().as_secs_f64();
@@ -328,8 +329,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let mir_rust = keys_of(&mirrors, &sides[0]);
     let mir_go = keys_of(&mirrors, &sides[1]);
     let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&mir_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
-        observer.settle(&mir_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&mir_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
+        observer.settle(&mir_go, &go_only, decided, QUIET, cfg.settle_timeout),
     );
     let mirror_r = creation_phase(observer, &mir_rust, mirror_start, ok_r);
     let mirror_g = creation_phase(observer, &mir_go, mirror_start, ok_g);
@@ -346,7 +347,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
 
     // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
     // neither shares the apiserver (the figure the PATCH ceiling is compared with).
-    let solo_n = cfg.solo_count.min(wl.bindings.len());
+    let solo_n = SOLO_COUNT.min(wl.bindings.len());
     let mut solo = Vec::new();
     let mut replay_by: BTreeMap<String, f64> = BTreeMap::new();
     for (i, sched) in sides.iter().enumerate() {
@@ -354,7 +355,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         // its own write (about half a second of CPU each at 1,000 clusters), work that outlasts
         // the quiet spell which ends a phase and would otherwise take the cores from the
         // apiserver while the other scheduler is measured alone.
-        wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+        wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
         let items: Vec<(String, String, Value)> = wl.bindings[..solo_n]
             .iter()
             .map(|b| (b.key(SOLO[i]), sched.clone(), b.object(SOLO[i], sched)))
@@ -374,13 +375,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         create_bindings(client, observer, &items, cfg.create_concurrency).await?;
         let created = Instant::now();
         let ok = observer
-            .settle(
-                &keys,
-                &[sched.as_str()],
-                decided,
-                cfg.quiet,
-                cfg.settle_timeout,
-            )
+            .settle(&keys, &[sched.as_str()], decided, QUIET, cfg.settle_timeout)
             .await;
         let wall = start.elapsed().as_secs_f64();
         let cpu = cpu_since(&pids, &cpu0);
@@ -402,14 +397,14 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             wall,
             cpu,
         ));
-        if i == 0 && cfg.replay_ceiling {
+        if i == 0 {
             // The ceiling for these very writes: a client that only writes what the Rust
             // scheduler wrote, with no decision to make.
             replay_by = replay_ceiling(
                 client,
                 &wl.bindings[..solo_n],
                 SOLO[0],
-                &cfg.ceiling_concurrency,
+                &CEILING_CONCURRENCY,
                 None,
                 &[],
                 t0,
@@ -426,9 +421,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         .iter()
         .filter_map(|p| p.steady_rate_per_s)
         .fold(f64::INFINITY, f64::min);
-    let pace = if cfg.stream_rate > 0.0 {
-        cfg.stream_rate
-    } else if slowest.is_finite() {
+    let pace = if slowest.is_finite() {
         // A quarter of the slower scheduler's sustained rate for each of them.
         (slowest / 2.0).max(1.0)
     } else {
@@ -447,7 +440,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         })
         .collect();
     // Start from idle queues (retries of unschedulable bindings back off exponentially).
-    wait_queues_idle(&[&rust, &go], cfg.quiet, Duration::from_secs(120)).await;
+    wait_queues_idle(&[&rust, &go], QUIET, Duration::from_secs(120)).await;
     let stream_start = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / pace));
     for item in &stream_items {
@@ -464,8 +457,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let st_rust = keys_of(&stream_items, &sides[0]);
     let st_go = keys_of(&stream_items, &sides[1]);
     let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&st_rust, &rs_only, decided, cfg.quiet, cfg.settle_timeout),
-        observer.settle(&st_go, &go_only, decided, cfg.quiet, cfg.settle_timeout),
+        observer.settle(&st_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
+        observer.settle(&st_go, &go_only, decided, QUIET, cfg.settle_timeout),
     );
     let stream_r = creation_phase(observer, &st_rust, stream_start, ok_r);
     let stream_g = creation_phase(observer, &st_go, stream_start, ok_g);
@@ -495,7 +488,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         .collect();
     let chosen = crng.sample(
         workloads.len(),
-        (workloads.len() as f64 * cfg.scale_fraction).round() as usize,
+        (workloads.len() as f64 * SCALE_FRACTION).round() as usize,
     );
     let mut scale_targets: Vec<(String, String, Option<String>, String, i64)> = Vec::new();
     for i in chosen {
@@ -542,7 +535,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 &keys,
                 &s,
                 |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
-                cfg.quiet,
+                QUIET,
                 cfg.settle_timeout,
             )
             .await
@@ -552,7 +545,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         scale_settle(scale_keys_r.clone(), sides[0].clone()),
         scale_settle(scale_keys_g.clone(), sides[1].clone()),
     );
-    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let scale_r = scale_phase(observer, &scale_keys_r, &targets, scale_start, ok_r);
     let scale_g = scale_phase(observer, &scale_keys_g, &targets, scale_start, ok_g);
     log(
@@ -570,7 +563,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // (b) taints on some clusters.
     let taint_idx = crng.sample(
         wl.clusters.len(),
-        ((wl.clusters.len() as f64 * cfg.taint_fraction).round() as usize).max(1),
+        ((wl.clusters.len() as f64 * TAINT_FRACTION).round() as usize).max(1),
     );
     let m_before = scrape_both(&rust, &go).await?;
     let t_start = Instant::now();
@@ -593,8 +586,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         .await
         .with_context(|| format!("tainting cluster {name}"))?;
     }
-    wait_quiet(observer, &sides, t_start, cfg.quiet, cfg.settle_timeout).await;
-    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+    wait_quiet(observer, &sides, t_start, QUIET, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let taint_q = [
         quiet_phase(observer, &sides[0], t_start, &m_before[0], &m_after[0]),
@@ -608,7 +601,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // (c) cluster deletions, held by a finalizer so that schedulers see them terminating.
     let del_idx = crng.sample(
         wl.clusters.len(),
-        ((wl.clusters.len() as f64 * cfg.delete_fraction).round() as usize).max(1),
+        ((wl.clusters.len() as f64 * DELETE_FRACTION).round() as usize).max(1),
     );
     for &i in &del_idx {
         let name = wl.clusters[i]["metadata"]["name"]
@@ -636,8 +629,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .await
             .with_context(|| format!("deleting cluster {name}"))?;
     }
-    wait_quiet(observer, &sides, d_start, cfg.quiet, cfg.settle_timeout).await;
-    wait_queues_idle(&[&rust, &go], cfg.quiet, cfg.settle_timeout).await;
+    wait_quiet(observer, &sides, d_start, QUIET, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
     let delete_q = [
         quiet_phase(observer, &sides[0], d_start, &m_before[0], &m_after[0]),
