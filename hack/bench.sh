@@ -18,6 +18,7 @@
 #              tasks and estimator connections sampled; docs/bench/churn-<N>m[-faults].md/.json/.png)
 # Whole Karmada: hack/bench.sh --whole-karmada-only [--whole-deployments 100] [--whole-rounds ours,go]
 #              [--whole-state-dir DIR] (end to end, docs/bench/whole-karmada.md)
+# Re-render:   hack/bench.sh --from-results docs/bench/<results>.json (a report again from its JSON)
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
 #              BENCH_NO_BUILD=1 skips building (binaries must exist);
 #              CARGO_TARGET_DIR is honoured (binaries taken from there).
@@ -31,7 +32,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ROOT}/target}"
 BENCH_MANIFEST="${ROOT}/hack/bench/Cargo.toml"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,24p' "${BASH_SOURCE[0]}"
+  sed -n '2,25p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release --locked --manifest-path "${BENCH_MANIFEST}" -- --help
 fi

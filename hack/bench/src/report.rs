@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{Agreement, Hist, Phase, Run};
+use crate::results::{Agreement, Hist, Phase, Run, Side};
 
 fn f(v: Option<f64>, digits: usize) -> String {
     match v {
@@ -63,252 +63,211 @@ pub fn writes_per_binding(r: &Run) -> f64 {
     r.rust.binding_writes_per_binding + r.rust.event_writes_per_binding
 }
 
-/// (figure, rust, go, digits, ratio as rust/go).
-type RowData = (String, Option<f64>, Option<f64>, usize, bool);
+/// A row of the figures table.
+type Row = (String, Option<f64>, Option<f64>, usize, bool);
 
-struct Row<'a> {
-    what: &'a str,
-    rust: Option<f64>,
-    go: Option<f64>,
-    digits: usize,
-    /// Ratio printed as rust/go (true) or go/rust (false).
-    rust_over_go: bool,
-}
-
+/// The figures table: one row per figure, `(name, Rust, Go, digits, ratio as Rust/Go)`;
+/// the ratio is printed as Go/Rust where smaller is better.
 fn table(rows: &[Row]) -> String {
     let mut s = String::from("| figure | Rust | Go | ratio |\n|---|---:|---:|---:|\n");
-    for r in rows {
-        let rt = if r.rust_over_go {
-            ratio(r.rust, r.go)
+    for (what, r, g, digits, rust_over_go) in rows {
+        let rt = if *rust_over_go {
+            ratio(*r, *g)
         } else {
-            format!("{} (Go/Rust)", ratio(r.go, r.rust))
+            format!("{} (Go/Rust)", ratio(*g, *r))
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} |",
-            r.what,
-            f(r.rust, r.digits),
-            f(r.go, r.digits),
-            rt
+            "| {what} | {} | {} | {rt} |",
+            f(*r, *digits),
+            f(*g, *digits)
         );
     }
     s
 }
 
-fn phase_rows<'a>(name: &str, r: &'a Phase, g: &'a Phase, out: &mut Vec<RowData>) {
-    out.push((
+/// One figure of a side.
+type Figure<'a> = &'a dyn Fn(&Side) -> Option<f64>;
+/// Adds a row: name, figure, digits, ratio as Rust/Go.
+type Add<'a> = &'a mut dyn FnMut(String, Figure, usize, bool);
+
+fn phase_rows(add: Add, name: &str, p: fn(&Side) -> &Phase) {
+    add(
         format!("{name}: completions/s, steady (10–90 %)"),
-        r.steady_rate_per_s,
-        g.steady_rate_per_s,
+        &|s| p(s).steady_rate_per_s,
         1,
         true,
-    ));
-    out.push((
+    );
+    add(
         format!("{name}: completions/s, whole phase"),
-        r.whole_rate_per_s,
-        g.whole_rate_per_s,
+        &|s| p(s).whole_rate_per_s,
         1,
         true,
-    ));
-    out.push((
+    );
+    add(
         format!("{name}: latency p50 (ms)"),
-        r.latency_p50_ms,
-        g.latency_p50_ms,
+        &|s| p(s).latency_p50_ms,
         1,
         false,
-    ));
-    out.push((
+    );
+    add(
         format!("{name}: latency p99 (ms)"),
-        r.latency_p99_ms,
-        g.latency_p99_ms,
+        &|s| p(s).latency_p99_ms,
         1,
         false,
-    ));
-    out.push((
+    );
+    add(
         format!("{name}: done / bindings"),
-        Some(r.done as f64),
-        Some(g.done as f64),
+        &|s| Some(p(s).done as f64),
         0,
         true,
-    ));
+    );
 }
 
 /// The main comparison table (Markdown).
 pub fn figures(run: &Run) -> String {
     let (r, g) = (&run.rust, &run.go);
-    let mut rows: Vec<RowData> = Vec::new();
-    phase_rows("load", &r.load, &g.load, &mut rows);
-    phase_rows("mirror", &r.mirror, &g.mirror, &mut rows);
-    phase_rows(
-        &format!("stream ({:.1}/s)", run.stream_rate_per_s),
-        &r.stream,
-        &g.stream,
-        &mut rows,
-    );
+    let mut rows = Vec::new();
+    let mut add = |what: String, fig: Figure, digits: usize, rust_over_go: bool| {
+        rows.push((what, fig(r), fig(g), digits, rust_over_go));
+    };
+    phase_rows(&mut add, "load", |s| &s.load);
+    phase_rows(&mut add, "mirror", |s| &s.mirror);
+    let stream = format!("stream ({:.1}/s)", run.stream_rate_per_s);
+    phase_rows(&mut add, &stream, |s| &s.stream);
     if r.solo.bindings > 0 {
-        phase_rows("solo (each alone)", &r.solo, &g.solo, &mut rows);
-        rows.push((
+        phase_rows(&mut add, "solo (each alone)", |s| &s.solo);
+        add(
             "solo: completions/s after the last creation".into(),
-            r.solo.rate_after_creation_per_s,
-            g.solo.rate_after_creation_per_s,
+            &|s| s.solo.rate_after_creation_per_s,
             1,
             true,
-        ));
-        rows.push((
+        );
+        add(
             "solo: binding writes per binding".into(),
-            Some(r.solo_binding_writes_per_binding),
-            Some(g.solo_binding_writes_per_binding),
+            &|s| Some(s.solo_binding_writes_per_binding),
             2,
             true,
-        ));
-        rows.push((
+        );
+        add(
             "solo: event writes per binding".into(),
-            Some(r.solo_event_writes_per_binding),
-            Some(g.solo_event_writes_per_binding),
+            &|s| Some(s.solo_event_writes_per_binding),
             2,
             true,
-        ));
+        );
     }
-    phase_rows("churn/scale", &r.scale, &g.scale, &mut rows);
-    rows.push((
+    phase_rows(&mut add, "churn/scale", |s| &s.scale);
+    add(
         "churn/taint: attempts".into(),
-        Some(r.taint.attempts),
-        Some(g.taint.attempts),
+        &|s| Some(s.taint.attempts),
         0,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "churn/taint: settle (s)".into(),
-        r.taint.settle_s,
-        g.taint.settle_s,
+        &|s| s.taint.settle_s,
         2,
         false,
-    ));
-    rows.push((
+    );
+    add(
         "churn/delete: attempts".into(),
-        Some(r.delete.attempts),
-        Some(g.delete.attempts),
+        &|s| Some(s.delete.attempts),
         0,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "churn/delete: settle (s)".into(),
-        r.delete.settle_s,
-        g.delete.settle_s,
+        &|s| s.delete.settle_s,
         2,
         false,
-    ));
-    for (step, h) in &r.algorithm {
-        let gh = g.algorithm.get(step).cloned().unwrap_or_default();
-        rows.push((
+    );
+    for step in r.algorithm.keys() {
+        let h = |s: &Side| s.algorithm.get(step).cloned().unwrap_or_default();
+        add(
             format!("algorithm {step}: p50 (ms)"),
-            ms(h.p50_s),
-            ms(gh.p50_s),
+            &|s| ms(h(s).p50_s),
             3,
             false,
-        ));
-        rows.push((
+        );
+        add(
             format!("algorithm {step}: p99 (ms)"),
-            ms(h.p99_s),
-            ms(gh.p99_s),
+            &|s| ms(h(s).p99_s),
             3,
             false,
-        ));
-        rows.push((
+        );
+        add(
             format!("algorithm {step}: mean (ms)"),
-            ms(h.mean_s),
-            ms(gh.mean_s),
+            &|s| ms(h(s).mean_s),
             4,
             false,
-        ));
+        );
     }
-    rows.push((
+    add(
         "algorithm, sum of step p99s (ms)".into(),
-        ms(algo_p99_sum(&r.algorithm)),
-        ms(algo_p99_sum(&g.algorithm)),
+        &|s| ms(algo_p99_sum(&s.algorithm)),
         3,
         false,
-    ));
-    rows.push((
+    );
+    add(
         "algorithm, mean per attempt (ms)".into(),
-        ms(r.algorithm_mean_total_s),
-        ms(g.algorithm_mean_total_s),
+        &|s| ms(s.algorithm_mean_total_s),
         4,
         false,
-    ));
-    rows.push((
+    );
+    add(
         "e2e scheduling p50 (ms)".into(),
-        ms(r.e2e.p50_s),
-        ms(g.e2e.p50_s),
+        &|s| ms(s.e2e.p50_s),
         2,
         false,
-    ));
-    rows.push((
+    );
+    add(
         "e2e scheduling p99 (ms)".into(),
-        ms(r.e2e.p99_s),
-        ms(g.e2e.p99_s),
+        &|s| ms(s.e2e.p99_s),
         2,
         false,
-    ));
-    rows.push((
+    );
+    add(
         "scheduling attempts (whole run)".into(),
-        Some(r.attempts_total),
-        Some(g.attempts_total),
+        &|s| Some(s.attempts_total),
         0,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "binding writes per binding (load)".into(),
-        Some(r.binding_writes_per_binding),
-        Some(g.binding_writes_per_binding),
+        &|s| Some(s.binding_writes_per_binding),
         2,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "event writes per binding (load)".into(),
-        Some(r.event_writes_per_binding),
-        Some(g.event_writes_per_binding),
+        &|s| Some(s.event_writes_per_binding),
         2,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "CPU seconds, load phase".into(),
-        Some(r.cpu_load_s),
-        Some(g.cpu_load_s),
+        &|s| Some(s.cpu_load_s),
         2,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "CPU seconds, whole run".into(),
-        Some(r.cpu_total_s),
-        Some(g.cpu_total_s),
+        &|s| Some(s.cpu_total_s),
         2,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "peak RSS (MiB, VmHWM)".into(),
-        mib(r.rss_peak_kib),
-        mib(g.rss_peak_kib),
+        &|s| mib(s.rss_peak_kib),
         1,
         true,
-    ));
-    rows.push((
+    );
+    add(
         "steady RSS at rest (MiB, VmRSS)".into(),
-        mib(r.rss_steady_kib),
-        mib(g.rss_steady_kib),
+        &|s| mib(s.rss_steady_kib),
         1,
         true,
-    ));
-    let rows: Vec<Row> = rows
-        .iter()
-        .map(|(w, a, b, d, o)| Row {
-            what: w,
-            rust: *a,
-            go: *b,
-            digits: *d,
-            rust_over_go: *o,
-        })
-        .collect();
+    );
     table(&rows)
 }
 
