@@ -345,45 +345,43 @@ impl Report for Run {
     }
 }
 
-impl Report for memory::MemoryRun {
-    stamped!();
-    fn stem(&self) -> String {
-        format!("memory-{}c-{}b", self.clusters, self.bindings)
-    }
-    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
-        Ok(memory::markdown(self))
-    }
+/// A report without a chart: its stem from the results, its Markdown from its renderer.
+macro_rules! plain_report {
+    ($t:ty, $stem:expr, $markdown:path) => {
+        impl Report for $t {
+            stamped!();
+            fn stem(&self) -> String {
+                let stem: fn(&$t) -> String = $stem;
+                stem(self)
+            }
+            fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
+                Ok($markdown(self))
+            }
+        }
+    };
 }
 
-impl Report for faults::FaultBench {
-    stamped!();
-    fn stem(&self) -> String {
-        format!("faults-{}k-{}b", self.kills, self.bindings)
-    }
-    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
-        Ok(faults::markdown(self))
-    }
-}
-
-impl Report for overcommit::OvercommitBench {
-    stamped!();
-    fn stem(&self) -> String {
-        format!("overcommit-{}m", self.members)
-    }
-    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
-        Ok(overcommit::markdown(self))
-    }
-}
-
-impl Report for desched::DeschedBench {
-    stamped!();
-    fn stem(&self) -> String {
-        format!("descheduler-{}c-{}b", self.clusters, self.bindings)
-    }
-    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
-        Ok(desched::markdown(self))
-    }
-}
+plain_report!(
+    memory::MemoryRun,
+    |b| format!("memory-{}c-{}b", b.clusters, b.bindings),
+    memory::markdown
+);
+plain_report!(
+    faults::FaultBench,
+    |b| format!("faults-{}k-{}b", b.kills, b.bindings),
+    faults::markdown
+);
+plain_report!(
+    overcommit::OvercommitBench,
+    |b| format!("overcommit-{}m", b.members),
+    overcommit::markdown
+);
+plain_report!(
+    desched::DeschedBench,
+    |b| format!("descheduler-{}c-{}b", b.clusters, b.bindings),
+    desched::markdown
+);
+plain_report!(whole::WholeBench, whole::stem, whole::markdown);
 
 impl Report for estload::EstBench {
     stamped!();
@@ -427,16 +425,6 @@ impl Report for churn::ChurnRun {
             self,
             chart.map(|(axes, step)| (png.as_str(), axes.as_slice(), *step)),
         ))
-    }
-}
-
-impl Report for whole::WholeBench {
-    stamped!();
-    fn stem(&self) -> String {
-        whole::stem(self)
-    }
-    fn render(&self, _: Option<&Path>) -> anyhow::Result<String> {
-        Ok(whole::markdown(self))
     }
 }
 

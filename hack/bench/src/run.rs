@@ -1225,18 +1225,30 @@ pub fn creation_phase(
             .unwrap_or_else(|| "(none)".into());
         *by_reason.entry(r).or_insert(0) += 1;
     }
+    phase(&snap, &times, &lat, by_reason, settled)
+}
+
+/// A phase's figures from its bindings' observations, the seconds each was done after the
+/// phase's start, and their latencies in ms.
+fn phase(
+    snap: &[Obs],
+    times: &[f64],
+    lat: &[f64],
+    by_reason: BTreeMap<String, usize>,
+    settled: bool,
+) -> Phase {
     Phase {
-        bindings: keys.len(),
+        bindings: snap.len(),
         done: times.len(),
         scheduled_true: snap
             .iter()
             .filter(|o| o.condition.as_ref().is_some_and(|(s, _)| s == "True"))
             .count(),
         by_reason,
-        steady_rate_per_s: stats::steady_rate(&times, 0.1, 0.9),
-        whole_rate_per_s: stats::whole_rate(&times, 0.0),
-        latency_p50_ms: stats::percentile(&lat, 0.5),
-        latency_p99_ms: stats::percentile(&lat, 0.99),
+        steady_rate_per_s: stats::steady_rate(times, 0.1, 0.9),
+        whole_rate_per_s: stats::whole_rate(times, 0.0),
+        latency_p50_ms: stats::percentile(lat, 0.5),
+        latency_p99_ms: stats::percentile(lat, 0.99),
         latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
         makespan_s: times.iter().copied().reduce(f64::max),
         settled,
@@ -1270,23 +1282,7 @@ fn scale_phase(
             .unwrap_or_default();
         *by_reason.entry(r).or_insert(0) += 1;
     }
-    Phase {
-        bindings: keys.len(),
-        done: times.len(),
-        scheduled_true: snap
-            .iter()
-            .filter(|o| o.condition.as_ref().is_some_and(|(s, _)| s == "True"))
-            .count(),
-        by_reason,
-        steady_rate_per_s: stats::steady_rate(&times, 0.1, 0.9),
-        whole_rate_per_s: stats::whole_rate(&times, 0.0),
-        latency_p50_ms: stats::percentile(&lat, 0.5),
-        latency_p99_ms: stats::percentile(&lat, 0.99),
-        latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
-        makespan_s: times.iter().copied().reduce(f64::max),
-        settled,
-        rate_after_creation_per_s: None,
-    }
+    phase(&snap, &times, &lat, by_reason, settled)
 }
 
 fn quiet_phase(
