@@ -50,23 +50,6 @@ const TEMPLATES: usize = 500;
 /// Disagreements and incomplete bindings listed in the report, at most.
 const LISTED: usize = 10;
 
-/// What the flags ask for.
-#[derive(Clone, Debug)]
-pub struct ChurnFlags {
-    pub minutes: f64,
-    /// Bindings alive at once (both schedulers together).
-    pub live: usize,
-    /// Creations per second (both schedulers together); deletions follow at the same rate
-    /// once the live count is reached.
-    pub rate: f64,
-    /// Scale changes per second (both schedulers together).
-    pub scale_rate: f64,
-    pub sample: Duration,
-    pub members: usize,
-    pub faults: bool,
-    pub fault_every: Duration,
-}
-
 /// How long the API server stays down at each fault.
 const FAULT_DOWN: Duration = Duration::from_secs(2);
 /// How long to wait, after the stream, for every live binding to be settled.
@@ -429,20 +412,14 @@ impl Ctx {
 
 /// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
 /// reached), a pair scaled every `2 / scale_rate` s, until `until`.
-async fn drive(
-    ctx: Ctx,
-    flags: &ChurnFlags,
-    templates: &[BindingTemplate],
-    seed: u64,
-    until: Instant,
-) {
+async fn drive(ctx: Ctx, flags: &Config, templates: &[BindingTemplate], seed: u64, until: Instant) {
     let sem = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut rng = Rng::new(seed).fork("churn-stream");
-    let live_pairs = (flags.live / 2).max(1);
+    let live_pairs = (flags.workload.live / 2).max(1);
     let every = |rate: f64| Duration::from_secs_f64(2.0 / rate.max(1e-3));
-    let mut create_tick = tokio::time::interval(every(flags.rate));
+    let mut create_tick = tokio::time::interval(every(flags.workload.rate));
     create_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut scale_tick = tokio::time::interval(every(flags.scale_rate));
+    let mut scale_tick = tokio::time::interval(every(flags.workload.scale_rate));
     scale_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     scale_tick.tick().await;
     let mut n: u64 = 0;
@@ -450,7 +427,7 @@ async fn drive(
         let create = tokio::select! {
             _ = tokio::time::sleep_until(until) => break,
             _ = create_tick.tick() => true,
-            _ = scale_tick.tick(), if flags.scale_rate > 0.0 => false,
+            _ = scale_tick.tick(), if flags.workload.scale_rate > 0.0 => false,
         };
         let Ok(permit) = sem.clone().try_acquire_owned() else {
             lock(&ctx.state).ops.skipped_ticks += 1;
@@ -649,13 +626,13 @@ impl Probe<'_> {
 /// Kills and restarts the API server every `fault_every` until `until`.
 async fn fault_loop(
     env: &testenv::TestEnv,
-    flags: &ChurnFlags,
+    flags: &Config,
     start: Instant,
     until: Instant,
     t0: Instant,
 ) -> Vec<FaultMark> {
     let mut marks = Vec::new();
-    if !flags.faults {
+    if !flags.faults.api_kills {
         return marks;
     }
     let mut api = match testenv::faults::ApiServer::new(env, "churn") {
@@ -668,7 +645,7 @@ async fn fault_loop(
             return marks;
         }
     };
-    let mut next = start + flags.fault_every;
+    let mut next = start + flags.faults.api_kill_every;
     while next + FAULT_DOWN < until {
         tokio::time::sleep_until(next).await;
         let at = Instant::now();
@@ -687,7 +664,7 @@ async fn fault_loop(
             ),
         );
         marks.push(mark);
-        next += flags.fault_every;
+        next += flags.faults.api_kill_every;
     }
     // `api` hands a restarted server over to the environment's teardown when dropped.
     drop(api);
@@ -695,13 +672,14 @@ async fn fault_loop(
 }
 
 /// Runs the churn bench.
-pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> {
+pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
+    let flags = base;
     let t0 = Instant::now();
     let mut cfg = base.clone();
-    cfg.clusters = flags.members;
-    cfg.estimator_members = flags.members;
+    cfg.workload.clusters = flags.estimators.members;
+    cfg.estimators.members = flags.estimators.members;
     cfg.flags.estimator = true;
-    cfg.bindings = TEMPLATES;
+    cfg.workload.bindings = TEMPLATES;
     let plane = run::start_plane(&cfg, t0).await?;
     let ports: HashSet<u16> = plane
         .env
@@ -718,17 +696,20 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
         state: state.clone(),
         sides: sides.clone(),
     };
-    let duration = Duration::from_secs_f64(flags.minutes * 60.0);
+    let duration = Duration::from_secs_f64(flags.workload.minutes * 60.0);
     log(
         t0,
         format!(
             "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{}",
-            flags.minutes,
-            flags.live,
-            flags.rate,
-            flags.scale_rate,
-            if flags.faults {
-                format!(", API server killed every {:?}", flags.fault_every)
+            flags.workload.minutes,
+            flags.workload.live,
+            flags.workload.rate,
+            flags.workload.scale_rate,
+            if flags.faults.api_kills {
+                format!(
+                    ", API server killed every {:?}",
+                    flags.faults.api_kill_every
+                )
             } else {
                 String::new()
             }
@@ -746,7 +727,7 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
         state: &state,
     };
     let sampler = async {
-        let mut tick = tokio::time::interval(flags.sample);
+        let mut tick = tokio::time::interval(flags.samples.every);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             tokio::select! {
@@ -768,7 +749,7 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
     };
     let stream = async {
         tokio::select! {
-            _ = drive(ctx.clone(), flags, &plane.wl.bindings, cfg.seed, until) => {}
+            _ = drive(ctx.clone(), flags, &plane.wl.bindings, cfg.workload.seed, until) => {}
             _ = stop.notified() => {}
         }
     };
@@ -895,17 +876,17 @@ pub async fn run(base: &Config, flags: &ChurnFlags) -> anyhow::Result<ChurnRun> 
         ),
     );
     out.samples = samples;
-    out.seed = cfg.seed;
-    out.minutes = flags.minutes;
-    out.live = flags.live;
-    out.rate = flags.rate;
-    out.scale_rate = flags.scale_rate;
-    out.sample_s = flags.sample.as_secs_f64();
-    out.members = flags.members;
+    out.seed = cfg.workload.seed;
+    out.minutes = flags.workload.minutes;
+    out.live = flags.workload.live;
+    out.rate = flags.workload.rate;
+    out.scale_rate = flags.workload.scale_rate;
+    out.sample_s = flags.samples.every.as_secs_f64();
+    out.members = flags.estimators.members;
     out.kube_api_qps = cfg.flags.qps;
     out.kube_api_burst = cfg.flags.burst;
-    out.faults_enabled = flags.faults;
-    out.fault_every_s = flags.fault_every.as_secs_f64();
+    out.faults_enabled = flags.faults.api_kills;
+    out.fault_every_s = flags.faults.api_kill_every.as_secs_f64();
     out.fault_down_s = FAULT_DOWN.as_secs_f64();
     rust.proc.kill();
     go.proc.kill();

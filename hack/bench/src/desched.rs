@@ -11,7 +11,6 @@
 //! binding written, as the reference records them) with the time the last one was seen.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -27,17 +26,8 @@ use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::rng::fnv1a;
 use crate::run::{self, log};
+use crate::scenario::Scenario;
 use crate::workload::cluster_name;
-
-/// What the flags ask for.
-#[derive(Clone, Debug)]
-pub struct DeschedFlags {
-    pub bindings: usize,
-    pub clusters: usize,
-    pub create_concurrency: usize,
-    pub rust_bin: PathBuf,
-    pub timeout: Duration,
-}
 
 /// The stub estimator's latency per call.
 const LATENCY: Duration = Duration::from_millis(1);
@@ -334,7 +324,7 @@ fn write_quantiles(times: &[f64], expected: usize, last: bool) -> Vec<f64> {
 }
 
 /// Creates namespace `ns` and its bindings (untimed).
-async fn create_bindings(client: &Client, flags: &DeschedFlags, ns: &str) -> anyhow::Result<()> {
+async fn create_bindings(client: &Client, flags: &Scenario, ns: &str) -> anyhow::Result<()> {
     apply_retrying(
         client,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
@@ -342,7 +332,7 @@ async fn create_bindings(client: &Client, flags: &DeschedFlags, ns: &str) -> any
     .await?;
     create_all(
         client,
-        bindings_of(ns, flags.bindings, flags.clusters),
+        bindings_of(ns, flags.workload.bindings, flags.workload.clusters),
         flags.create_concurrency,
     )
     .await
@@ -430,7 +420,7 @@ fn requests_since(
 /// creates the binding's two Events.
 async fn ceiling(
     env: &TestEnv,
-    flags: &DeschedFlags,
+    flags: &Scenario,
     stub: &Running,
     concurrency: usize,
     t0: Instant,
@@ -460,7 +450,7 @@ async fn ceiling(
     let requests_before = api_requests(&client).await?;
     let start = Instant::now();
     let channels: Vec<anyhow::Result<EstimatorClient<estimator_client::transport::Channel>>> =
-        futures::stream::iter((0..flags.clusters).map(|_| bare_client(stub.addr)))
+        futures::stream::iter((0..flags.workload.clusters).map(|_| bare_client(stub.addr)))
             .buffered(32)
             .collect()
             .await;
@@ -640,7 +630,7 @@ where
 /// Runs one descheduler over the bindings of `ns` until the expected writes are in.
 async fn side(
     env: &TestEnv,
-    flags: &DeschedFlags,
+    flags: &Scenario,
     stub: &Running,
     name: &str,
     program: &std::path::Path,
@@ -649,8 +639,8 @@ async fn side(
 ) -> anyhow::Result<(DeschedSide, BTreeMap<String, Vec<i32>>)> {
     let client = env.client().await?;
     create_bindings(&client, flags, ns).await?;
-    let want: BTreeMap<String, Vec<i32>> = (0..flags.bindings)
-        .map(|i| (binding_name(i), expected(i, flags.clusters)))
+    let want: BTreeMap<String, Vec<i32>> = (0..flags.workload.bindings)
+        .map(|i| (binding_name(i), expected(i, flags.workload.clusters)))
         .collect();
     let expected_writes = want
         .values()
@@ -660,7 +650,7 @@ async fn side(
         t0,
         format!(
             "{name}: {} bindings in {ns}, {expected_writes} to be written",
-            flags.bindings
+            flags.workload.bindings
         ),
     );
     let calls_before = unschedulable_calls(stub);
@@ -703,7 +693,7 @@ async fn side(
     let mut first_write_s = None;
     let mut written = 0;
     let mut seen_at = Vec::with_capacity(expected_writes);
-    while start.elapsed() < flags.timeout && written < expected_writes {
+    while start.elapsed() < flags.settle_timeout && written < expected_writes {
         if let Ok(Some(status)) = process.try_wait() {
             anyhow::bail!("{name} exited ({status}):\n{}", process.log_tail(30));
         }
@@ -793,14 +783,14 @@ async fn side(
 }
 
 /// Runs the descheduler bench.
-pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
+pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     let t0 = Instant::now();
     let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
     let go_bin = tools.bin("karmada-descheduler");
     anyhow::ensure!(
-        flags.rust_bin.is_file(),
+        flags.bins.descheduler.is_file(),
         "{} not found: build it with `cargo build --release -p karmada-descheduler`",
-        flags.rust_bin.display()
+        flags.bins.descheduler.display()
     );
     let mut env = TestEnv::builder().tools(tools).members(0).start().await?;
     if std::env::var_os("BENCH_KEEP").is_some() {
@@ -811,7 +801,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
     let stub = start_stub(LATENCY).await?;
     let port = stub.addr.port();
     let mut objects = Vec::new();
-    for c in 0..flags.clusters {
+    for c in 0..flags.workload.clusters {
         let name = cluster_name(c);
         objects.push(json!({
             "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
@@ -831,7 +821,7 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         t0,
         format!(
             "{} clusters, estimator stub on {}",
-            flags.clusters, stub.addr
+            flags.workload.clusters, stub.addr
         ),
     );
 
@@ -854,22 +844,26 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
         flags,
         &stub,
         "rs-descheduler",
-        &flags.rust_bin,
+        &flags.bins.descheduler,
         "desched-rs",
         t0,
     )
     .await?;
     // The same answers in both namespaces: both must write the same, which is what the
     // reference's rules give.
-    let agree = (0..flags.bindings)
+    let agree = (0..flags.workload.bindings)
         .filter(|&i| {
             let n = binding_name(i);
-            let want = expected(i, flags.clusters);
+            let want = expected(i, flags.workload.clusters);
             go_result.get(&n) == Some(&want) && rust_result.get(&n) == Some(&want)
         })
         .count();
-    let expected_writes = (0..flags.bindings)
-        .filter(|&i| expected(i, flags.clusters).iter().any(|&x| x != REPLICAS))
+    let expected_writes = (0..flags.workload.bindings)
+        .filter(|&i| {
+            expected(i, flags.workload.clusters)
+                .iter()
+                .any(|&x| x != REPLICAS)
+        })
         .count();
     delete_bindings(&client, "desched-rs").await?;
     let mut ceilings = Vec::new();
@@ -878,8 +872,8 @@ pub async fn run(flags: &DeschedFlags) -> anyhow::Result<DeschedBench> {
     }
     env.stop();
     Ok(DeschedBench {
-        bindings: flags.bindings,
-        clusters: flags.clusters,
+        bindings: flags.workload.bindings,
+        clusters: flags.workload.clusters,
         latency_ms: LATENCY.as_secs_f64() * 1000.0,
         expected_writes,
         rust,

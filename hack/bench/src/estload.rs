@@ -48,24 +48,6 @@ const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
 const ESTIMATOR_CALL: &str = "karmada_scheduler_estimator_client_request_duration_seconds";
 const ESTIMATOR_REQUESTS: &str = "karmada_scheduler_estimator_estimating_request_total";
 
-/// What the flags ask for.
-#[derive(Clone, Debug)]
-pub struct EstFlags {
-    /// Cluster counts, one control plane each.
-    pub scales: Vec<usize>,
-    /// Bindings shared by both schedulers in the together phase (half each).
-    pub bindings: usize,
-    /// Bindings each scheduler schedules alone (the same templates for both).
-    pub alone: usize,
-    /// Scales up to this use the real Go estimators of members; above, the stub.
-    pub real_max: usize,
-    pub latency: Duration,
-    /// Run the fault rows (at the largest stub scale).
-    pub faults: bool,
-    /// Bindings per scheduler per fault row.
-    pub fault_bindings: usize,
-}
-
 /// One scheduler in one phase.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SideFigures {
@@ -370,7 +352,7 @@ async fn alone(
         .await
         .map(|t| promtext::parse(&t))
         .unwrap_or_default();
-    let perf = if cfg.perf && sched.label == "rust" {
+    let perf = if cfg.samples.perf && sched.label == "rust" {
         run::start_perf(&plane.env, &[("rust", sched.pid())])
     } else {
         Vec::new()
@@ -661,17 +643,16 @@ async fn fault_row(
 /// One scale on a fresh control plane.
 async fn scale(
     base: &Config,
-    flags: &EstFlags,
     clusters: usize,
     with_faults: bool,
     t0: Instant,
 ) -> anyhow::Result<Scale> {
-    let real = clusters <= flags.real_max;
+    let real = clusters <= base.estimators.real_max;
     let mut cfg = base.clone();
-    cfg.clusters = clusters;
-    cfg.bindings = flags.bindings.max(flags.alone);
+    cfg.workload.clusters = clusters;
+    cfg.workload.bindings = base.workload.bindings.max(base.workload.alone);
     cfg.flags.estimator = true;
-    cfg.estimator_members = if real { clusters } else { 0 };
+    cfg.estimators.members = if real { clusters } else { 0 };
     let plane = run::start_plane(&cfg, t0).await?;
     let est = if real {
         Estimators::Real(
@@ -688,7 +669,7 @@ async fn scale(
                 .collect(),
         )
     } else {
-        let stub = start_stub(&plane.wl.cluster_names, flags.latency).await?;
+        let stub = start_stub(&plane.wl.cluster_names, base.estimators.latency).await?;
         let services = (0..clusters)
             .map(|i| {
                 let service = external_name_service(&stub.clusters()[i], "127.0.0.1", stub.port(i));
@@ -709,7 +690,10 @@ async fn scale(
     let estimators = if real {
         "real Go estimators".to_string()
     } else {
-        format!("stub, {:.0} ms", flags.latency.as_secs_f64() * 1000.0)
+        format!(
+            "stub, {:.0} ms",
+            base.estimators.latency.as_secs_f64() * 1000.0
+        )
     };
     log(t0, format!("{clusters} clusters, estimators: {estimators}"));
 
@@ -726,7 +710,7 @@ async fn scale(
 
     // ---- Together: both schedulers on their halves at once.
     let mut together_wl = run::originals(wl, &sides);
-    together_wl.truncate(flags.bindings);
+    together_wl.truncate(base.workload.bindings);
     let cpu0 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
     let (conns, conn_task) = sample_connections(vec![rust.pid(), go.pid()], est.ports());
     let start = Instant::now();
@@ -790,7 +774,7 @@ async fn scale(
 
     // ---- Alone: the same batch for each, the other idle.
     let templates: Vec<BindingTemplate> =
-        wl.bindings[..flags.alone.min(wl.bindings.len())].to_vec();
+        wl.bindings[..base.workload.alone.min(wl.bindings.len())].to_vec();
     let templates = &templates[..];
     let mut alone_figs: [SideFigures; 2] = Default::default();
     // Calls per cluster during our alone batch (stub only).
@@ -862,7 +846,7 @@ async fn scale(
         &plane.client,
         templates,
         ALONE[0],
-        &crate::run::CEILING_CONCURRENCY,
+        &cfg.ceiling.concurrency,
         None,
         &busy,
         t0,
@@ -894,7 +878,7 @@ async fn scale(
             &plane.client,
             templates,
             ALONE[0],
-            &crate::run::CEILING_CONCURRENCY,
+            &cfg.ceiling.concurrency,
             Some(&calls),
             &busy,
             t0,
@@ -948,7 +932,7 @@ async fn scale(
             .filter(|t| {
                 t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
             })
-            .take(flags.fault_bindings)
+            .take(base.faults.estimator_row_bindings)
             .cloned()
             .collect();
         // The clusters the batch asks most come first: a fault there matters.
@@ -1039,21 +1023,22 @@ pub fn chart_point(s: &Scale) -> crate::chart::Point {
 }
 
 /// Runs every scale.
-pub async fn run(base: &Config, flags: &EstFlags) -> anyhow::Result<EstBench> {
+pub async fn run(base: &Config) -> anyhow::Result<EstBench> {
     let t0 = Instant::now();
-    let largest_stub = flags
+    let largest_stub = base
+        .workload
         .scales
         .iter()
         .copied()
-        .filter(|&c| c > flags.real_max)
+        .filter(|&c| c > base.estimators.real_max)
         .max();
     let mut scales = Vec::new();
-    for &c in &flags.scales {
-        let with_faults = flags.faults && Some(c) == largest_stub;
-        scales.push(scale(base, flags, c, with_faults, t0).await?);
+    for &c in &base.workload.scales {
+        let with_faults = base.faults.estimator_rows && Some(c) == largest_stub;
+        scales.push(scale(base, c, with_faults, t0).await?);
     }
     Ok(EstBench {
-        latency_ms: flags.latency.as_secs_f64() * 1000.0,
+        latency_ms: base.estimators.latency.as_secs_f64() * 1000.0,
         scales,
         ..Default::default()
     })

@@ -10,7 +10,6 @@
 //! left incomplete (no `Scheduled=True`, or a `schedulerObservedGeneration` behind the
 //! generation) a minute after the last fault.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,20 +19,13 @@ use testenv::TestEnv;
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
 use crate::run::log;
+use crate::scenario::Scenario;
 
 /// The scenario's size: bindings in a stream of this long, API server kills and pauses.
 const BINDINGS: usize = 100;
 const STREAM: Duration = Duration::from_secs(60);
 const KILLS: usize = 10;
 const PAUSES: usize = 2;
-
-/// What the flags ask for.
-#[derive(Clone, Debug)]
-pub struct FaultFlags {
-    pub seed: u64,
-    pub rust_bin: PathBuf,
-    pub go_bin: Option<PathBuf>,
-}
 
 /// One scheduler's side of the run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -82,17 +74,18 @@ pub struct FaultBench {
     pub go: FaultSide,
 }
 
-pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
+pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
     let t0 = Instant::now();
     let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
     let go_bin = flags
-        .go_bin
+        .bins
+        .go
         .clone()
         .unwrap_or_else(|| tools.bin("karmada-scheduler"));
     anyhow::ensure!(
-        flags.rust_bin.is_file(),
+        flags.bins.scheduler.is_file(),
         "{} not found: build it with `cargo build --release -p karmada-scheduler`",
-        flags.rust_bin.display()
+        flags.bins.scheduler.display()
     );
     log(t0, "starting the control plane (hack/local-up.sh)");
     let mut env = TestEnv::builder().tools(tools).members(2).start().await?;
@@ -100,7 +93,7 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
         env.keep_state_on_drop();
     }
     let cfg = FaultConfig {
-        seed: flags.seed,
+        seed: flags.workload.seed,
         bindings: BINDINGS,
         stream: STREAM,
         apiserver_kills: KILLS,
@@ -108,10 +101,10 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
         proxy_chaos: true,
         kill_scheduler: true,
         settle: Duration::from_secs(60),
-        simulate_bin: flags.rust_bin.clone(),
+        simulate_bin: flags.bins.scheduler.clone(),
     };
     let mut sides = Vec::new();
-    for (tag, program) in [("rust", flags.rust_bin.clone()), ("go", go_bin)] {
+    for (tag, program) in [("rust", flags.bins.scheduler.clone()), ("go", go_bin)] {
         log(t0, format!("fault scenario against the {tag} scheduler"));
         let report = testenv::faults::run(
             &env,
@@ -135,7 +128,7 @@ pub async fn run(flags: &FaultFlags) -> anyhow::Result<FaultBench> {
     let go = sides.pop().unwrap_or_default();
     let rust = sides.pop().unwrap_or_default();
     Ok(FaultBench {
-        seed: flags.seed,
+        seed: flags.workload.seed,
         bindings: BINDINGS,
         kills: KILLS,
         pauses: PAUSES,

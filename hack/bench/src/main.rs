@@ -25,6 +25,7 @@ mod report;
 mod results;
 mod rng;
 mod run;
+mod scenario;
 mod stats;
 mod whole;
 mod workload;
@@ -431,7 +432,7 @@ impl Report for churn::ChurnRun {
 /// What a command line asks for: a `--*-only` flag, else the scenario whose results
 /// `--from-results` names (by the file name's prefix), else the side-by-side run.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Scenario {
+enum Kind {
     Run,
     Memory,
     Faults,
@@ -444,28 +445,28 @@ enum Scenario {
 }
 
 /// Each scenario's results file prefix.
-const PREFIXES: [(Scenario, &str); 9] = [
-    (Scenario::Run, "results-"),
-    (Scenario::Memory, "memory-"),
-    (Scenario::Faults, "faults-"),
-    (Scenario::Overcommit, "overcommit-"),
-    (Scenario::Descheduler, "descheduler-"),
-    (Scenario::Estimators, "estimators-"),
-    (Scenario::Growth, "growth"),
-    (Scenario::Churn, "churn-"),
-    (Scenario::Whole, "whole-karmada-"),
+const PREFIXES: [(Kind, &str); 9] = [
+    (Kind::Run, "results-"),
+    (Kind::Memory, "memory-"),
+    (Kind::Faults, "faults-"),
+    (Kind::Overcommit, "overcommit-"),
+    (Kind::Descheduler, "descheduler-"),
+    (Kind::Estimators, "estimators-"),
+    (Kind::Growth, "growth"),
+    (Kind::Churn, "churn-"),
+    (Kind::Whole, "whole-karmada-"),
 ];
 
-fn scenario(cli: &Cli) -> Scenario {
+fn kind(cli: &Cli) -> Kind {
     let flags = [
-        (cli.memory_only, Scenario::Memory),
-        (cli.faults_only, Scenario::Faults),
-        (cli.overcommit_only, Scenario::Overcommit),
-        (cli.descheduler_only, Scenario::Descheduler),
-        (cli.estimators_only, Scenario::Estimators),
-        (!cli.growth_from.is_empty(), Scenario::Growth),
-        (cli.churn_only, Scenario::Churn),
-        (cli.whole_karmada_only, Scenario::Whole),
+        (cli.memory_only, Kind::Memory),
+        (cli.faults_only, Kind::Faults),
+        (cli.overcommit_only, Kind::Overcommit),
+        (cli.descheduler_only, Kind::Descheduler),
+        (cli.estimators_only, Kind::Estimators),
+        (!cli.growth_from.is_empty(), Kind::Growth),
+        (cli.churn_only, Kind::Churn),
+        (cli.whole_karmada_only, Kind::Whole),
     ];
     if let Some((_, s)) = flags.iter().find(|(on, _)| *on) {
         return *s;
@@ -477,7 +478,7 @@ fn scenario(cli: &Cli) -> Scenario {
     PREFIXES
         .iter()
         .find(|(_, p)| file.starts_with(p))
-        .map_or(Scenario::Run, |(s, _)| *s)
+        .map_or(Kind::Run, |(s, _)| *s)
 }
 
 /// The engine: run the scenario (or read its results), stamp, render, print and write.
@@ -541,111 +542,99 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let root = testenv::repo_root();
     let started = stamp(&root);
-    let rust_bin = cli
-        .rust_bin
-        .clone()
-        .unwrap_or_else(|| root.join("target/release/karmada-scheduler"));
-    let desched_bin = cli
-        .rust_desched_bin
-        .clone()
-        .unwrap_or_else(|| root.join("target/release/karmada-descheduler"));
-    let settle = Duration::from_secs(cli.settle_timeout);
-    let cfg = run::Config {
-        clusters: cli.clusters,
-        bindings: cli.bindings,
-        seed: cli.seed,
+    let sc = scenario(&cli, kind(&cli), &root);
+    let (c, r, s) = (&cli, root.as_path(), started);
+    match kind(&cli) {
+        Kind::Faults => engine(c, r, s, faults::run(&sc)).await,
+        Kind::Overcommit => engine(c, r, s, overcommit::run(&sc)).await,
+        Kind::Descheduler => engine(c, r, s, desched::run(&sc)).await,
+        Kind::Growth => engine(c, r, s, async { growth::collect(&cli.growth_from) }).await,
+        Kind::Estimators => engine(c, r, s, estload::run(&sc)).await,
+        Kind::Churn => engine(c, r, s, churn::run(&sc)).await,
+        Kind::Whole => {
+            let f = whole::WholeFlags {
+                deployments: cli.whole_deployments,
+                rounds: cli.whole_rounds.clone(),
+                rate: cli.whole_rate,
+                concurrency: sc.create_concurrency,
+                timeout: sc.settle_timeout,
+                state_dir: cli.whole_state_dir.clone(),
+                scheduler: sc.bins.scheduler.clone(),
+                descheduler: sc.bins.descheduler.clone(),
+            };
+            engine(c, r, s, whole::run(&f)).await
+        }
+        Kind::Memory => engine(c, r, s, memory::run(&sc)).await,
+        Kind::Run => engine(c, r, s, run::run(&sc)).await,
+    }
+}
+
+/// The table of scenarios: the command line as one scenario's plain data; the kinds differ
+/// only where their own flags say.
+fn scenario(cli: &Cli, kind: Kind, root: &Path) -> scenario::Scenario {
+    use scenario::*;
+    let (secs, ms) = (Duration::from_secs, Duration::from_millis);
+    let bin = |flag: &Option<PathBuf>, default: &str| flag.clone().unwrap_or(root.join(default));
+    let mut sc = Scenario {
+        workload: Workload {
+            clusters: cli.clusters,
+            bindings: cli.bindings,
+            seed: cli.seed,
+            stream: cli.stream_count,
+            alone: cli.est_alone,
+            scales: cli.est_scales.clone(),
+            minutes: cli.churn_minutes,
+            live: cli.churn_live,
+            rate: cli.churn_rate,
+            scale_rate: cli.churn_scale_rate,
+        },
+        estimators: Estimators {
+            members: cli.estimator,
+            real_max: cli.est_real_max,
+            latency: ms(cli.est_latency_ms),
+        },
+        faults: Faults {
+            estimator_rows: !cli.est_no_faults,
+            estimator_row_bindings: cli.est_fault_bindings,
+            api_kills: cli.churn_faults,
+            api_kill_every: secs(cli.churn_fault_every.max(10)),
+        },
+        samples: Samples {
+            every: secs(cli.churn_sample_seconds.max(1)),
+            perf: cli.perf,
+            cap: secs(cli.memory_cap),
+        },
+        ceiling: Ceiling {
+            concurrency: [16, 64],
+            seconds: 6,
+        },
         flags: CommonFlags {
             qps: cli.kube_api_qps,
             burst: cli.kube_api_burst,
             estimator: cli.estimator > 0,
             extra: cli.sched_flags.clone(),
         },
-        estimator_members: cli.estimator,
+        bins: Bins {
+            scheduler: bin(&cli.rust_bin, "target/release/karmada-scheduler"),
+            descheduler: bin(&cli.rust_desched_bin, "target/release/karmada-descheduler"),
+            go: cli.go_bin.clone(),
+            oracle: bin(&cli.oracle_bin, "_output/bin/karmada-oracle"),
+            scratch_dir: root.join("target/tmp/bench"),
+        },
         create_concurrency: cli.create_concurrency,
-        settle_timeout: settle,
-        rust_bin: rust_bin.clone(),
-        go_bin: cli.go_bin.clone(),
-        oracle_bin: cli
-            .oracle_bin
-            .clone()
-            .unwrap_or_else(|| root.join("_output/bin/karmada-oracle")),
-        scratch_dir: root.join("target/tmp/bench"),
-        perf: cli.perf,
-        stream_count: cli.stream_count,
+        settle_timeout: secs(cli.settle_timeout),
     };
-    let (c, r, s) = (&cli, root.as_path(), started);
-    match scenario(&cli) {
-        Scenario::Faults => {
-            let f = faults::FaultFlags {
-                seed: cli.seed,
-                rust_bin,
-                go_bin: cli.go_bin.clone(),
-            };
-            engine(c, r, s, faults::run(&f)).await
+    match kind {
+        Kind::Descheduler => {
+            sc.workload.clusters = cli.desched_clusters;
+            sc.workload.bindings = cli.desched_bindings;
         }
-        Scenario::Overcommit => {
-            let f = overcommit::OvercommitFlags {
-                members: cli.overcommit_members,
-                rust_bin,
-                go_bin: cli.go_bin.clone(),
-            };
-            engine(c, r, s, overcommit::run(&f)).await
-        }
-        Scenario::Descheduler => {
-            let f = desched::DeschedFlags {
-                bindings: cli.desched_bindings,
-                clusters: cli.desched_clusters,
-                create_concurrency: cli.create_concurrency,
-                rust_bin: desched_bin,
-                timeout: settle,
-            };
-            engine(c, r, s, desched::run(&f)).await
-        }
-        Scenario::Growth => engine(c, r, s, async { growth::collect(&cli.growth_from) }).await,
-        Scenario::Estimators => {
-            let f = estload::EstFlags {
-                scales: cli.est_scales.clone(),
-                bindings: cli.est_bindings,
-                alone: cli.est_alone,
-                real_max: cli.est_real_max,
-                latency: Duration::from_millis(cli.est_latency_ms),
-                faults: !cli.est_no_faults,
-                fault_bindings: cli.est_fault_bindings,
-            };
-            engine(c, r, s, estload::run(&cfg, &f)).await
-        }
-        Scenario::Churn => {
-            let f = churn::ChurnFlags {
-                minutes: cli.churn_minutes,
-                live: cli.churn_live,
-                rate: cli.churn_rate,
-                scale_rate: cli.churn_scale_rate,
-                sample: Duration::from_secs(cli.churn_sample_seconds.max(1)),
-                members: cli.churn_members,
-                faults: cli.churn_faults,
-                fault_every: Duration::from_secs(cli.churn_fault_every.max(10)),
-            };
-            engine(c, r, s, churn::run(&cfg, &f)).await
-        }
-        Scenario::Whole => {
-            let f = whole::WholeFlags {
-                deployments: cli.whole_deployments,
-                rounds: cli.whole_rounds.clone(),
-                rate: cli.whole_rate,
-                concurrency: cli.create_concurrency,
-                timeout: settle,
-                state_dir: cli.whole_state_dir.clone(),
-                scheduler: rust_bin,
-                descheduler: desched_bin,
-            };
-            engine(c, r, s, whole::run(&f)).await
-        }
-        Scenario::Memory => {
-            let cap = Duration::from_secs(cli.memory_cap);
-            engine(c, r, s, memory::run(&cfg, cap)).await
-        }
-        Scenario::Run => engine(c, r, s, run::run(&cfg)).await,
+        Kind::Estimators => sc.workload.bindings = cli.est_bindings,
+        Kind::Churn => sc.estimators.members = cli.churn_members,
+        Kind::Overcommit => sc.estimators.members = cli.overcommit_members,
+        _ => {}
     }
+    sc
 }
 
 #[cfg(test)]
@@ -660,16 +649,16 @@ mod tests {
         }
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let kind = PREFIXES.iter().find(|(_, p)| name.starts_with(p));
-        match kind.map(|(s, _)| *s).unwrap_or(Scenario::Run) {
-            Scenario::Run => one::<Run>(path, out),
-            Scenario::Memory => one::<memory::MemoryRun>(path, out),
-            Scenario::Faults => one::<faults::FaultBench>(path, out),
-            Scenario::Overcommit => one::<overcommit::OvercommitBench>(path, out),
-            Scenario::Descheduler => one::<desched::DeschedBench>(path, out),
-            Scenario::Estimators => one::<estload::EstBench>(path, out),
-            Scenario::Growth => one::<growth::Growth>(path, out),
-            Scenario::Churn => one::<churn::ChurnRun>(path, out),
-            Scenario::Whole => one::<whole::WholeBench>(path, out),
+        match kind.map(|(s, _)| *s).unwrap_or(Kind::Run) {
+            Kind::Run => one::<Run>(path, out),
+            Kind::Memory => one::<memory::MemoryRun>(path, out),
+            Kind::Faults => one::<faults::FaultBench>(path, out),
+            Kind::Overcommit => one::<overcommit::OvercommitBench>(path, out),
+            Kind::Descheduler => one::<desched::DeschedBench>(path, out),
+            Kind::Estimators => one::<estload::EstBench>(path, out),
+            Kind::Growth => one::<growth::Growth>(path, out),
+            Kind::Churn => one::<churn::ChurnRun>(path, out),
+            Kind::Whole => one::<whole::WholeBench>(path, out),
         }
     }
 

@@ -60,7 +60,8 @@ impl MemoryRun {
 }
 
 /// Runs the memory mode.
-pub async fn run(cfg: &Config, cap: Duration) -> anyhow::Result<MemoryRun> {
+pub async fn run(cfg: &Config) -> anyhow::Result<MemoryRun> {
+    let cap = cfg.samples.cap;
     let t0 = Instant::now();
     let plane = start_plane(cfg, t0).await?;
     let (mut rust, mut go) = start_schedulers(cfg, &plane, t0).await?;
@@ -143,9 +144,9 @@ pub async fn run(cfg: &Config, cap: Duration) -> anyhow::Result<MemoryRun> {
         }
     };
     let out = MemoryRun {
-        clusters: cfg.clusters,
-        bindings: cfg.bindings,
-        seed: cfg.seed,
+        clusters: cfg.workload.clusters,
+        bindings: cfg.workload.bindings,
+        seed: cfg.workload.seed,
         kube_api_qps: cfg.flags.qps,
         kube_api_burst: cfg.flags.burst,
         cap_s: cap.as_secs_f64(),

@@ -4,7 +4,6 @@
 //! estimators run with the gate. Reported: replicas placed beyond what the clusters' nodes
 //! hold, per run.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -13,17 +12,10 @@ use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_ru
 use tokio::time::Instant;
 
 use crate::run::log;
+use crate::scenario::Scenario;
 
 /// Bindings per burst as a multiple of the room (in bindings of 2 replicas).
 const DEMAND_FACTOR: usize = 2;
-
-/// What the flags ask for.
-#[derive(Clone, Debug)]
-pub struct OvercommitFlags {
-    pub members: usize,
-    pub rust_bin: PathBuf,
-    pub go_bin: Option<PathBuf>,
-}
 
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -38,16 +30,17 @@ pub struct OvercommitBench {
 }
 
 /// Runs the six bursts.
-pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
+pub async fn run(flags: &Scenario) -> anyhow::Result<OvercommitBench> {
     let t0 = Instant::now();
     let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
     let go = flags
-        .go_bin
+        .bins
+        .go
         .clone()
         .unwrap_or_else(|| tools.bin("karmada-scheduler"));
     let env = TestEnv::builder()
         .tools(tools)
-        .members(flags.members)
+        .members(flags.estimators.members)
         .estimator_args(&[GATE])
         .start()
         .await?;
@@ -58,7 +51,7 @@ pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
         format!("room for {room} replicas; bursts of {bindings} bindings × 2"),
     );
     let mut runs = Vec::new();
-    for burst in standard_runs(&flags.rust_bin, &go, bindings) {
+    for burst in standard_runs(&flags.bins.scheduler, &go, bindings) {
         let r = run_burst(&env, &burst, Duration::from_secs(600)).await?;
         log(
             t0,
@@ -71,7 +64,7 @@ pub async fn run(flags: &OvercommitFlags) -> anyhow::Result<OvercommitBench> {
     }
     env.stop();
     Ok(OvercommitBench {
-        members: flags.members,
+        members: flags.estimators.members,
         bindings,
         room,
         runs,

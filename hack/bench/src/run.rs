@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use crate::ceiling::BindingWrites;
 pub use crate::jobs::in_flight;
 use crate::observe::{Obs, Observer, crb_resource, rb_resource};
-use crate::procs::{CommonFlags, RssSampler, Sched, cpu_seconds, memory_kib};
+use crate::procs::{RssSampler, Sched, cpu_seconds, memory_kib};
 use crate::promtext::{self, Histogram};
 use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools};
 use crate::results::{Agreement, ChurnPlan, Disagreement, Hist, Phase, Quiet, Run, Side};
@@ -39,33 +39,10 @@ const SOLO: [&str; 2] = ["-rs", "-gs"];
 const REPLAY: &str = "-rc";
 const HOLD: &str = "bench.karmada.io/hold";
 
-/// Everything the command line decides.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub clusters: usize,
-    pub bindings: usize,
-    pub seed: u64,
-    pub flags: CommonFlags,
-    pub estimator_members: usize,
-    pub create_concurrency: usize,
-    pub settle_timeout: Duration,
-    pub rust_bin: PathBuf,
-    pub go_bin: Option<PathBuf>,
-    /// The offline upstream scheduler, for replaying disagreements after churn.
-    pub oracle_bin: PathBuf,
-    /// Scratch space (replay inputs).
-    pub scratch_dir: PathBuf,
-    pub perf: bool,
-    /// Bindings created at a pace after the load (per run, both halves).
-    pub stream_count: usize,
-}
+pub use crate::scenario::Scenario as Config;
 
 /// No write for this long means settled.
 pub const QUIET: Duration = Duration::from_millis(2000);
-/// Requests in flight tried for the ceilings.
-pub const CEILING_CONCURRENCY: [usize; 2] = [16, 64];
-/// Seconds per PATCH-ceiling measurement.
-const CEILING_SECONDS: u64 = 6;
 /// Bindings each scheduler schedules alone in the solo phase (capped at the workload's).
 const SOLO_COUNT: usize = 1000;
 /// Fractions of workload pairs scaled, and of clusters tainted and deleted, in the churn phase.
@@ -120,18 +97,19 @@ impl Plane {
 pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
     let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
     let go_bin = cfg
-        .go_bin
+        .bins
+        .go
         .clone()
         .unwrap_or_else(|| tools.bin("karmada-scheduler"));
     anyhow::ensure!(
-        cfg.rust_bin.is_file(),
+        cfg.bins.scheduler.is_file(),
         "{} not found: build it with `cargo build --release -p karmada-scheduler`",
-        cfg.rust_bin.display()
+        cfg.bins.scheduler.display()
     );
     log(t0, "starting the control plane (hack/local-up.sh)");
     let mut env = TestEnv::builder()
         .tools(tools)
-        .members(cfg.estimator_members)
+        .members(cfg.estimators.members)
         .nodes_per_member(2)
         .start()
         .await?;
@@ -151,7 +129,11 @@ pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
         let obj: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}}))?;
         nss.create(&PostParams::default(), &obj).await?;
     }
-    let wl = workload::generate(cfg.seed, cfg.clusters, cfg.bindings);
+    let wl = workload::generate(
+        cfg.workload.seed,
+        cfg.workload.clusters,
+        cfg.workload.bindings,
+    );
     create_clusters(&client, &wl.clusters, cfg.create_concurrency).await?;
     log(
         t0,
@@ -176,7 +158,7 @@ pub async fn start_schedulers(
     plane: &Plane,
     t0: Instant,
 ) -> anyhow::Result<(Sched, Sched)> {
-    let mut rust = Sched::spawn(&plane.env, "rust", &cfg.rust_bin, &cfg.flags)?;
+    let mut rust = Sched::spawn(&plane.env, "rust", &cfg.bins.scheduler, &cfg.flags)?;
     let mut go = Sched::spawn(&plane.env, "go", &plane.go_bin, &cfg.flags)?;
     rust.wait_healthy(Duration::from_secs(60)).await?;
     go.wait_healthy(Duration::from_secs(60)).await?;
@@ -230,12 +212,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // The ceiling, before any scheduler runs.
     let mut ceiling_by = BTreeMap::new();
     let mut ceiling: f64 = 0.0;
-    for c in CEILING_CONCURRENCY {
+    for c in cfg.ceiling.concurrency {
         let r = crate::ceiling::measure(
             client,
             NAMESPACES[0],
             c,
-            Duration::from_secs(CEILING_SECONDS),
+            Duration::from_secs(cfg.ceiling.seconds),
         )
         .await?;
         log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
@@ -258,7 +240,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // ---- Load: all originals, as fast as the creator goes.
     let ev0 = event_writes(client, &sides).await?;
     let cpu0 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
-    let perf = if cfg.perf {
+    let perf = if cfg.samples.perf {
         start_perf(&plane.env, &[("rust", rust.pid())])
     } else {
         vec![]
@@ -404,7 +386,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 client,
                 &wl.bindings[..solo_n],
                 SOLO[0],
-                &CEILING_CONCURRENCY,
+                &cfg.ceiling.concurrency,
                 None,
                 &[],
                 t0,
@@ -427,7 +409,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     } else {
         10.0
     };
-    let stream_n = cfg.stream_count.min(wl.bindings.len());
+    let stream_n = cfg.workload.stream.min(wl.bindings.len());
     let stream_items: Vec<(String, String, Value)> = wl.bindings[..stream_n]
         .iter()
         .enumerate()
@@ -474,7 +456,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     );
 
     // ---- Churn.
-    let mut crng = Rng::new(cfg.seed).fork("churn");
+    let mut crng = Rng::new(cfg.workload.seed).fork("churn");
     // (a) scale changes on pairs of workloads.
     let workloads: Vec<usize> = (0..wl.bindings.len())
         .filter(|j| {
@@ -748,9 +730,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     }
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
-        clusters: cfg.clusters,
-        bindings: cfg.bindings,
-        seed: cfg.seed,
+        clusters: cfg.workload.clusters,
+        bindings: cfg.workload.bindings,
+        seed: cfg.workload.seed,
         kube_api_qps: cfg.flags.qps,
         kube_api_burst: cfg.flags.burst,
         estimator: cfg.flags.estimator,
@@ -1432,9 +1414,9 @@ async fn replay_disagreements(
 ) -> anyhow::Result<Vec<PairReplay>> {
     let (client, observer, wl) = (&plane.client, &plane.observer, &plane.wl);
     anyhow::ensure!(
-        cfg.oracle_bin.exists(),
+        cfg.bins.oracle.exists(),
         "the oracle {} is missing (hack/build-oracle.sh builds it)",
-        cfg.oracle_bin.display()
+        cfg.bins.oracle.display()
     );
     let capi: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
     let clusters: Vec<Value> = capi
@@ -1468,9 +1450,9 @@ async fn replay_disagreements(
         pairs.push((d.binding.clone(), rust_first));
     }
     let tools = Tools {
-        simulate: cfg.rust_bin.clone(),
-        oracle: cfg.oracle_bin.clone(),
-        dir: cfg.scratch_dir.join("replay"),
+        simulate: cfg.bins.scheduler.clone(),
+        oracle: cfg.bins.oracle.clone(),
+        dir: cfg.bins.scratch_dir.join("replay"),
     };
     Ok(tokio::task::spawn_blocking(move || {
         crate::replay::replay(&tools, &clusters, &ops, origin, pairs)
