@@ -925,88 +925,59 @@ pub fn markdown(b: &DeschedBench) -> String {
         b.expected_writes,
     );
     out.push_str("| | ours | Go | Go / ours |\n| --- | ---: | ---: | ---: |\n");
-    out.push_str(&format!(
-        "| pass time | {} | {} | {} |\n",
-        secs(&b.rust),
-        secs(&b.go),
-        match (b.go.pass_s, b.rust.pass_s) {
-            (Some(g), Some(r)) => ratio(g, r),
-            _ => "–".into(),
-        }
-    ));
-    out.push_str(&format!(
-        "| bindings written | {} | {} | |\n",
-        b.rust.written, b.go.written
-    ));
-    out.push_str(&format!(
-        "| estimator calls per binding | {:.1} | {:.1} | {} |\n",
-        per(&b.rust),
-        per(&b.go),
-        ratio(per(&b.go), per(&b.rust))
-    ));
-    out.push_str(&format!(
-        "| peak RSS | {:.1} MiB | {:.1} MiB | {} |\n",
-        mib(&b.rust),
-        mib(&b.go),
-        ratio(mib(&b.go), mib(&b.rust))
-    ));
-    out.push_str(&format!(
-        "| CPU seconds | {:.2} | {:.2} | {} |\n",
-        b.rust.cpu_s,
-        b.go.cpu_s,
-        ratio(b.go.cpu_s, b.rust.cpu_s)
-    ));
-    let first = |s: &DeschedSide| {
-        s.first_write_s
-            .map_or("–".to_string(), |v| format!("{v:.2} s"))
+    // A row: each side's figure as text, and Go / ours of the numbers `n` gives, if any.
+    type Num<'a> = Option<&'a dyn Fn(&DeschedSide) -> Option<f64>>;
+    let mut row = |what: &str, cell: &dyn Fn(&DeschedSide) -> String, n: Num| {
+        let ratio = match n.map(|n| (n(&b.go), n(&b.rust))) {
+            Some((Some(g), Some(r))) => format!(" {} ", ratio(g, r)),
+            Some(_) => " – ".into(),
+            None => " ".into(),
+        };
+        let (r, g) = (cell(&b.rust), cell(&b.go));
+        out.push_str(&format!("| {what} | {r} | {g} |{ratio}|\n"));
     };
-    out.push_str(&format!(
-        "| first write seen (start-up, caches, connections) | {} | {} | |\n",
-        first(&b.rust),
-        first(&b.go)
-    ));
-    out.push_str(&format!(
-        "| kube-apiserver + etcd CPU seconds during the pass, Events included | {:.2} | {:.2} | |\n",
-        b.rust.control_plane_cpu_s, b.go.control_plane_cpu_s
-    ));
+    let opt_s = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |v| format!("{v:.d$} s"));
+    row("pass time", &secs, Some(&|s| s.pass_s));
+    row("bindings written", &|s| s.written.to_string(), None);
+    row(
+        "estimator calls per binding",
+        &|s| format!("{:.1}", per(s)),
+        Some(&|s| Some(per(s))),
+    );
+    row(
+        "peak RSS",
+        &|s| format!("{:.1} MiB", mib(s)),
+        Some(&|s| Some(mib(s))),
+    );
+    row(
+        "CPU seconds",
+        &|s| format!("{:.2}", s.cpu_s),
+        Some(&|s| Some(s.cpu_s)),
+    );
+    let first = "first write seen (start-up, caches, connections)";
+    row(first, &|s| opt_s(s.first_write_s, 2), None);
+    let cp = "kube-apiserver + etcd CPU seconds during the pass, Events included";
+    row(cp, &|s| format!("{:.2}", s.control_plane_cpu_s), None);
     let expected_events = b.expected_writes * EVENTS_PER_WRITE;
-    out.push_str(&format!(
-        "| `{SUCCEED}` Events written (of {expected_events}) | {} | {} | |\n",
-        b.rust.events, b.go.events
-    ));
-    let all = |s: &DeschedSide| {
-        s.all_writes_s()
-            .map_or("–".to_string(), |v| format!("{v:.2} s"))
-    };
-    out.push_str(&format!(
-        "| every write seen, Events included | {} | {} | {} |\n",
-        all(&b.rust),
-        all(&b.go),
-        match (b.go.all_writes_s(), b.rust.all_writes_s()) {
-            (Some(g), Some(r)) => ratio(g, r),
-            _ => "–".into(),
-        }
-    ));
-    out.push_str(&format!(
-        "| 10 / 50 / 90 % of the binding writes seen | {} | {} | |\n",
-        deciles_cell(&b.rust.write_deciles, 2),
-        deciles_cell(&b.go.write_deciles, 2)
-    ));
+    let events = format!("`{SUCCEED}` Events written (of {expected_events})");
+    row(&events, &|s| s.events.to_string(), None);
+    let all = "every write seen, Events included";
+    row(
+        all,
+        &|s| opt_s(s.all_writes_s(), 2),
+        Some(&|s| s.all_writes_s()),
+    );
+    let seen = "10 / 50 / 90 % of the binding writes seen";
+    row(seen, &|s| deciles_cell(&s.write_deciles, 2), None);
+    let stored = "10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds)";
+    row(stored, &|s| deciles_cell(&s.stored_deciles, 0), None);
     let last_stored = |s: &DeschedSide| s.stored_deciles.get(3).copied();
-    out.push_str(&format!(
-        "| 10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds) | {} | {} | |\n",
-        deciles_cell(&b.rust.stored_deciles, 0),
-        deciles_cell(&b.go.stored_deciles, 0)
-    ));
-    out.push_str(&format!(
-        "| last binding write stored (within a second) | {} | {} | {} |\n",
-        last_stored(&b.rust).map_or("–".to_string(), |v| format!("{v:.0} s")),
-        last_stored(&b.go).map_or("–".to_string(), |v| format!("{v:.0} s")),
-        match (last_stored(&b.go), last_stored(&b.rust)) {
-            (Some(g), Some(r)) if r > 0.0 => ratio(g, r),
-            _ => "–".into(),
-        }
-    ));
+    let last = "last binding write stored (within a second)";
+    row(
+        last,
+        &|s| opt_s(last_stored(s), 0),
+        Some(&|s| last_stored(s)),
+    );
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
         b.agree, b.bindings
