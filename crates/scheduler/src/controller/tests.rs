@@ -9,7 +9,6 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use serde_json::{Value, json};
 
 use super::Context;
-use crate::controller::reflector::Reflector;
 use crate::cycle::sink::{ObjectWriter, Target};
 use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
@@ -18,8 +17,7 @@ use crate::queue::{Outcome, SchedulingQueue};
 use crate::store::filter::{
     binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
 };
-use crate::store::workload::{AssigningCache, WorkloadIndex};
-use crate::store::{Cached, Stores, decode_cached};
+use crate::store::{Cached, Writer as CacheWriter, decode_cached};
 
 fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
     let mut spec = json!({"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": {}});
@@ -154,13 +152,27 @@ impl ObjectWriter<BindingKey, Binding> for Recording {
 
 /// A worker context over in-memory parts, default flags.
 fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEvents) -> Context {
+    with_cache(
+        writer,
+        events,
+        CacheWriter::new("default-scheduler", false, None),
+    )
+}
+
+/// [`test_context`] over `cache`.
+fn with_cache(
+    writer: Arc<Recording>,
+    events: component_base::events::MemoryEvents,
+    cache: CacheWriter,
+) -> Context {
     let metrics = Arc::new(Metrics::new());
-    let stores = Arc::new(Stores::default());
     Context {
         scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
         scheduler_name: "default-scheduler".into(),
-        cache: Reflector::new(stores.clone(), "default-scheduler", None, None),
-        stores,
+        stores: cache.store().clone(),
+        workload: cache.workload_index().cloned(),
+        after_write: cache.after_write(),
+        cache: std::sync::Mutex::new(cache),
         queue: Arc::new(
             SchedulingQueue::new(false, Default::default())
                 .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
@@ -168,7 +180,6 @@ fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEv
         writer,
         events: Arc::new(events),
         metrics,
-        workload: None,
         assumptions: None,
     }
 }
@@ -248,15 +259,16 @@ async fn a_huge_decode_error_is_written_cut_to_the_crd_limit() {
 
 #[test]
 fn the_snapshot_is_shared_until_a_cluster_changes() {
-    let stores = Stores::default();
-    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m1"}}))));
+    let mut cache = CacheWriter::new("default-scheduler", false, None);
+    let stores = cache.store().clone();
+    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m1"}})));
     let a = stores.snapshot();
     assert!(Arc::ptr_eq(&a, &stores.snapshot()));
-    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m2"}}))));
+    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m2"}})));
     let b = stores.snapshot();
     assert!(!Arc::ptr_eq(&a, &b));
     assert_eq!(b.num_of_clusters(), 2);
-    stores.drop_cluster("m1");
+    cache.remove_cluster("m1");
     let c = stores.snapshot();
     assert_eq!(c.num_of_clusters(), 1);
     assert_eq!(c.clusters()[0].name(), "m2");
@@ -391,7 +403,7 @@ async fn the_echo_of_our_own_write_is_not_queued() {
     ctx.queue.done(item, Outcome::Success);
     assert_eq!(ctx.queue.lengths().active, 0);
 
-    ctx.cache.own_writes().expect(&key, 1);
+    ctx.after_write.own_writes().expect(&key, 1);
     ctx.upsert_binding(
         BindingKind::ResourceBinding,
         &raw(lbl(), 2, json!({})).to_string(),
@@ -409,12 +421,8 @@ async fn the_echo_of_our_own_write_is_not_queued() {
 #[test]
 fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     use scheduler_core::framework::WorkloadGroupIndex as _;
-    let stores = Arc::new(Stores::default());
-    let index = Arc::new(WorkloadIndex {
-        stores: stores.clone(),
-        assigning: Arc::new(AssigningCache::default()),
-    });
-    let cache = Reflector::new(stores, "default-scheduler", Some(index.clone()), None);
+    let mut cache = CacheWriter::new("default-scheduler", true, None);
+    let index = cache.workload_index().unwrap().clone();
     let rb = |name: &str, group: &str, rv: &str| {
         Binding::decode(
             BindingKind::ResourceBinding,
@@ -568,24 +576,15 @@ fn open_permit() -> component_base::fence::Permit {
 async fn deleted_bindings_leave_nothing_behind() {
     use crate::cycle::assume::Assumptions;
     use crate::store::workload::SWEEP_SLACK;
-    let mut ctx = test_context(
+    let assumptions = Arc::new(Assumptions::default());
+    let cache = CacheWriter::new("default-scheduler", true, Some(assumptions.clone()));
+    let mut ctx = with_cache(
         Arc::new(Recording::default()),
         component_base::events::MemoryEvents::default(),
+        cache,
     );
-    let stores = ctx.stores.clone();
-    ctx.workload = Some(Arc::new(WorkloadIndex {
-        stores: stores.clone(),
-        assigning: Arc::new(AssigningCache::default()),
-    }));
-    ctx.assumptions = Some(Arc::new(Assumptions::default()));
+    ctx.assumptions = Some(assumptions.clone());
     let workload = ctx.workload.clone().unwrap();
-    let assumptions = ctx.assumptions.clone().unwrap();
-    ctx.cache = Reflector::new(
-        stores,
-        "default-scheduler",
-        ctx.workload.clone(),
-        ctx.assumptions.clone(),
-    );
     let n = 10_000;
     for i in 0..n {
         let name = format!("b{i}");
@@ -600,7 +599,7 @@ async fn deleted_bindings_leave_nothing_behind() {
         let key = BindingKey::rb("ns", &name);
         let binding = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap();
         // The cycle: announce the write, assume its result, the write lands.
-        ctx.cache.own_writes().expect(&key, 1);
+        ctx.after_write.own_writes().expect(&key, 1);
         assumptions
             .assume(
                 &format!("ns/{name}"),
@@ -624,7 +623,7 @@ async fn deleted_bindings_leave_nothing_behind() {
             workload.assigning.len()
         );
     }
-    assert_eq!(ctx.cache.own_writes().len(), 0);
+    assert_eq!(ctx.after_write.own_writes().len(), 0);
     assert!(assumptions.is_empty());
     assert_eq!(ctx.stores.binding_count(), 0);
     // The queue forgets them as each is popped once more and found gone.

@@ -7,11 +7,11 @@ use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 
 use super::Context;
+use super::handlers::{Bindings, Clusters};
 use crate::config::options::Options;
 use crate::kube::resource;
-use crate::model::binding::{BindingKey, BindingKind};
-use component_base::key::ObjectKey;
-use component_base::watch::{RawObject, watch_all};
+use crate::model::binding::BindingKind;
+use component_base::watch::watch_all;
 use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 
@@ -52,14 +52,8 @@ fn watch_bindings(
     client: &kube::Client,
     kind: BindingKind,
 ) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let (c1, c2) = (ctx.clone(), ctx.clone());
-    watch_all(
-        client.clone(),
-        &resource(kind),
-        kind.plural(),
-        move |raw: RawObject| c1.upsert_binding(kind, raw.json()),
-        move |k: &ObjectKey| c2.remove_binding(&BindingKey::of(kind, k)),
-    )
+    let watch = Bindings(ctx.clone(), kind);
+    watch_all(client.clone(), &resource(kind), kind.plural(), watch)
 }
 
 fn watch_clusters(
@@ -67,14 +61,7 @@ fn watch_clusters(
     client: &kube::Client,
     estimators: Option<Arc<EstimatorSync>>,
 ) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let (c1, c2) = (ctx.clone(), ctx.clone());
     let stores = ctx.stores.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
-    watch_clusters_of(
-        client.clone(),
-        estimators,
-        current,
-        move |c| c1.upsert_cluster(c),
-        move |name| c2.remove_cluster(name),
-    )
+    watch_clusters_of(client.clone(), estimators, current, Clusters(ctx.clone()))
 }

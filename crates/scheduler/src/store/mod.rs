@@ -3,11 +3,13 @@
 //! changes, and, with `WorkloadAffinity`, the index of workload groups with the results just
 //! written.
 //!
-//! Reflector-style: [`Stores`] is read and written through methods only (no lock leaves this
-//! module); every watch event is applied by one writer, the controller's `Reflector`, which
-//! returns the bindings to queue. What the caches learn from a cycle's own writes comes
-//! through one after-write hook, [`ResultHook`], defined here: our own generation bumps
-//! ([`own_writes`]) and the results just written ([`workload::AssigningCache`]).
+//! Reflector-style, on component-base's [`store`](component_base::store): one [`Writer`]
+//! ([`writer`]) owns every change: it applies each watch event, computes a relist's
+//! deletions from what it holds, and returns the bindings to queue; the workers, explanations
+//! and the workload index read through a [`Store`], which has no mutators. What the caches
+//! learn from a cycle's own writes comes through one after-write hook, [`ResultHook`],
+//! implemented by the writer: our own generation bumps ([`own_writes`]) and the results just
+//! written ([`workload::AssigningCache`]).
 //!
 //! Beside the caches: which watch events queue which bindings ([`filter`]), the workload
 //! group index ([`workload`]) and the generations of our own writes, whose watch echoes are
@@ -16,10 +18,14 @@
 pub mod filter;
 pub mod own_writes;
 pub mod workload;
+pub mod writer;
 
-use std::collections::{BTreeMap, HashMap};
+pub use writer::Writer;
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use component_base::store as cb;
 
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
@@ -66,132 +72,86 @@ pub struct Malformed {
     pub error: String,
 }
 
-/// The caches the workers read; written by the controller's `Reflector` only.
+/// A binding's entry: the decoded object where this scheduler may need it (see
+/// [`Writer::upsert_binding`]), and its filter summary. At 1,000 clusters a placed Duplicated
+/// binding holds hundreds of `spec.clusters` entries, and the other schedulers' bindings are
+/// most of the cache on a shared control plane.
+type Entry = (Option<Cached>, Summary);
+
+/// The caches' read-only side: a cheap clone, with no mutators (the [`Writer`] has them).
+#[derive(Clone, Default)]
+pub struct Store {
+    bindings: cb::Store<BindingKey, Entry>,
+    clusters: cb::Store<String, Arc<Cluster>>,
+    snapshot: Arc<Shared>,
+}
+
+/// The snapshot of the clusters at a version, kept until a cluster changes, because
+/// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries) that
+/// then serve every binding scheduled meanwhile.
 #[derive(Default)]
-pub struct Stores {
-    /// Every binding's filter summary; the decoded object only where this scheduler may need
-    /// it (see the controller's `Reflector::upsert_binding`). At 1,000 clusters a placed
-    /// Duplicated binding holds hundreds of `spec.clusters` entries, and the other
-    /// schedulers' bindings are most of the cache on a shared control plane.
-    bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
-    clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
-    /// Bumped (under the `clusters` write lock) by every cluster change.
+struct Shared {
+    /// Bumped by the writer with every cluster change, under the clusters' lock.
     cluster_version: AtomicU64,
-    /// The snapshot of `clusters` at a `cluster_version`. Kept until a cluster changes, because
-    /// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries)
-    /// that then serve every binding scheduled meanwhile.
     snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
 }
 
-impl Stores {
+impl Store {
     pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
         self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .and_then(|(c, _)| c.clone())
+            .read(|m| m.get(key).and_then(|(c, _)| c.clone()))
     }
 
     /// The clusters as a snapshot, shared until the next cluster change.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
-        // Read under the lock, so the version describes exactly these clusters.
-        let version = self.cluster_version.load(Ordering::Acquire);
-        let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((v, s)) = cached.as_ref()
-            && *v == version
-        {
-            return s.clone();
-        }
-        let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
-        *cached = Some((version, fresh.clone()));
-        fresh
-    }
-
-    /// Insert or replace a cluster; the previous object, if any.
-    pub(crate) fn put_cluster(&self, cluster: Arc<Cluster>) -> Option<Arc<Cluster>> {
-        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
-        self.cluster_version.fetch_add(1, Ordering::AcqRel);
-        clusters.insert(cluster.name().to_string(), cluster)
-    }
-
-    pub(crate) fn drop_cluster(&self, name: &str) {
-        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
-        self.cluster_version.fetch_add(1, Ordering::AcqRel);
-        clusters.remove(name);
+        self.clusters.read(|clusters| {
+            // Read under the lock (the writer bumps it under its own), so the version
+            // describes exactly these clusters.
+            let version = self.snapshot.cluster_version.load(Ordering::Acquire);
+            let mut cached = self
+                .snapshot
+                .snapshot
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some((v, s)) = cached.as_ref()
+                && *v == version
+            {
+                return s.clone();
+            }
+            let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
+            *cached = Some((version, fresh.clone()));
+            fresh
+        })
     }
 
     /// The cluster `name` as cached.
     pub fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
-        self.clusters
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-    }
-
-    /// Insert or replace a binding's entry; the previous summary, if any.
-    pub(crate) fn put_binding(
-        &self,
-        key: BindingKey,
-        cached: Option<Cached>,
-        summary: Summary,
-    ) -> Option<Summary> {
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, (cached, summary))
-            .map(|(_, s)| s)
-    }
-
-    pub(crate) fn drop_binding(&self, key: &BindingKey) {
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+        self.clusters.get(&name.to_string())
     }
 
     /// Bindings with an entry (decoded or not).
     pub fn binding_count(&self) -> usize {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.bindings.len()
     }
 
     /// Those of `keys` that have no entry.
     pub(crate) fn not_cached(&self, keys: Vec<BindingKey>) -> Vec<BindingKey> {
-        let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
-        keys.into_iter()
-            .filter(|k| !bindings.contains_key(k))
-            .collect()
+        self.bindings
+            .read(|m| keys.into_iter().filter(|k| !m.contains_key(k)).collect())
     }
 
     /// The decoded ResourceBindings that `keep` accepts.
     pub(crate) fn resource_bindings(&self, keep: impl Fn(&Binding) -> bool) -> Vec<Arc<Binding>> {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter_map(|(c, _)| match c {
-                Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding && keep(b) => {
-                    Some(b.clone())
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    pub(crate) fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter_map(|(k, (c, s))| match c {
-                Some(Cached::Ok(b)) => Some((k.clone(), b.clone(), s.priority)),
-                _ => None,
-            })
-            .collect()
+        self.bindings.read(|m| {
+            m.values()
+                .filter_map(|(c, _)| match c {
+                    Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding && keep(b) => {
+                        Some(b.clone())
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::ResourceBinding;
 
 use crate::model::binding::{Binding, BindingKey, BindingKind};
-use crate::store::Stores;
+use crate::store::Store;
 
 /// ResourceBindings whose new result was written but may not be in the cache yet (gate
 /// `WorkloadAffinity`), so that the workload-affinity filters honour a result just
@@ -83,7 +83,7 @@ impl AssigningCache {
 
 /// The workload (anti-)affinity index over the caches.
 pub struct WorkloadIndex {
-    pub stores: Arc<Stores>,
+    pub stores: Store,
     pub assigning: Arc<AssigningCache>,
 }
 

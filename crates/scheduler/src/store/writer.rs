@@ -1,12 +1,15 @@
-//! The one writer of the caches: applies each watch event to [`Stores`] and the gates'
+//! The one writer of the caches: applies each watch event to the [`Store`] and the gates'
 //! caches (the written results of `WorkloadAffinity`, the assumptions of
 //! `SchedulingOvercommitProtection`) and returns the bindings the event queues, after
-//! client-go's filtering handlers and the reference's cluster reconcile worker. It is also
-//! the cycles' after-write hook ([`ResultHook`]), so that what a write leaves in the caches
-//! and what its watch echo does are decided in one place.
+//! client-go's filtering handlers and the reference's cluster reconcile worker. After a relist
+//! it names what it holds, so that what the list no longer has is deleted. Its [`AfterWrite`]
+//! is the cycles' after-write hook ([`ResultHook`]), so that what a write leaves in the caches
+//! and what its watch echo does are decided here.
 
 use std::sync::Arc;
 
+use component_base::key::ObjectKey;
+use component_base::store as cb;
 use karmada_api::Cluster;
 
 use crate::cycle::assume::Assumptions;
@@ -18,7 +21,7 @@ use crate::store::filter::{
 };
 use crate::store::own_writes::OwnWrites;
 use crate::store::workload::WorkloadIndex;
-use crate::store::{Cached, ResultHook, Stores, decode_cached, raw_key};
+use crate::store::{Cached, Entry, ResultHook, Store, decode_cached, raw_key};
 
 /// A binding an event queues, with its priority and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,42 +38,67 @@ fn assumption_key(key: &BindingKey) -> Option<String> {
 }
 
 /// The caches' one writer (see the module).
-pub struct Reflector {
-    stores: Arc<Stores>,
+pub struct Writer {
+    bindings: cb::Writer<BindingKey, Entry>,
+    clusters: cb::Writer<String, Arc<Cluster>>,
+    store: Store,
     scheduler_name: String,
     /// Present with the `WorkloadAffinity` gate.
     workload: Option<Arc<WorkloadIndex>>,
     /// Present with the `SchedulingOvercommitProtection` gate.
     assumptions: Option<Arc<Assumptions>>,
     /// Generation bumps of our own result patches, whose watch events are not queued.
-    own_writes: OwnWrites,
+    own_writes: Arc<OwnWrites>,
 }
 
-impl Reflector {
+impl Writer {
+    /// Empty caches for `scheduler_name`, with a workload group index over them when
+    /// `workload_affinity` (the gate) is on.
     pub fn new(
-        stores: Arc<Stores>,
         scheduler_name: &str,
-        workload: Option<Arc<WorkloadIndex>>,
+        workload_affinity: bool,
         assumptions: Option<Arc<Assumptions>>,
     ) -> Self {
+        let (bindings, clusters) = (cb::Writer::default(), cb::Writer::default());
+        let store = Store {
+            bindings: bindings.store(),
+            clusters: clusters.store(),
+            snapshot: Arc::default(),
+        };
+        let workload = workload_affinity.then(|| {
+            Arc::new(WorkloadIndex {
+                stores: store.clone(),
+                assigning: Arc::default(),
+            })
+        });
         Self {
-            stores,
+            bindings,
+            clusters,
+            store,
             scheduler_name: scheduler_name.to_string(),
             workload,
             assumptions,
-            own_writes: OwnWrites::default(),
+            own_writes: Arc::default(),
         }
     }
 
-    /// The caches it writes.
-    pub fn stores(&self) -> &Arc<Stores> {
-        &self.stores
+    /// The read-only side of the caches it writes.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
-    /// The expectations of our own writes (tests).
-    #[cfg(test)]
-    pub(crate) fn own_writes(&self) -> &OwnWrites {
-        &self.own_writes
+    /// The workload group index over its caches (with `WorkloadAffinity`).
+    pub fn workload_index(&self) -> Option<&Arc<WorkloadIndex>> {
+        self.workload.as_ref()
+    }
+
+    /// The after-write hook of the cycles: it learns what they write without this writer's
+    /// lock, so that no worker waits for a watch event being applied.
+    pub fn after_write(&self) -> AfterWrite {
+        AfterWrite {
+            own_writes: self.own_writes.clone(),
+            workload: self.workload.clone(),
+        }
     }
 
     /// A binding object was added or changed (live or from a relist); what it queues.
@@ -83,7 +111,7 @@ impl Reflector {
     /// `text` is the object as the watch delivers it: the typed binding is decoded from it,
     /// and the filter's fields are read leniently from a shallow value of it, so that neither
     /// a malformed nor a deeply nested object can stop the watch.
-    pub fn upsert_binding(&self, kind: BindingKind, text: &str) -> Option<Queued> {
+    pub fn upsert_binding(&mut self, kind: BindingKind, text: &str) -> Option<Queued> {
         let raw = karmada_api::shallow_value(text, karmada_api::SHALLOW_DEPTH).unwrap_or_default();
         let summary = summarize(&raw, &self.scheduler_name);
         let keep = summary.owned
@@ -105,9 +133,9 @@ impl Reflector {
                 _ => {}
             }
         }
-        let old = self
-            .stores
-            .put_binding(key.clone(), cached, summary.clone());
+        let old = (self.bindings)
+            .insert(key.clone(), (cached, summary.clone()))
+            .map(|(_, s)| s);
         match binding_change(old.as_ref(), Some(&summary)) {
             Some(IncomingEvent::BindingUpdate)
                 if self.own_writes.is_echo(&key, summary.generation) =>
@@ -124,23 +152,30 @@ impl Reflector {
     }
 
     /// A binding object disappeared.
-    pub fn remove_binding(&self, key: &BindingKey) {
+    pub fn remove_binding(&mut self, key: &BindingKey) {
         self.own_writes.forget(key);
         if let (Some(a), Some(akey)) = (&self.assumptions, assumption_key(key)) {
             a.release(&akey);
         }
-        self.stores.drop_binding(key);
+        self.bindings.remove(key);
         // After the caches: the sweep keeps only the written copies of cached bindings.
         if let Some(w) = &self.workload {
             w.forget(key);
         }
     }
 
+    /// The keys of the bindings of `kind` it holds (a relist deletes those it did not list).
+    pub fn held_bindings(&self, kind: BindingKind) -> Vec<ObjectKey> {
+        let keys = self.bindings.keys(|k| k.kind == kind);
+        keys.into_iter().map(|k| k.object).collect()
+    }
+
     /// A cluster was added or changed: the changes whose bindings to queue, each to be passed
-    /// to [`Reflector::fan_out`] (the reference's cluster reconcile worker, one item each).
-    pub fn upsert_cluster(&self, cluster: Cluster) -> Vec<Cluster> {
+    /// to [`Writer::fan_out`] (the reference's cluster reconcile worker, one item each).
+    pub fn upsert_cluster(&mut self, cluster: Cluster) -> Vec<Cluster> {
         let new = Arc::new(cluster);
-        match self.stores.put_cluster(new.clone()) {
+        let name = new.name().to_string();
+        match self.put_cluster(|m| m.insert(name, new.clone())) {
             Some(old) => cluster_update_fanout(&old, &new),
             None => Vec::new(),
         }
@@ -148,26 +183,62 @@ impl Reflector {
 
     /// The bindings a cluster change queues.
     pub fn fan_out(&self, cluster: &Cluster) -> Vec<Queued> {
-        self.stores
-            .all_bindings()
-            .into_iter()
-            .filter(|(_, binding, _)| {
-                requeue_on_cluster_change(binding, cluster, &self.scheduler_name)
-            })
-            .map(|(key, _, priority)| Queued {
-                key,
-                priority,
-                why: IncomingEvent::ClusterChanged,
-            })
-            .collect()
+        self.store.bindings.read(|m| {
+            m.iter()
+                .filter_map(|(key, (c, s))| match c {
+                    Some(Cached::Ok(b))
+                        if requeue_on_cluster_change(b, cluster, &self.scheduler_name) =>
+                    {
+                        Some(Queued {
+                            key: key.clone(),
+                            priority: s.priority,
+                            why: IncomingEvent::ClusterChanged,
+                        })
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
     }
 
-    pub fn remove_cluster(&self, name: &str) {
-        self.stores.drop_cluster(name);
+    pub fn remove_cluster(&mut self, name: &str) {
+        self.put_cluster(|m| m.remove(name));
+    }
+
+    /// The names of the clusters it holds.
+    pub fn held_clusters(&self) -> Vec<ObjectKey> {
+        let names = self.clusters.keys(|_| true);
+        names.into_iter().map(|n| ObjectKey::new("", &n)).collect()
+    }
+
+    /// Change the clusters, and the snapshot version with them (under their lock).
+    fn put_cluster<R>(
+        &mut self,
+        f: impl FnOnce(&mut std::collections::HashMap<String, Arc<Cluster>>) -> R,
+    ) -> R {
+        let version = &self.store.snapshot.cluster_version;
+        self.clusters.write(|m| {
+            version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            f(m)
+        })
     }
 }
 
-impl ResultHook for Reflector {
+/// What the caches learn from the cycles' own result patches (see [`Writer::after_write`]).
+pub struct AfterWrite {
+    own_writes: Arc<OwnWrites>,
+    workload: Option<Arc<WorkloadIndex>>,
+}
+
+impl AfterWrite {
+    /// The expectations of our own writes (tests).
+    #[cfg(test)]
+    pub(crate) fn own_writes(&self) -> &OwnWrites {
+        &self.own_writes
+    }
+}
+
+impl ResultHook for AfterWrite {
     fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
         self.own_writes.sending(key, generation, bumps_generation);
     }
