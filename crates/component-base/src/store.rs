@@ -37,14 +37,6 @@ impl<K: Hash + Eq, V: Clone> Store<K, V> {
         self.read(|m| m.get(key).cloned())
     }
 
-    pub fn len(&self) -> usize {
-        self.read(HashMap::len)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Read the whole cache under its lock (scans).
     pub fn read<R>(&self, f: impl FnOnce(&HashMap<K, V>) -> R) -> R {
         f(&self.0.read().unwrap_or_else(|p| p.into_inner()))

@@ -66,30 +66,23 @@ pub struct Descheduler {
     queue: Arc<WorkqueueMetrics>,
 }
 
-/// A ResourceBinding by namespace and name: what the descheduler's writer is keyed by.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BindingName {
-    pub namespace: String,
-    pub name: String,
-}
-
 /// The descheduler's writes: component-base's writer of ResourceBindings.
-pub type BindingWriter = dyn ObjectWriter<BindingName, ResourceBinding>;
+pub type BindingWriter = dyn ObjectWriter<ObjectKey, ResourceBinding>;
 
 /// The writer over the kube client.
 pub struct KubeWriter(pub kube::Client);
 
 /// It only replaces: the descheduler reads bindings from its watch and never patches them
 /// (its ClusterRole grants `update`, not `get` or `patch`).
-impl ObjectWriter<BindingName, ResourceBinding> for KubeWriter {
+impl ObjectWriter<ObjectKey, ResourceBinding> for KubeWriter {
     fn replace<'a>(
         &'a self,
-        key: &'a BindingName,
+        key: &'a ObjectKey,
         object: ResourceBinding,
     ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
         Box::pin(async move {
             let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
-            let what = || format!("updating ResourceBinding {}/{}", key.namespace, key.name);
+            let what = || format!("updating ResourceBinding {key}");
             let params = PostParams::default();
             bounded(
                 what,
@@ -329,10 +322,6 @@ impl Descheduler {
         let Some(plan) = rules::plan(&rb.spec.clusters, &statuses) else {
             return Ok(Outcome::Unchanged);
         };
-        let target = BindingName {
-            namespace: rb.metadata.namespace.clone().unwrap_or_default(),
-            name: rb.metadata.name.clone().unwrap_or_default(),
-        };
         let rv = rb.metadata.resource_version.as_deref().unwrap_or_default();
         // The reference's write: the cached binding with the new `spec.clusters`, PUT with the
         // resourceVersion the decision was made on (a binding changed meanwhile is refused with
@@ -346,7 +335,7 @@ impl Descheduler {
             inner: self.writer.as_ref(),
             permit,
         };
-        match writer.replace(&target, updated).await {
+        match writer.replace(key, updated).await {
             Ok(updated) => {
                 self.event(&updated, false, &plan.message);
                 // The cache follows at once, so that a pass right after this one decides on

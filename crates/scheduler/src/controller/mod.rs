@@ -3,20 +3,18 @@
 //! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
-//! - `handlers.rs`: each watch event handed to the caches' one writer
-//!   ([`crate::store::Writer`]), and what it returns queued;
-//! - `watches.rs`: the watches that call the handlers;
+//! - `watches.rs`: the watches, each event applied by the caches' one writer
+//!   ([`crate::store::Writer`]) and what it returns queued;
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
 //! break the watch: it is cached as [`Cached::Malformed`](crate::store::Cached::Malformed)
 //! and, when it passes the event filter, gets a `Scheduled=False` condition (reason
 //! `SchedulerError`) and a Warning event naming the offending field. Watch errors, `410 Gone`
-//! and dropped connections are retried with backoff by kube-runtime's watcher; every relist is
-//! diffed against the cache, so objects added, changed or deleted while disconnected produce
-//! the same handler calls as live events.
+//! and dropped connections are retried with backoff by kube-runtime's watcher; after every
+//! relist the writer deletes what it holds and the list no longer has, so objects added,
+//! changed or deleted while disconnected are applied as live events are.
 
-mod handlers;
 mod watches;
 mod worker;
 

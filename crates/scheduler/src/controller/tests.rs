@@ -447,7 +447,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     assert_eq!(names, ["a", "b"]);
     assert!(index.by_anti_affinity_group("g1").unwrap().is_empty());
     // A written copy is served until the watch catches up, then follows the watch.
-    index.assigning.written(&rb("a", "g1", "9"));
+    index.written(&rb("a", "g1", "9"));
     assert_eq!(
         index
             .assigning("ns", "a")
@@ -570,12 +570,11 @@ fn open_permit() -> component_base::fence::Permit {
 
 /// Bindings that are scheduled (an own write expected, an assumption kept, a written copy
 /// for the workload index) and then deleted leave nothing in the handlers' structures, also
-/// when the answer to a write comes back after the deletion was seen: the copies it leaves
-/// are swept as the cache grows, so they stay within a bound however many bindings go.
+/// when the answer to a write comes back after the deletion was seen: no copy is kept for a
+/// binding the caches no longer hold, so they stay within a bound however many bindings go.
 #[tokio::test(start_paused = true)]
 async fn deleted_bindings_leave_nothing_behind() {
     use crate::cycle::assume::Assumptions;
-    use crate::store::workload::SWEEP_SLACK;
     let assumptions = Arc::new(Assumptions::default());
     let cache = CacheWriter::new("default-scheduler", true, Some(assumptions.clone()));
     let mut ctx = with_cache(
@@ -610,15 +609,15 @@ async fn deleted_bindings_leave_nothing_behind() {
             .unwrap()
             .keep();
         if i % 2 == 0 {
-            workload.assigning.written(&binding);
-            ctx.remove_binding(&key);
+            workload.written(&binding);
+            ctx.writer().remove_binding(&key);
         } else {
             // The deletion is seen before the write's answer is.
-            ctx.remove_binding(&key);
-            workload.assigning.written(&binding);
+            ctx.writer().remove_binding(&key);
+            workload.written(&binding);
         }
         assert!(
-            workload.assigning.len() <= 2 * SWEEP_SLACK + 1,
+            workload.assigning.len() <= 1,
             "{} written copies after {i} bindings",
             workload.assigning.len()
         );

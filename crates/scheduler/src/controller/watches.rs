@@ -1,19 +1,27 @@
-//! The watches that feed the handlers: ResourceBindings, ClusterResourceBindings and Clusters
-//! (the caches the first cycle waits for) and, with estimators, the estimator Services.
+//! The watches and what each of their events does: applied to the caches by their one writer
+//! ([`crate::store::Writer`]), whose answer — the bindings to queue — is queued here; a
+//! cluster change's fan-out runs as an item of the reference's cluster reconcile worker,
+//! applied at once. Watched: ResourceBindings, ClusterResourceBindings and Clusters (the
+//! caches the first cycle waits for) and, with estimators, the estimator Services.
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
+use component_base::key::ObjectKey;
+use component_base::store::Reflect;
+use component_base::watch::{RawObject, watch_all};
+use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
+use estimator_client::sync::{ClusterLookup, EstimatorSync};
+use karmada_api::Cluster;
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 
 use super::Context;
-use super::handlers::{Bindings, Clusters};
 use crate::config::options::Options;
 use crate::kube::resource;
-use crate::model::binding::BindingKind;
-use component_base::watch::watch_all;
-use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
-use estimator_client::sync::{ClusterLookup, EstimatorSync};
+use crate::metrics::CLUSTER_RECONCILE_WORKER;
+use crate::model::binding::{BindingKey, BindingKind};
+use crate::store::Writer;
+use crate::store::writer::Queued;
 
 /// Start the watches, their tasks pushed to `tasks`; one receiver per cache, true once it has
 /// synced.
@@ -64,4 +72,71 @@ fn watch_clusters(
     let stores = ctx.stores.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
     watch_clusters_of(client.clone(), estimators, current, Clusters(ctx.clone()))
+}
+
+impl Context {
+    fn enqueue(&self, q: Queued) {
+        self.metrics.incoming(q.why);
+        self.queue.add(q.key, q.priority);
+    }
+
+    pub(super) fn writer(&self) -> MutexGuard<'_, Writer> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A binding object was added or changed (live or from a relist).
+    pub fn upsert_binding(&self, kind: BindingKind, text: &str) {
+        let queued = self.writer().upsert_binding(kind, text);
+        queued.into_iter().for_each(|q| self.enqueue(q));
+    }
+
+    /// A cluster was added or changed.
+    pub fn upsert_cluster(&self, cluster: Cluster) {
+        let changes = self.writer().upsert_cluster(cluster);
+        if !changes.is_empty() {
+            // The reference queues each object to its `ClusterReconcileWorker`; here the
+            // fan-out runs at once, as an item added and processed by that worker.
+            let worker = self.metrics.workqueue(CLUSTER_RECONCILE_WORKER);
+            for c in changes {
+                worker.process(|| {
+                    let queued = self.writer().fan_out(&c);
+                    queued.into_iter().for_each(|q| self.enqueue(q));
+                });
+            }
+        }
+    }
+}
+
+/// The watch of one binding kind.
+struct Bindings(Arc<Context>, BindingKind);
+
+impl Reflect<RawObject> for Bindings {
+    fn upsert(&mut self, raw: RawObject) {
+        self.0.upsert_binding(self.1, raw.json());
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        self.0.writer().remove_binding(&BindingKey::of(self.1, key));
+    }
+
+    fn held(&self) -> Vec<ObjectKey> {
+        self.0.writer().held_bindings(self.1)
+    }
+}
+
+/// The Cluster watch.
+struct Clusters(Arc<Context>);
+
+impl Reflect<Cluster> for Clusters {
+    fn upsert(&mut self, c: Cluster) {
+        self.0.upsert_cluster(c);
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        self.0.writer().remove_cluster(&key.name);
+    }
+
+    fn held(&self) -> Vec<ObjectKey> {
+        self.0.writer().held_clusters()
+    }
 }

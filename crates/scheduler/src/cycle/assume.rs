@@ -10,7 +10,7 @@
 //! the binding's last result (no longer answered then, and swept by the next write once a
 //! minute has passed since the last sweep). The cache lives in memory only.
 //!
-//! It is written in one place, its [`Ledger`]: the store's writer applies there what the watch
+//! It is written in one place, its ledger: the store's writer applies there what the watch
 //! says (a workload turned `Healthy`, a binding gone), a cycle's [`Reservation`] what it
 //! decided, and the ledger sweeps itself.
 //!
@@ -68,30 +68,12 @@ struct Ledger {
 }
 
 impl Ledger {
-    /// Assume `entries` for `key` (an empty set releases it); what it replaced.
-    fn assume(
-        &mut self,
-        key: &str,
-        entries: BTreeMap<String, AssumedWorkload>,
-        healthy: BTreeSet<String>,
-    ) -> Option<BindingAssumption> {
-        if entries.is_empty() {
-            return self.bindings.remove(key);
-        }
-        let expires_at = Instant::now() + self.ttl;
-        let b = BindingAssumption {
-            entries,
-            expires_at,
-            healthy,
-        };
-        self.bindings.insert(key.to_string(), b)
-    }
-
-    fn restore(&mut self, key: &str, before: Option<BindingAssumption>) {
-        match before {
+    /// Set (or, with `None`, release) the assumptions of `key`; what they replace.
+    fn put(&mut self, key: &str, b: Option<BindingAssumption>) -> Option<BindingAssumption> {
+        match b {
             Some(b) => self.bindings.insert(key.to_string(), b),
             None => self.bindings.remove(key),
-        };
+        }
     }
 
     /// Release the clusters `key` turned `Healthy` on since the last version seen.
@@ -209,7 +191,7 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if !self.kept {
             let before = self.before.take();
-            self.cache.write(|l| l.restore(&self.key, before));
+            self.cache.write(|l| l.put(&self.key, before));
         }
     }
 }
@@ -259,7 +241,15 @@ impl Assumptions {
         healthy: BTreeSet<String>,
     ) -> Option<Reservation<'_>> {
         let entries = assumptions_for(spec, result)?;
-        let before = self.write(|l| l.assume(key, entries, healthy));
+        let before = self.write(|l| {
+            let expires_at = Instant::now() + l.ttl;
+            let b = BindingAssumption {
+                entries,
+                expires_at,
+                healthy,
+            };
+            l.put(key, Some(b).filter(|b| !b.entries.is_empty()))
+        });
         Some(Reservation {
             cache: self,
             key: key.to_string(),
@@ -276,7 +266,7 @@ impl Assumptions {
 
     /// The binding `key` is gone (deleted, or no longer ours): release all of it.
     pub fn release(&self, key: &str) {
-        self.write(|l| l.bindings.remove(key));
+        self.write(|l| l.put(key, None));
     }
 
     /// Drop the expired bindings now; how many.

@@ -4,16 +4,12 @@
 //! written.
 //!
 //! Reflector-style, on component-base's [`store`](component_base::store): one [`Writer`]
-//! ([`writer`]) owns every change: it applies each watch event, computes a relist's
-//! deletions from what it holds, and returns the bindings to queue; the workers, explanations
-//! and the workload index read through a [`Store`], which has no mutators. What the caches
-//! learn from a cycle's own writes comes through one after-write hook, [`ResultHook`],
-//! implemented by the writer: our own generation bumps ([`own_writes`]) and the results just
-//! written ([`workload::AssigningCache`]).
-//!
-//! Beside the caches: which watch events queue which bindings ([`filter`]), the workload
-//! group index ([`workload`]) and the generations of our own writes, whose watch echoes are
-//! not queued ([`own_writes`]).
+//! owns every change (each watch event, a relist's deletions, the bindings to queue); the
+//! workers, explanations and the workload index read through a [`Store`], which has no
+//! mutators. The cycles' own writes reach the caches through one after-write hook,
+//! [`ResultHook`], the writer's: our own generation bumps, whose watch echoes are not queued
+//! ([`own_writes`]), and the results just written ([`workload`]). Which watch events queue
+//! which bindings: [`filter`].
 
 pub mod filter;
 pub mod own_writes;
@@ -26,7 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use component_base::store as cb;
-
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use scheduler_core::snapshot::Snapshot;
@@ -129,15 +124,10 @@ impl Store {
         self.clusters.get(&name.to_string())
     }
 
-    /// Bindings with an entry (decoded or not).
+    /// Bindings with an entry (decoded or not; tests).
+    #[cfg(test)]
     pub fn binding_count(&self) -> usize {
-        self.bindings.len()
-    }
-
-    /// Those of `keys` that have no entry.
-    pub(crate) fn not_cached(&self, keys: Vec<BindingKey>) -> Vec<BindingKey> {
-        self.bindings
-            .read(|m| keys.into_iter().filter(|k| !m.contains_key(k)).collect())
+        self.bindings.read(std::collections::HashMap::len)
     }
 
     /// The decoded ResourceBindings that `keep` accepts.

@@ -158,9 +158,9 @@ impl Writer {
             a.release(&akey);
         }
         self.bindings.remove(key);
-        // After the caches: the sweep keeps only the written copies of cached bindings.
+        // After the cache entry (see `WorkloadIndex::written`).
         if let Some(w) = &self.workload {
-            w.forget(key);
+            w.assigning.removed(key);
         }
     }
 
@@ -252,7 +252,7 @@ impl ResultHook for AfterWrite {
         self.own_writes.answered(key, bumps_generation, answer);
         // A result just written that the watch has not delivered yet (`WorkloadAffinity`).
         if let (Some(w), Ok(stored)) = (&self.workload, answer) {
-            w.assigning.written(stored);
+            w.written(stored);
         }
     }
 }
