@@ -18,19 +18,8 @@ pub trait Reflect<O> {
 }
 
 /// The read-only side of a cache.
+#[derive(Clone)]
 pub struct Store<K, V>(Arc<RwLock<HashMap<K, V>>>);
-
-impl<K, V> Clone for Store<K, V> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-impl<K, V> Default for Store<K, V> {
-    fn default() -> Self {
-        Self(Arc::default())
-    }
-}
 
 impl<K: Hash + Eq, V: Clone> Store<K, V> {
     pub fn get(&self, key: &K) -> Option<V> {
@@ -48,7 +37,7 @@ pub struct Writer<K, V>(Store<K, V>);
 
 impl<K, V> Default for Writer<K, V> {
     fn default() -> Self {
-        Self(Store::default())
+        Self(Store(Arc::default()))
     }
 }
 

@@ -394,22 +394,19 @@ pub async fn run(
         metrics.workqueue(DESCHEDULER_QUEUE),
     ));
 
-    let mut watches = Vec::new();
-    let mut synced = Vec::new();
-    let (task, rx) = watch_all(
+    let resource = ApiResource::erase::<ResourceBinding>(&());
+    let bindings = watch_all(
         client.clone(),
-        &ApiResource::erase::<ResourceBinding>(&()),
+        &resource,
         "resourcebindings",
         d.cache.clone(),
     );
-    watches.push(task);
-    synced.push(rx);
     let clusters = Writer::<ObjectKey, Arc<Cluster>>::default();
     let lookup = clusters.store();
     let current: ClusterLookup = Arc::new(move |name: &str| lookup.get(&ObjectKey::new("", name)));
-    let (task, rx) = watch_clusters(client.clone(), Some(sync.clone()), current, clusters);
-    watches.push(task);
-    synced.push(rx);
+    let clusters = watch_clusters(client.clone(), Some(sync.clone()), current, clusters);
+    let mut watches = vec![bindings.0, clusters.0];
+    let synced = vec![bindings.1, clusters.1];
     watches.extend(sync.watch_services(
         client.clone(),
         &opts.estimator.service_namespace,

@@ -11,9 +11,8 @@
 //! break the watch: it is cached as [`Cached::Malformed`](crate::store::Cached::Malformed)
 //! and, when it passes the event filter, gets a `Scheduled=False` condition (reason
 //! `SchedulerError`) and a Warning event naming the offending field. Watch errors, `410 Gone`
-//! and dropped connections are retried with backoff by kube-runtime's watcher; after every
-//! relist the writer deletes what it holds and the list no longer has, so objects added,
-//! changed or deleted while disconnected are applied as live events are.
+//! and dropped connections are retried with backoff by kube-runtime's watcher; a relist
+//! applies what changed meanwhile as live events would (component-base's `watch::drive`).
 
 mod watches;
 mod worker;

@@ -9,7 +9,7 @@ use std::sync::{Arc, MutexGuard};
 use component_base::key::ObjectKey;
 use component_base::store::Reflect;
 use component_base::watch::{RawObject, watch_all};
-use estimator_client::cluster_watch::watch_clusters as watch_clusters_of;
+use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use karmada_api::Cluster;
 use tokio::sync::watch as tokio_watch;
@@ -32,18 +32,14 @@ pub(super) fn start(
     estimators: Option<Arc<EstimatorSync>>,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Vec<tokio_watch::Receiver<bool>> {
-    let mut synced = Vec::new();
-    for kind in [
-        BindingKind::ResourceBinding,
-        BindingKind::ClusterResourceBinding,
-    ] {
-        let (task, rx) = watch_bindings(ctx, client, kind);
-        tasks.push(task);
-        synced.push(rx);
-    }
-    let (task, rx) = watch_clusters(ctx, client, estimators.clone());
-    tasks.push(task);
-    synced.push(rx);
+    let stores = ctx.stores.clone();
+    let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
+    let clusters = Clusters(ctx.clone());
+    let watches = [
+        watch_bindings(ctx, client, BindingKind::ResourceBinding),
+        watch_bindings(ctx, client, BindingKind::ClusterResourceBinding),
+        watch_clusters(client.clone(), estimators.clone(), current, clusters),
+    ];
     if let Some(est) = estimators {
         // Not part of the sync gate: scheduling does not wait for the estimator Services.
         tasks.extend(est.watch_services(
@@ -52,6 +48,8 @@ pub(super) fn start(
             &opts.estimator.service_prefix,
         ));
     }
+    let (watches, synced): (Vec<_>, _) = watches.into_iter().unzip();
+    tasks.extend(watches);
     synced
 }
 
@@ -62,16 +60,6 @@ fn watch_bindings(
 ) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
     let watch = Bindings(ctx.clone(), kind);
     watch_all(client.clone(), &resource(kind), kind.plural(), watch)
-}
-
-fn watch_clusters(
-    ctx: &Arc<Context>,
-    client: &kube::Client,
-    estimators: Option<Arc<EstimatorSync>>,
-) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let stores = ctx.stores.clone();
-    let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
-    watch_clusters_of(client.clone(), estimators, current, Clusters(ctx.clone()))
 }
 
 impl Context {

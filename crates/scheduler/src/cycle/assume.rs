@@ -10,9 +10,8 @@
 //! the binding's last result (no longer answered then, and swept by the next write once a
 //! minute has passed since the last sweep). The cache lives in memory only.
 //!
-//! It is written in one place, its ledger: the store's writer applies there what the watch
-//! says (a workload turned `Healthy`, a binding gone), a cycle's [`Reservation`] what it
-//! decided, and the ledger sweeps itself.
+//! It is written in one place, its ledger: what the watch says (through the store's writer),
+//! what a cycle's [`Reservation`] decided, and the ledger's own sweeps.
 //!
 //! Unlike the reference, which schedules one binding at a time, cycles here run
 //! concurrently. Two cycles must not both spend the same free capacity, so with the gate on

@@ -18,7 +18,6 @@ pub mod writer;
 
 pub use writer::Writer;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use component_base::store as cb;
@@ -67,28 +66,21 @@ pub struct Malformed {
     pub error: String,
 }
 
-/// A binding's entry: the decoded object where this scheduler may need it (see
-/// [`Writer::upsert_binding`]), and its filter summary. At 1,000 clusters a placed Duplicated
-/// binding holds hundreds of `spec.clusters` entries, and the other schedulers' bindings are
-/// most of the cache on a shared control plane.
+/// A binding's entry: its filter summary, and the decoded object only where this scheduler
+/// may need it ([`Writer::upsert_binding`]; other schedulers' bindings are most of a shared
+/// control plane, and at 1,000 clusters one placed binding holds hundreds of entries).
 type Entry = (Option<Cached>, Summary);
 
 /// The caches' read-only side: a cheap clone, with no mutators (the [`Writer`] has them).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Store {
     bindings: cb::Store<BindingKey, Entry>,
     clusters: cb::Store<String, Arc<Cluster>>,
-    snapshot: Arc<Shared>,
-}
-
-/// The snapshot of the clusters at a version, kept until a cluster changes, because
-/// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries) that
-/// then serve every binding scheduled meanwhile.
-#[derive(Default)]
-struct Shared {
-    /// Bumped by the writer with every cluster change, under the clusters' lock.
-    cluster_version: AtomicU64,
-    snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
+    /// The snapshot of the clusters, dropped by the writer with every cluster change (under
+    /// the clusters' lock) and kept until then, because scheduler-core memoises per-snapshot
+    /// answers (filter sets, parsed resource summaries) that then serve every binding
+    /// scheduled meanwhile.
+    snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
 }
 
 impl Store {
@@ -99,23 +91,11 @@ impl Store {
 
     /// The clusters as a snapshot, shared until the next cluster change.
     pub fn snapshot(&self) -> Arc<Snapshot> {
+        // Made under the clusters' lock, so that no change can come between.
         self.clusters.read(|clusters| {
-            // Read under the lock (the writer bumps it under its own), so the version
-            // describes exactly these clusters.
-            let version = self.snapshot.cluster_version.load(Ordering::Acquire);
-            let mut cached = self
-                .snapshot
-                .snapshot
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if let Some((v, s)) = cached.as_ref()
-                && *v == version
-            {
-                return s.clone();
-            }
-            let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
-            *cached = Some((version, fresh.clone()));
-            fresh
+            let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            let fresh = || Arc::new(Snapshot::new(clusters.values().cloned()));
+            cached.get_or_insert_with(fresh).clone()
         })
     }
 

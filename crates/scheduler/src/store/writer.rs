@@ -1,10 +1,8 @@
 //! The one writer of the caches: applies each watch event to the [`Store`] and the gates'
-//! caches (the written results of `WorkloadAffinity`, the assumptions of
-//! `SchedulingOvercommitProtection`) and returns the bindings the event queues, after
-//! client-go's filtering handlers and the reference's cluster reconcile worker. After a relist
-//! it names what it holds, so that what the list no longer has is deleted. Its [`AfterWrite`]
-//! is the cycles' after-write hook ([`ResultHook`]), so that what a write leaves in the caches
-//! and what its watch echo does are decided here.
+//! caches (written results, assumptions), returns the bindings it queues (client-go's filtering
+//! handlers, the reference's cluster reconcile worker) and names what it holds for relists.
+//! Its [`AfterWrite`] is the cycles' after-write hook ([`ResultHook`]), so that what a write
+//! leaves in the caches and what its watch echo does are decided here.
 
 use std::sync::Arc;
 
@@ -211,14 +209,14 @@ impl Writer {
         names.into_iter().map(|n| ObjectKey::new("", &n)).collect()
     }
 
-    /// Change the clusters, and the snapshot version with them (under their lock).
+    /// Change the clusters, and drop their snapshot (under their lock).
     fn put_cluster<R>(
         &mut self,
         f: impl FnOnce(&mut std::collections::HashMap<String, Arc<Cluster>>) -> R,
     ) -> R {
-        let version = &self.store.snapshot.cluster_version;
+        let snapshot = &self.store.snapshot;
         self.clusters.write(|m| {
-            version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            *snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
             f(m)
         })
     }
