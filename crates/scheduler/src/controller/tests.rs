@@ -18,6 +18,7 @@ use crate::store::filter::{
     binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
 };
 use crate::store::{Cached, Writer as CacheWriter, decode_cached};
+use component_base::watch::RawObject;
 
 fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
     let mut spec = json!({"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": {}});
@@ -147,6 +148,15 @@ impl ObjectWriter<BindingKey, Binding> for Recording {
                 message: "gone".into(),
             })
         })
+    }
+}
+
+impl Context {
+    /// A binding's watch event, from its text.
+    fn upsert_binding(&self, kind: BindingKind, text: &str) {
+        let raw = RawObject::from_json(text).unwrap();
+        let queued = self.writer().upsert_binding(kind, &raw);
+        queued.into_iter().for_each(|q| self.enqueue(q));
     }
 }
 
@@ -435,7 +445,8 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
         .unwrap()
     };
     for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
-        cache.upsert_binding(BindingKind::ResourceBinding, &b.to_json().to_string());
+        let raw = RawObject::from_json(&b.to_json().to_string()).unwrap();
+        cache.upsert_binding(BindingKind::ResourceBinding, &raw);
     }
     let mut names: Vec<String> = index
         .by_affinity_group("g1")

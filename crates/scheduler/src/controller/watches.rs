@@ -63,19 +63,13 @@ fn watch_bindings(
 }
 
 impl Context {
-    fn enqueue(&self, q: Queued) {
+    pub(super) fn enqueue(&self, q: Queued) {
         self.metrics.incoming(q.why);
         self.queue.add(q.key, q.priority);
     }
 
     pub(super) fn writer(&self) -> MutexGuard<'_, Writer> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A binding object was added or changed (live or from a relist).
-    pub fn upsert_binding(&self, kind: BindingKind, text: &str) {
-        let queued = self.writer().upsert_binding(kind, text);
-        queued.into_iter().for_each(|q| self.enqueue(q));
     }
 
     /// A cluster was added or changed.
@@ -100,7 +94,8 @@ struct Bindings(Arc<Context>, BindingKind);
 
 impl Reflect<RawObject> for Bindings {
     fn upsert(&mut self, raw: RawObject) {
-        self.0.upsert_binding(self.1, raw.json());
+        let queued = self.0.writer().upsert_binding(self.1, &raw);
+        queued.into_iter().for_each(|q| self.0.enqueue(q));
     }
 
     fn delete(&mut self, key: &ObjectKey) {

@@ -125,20 +125,6 @@ impl Store {
     }
 }
 
-/// The key of a raw binding (name and namespace read leniently, as the decoder does).
-pub(crate) fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
-    let field = |f: &str| {
-        raw.get("metadata")
-            .and_then(|m| m.get(f))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    match kind {
-        BindingKind::ResourceBinding => BindingKey::rb(field("namespace"), field("name")),
-        BindingKind::ClusterResourceBinding => BindingKey::crb(field("name")),
-    }
-}
-
 /// Decode one binding, from its text, into the cache form; `lenient` is the same object as a
 /// [`karmada_api::shallow_value`], from which a malformed binding's status and resource are
 /// still read.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use component_base::key::ObjectKey;
 use component_base::store as cb;
+use component_base::watch::{RawObject, key_of};
 use karmada_api::Cluster;
 
 use crate::cycle::assume::Assumptions;
@@ -19,7 +20,7 @@ use crate::store::filter::{
 };
 use crate::store::own_writes::OwnWrites;
 use crate::store::workload::WorkloadIndex;
-use crate::store::{Cached, Entry, ResultHook, Store, decode_cached, raw_key};
+use crate::store::{Cached, Entry, ResultHook, Store, decode_cached};
 
 /// A binding an event queues, with its priority and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,17 +107,18 @@ impl Writer {
     /// ResourceBinding in a workload (anti-)affinity group while that gate is on: the group
     /// filters read every scheduler's placements, as upstream's indexer does.
     ///
-    /// `text` is the object as the watch delivers it: the typed binding is decoded from it,
-    /// and the filter's fields are read leniently from a shallow value of it, so that neither
-    /// a malformed nor a deeply nested object can stop the watch.
-    pub fn upsert_binding(&mut self, kind: BindingKind, text: &str) -> Option<Queued> {
+    /// The typed binding is decoded from the object's text, and the filter's fields are read
+    /// leniently from a shallow value of it, so that neither a malformed nor a deeply nested
+    /// object can stop the watch.
+    pub fn upsert_binding(&mut self, kind: BindingKind, object: &RawObject) -> Option<Queued> {
+        let text = object.json();
         let raw = karmada_api::shallow_value(text, karmada_api::SHALLOW_DEPTH).unwrap_or_default();
         let summary = summarize(&raw, &self.scheduler_name);
         let keep = summary.owned
             || (self.workload.is_some()
                 && kind == BindingKind::ResourceBinding
                 && raw.pointer("/spec/workloadAffinityGroups").is_some());
-        let key = raw_key(kind, &raw);
+        let key = BindingKey::of(kind, &key_of(object));
         let cached = keep.then(|| decode_cached(kind, text, &raw));
         match (&self.workload, &cached) {
             (Some(w), Some(Cached::Ok(b))) => w.assigning.observed(b),
