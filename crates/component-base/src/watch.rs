@@ -186,7 +186,6 @@ pub fn list_config() -> watcher::Config {
 pub fn watch_all<C>(
     client: kube::Client,
     resource: &ApiResource,
-    what: &'static str,
     cache: C,
 ) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>)
 where
@@ -194,9 +193,10 @@ where
 {
     let api: Api<RawObject> = Api::all_with(client, resource);
     let (tx, rx) = tokio_watch::channel(false);
+    let what = resource.plural.clone();
     let task = tokio::spawn(async move {
         let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-        drive(stream, what, cache, tx).await;
+        drive(stream, &what, cache, tx).await;
     });
     (task, rx)
 }

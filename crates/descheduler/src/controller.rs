@@ -395,12 +395,7 @@ pub async fn run(
     ));
 
     let resource = ApiResource::erase::<ResourceBinding>(&());
-    let bindings = watch_all(
-        client.clone(),
-        &resource,
-        "resourcebindings",
-        d.cache.clone(),
-    );
+    let bindings = watch_all(client.clone(), &resource, d.cache.clone());
     let clusters = Writer::<ObjectKey, Arc<Cluster>>::default();
     let lookup = clusters.store();
     let current: ClusterLookup = Arc::new(move |name: &str| lookup.get(&ObjectKey::new("", name)));

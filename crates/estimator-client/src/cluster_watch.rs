@@ -35,12 +35,7 @@ where
         estimators,
         current,
     };
-    watch_all(
-        client,
-        &ApiResource::erase::<Cluster>(&()),
-        "clusters",
-        watch,
-    )
+    watch_all(client, &ApiResource::erase::<Cluster>(&()), watch)
 }
 
 /// A daemon's Cluster cache with the estimator sync in front.

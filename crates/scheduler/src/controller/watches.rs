@@ -35,9 +35,13 @@ pub(super) fn start(
     let stores = ctx.stores.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
     let clusters = Clusters(ctx.clone());
+    let bindings = |kind: BindingKind| {
+        let watch = Bindings(ctx.clone(), kind);
+        watch_all(client.clone(), &resource(kind), watch)
+    };
     let watches = [
-        watch_bindings(ctx, client, BindingKind::ResourceBinding),
-        watch_bindings(ctx, client, BindingKind::ClusterResourceBinding),
+        bindings(BindingKind::ResourceBinding),
+        bindings(BindingKind::ClusterResourceBinding),
         watch_clusters(client.clone(), estimators.clone(), current, clusters),
     ];
     if let Some(est) = estimators {
@@ -53,15 +57,6 @@ pub(super) fn start(
     synced
 }
 
-fn watch_bindings(
-    ctx: &Arc<Context>,
-    client: &kube::Client,
-    kind: BindingKind,
-) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let watch = Bindings(ctx.clone(), kind);
-    watch_all(client.clone(), &resource(kind), kind.plural(), watch)
-}
-
 impl Context {
     pub(super) fn enqueue(&self, q: Queued) {
         self.metrics.incoming(q.why);
@@ -70,22 +65,6 @@ impl Context {
 
     pub(super) fn writer(&self) -> MutexGuard<'_, Writer> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A cluster was added or changed.
-    pub fn upsert_cluster(&self, cluster: Cluster) {
-        let changes = self.writer().upsert_cluster(cluster);
-        if !changes.is_empty() {
-            // The reference queues each object to its `ClusterReconcileWorker`; here the
-            // fan-out runs at once, as an item added and processed by that worker.
-            let worker = self.metrics.workqueue(CLUSTER_RECONCILE_WORKER);
-            for c in changes {
-                worker.process(|| {
-                    let queued = self.writer().fan_out(&c);
-                    queued.into_iter().for_each(|q| self.enqueue(q));
-                });
-            }
-        }
     }
 }
 
@@ -112,7 +91,18 @@ struct Clusters(Arc<Context>);
 
 impl Reflect<Cluster> for Clusters {
     fn upsert(&mut self, c: Cluster) {
-        self.0.upsert_cluster(c);
+        let (ctx, changes) = (&self.0, self.0.writer().upsert_cluster(c));
+        if !changes.is_empty() {
+            // The reference queues each object to its `ClusterReconcileWorker`; here the
+            // fan-out runs at once, as an item added and processed by that worker.
+            let worker = ctx.metrics.workqueue(CLUSTER_RECONCILE_WORKER);
+            for c in changes {
+                worker.process(|| {
+                    let queued = ctx.writer().fan_out(&c);
+                    queued.into_iter().for_each(|q| ctx.enqueue(q));
+                });
+            }
+        }
     }
 
     fn delete(&mut self, key: &ObjectKey) {
