@@ -1,7 +1,7 @@
 //! Reflector-style caches, after kube-runtime's reflector: one [`Writer`] owns every change of
-//! a cache (through `&mut self`), its readers hold a [`Store`], a cheap clone with no
-//! mutators. A watch feeds its cache through [`Reflect`] ([`crate::watch::drive`]); after a
-//! relist the cache tells what it holds, and what the list no longer has is deleted.
+//! a cache (`&mut self`), readers hold a [`Store`], a cheap clone with no mutators. A watch
+//! feeds its cache through [`Reflect`] ([`crate::watch::drive`]), which after a relist tells
+//! what it holds: what the list no longer has is deleted.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -100,33 +100,28 @@ impl<O, R: Reflect<O>> Reflect<O> for Arc<Mutex<R>> {
 
 /// A watch whose consumer keeps no cache and only reacts: `changed` is told what `of` reads
 /// from every object added, changed or deleted, held here for deletions and relists.
-pub struct OnChange<Q, F, C> {
-    held: HashMap<ObjectKey, Q>,
-    of: F,
-    changed: C,
-}
+pub struct OnChange<Q, F, C>(HashMap<ObjectKey, Q>, F, C);
 
 impl<Q, F, C> OnChange<Q, F, C> {
     pub fn new(of: F, changed: C) -> Self {
-        let held = HashMap::new();
-        Self { held, of, changed }
+        Self(HashMap::new(), of, changed)
     }
 }
 
 impl<O: kube::Resource, Q, F: Fn(&O) -> Q, C: FnMut(&Q)> Reflect<O> for OnChange<Q, F, C> {
     fn upsert(&mut self, o: O) {
-        let q = (self.of)(&o);
-        (self.changed)(&q);
-        self.held.insert(ObjectKey::of(o.meta()), q);
+        let q = (self.1)(&o);
+        (self.2)(&q);
+        self.0.insert(ObjectKey::of(o.meta()), q);
     }
 
     fn delete(&mut self, key: &ObjectKey) {
-        if let Some(q) = self.held.remove(key) {
-            (self.changed)(&q);
+        if let Some(q) = self.0.remove(key) {
+            (self.2)(&q);
         }
     }
 
     fn held(&self) -> Vec<ObjectKey> {
-        self.held.keys().cloned().collect()
+        self.0.keys().cloned().collect()
     }
 }

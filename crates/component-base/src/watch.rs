@@ -245,10 +245,9 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
     }
 }
 
-/// Applies a watcher stream to `cache`. Objects of a relist are handed on as they arrive, not
-/// held until the list is complete (a relist of many objects would otherwise sit in memory
-/// next to the cache); once it is complete, what the cache holds and the list did not have is
-/// deleted. Marks `synced` after the first complete list.
+/// Applies a watcher stream to `cache`: a relist's objects as they arrive (not held until the
+/// list is complete, next to the cache's own copies), then what the cache holds and the list
+/// did not have is deleted. Marks `synced` after the first complete list.
 pub async fn drive<K: kube::Resource, C: Reflect<K>>(
     stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
     what: &str,

@@ -132,25 +132,6 @@ impl Cached {
 /// The binding cache, as its watch and the descheduler's own writes change it.
 struct Bindings(Writer<ObjectKey, Arc<Cached>>);
 
-impl Bindings {
-    /// A write of `key` landed: the object it was decided on (at `resource_version`) is
-    /// replaced by the one written.
-    fn replace_if_unchanged(
-        &mut self,
-        key: &ObjectKey,
-        resource_version: &str,
-        rb: ResourceBinding,
-    ) {
-        self.0.write(|bindings| {
-            if let Some(cached) = bindings.get_mut(key)
-                && cached.binding.metadata.resource_version.as_deref() == Some(resource_version)
-            {
-                *cached = Arc::new(Cached::new(rb));
-            }
-        });
-    }
-}
-
 /// A binding that does not decode is logged and left out.
 impl Reflect<RawObject> for Bindings {
     fn upsert(&mut self, raw: RawObject) {
@@ -341,7 +322,12 @@ impl Descheduler {
                 // The cache follows at once, so that a pass right after this one decides on
                 // what was written, unless the watch already brought something newer.
                 let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-                cache.replace_if_unchanged(key, rv, updated);
+                cache.0.write(|bindings| match bindings.get_mut(key) {
+                    Some(c) if c.binding.metadata.resource_version.as_deref() == Some(rv) => {
+                        *c = Arc::new(Cached::new(updated))
+                    }
+                    _ => {}
+                });
                 drop(cache);
                 tracing::info!(binding = %key, "{}", plan.message);
                 Ok(Outcome::Descheduled { total: plan.total })

@@ -16,11 +16,9 @@ use tokio::task::JoinHandle;
 
 use crate::sync::{ClusterLookup, EstimatorSync};
 
-/// Watch Clusters into `cache`: every Cluster added or changed (without its managed fields),
-/// every name deleted. With `estimators`, each added or changed Cluster's connection is
-/// ensured before `cache` gets it (`current` reads the daemon's cache, for retries) and each
-/// deleted one's dropped after. The task runs until aborted; the receiver turns true once the
-/// first list is through.
+/// Watch Clusters into `cache`, with `estimators` in front (see the module; `current` reads
+/// the daemon's cache, for retries). The task runs until aborted; the receiver turns true
+/// once the first list is through.
 pub fn watch_clusters<C>(
     client: kube::Client,
     estimators: Option<Arc<EstimatorSync>>,
@@ -30,29 +28,21 @@ pub fn watch_clusters<C>(
 where
     C: Reflect<Cluster> + Send + 'static,
 {
-    let watch = Clusters {
-        cache,
-        estimators,
-        current,
-    };
+    let watch = Clusters(cache, estimators, current);
     watch_all(client, &ApiResource::erase::<Cluster>(&()), watch)
 }
 
-/// A daemon's Cluster cache with the estimator sync in front.
-struct Clusters<C> {
-    cache: C,
-    estimators: Option<Arc<EstimatorSync>>,
-    current: ClusterLookup,
-}
+/// A daemon's Cluster cache with the estimator sync (and its lookup) in front.
+struct Clusters<C>(C, Option<Arc<EstimatorSync>>, ClusterLookup);
 
 impl<C: Reflect<Cluster>> Reflect<RawObject> for Clusters<C> {
     fn upsert(&mut self, raw: RawObject) {
         match karmada_api::from_json_str::<Cluster>(raw.json()) {
             Ok(c) => {
-                if let Some(e) = &self.estimators {
-                    e.ensure(Arc::new(c.clone()), self.current.clone());
+                if let Some(e) = &self.1 {
+                    e.ensure(Arc::new(c.clone()), self.2.clone());
                 }
-                self.cache.upsert(c);
+                self.0.upsert(c);
             }
             Err(e) => tracing::error!(
                 "skipping Cluster {:?} that does not decode: {}",
@@ -63,13 +53,13 @@ impl<C: Reflect<Cluster>> Reflect<RawObject> for Clusters<C> {
     }
 
     fn delete(&mut self, key: &ObjectKey) {
-        self.cache.delete(key);
-        if let Some(e) = &self.estimators {
+        self.0.delete(key);
+        if let Some(e) = &self.1 {
             e.cluster_deleted(&key.name);
         }
     }
 
     fn held(&self) -> Vec<ObjectKey> {
-        self.cache.held()
+        self.0.held()
     }
 }

@@ -52,18 +52,19 @@ pub struct BindingAssumption {
 /// The assumption cache; keys are `namespace/name` of ResourceBindings.
 #[derive(Debug)]
 pub struct Assumptions {
+    ttl: Duration,
     ledger: Mutex<Ledger>,
     /// Held from a workload's estimate to its reservation.
     reservations: tokio::sync::Mutex<()>,
 }
 
 /// The cache's contents and their one writer: every change is one of its `&mut` methods.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Ledger {
-    ttl: Duration,
     bindings: HashMap<String, BindingAssumption>,
-    /// When a write sweeps expired bindings next.
-    next_sweep: Instant,
+    /// When a write sweeps expired bindings next (the first write sweeps, as the reference's
+    /// first GC runs at once).
+    next_sweep: Option<Instant>,
 }
 
 impl Ledger {
@@ -99,7 +100,7 @@ impl Ledger {
     /// Drop the expired bindings; how many.
     fn sweep(&mut self) -> usize {
         let now = Instant::now();
-        self.next_sweep = now + GC_PERIOD;
+        self.next_sweep = Some(now + GC_PERIOD);
         let before = self.bindings.len();
         self.bindings.retain(|_, b| b.expires_at >= now);
         let n = before - self.bindings.len();
@@ -198,13 +199,9 @@ impl Drop for Reservation<'_> {
 impl Assumptions {
     /// An empty cache whose assumptions live `ttl` after their binding's last result.
     pub fn new(ttl: Duration) -> Self {
-        let ledger = Ledger {
-            ttl,
-            bindings: HashMap::new(),
-            next_sweep: Instant::now() + GC_PERIOD,
-        };
         Self {
-            ledger: Mutex::new(ledger),
+            ttl,
+            ledger: Mutex::default(),
             reservations: tokio::sync::Mutex::new(()),
         }
     }
@@ -216,7 +213,7 @@ impl Assumptions {
     /// Every write: a sweep first when one is due, then `change`.
     fn write<R>(&self, change: impl FnOnce(&mut Ledger) -> R) -> R {
         let mut ledger = self.lock();
-        if Instant::now() >= ledger.next_sweep {
+        if ledger.next_sweep.is_none_or(|t| Instant::now() >= t) {
             ledger.sweep();
         }
         change(&mut ledger)
@@ -241,7 +238,7 @@ impl Assumptions {
     ) -> Option<Reservation<'_>> {
         let entries = assumptions_for(spec, result)?;
         let before = self.write(|l| {
-            let expires_at = Instant::now() + l.ttl;
+            let expires_at = Instant::now() + self.ttl;
             let b = BindingAssumption {
                 entries,
                 expires_at,
@@ -277,6 +274,7 @@ impl Assumptions {
     /// this cache.
     pub fn copy(&self) -> Self {
         Self {
+            ttl: self.ttl,
             ledger: Mutex::new(self.lock().clone()),
             reservations: tokio::sync::Mutex::new(()),
         }

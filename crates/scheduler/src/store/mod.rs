@@ -20,6 +20,7 @@ pub use writer::Writer;
 
 use std::sync::{Arc, Mutex};
 
+use component_base::key::ObjectKey;
 use component_base::store as cb;
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
@@ -75,11 +76,10 @@ type Entry = (Option<Cached>, Summary);
 #[derive(Clone)]
 pub struct Store {
     bindings: cb::Store<BindingKey, Entry>,
-    clusters: cb::Store<String, Arc<Cluster>>,
-    /// The snapshot of the clusters, dropped by the writer with every cluster change (under
-    /// the clusters' lock) and kept until then, because scheduler-core memoises per-snapshot
-    /// answers (filter sets, parsed resource summaries) that then serve every binding
-    /// scheduled meanwhile.
+    clusters: cb::Store<ObjectKey, Arc<Cluster>>,
+    /// The clusters' snapshot, dropped by the writer with each cluster change and kept until
+    /// then: scheduler-core memoises per-snapshot answers (filter sets, parsed resource
+    /// summaries) that serve every binding scheduled meanwhile.
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
 }
 
@@ -101,7 +101,7 @@ impl Store {
 
     /// The cluster `name` as cached.
     pub fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
-        self.clusters.get(&name.to_string())
+        self.clusters.get(&ObjectKey::new("", name))
     }
 
     /// Bindings with an entry (decoded or not; tests).

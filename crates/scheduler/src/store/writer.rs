@@ -39,7 +39,7 @@ fn assumption_key(key: &BindingKey) -> Option<String> {
 /// The caches' one writer (see the module).
 pub struct Writer {
     bindings: cb::Writer<BindingKey, Entry>,
-    clusters: cb::Writer<String, Arc<Cluster>>,
+    clusters: cb::Writer<ObjectKey, Arc<Cluster>>,
     store: Store,
     scheduler_name: String,
     /// Present with the `WorkloadAffinity` gate.
@@ -94,10 +94,7 @@ impl Writer {
     /// The after-write hook of the cycles: it learns what they write without this writer's
     /// lock, so that no worker waits for a watch event being applied.
     pub fn after_write(&self) -> AfterWrite {
-        AfterWrite {
-            own_writes: self.own_writes.clone(),
-            workload: self.workload.clone(),
-        }
+        AfterWrite(self.own_writes.clone(), self.workload.clone())
     }
 
     /// A binding object was added or changed (live or from a relist); what it queues.
@@ -174,8 +171,8 @@ impl Writer {
     /// to [`Writer::fan_out`] (the reference's cluster reconcile worker, one item each).
     pub fn upsert_cluster(&mut self, cluster: Cluster) -> Vec<Cluster> {
         let new = Arc::new(cluster);
-        let name = new.name().to_string();
-        match self.put_cluster(|m| m.insert(name, new.clone())) {
+        let key = ObjectKey::new("", new.name());
+        match self.put_cluster(|m| m.insert(key, new.clone())) {
             Some(old) => cluster_update_fanout(&old, &new),
             None => Vec::new(),
         }
@@ -202,19 +199,18 @@ impl Writer {
     }
 
     pub fn remove_cluster(&mut self, name: &str) {
-        self.put_cluster(|m| m.remove(name));
+        self.put_cluster(|m| m.remove(&ObjectKey::new("", name)));
     }
 
     /// The names of the clusters it holds.
     pub fn held_clusters(&self) -> Vec<ObjectKey> {
-        let names = self.clusters.keys(|_| true);
-        names.into_iter().map(|n| ObjectKey::new("", &n)).collect()
+        self.clusters.keys(|_| true)
     }
 
     /// Change the clusters, and drop their snapshot (under their lock).
     fn put_cluster<R>(
         &mut self,
-        f: impl FnOnce(&mut std::collections::HashMap<String, Arc<Cluster>>) -> R,
+        f: impl FnOnce(&mut std::collections::HashMap<ObjectKey, Arc<Cluster>>) -> R,
     ) -> R {
         let snapshot = &self.store.snapshot;
         self.clusters.write(|m| {
@@ -224,23 +220,21 @@ impl Writer {
     }
 }
 
-/// What the caches learn from the cycles' own result patches (see [`Writer::after_write`]).
-pub struct AfterWrite {
-    own_writes: Arc<OwnWrites>,
-    workload: Option<Arc<WorkloadIndex>>,
-}
+/// What the caches learn from the cycles' own result patches (see [`Writer::after_write`]):
+/// the expected echoes, and the results just written (with `WorkloadAffinity`).
+pub struct AfterWrite(Arc<OwnWrites>, Option<Arc<WorkloadIndex>>);
 
 impl AfterWrite {
     /// The expectations of our own writes (tests).
     #[cfg(test)]
     pub(crate) fn own_writes(&self) -> &OwnWrites {
-        &self.own_writes
+        &self.0
     }
 }
 
 impl ResultHook for AfterWrite {
     fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
-        self.own_writes.sending(key, generation, bumps_generation);
+        self.0.sending(key, generation, bumps_generation);
     }
 
     fn answered(
@@ -249,9 +243,9 @@ impl ResultHook for AfterWrite {
         bumps_generation: bool,
         answer: Result<&Binding, &ApiFailure>,
     ) {
-        self.own_writes.answered(key, bumps_generation, answer);
-        // A result just written that the watch has not delivered yet (`WorkloadAffinity`).
-        if let (Some(w), Ok(stored)) = (&self.workload, answer) {
+        self.0.answered(key, bumps_generation, answer);
+        // A result just written that the watch has not delivered yet.
+        if let (Some(w), Ok(stored)) = (&self.1, answer) {
             w.written(stored);
         }
     }
