@@ -2,8 +2,9 @@
 //! components: the command line ([`flags`], [`goparse`], the shared flag groups in
 //! [`options`] and [`logflags`]), klog-compatible [`logging`], the kube [`client`] with its
 //! QPS limiter ([`ratelimit`]), [`leader`] election, the probe/metrics/profiling servers
-//! ([`serve`]), the base [`metrics`], [`events`] recording, fenced object [`write`]s, and the
-//! process [`lifecycle`] and its edge ([`cli`]).
+//! ([`serve`]), the base [`metrics`], [`events`] recording, fenced object [`write`]s,
+//! reflector-style caches ([`store`]) fed by [`watch`]es, and the process [`lifecycle`] and its
+//! edge ([`cli`]).
 
 pub mod api;
 pub mod cancel;
@@ -24,6 +25,7 @@ pub mod metrics;
 pub mod options;
 pub mod ratelimit;
 pub mod serve;
+pub mod store;
 pub mod watch;
 pub mod write;
 

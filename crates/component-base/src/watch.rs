@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch as tokio_watch;
 
 use crate::key::ObjectKey;
+use crate::store::Reflect;
 
 /// A watch ended before its first complete list.
 #[derive(Debug, thiserror::Error)]
@@ -178,22 +179,24 @@ pub fn list_config() -> watcher::Config {
     watcher::Config::default().page_size(LIST_PAGE_SIZE)
 }
 
-/// Watches every object of `resource` (all namespaces) with [`WatchBackoff`], driven by
-/// [`drive`]: `upsert` gets each object as its text (decoded by the caller, so that one
-/// malformed object costs only itself), `remove` its [`key_of`]. Returns the task and a receiver that
-/// turns `true` after the first complete list.
-pub fn watch_all(
+/// Watches every object of `resource` (all namespaces) with [`WatchBackoff`] into `cache`,
+/// driven by [`drive`] (each object handed on as its text, decoded by the cache, so that one
+/// malformed object costs only itself). Returns the task and a receiver that turns `true`
+/// after the first complete list.
+pub fn watch_all<C>(
     client: kube::Client,
     resource: &ApiResource,
-    what: &'static str,
-    upsert: impl FnMut(RawObject) + Send + 'static,
-    remove: impl FnMut(&ObjectKey) + Send + 'static,
-) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>) {
+    cache: C,
+) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>)
+where
+    C: Reflect<RawObject> + Send + 'static,
+{
     let api: Api<RawObject> = Api::all_with(client, resource);
     let (tx, rx) = tokio_watch::channel(false);
+    let what = resource.plural.clone();
     let task = tokio::spawn(async move {
         let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-        drive(stream, what, key_of, upsert, remove, tx).await;
+        drive(stream, &what, cache, tx).await;
     });
     (task, rx)
 }
@@ -242,49 +245,34 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
     }
 }
 
-/// Turns a watcher stream into upserts and removals, diffing every relist against what the
-/// consumer holds. Marks `synced` after the first complete list.
-pub async fn drive<K, Q, FU, FR>(
+/// Applies a watcher stream to `cache`: a relist's objects as they arrive (not held until the
+/// list is complete, next to the cache's own copies), then what the cache holds and the list
+/// did not have is deleted. Marks `synced` after the first complete list.
+pub async fn drive<K: kube::Resource, C: Reflect<K>>(
     stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
     what: &str,
-    key_of: impl Fn(&K) -> Q,
-    mut upsert: FU,
-    mut remove: FR,
+    mut cache: C,
     synced: tokio_watch::Sender<bool>,
-) where
-    Q: std::hash::Hash + Eq,
-    FU: FnMut(K),
-    FR: FnMut(&Q),
-{
+) {
     futures::pin_mut!(stream);
-    // Keys of the list in progress. Its objects are handed on as they arrive, not held until
-    // the list is complete (a relist of many objects would otherwise sit in memory next to
-    // the consumer's own copy). What the list no longer has is removed once it is complete.
-    let mut listing: HashSet<Q> = HashSet::new();
-    let mut known: HashSet<Q> = HashSet::new();
+    // Keys of the list in progress.
+    let mut listing: HashSet<ObjectKey> = HashSet::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(Event::Init) => listing.clear(),
             Ok(Event::InitApply(o)) => {
                 listing.insert(key_of(&o));
-                upsert(o);
+                cache.upsert(o);
             }
             Ok(Event::InitDone) => {
-                for gone in known.difference(&listing) {
-                    remove(gone);
+                for gone in cache.held().into_iter().filter(|k| !listing.contains(k)) {
+                    cache.delete(&gone);
                 }
-                known = std::mem::take(&mut listing);
+                listing = HashSet::new();
                 let _ = synced.send(true);
             }
-            Ok(Event::Apply(o)) => {
-                known.insert(key_of(&o));
-                upsert(o);
-            }
-            Ok(Event::Delete(o)) => {
-                let k = key_of(&o);
-                known.remove(&k);
-                remove(&k);
-            }
+            Ok(Event::Apply(o)) => cache.upsert(o),
+            Ok(Event::Delete(o)) => cache.delete(&key_of(&o)),
             // A missing RBAC rule is reported once a minute by the client (`forbidden`), not
             // at each retry.
             Err(e) if crate::forbidden::is_forbidden_watch(&e) => {
@@ -375,35 +363,54 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn relists_are_diffed_against_what_is_known() {
-        use std::sync::Mutex;
-        let events: Vec<Result<Event<(String, u32)>, watcher::Error>> = vec![
+    async fn relists_are_diffed_against_what_is_held() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use std::sync::{Arc, Mutex};
+        let cm = |name: &str, v: u32| {
+            let mut c = ConfigMap::default();
+            c.metadata.name = Some(name.into());
+            c.data = Some([("v".to_string(), v.to_string())].into());
+            c
+        };
+        let events: Vec<Result<Event<ConfigMap>, watcher::Error>> = vec![
             Ok(Event::Init),
-            Ok(Event::InitApply(("a".into(), 1))),
-            Ok(Event::InitApply(("b".into(), 1))),
+            Ok(Event::InitApply(cm("a", 1))),
+            Ok(Event::InitApply(cm("b", 1))),
             Ok(Event::InitDone),
-            Ok(Event::Apply(("c".into(), 1))),
-            Ok(Event::Delete(("a".into(), 1))),
+            Ok(Event::Apply(cm("c", 1))),
+            Ok(Event::Delete(cm("a", 1))),
             // Disconnect, 410, relist: b changed, c deleted meanwhile, d added.
             Ok(Event::Init),
-            Ok(Event::InitApply(("b".into(), 2))),
-            Ok(Event::InitApply(("d".into(), 1))),
+            Ok(Event::InitApply(cm("b", 2))),
+            Ok(Event::InitApply(cm("d", 1))),
             Ok(Event::InitDone),
         ];
-        let log = Mutex::new(Vec::new());
+        /// Logs each call; holds what it was given.
+        struct Log(
+            std::collections::BTreeSet<ObjectKey>,
+            Arc<Mutex<Vec<String>>>,
+        );
+        impl Reflect<ConfigMap> for Log {
+            fn upsert(&mut self, o: ConfigMap) {
+                let (key, v) = (key_of(&o), &o.data.as_ref().unwrap()["v"]);
+                self.1.lock().unwrap().push(format!("upsert {key}@{v}"));
+                self.0.insert(key);
+            }
+            fn delete(&mut self, k: &ObjectKey) {
+                self.1.lock().unwrap().push(format!("remove {k}"));
+                self.0.remove(k);
+            }
+            fn held(&self) -> Vec<ObjectKey> {
+                self.0.iter().cloned().collect()
+            }
+        }
+        let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = tokio_watch::channel(false);
-        drive(
-            futures::stream::iter(events),
-            "test",
-            |o: &(String, u32)| o.0.clone(),
-            |o| log.lock().unwrap().push(format!("upsert {}@{}", o.0, o.1)),
-            |k| log.lock().unwrap().push(format!("remove {k}")),
-            tx,
-        )
-        .await;
+        let cache = Log(Default::default(), log.clone());
+        drive(futures::stream::iter(events), "test", cache, tx).await;
         assert!(*rx.borrow());
         assert_eq!(
-            log.into_inner().unwrap(),
+            *log.lock().unwrap(),
             [
                 "upsert a@1",
                 "upsert b@1",

@@ -1,6 +1,6 @@
-//! The descheduler's loop: caches of ResourceBindings and Clusters fed by watches, estimator
-//! connections kept current from Clusters, Services and EndpointSlices, and a pass every
-//! `--descheduling-interval` over the candidate bindings ([`crate::rules`]).
+//! The descheduler's loop: caches of ResourceBindings and Clusters fed by watches (component-base's
+//! [`Writer`]s), estimator connections kept current from Clusters, Services and EndpointSlices,
+//! and a pass every `--descheduling-interval` over the candidate bindings ([`crate::rules`]).
 //!
 //! One binding at a time is one estimator fan-out (`GetUnschedulableReplicas` for its clusters
 //! with fewer ready replicas than assigned) and at most one write, the reference's: the cached
@@ -15,7 +15,7 @@
 //! lease lapsed) stops writing at once and leaves the rest to whoever leads.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use component_base::BoxFuture;
@@ -26,7 +26,8 @@ use component_base::fence::{Fence, Permit};
 use component_base::key::ObjectKey;
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
-use component_base::watch::{RawObject, all_synced, watch_all};
+use component_base::store::{Reflect, Store, Writer};
+use component_base::watch::{RawObject, all_synced, key_of, watch_all};
 use component_base::write::{ObjectWriter, Permitted};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
@@ -56,38 +57,32 @@ const MIN_PAUSE: Duration = Duration::from_millis(100);
 /// What a pass needs: the caches, the estimator, the writer and the recorder.
 pub struct Descheduler {
     threshold: Duration,
-    bindings: RwLock<HashMap<ObjectKey, Arc<Cached>>>,
-    clusters: RwLock<HashMap<String, Arc<Cluster>>>,
+    /// The binding cache's one writer, shared by its watch and this descheduler's own writes.
+    cache: Arc<Mutex<Bindings>>,
+    bindings: Store<ObjectKey, Arc<Cached>>,
     estimator: SchedulerEstimator,
     writer: Arc<BindingWriter>,
     events: Arc<dyn EventSink>,
     queue: Arc<WorkqueueMetrics>,
 }
 
-/// A ResourceBinding by namespace and name: what the descheduler's writer is keyed by.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BindingName {
-    pub namespace: String,
-    pub name: String,
-}
-
 /// The descheduler's writes: component-base's writer of ResourceBindings.
-pub type BindingWriter = dyn ObjectWriter<BindingName, ResourceBinding>;
+pub type BindingWriter = dyn ObjectWriter<ObjectKey, ResourceBinding>;
 
 /// The writer over the kube client.
 pub struct KubeWriter(pub kube::Client);
 
 /// It only replaces: the descheduler reads bindings from its watch and never patches them
 /// (its ClusterRole grants `update`, not `get` or `patch`).
-impl ObjectWriter<BindingName, ResourceBinding> for KubeWriter {
+impl ObjectWriter<ObjectKey, ResourceBinding> for KubeWriter {
     fn replace<'a>(
         &'a self,
-        key: &'a BindingName,
+        key: &'a ObjectKey,
         object: ResourceBinding,
     ) -> BoxFuture<'a, Result<ResourceBinding, ApiFailure>> {
         Box::pin(async move {
             let api: Api<ResourceBinding> = Api::namespaced(self.0.clone(), &key.namespace);
-            let what = || format!("updating ResourceBinding {}/{}", key.namespace, key.name);
+            let what = || format!("updating ResourceBinding {key}");
             let params = PostParams::default();
             bounded(
                 what,
@@ -134,6 +129,37 @@ impl Cached {
     }
 }
 
+/// The binding cache, as its watch and the descheduler's own writes change it.
+struct Bindings(Writer<ObjectKey, Arc<Cached>>);
+
+/// A binding that does not decode is logged and left out.
+impl Reflect<RawObject> for Bindings {
+    fn upsert(&mut self, raw: RawObject) {
+        let key = key_of(&raw);
+        match karmada_api::from_json_str::<ResourceBinding>(raw.json()) {
+            Ok(rb) => {
+                self.0.insert(key, Arc::new(Cached::new(rb)));
+            }
+            Err(e) => {
+                tracing::error!(
+                    binding = %key,
+                    "skipping a ResourceBinding that does not decode: {}",
+                    karmada_api::excerpt(&e.to_string(), 512)
+                );
+                self.0.remove(&key);
+            }
+        }
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        self.0.remove(key);
+    }
+
+    fn held(&self) -> Vec<ObjectKey> {
+        self.0.keys(|_| true)
+    }
+}
+
 /// The result of one binding in one pass (for logs and tests).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -158,10 +184,11 @@ impl Descheduler {
         events: Arc<dyn EventSink>,
         queue: Arc<WorkqueueMetrics>,
     ) -> Self {
+        let cache = Bindings(Writer::default());
         Self {
             threshold,
-            bindings: RwLock::default(),
-            clusters: RwLock::default(),
+            bindings: cache.0.store(),
+            cache: Arc::new(Mutex::new(cache)),
             estimator,
             writer,
             events,
@@ -169,51 +196,10 @@ impl Descheduler {
         }
     }
 
-    /// Put a binding in the cache (a watch event or a test).
-    pub fn upsert_binding(&self, rb: ResourceBinding) {
-        let key = ObjectKey::of(&rb.metadata);
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, Arc::new(Cached::new(rb)));
-    }
-
-    fn replace_if_unchanged(&self, key: &ObjectKey, resource_version: &str, rb: ResourceBinding) {
-        let mut bindings = self.bindings.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(cached) = bindings.get_mut(key)
-            && cached.binding.metadata.resource_version.as_deref() == Some(resource_version)
-        {
-            *cached = Arc::new(Cached::new(rb));
-        }
-    }
-
-    fn remove_binding(&self, key: &ObjectKey) {
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
-    }
-
-    fn binding(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .cloned()
-    }
-
-    fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
-        self.clusters
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-    }
-
     /// The keys of the bindings a pass looks at (the reference's `FilterBindings`), sorted.
     pub fn candidates(&self) -> Vec<ObjectKey> {
-        let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
-        let mut keys: Vec<ObjectKey> = bindings
+        let mut keys: Vec<ObjectKey> = self.bindings.read(|bindings| {
+            bindings
             .iter()
             .filter(|(key, cached)| match rules::is_candidate(&cached.binding) {
                 Ok(()) => true,
@@ -224,7 +210,8 @@ impl Descheduler {
                 Err(_) => false,
             })
             .map(|(k, _)| k.clone())
-            .collect();
+            .collect()
+        });
         keys.sort();
         keys
     }
@@ -274,7 +261,7 @@ impl Descheduler {
 
     async fn attempt(&self, key: &ObjectKey, permit: &Permit) -> Result<Outcome, ApiFailure> {
         permit.check()?;
-        let Some(cached) = self.binding(key) else {
+        let Some(cached) = self.bindings.get(key) else {
             tracing::info!("ResourceBinding({key}) in work queue no longer exists, ignore.");
             return Ok(Outcome::Skipped);
         };
@@ -316,10 +303,6 @@ impl Descheduler {
         let Some(plan) = rules::plan(&rb.spec.clusters, &statuses) else {
             return Ok(Outcome::Unchanged);
         };
-        let target = BindingName {
-            namespace: rb.metadata.namespace.clone().unwrap_or_default(),
-            name: rb.metadata.name.clone().unwrap_or_default(),
-        };
         let rv = rb.metadata.resource_version.as_deref().unwrap_or_default();
         // The reference's write: the cached binding with the new `spec.clusters`, PUT with the
         // resourceVersion the decision was made on (a binding changed meanwhile is refused with
@@ -333,12 +316,19 @@ impl Descheduler {
             inner: self.writer.as_ref(),
             permit,
         };
-        match writer.replace(&target, updated).await {
+        match writer.replace(key, updated).await {
             Ok(updated) => {
                 self.event(&updated, false, &plan.message);
                 // The cache follows at once, so that a pass right after this one decides on
                 // what was written, unless the watch already brought something newer.
-                self.replace_if_unchanged(key, rv, updated);
+                let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                cache.0.write(|bindings| match bindings.get_mut(key) {
+                    Some(c) if c.binding.metadata.resource_version.as_deref() == Some(rv) => {
+                        *c = Arc::new(Cached::new(updated))
+                    }
+                    _ => {}
+                });
+                drop(cache);
                 tracing::info!(binding = %key, "{}", plan.message);
                 Ok(Outcome::Descheduled { total: plan.total })
             }
@@ -390,53 +380,14 @@ pub async fn run(
         metrics.workqueue(DESCHEDULER_QUEUE),
     ));
 
-    let mut watches = Vec::new();
-    let mut synced = Vec::new();
-    let (d1, d2) = (d.clone(), d.clone());
-    let (task, rx) = watch_all(
-        client.clone(),
-        &ApiResource::erase::<ResourceBinding>(&()),
-        "resourcebindings",
-        move |raw: RawObject| {
-            let key = component_base::watch::key_of(&raw);
-            match karmada_api::from_json_str::<ResourceBinding>(raw.json()) {
-                Ok(rb) => d1.upsert_binding(rb),
-                Err(e) => {
-                    tracing::error!(
-                        binding = %key,
-                        "skipping a ResourceBinding that does not decode: {}",
-                        karmada_api::excerpt(&e.to_string(), 512)
-                    );
-                    d1.remove_binding(&key);
-                }
-            }
-        },
-        move |k: &ObjectKey| d2.remove_binding(k),
-    );
-    watches.push(task);
-    synced.push(rx);
-    let (d1, d2, lookup) = (d.clone(), d.clone(), d.clone());
-    let current: ClusterLookup = Arc::new(move |name: &str| lookup.cluster(name));
-    let (task, rx) = watch_clusters(
-        client.clone(),
-        Some(sync.clone()),
-        current,
-        move |c| {
-            let name = c.metadata.name.clone().unwrap_or_default();
-            d1.clusters
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(name, Arc::new(c));
-        },
-        move |name| {
-            d2.clusters
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(name);
-        },
-    );
-    watches.push(task);
-    synced.push(rx);
+    let resource = ApiResource::erase::<ResourceBinding>(&());
+    let bindings = watch_all(client.clone(), &resource, d.cache.clone());
+    let clusters = Writer::<ObjectKey, Arc<Cluster>>::default();
+    let lookup = clusters.store();
+    let current: ClusterLookup = Arc::new(move |name: &str| lookup.get(&ObjectKey::new("", name)));
+    let clusters = watch_clusters(client.clone(), Some(sync.clone()), current, clusters);
+    let mut watches = vec![bindings.0, clusters.0];
+    let synced = vec![bindings.1, clusters.1];
     watches.extend(sync.watch_services(
         client.clone(),
         &opts.estimator.service_namespace,

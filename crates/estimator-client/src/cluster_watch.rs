@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use component_base::key::ObjectKey;
+use component_base::store::Reflect;
 use component_base::watch::{RawObject, watch_all};
 use karmada_api::Cluster;
 use kube::Resource as _;
@@ -15,42 +16,50 @@ use tokio::task::JoinHandle;
 
 use crate::sync::{ClusterLookup, EstimatorSync};
 
-/// Watch Clusters: `upsert` gets every Cluster added or changed (without its managed fields),
-/// `remove` the name of every Cluster deleted. With `estimators`, each added or changed
-/// Cluster's connection is ensured before `upsert` (`current` reads the daemon's cache, for
-/// retries) and each deleted one's dropped after `remove`. The task runs until aborted; the
-/// receiver turns true once the first list is through.
-pub fn watch_clusters(
+/// Watch Clusters into `cache`, with `estimators` in front (see the module; `current` reads
+/// the daemon's cache, for retries). The task runs until aborted; the receiver turns true
+/// once the first list is through.
+pub fn watch_clusters<C>(
     client: kube::Client,
     estimators: Option<Arc<EstimatorSync>>,
     current: ClusterLookup,
-    upsert: impl Fn(Cluster) + Send + 'static,
-    remove: impl Fn(&str) + Send + 'static,
-) -> (JoinHandle<()>, tokio_watch::Receiver<bool>) {
-    let on_delete = estimators.clone();
-    watch_all(
-        client,
-        &ApiResource::erase::<Cluster>(&()),
-        "clusters",
-        move |raw: RawObject| match karmada_api::from_json_str::<Cluster>(raw.json()) {
+    cache: C,
+) -> (JoinHandle<()>, tokio_watch::Receiver<bool>)
+where
+    C: Reflect<Cluster> + Send + 'static,
+{
+    let watch = Clusters(cache, estimators, current);
+    watch_all(client, &ApiResource::erase::<Cluster>(&()), watch)
+}
+
+/// A daemon's Cluster cache with the estimator sync (and its lookup) in front.
+struct Clusters<C>(C, Option<Arc<EstimatorSync>>, ClusterLookup);
+
+impl<C: Reflect<Cluster>> Reflect<RawObject> for Clusters<C> {
+    fn upsert(&mut self, raw: RawObject) {
+        match karmada_api::from_json_str::<Cluster>(raw.json()) {
             Ok(c) => {
-                if let Some(e) = &estimators {
-                    e.ensure(Arc::new(c.clone()), current.clone());
+                if let Some(e) = &self.1 {
+                    e.ensure(Arc::new(c.clone()), self.2.clone());
                 }
-                upsert(c);
+                self.0.upsert(c);
             }
             Err(e) => tracing::error!(
                 "skipping Cluster {:?} that does not decode: {}",
                 raw.meta().name.as_deref().unwrap_or_default(),
                 karmada_api::excerpt(&e.to_string(), 512)
             ),
-        },
-        move |k: &ObjectKey| {
-            let name = k.name.as_str();
-            remove(name);
-            if let Some(e) = &on_delete {
-                e.cluster_deleted(name);
-            }
-        },
-    )
+        }
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        self.0.delete(key);
+        if let Some(e) = &self.1 {
+            e.cluster_deleted(&key.name);
+        }
+    }
+
+    fn held(&self) -> Vec<ObjectKey> {
+        self.0.held()
+    }
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use component_base::metrics::WorkqueueMetrics;
+use component_base::store::OnChange;
 use component_base::watch::{WatchBackoff, drive, list_config};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -84,22 +85,15 @@ impl EstimatorSync {
         let ns = namespace.to_string();
         let api: Api<Service> = Api::namespaced(client.clone(), &ns);
         let (tx, _rx) = tokio_watch::channel(false);
-        let (e1, e2) = (self.clone(), self.clone());
+        let e1 = self.clone();
         tasks.push(tokio::spawn(async move {
             let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-            let ns1 = ns.clone();
-            let ns2 = ns.clone();
-            drive(
-                stream,
-                "services",
+            let changed = move |name: &String| e1.service_changed(ns.clone(), name.clone());
+            let services = OnChange::new(
                 |s: &Service| s.metadata.name.clone().unwrap_or_default(),
-                move |s: Service| {
-                    e1.service_changed(ns1.clone(), s.metadata.name.clone().unwrap_or_default())
-                },
-                move |name: &String| e2.service_changed(ns2.clone(), name.clone()),
-                tx,
-            )
-            .await;
+                changed,
+            );
+            drive(stream, "services", services, tx).await;
         }));
         // Headless estimator Services resolve through their EndpointSlices: follow those too,
         // so hand-made endpoints that move are followed like an ExternalName that changes.
@@ -118,16 +112,8 @@ impl EstimatorSync {
                     est.service_changed(ns.clone(), svc.to_string());
                 }
             };
-            let removed = changed.clone();
-            drive(
-                stream,
-                "endpointslices",
-                slice_key,
-                move |s: EndpointSlice| changed(&slice_key(&s)),
-                removed,
-                tx,
-            )
-            .await;
+            let slices = OnChange::new(slice_key, changed);
+            drive(stream, "endpointslices", slices, tx).await;
         }));
         tasks
     }

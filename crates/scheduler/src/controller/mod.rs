@@ -3,22 +3,17 @@
 //! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
-//! - `reflector.rs`: the caches' one writer: each watch event applied to the caches of
-//!   [`crate::store`], the bindings it queues returned; the cycles' after-write hook;
-//! - `handlers.rs`: each watch event handed to the reflector, and what it returns queued;
-//! - `watches.rs`: the watches that call the handlers;
+//! - `watches.rs`: the watches, each event applied by the caches' one writer
+//!   ([`crate::store::Writer`]) and what it returns queued;
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
 //! break the watch: it is cached as [`Cached::Malformed`](crate::store::Cached::Malformed)
 //! and, when it passes the event filter, gets a `Scheduled=False` condition (reason
 //! `SchedulerError`) and a Warning event naming the offending field. Watch errors, `410 Gone`
-//! and dropped connections are retried with backoff by kube-runtime's watcher; every relist is
-//! diffed against the cache, so objects added, changed or deleted while disconnected produce
-//! the same handler calls as live events.
+//! and dropped connections are retried with backoff by kube-runtime's watcher; a relist
+//! applies what changed meanwhile as live events would (component-base's `watch::drive`).
 
-mod handlers;
-pub mod reflector;
 mod watches;
 mod worker;
 
@@ -29,7 +24,6 @@ use scheduler_core::schedule::Scheduler;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
-use crate::controller::reflector::Reflector;
 use crate::cycle::Parts;
 use crate::cycle::assume::Assumptions;
 use crate::cycle::sink::{EventSink, Writer};
@@ -37,8 +31,9 @@ use crate::kube::probe::release_when_reachable;
 use crate::kube::writer::KubeWriter;
 use crate::metrics::{Metrics, StepTimer};
 use crate::queue::SchedulingQueue;
-use crate::store::Stores;
-use crate::store::workload::{AssigningCache, WorkloadIndex};
+use crate::store::workload::WorkloadIndex;
+use crate::store::writer::AfterWrite;
+use crate::store::{Store, Writer as CacheWriter};
 use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
 use component_base::serve::Readiness;
@@ -49,7 +44,8 @@ use estimator_client::sync::EstimatorSync;
 pub struct Context {
     pub scheduler: Scheduler,
     pub scheduler_name: String,
-    pub stores: Arc<Stores>,
+    /// The caches, read-only.
+    pub stores: Store,
     pub queue: Arc<SchedulingQueue>,
     pub writer: Arc<dyn Writer>,
     pub events: Arc<dyn EventSink>,
@@ -58,9 +54,10 @@ pub struct Context {
     pub workload: Option<Arc<WorkloadIndex>>,
     /// Present with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<Arc<Assumptions>>,
-    /// The one writer of `stores` (and of the gates' caches above), and the cycles'
-    /// after-write hook.
-    pub cache: Reflector,
+    /// The one writer of `stores` (and of the gates' caches above), shared by the watches.
+    pub cache: std::sync::Mutex<CacheWriter>,
+    /// The cycles' after-write hook.
+    pub after_write: AfterWrite,
 }
 
 impl Context {
@@ -72,7 +69,7 @@ impl Context {
                 .workload
                 .as_deref()
                 .map(|w| w as &dyn scheduler_core::framework::WorkloadGroupIndex),
-            after_write: Some(&self.cache),
+            after_write: Some(&self.after_write),
             assumptions: self.assumptions.as_deref(),
             want_trace: false,
             permit: None,
@@ -101,9 +98,6 @@ pub async fn run(
     let ctx = Arc::new(context(opts, &client, metrics, estimators.as_ref())?);
 
     let mut watches = Vec::new();
-    if let Some(a) = &ctx.assumptions {
-        watches.push(tokio::spawn(crate::cycle::assume::gc_loop(a.clone())));
-    }
     let synced = watches::start(&ctx, &client, opts, estimators, &mut watches);
 
     // All caches synced before the first cycle.
@@ -154,30 +148,18 @@ fn context(
     let scheduler = build_scheduler(opts, accurate_estimator(estimators))?
         .with_step_observer(Arc::new(StepTimer::new(metrics.clone())));
     let queue = crate::queue::for_options(opts, &metrics);
-    let stores = Arc::new(Stores::default());
-    let workload = opts
-        .feature_gates
-        .enabled(scheduler_core::features::WORKLOAD_AFFINITY)
-        .then(|| {
-            Arc::new(WorkloadIndex {
-                stores: stores.clone(),
-                assigning: Arc::new(AssigningCache::default()),
-            })
-        });
-    let assumptions = opts
-        .feature_gates
-        .scheduling_overcommit_protection()
-        .then(|| Arc::new(Assumptions::default()));
-    let cache = Reflector::new(
-        stores.clone(),
+    let gates = &opts.feature_gates;
+    let assumptions =
+        (gates.scheduling_overcommit_protection()).then(|| Arc::new(Assumptions::default()));
+    let cache = CacheWriter::new(
         &opts.scheduler_name,
-        workload.clone(),
+        gates.enabled(scheduler_core::features::WORKLOAD_AFFINITY),
         assumptions.clone(),
     );
     Ok(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
-        stores,
+        stores: cache.store().clone(),
         queue: Arc::new(queue),
         writer: Arc::new(KubeWriter::new(client.clone())),
         events: Arc::new(component_base::events::start(
@@ -185,9 +167,10 @@ fn context(
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
         metrics,
-        workload,
+        workload: cache.workload_index().cloned(),
         assumptions,
-        cache,
+        after_write: cache.after_write(),
+        cache: std::sync::Mutex::new(cache),
     })
 }
 

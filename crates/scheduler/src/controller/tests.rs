@@ -9,7 +9,6 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use serde_json::{Value, json};
 
 use super::Context;
-use crate::controller::reflector::Reflector;
 use crate::cycle::sink::{ObjectWriter, Target};
 use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
@@ -18,8 +17,8 @@ use crate::queue::{Outcome, SchedulingQueue};
 use crate::store::filter::{
     binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
 };
-use crate::store::workload::{AssigningCache, WorkloadIndex};
-use crate::store::{Cached, Stores, decode_cached};
+use crate::store::{Cached, Writer as CacheWriter, decode_cached};
+use component_base::watch::RawObject;
 
 fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
     let mut spec = json!({"resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}, "placement": {}});
@@ -152,15 +151,38 @@ impl ObjectWriter<BindingKey, Binding> for Recording {
     }
 }
 
+impl Context {
+    /// A binding's watch event, from its text.
+    fn upsert_binding(&self, kind: BindingKind, text: &str) {
+        let raw = RawObject::from_json(text).unwrap();
+        let queued = self.writer().upsert_binding(kind, &raw);
+        queued.into_iter().for_each(|q| self.enqueue(q));
+    }
+}
+
 /// A worker context over in-memory parts, default flags.
 fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEvents) -> Context {
+    with_cache(
+        writer,
+        events,
+        CacheWriter::new("default-scheduler", false, None),
+    )
+}
+
+/// [`test_context`] over `cache`.
+fn with_cache(
+    writer: Arc<Recording>,
+    events: component_base::events::MemoryEvents,
+    cache: CacheWriter,
+) -> Context {
     let metrics = Arc::new(Metrics::new());
-    let stores = Arc::new(Stores::default());
     Context {
         scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
         scheduler_name: "default-scheduler".into(),
-        cache: Reflector::new(stores.clone(), "default-scheduler", None, None),
-        stores,
+        stores: cache.store().clone(),
+        workload: cache.workload_index().cloned(),
+        after_write: cache.after_write(),
+        cache: std::sync::Mutex::new(cache),
         queue: Arc::new(
             SchedulingQueue::new(false, Default::default())
                 .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
@@ -168,7 +190,6 @@ fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEv
         writer,
         events: Arc::new(events),
         metrics,
-        workload: None,
         assumptions: None,
     }
 }
@@ -248,15 +269,16 @@ async fn a_huge_decode_error_is_written_cut_to_the_crd_limit() {
 
 #[test]
 fn the_snapshot_is_shared_until_a_cluster_changes() {
-    let stores = Stores::default();
-    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m1"}}))));
+    let mut cache = CacheWriter::new("default-scheduler", false, None);
+    let stores = cache.store().clone();
+    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m1"}})));
     let a = stores.snapshot();
     assert!(Arc::ptr_eq(&a, &stores.snapshot()));
-    stores.put_cluster(Arc::new(cluster(json!({"metadata": {"name": "m2"}}))));
+    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m2"}})));
     let b = stores.snapshot();
     assert!(!Arc::ptr_eq(&a, &b));
     assert_eq!(b.num_of_clusters(), 2);
-    stores.drop_cluster("m1");
+    cache.remove_cluster("m1");
     let c = stores.snapshot();
     assert_eq!(c.num_of_clusters(), 1);
     assert_eq!(c.clusters()[0].name(), "m2");
@@ -391,7 +413,7 @@ async fn the_echo_of_our_own_write_is_not_queued() {
     ctx.queue.done(item, Outcome::Success);
     assert_eq!(ctx.queue.lengths().active, 0);
 
-    ctx.cache.own_writes().expect(&key, 1);
+    ctx.after_write.own_writes().expect(&key, 1);
     ctx.upsert_binding(
         BindingKind::ResourceBinding,
         &raw(lbl(), 2, json!({})).to_string(),
@@ -409,12 +431,8 @@ async fn the_echo_of_our_own_write_is_not_queued() {
 #[test]
 fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     use scheduler_core::framework::WorkloadGroupIndex as _;
-    let stores = Arc::new(Stores::default());
-    let index = Arc::new(WorkloadIndex {
-        stores: stores.clone(),
-        assigning: Arc::new(AssigningCache::default()),
-    });
-    let cache = Reflector::new(stores, "default-scheduler", Some(index.clone()), None);
+    let mut cache = CacheWriter::new("default-scheduler", true, None);
+    let index = cache.workload_index().unwrap().clone();
     let rb = |name: &str, group: &str, rv: &str| {
         Binding::decode(
             BindingKind::ResourceBinding,
@@ -427,7 +445,8 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
         .unwrap()
     };
     for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
-        cache.upsert_binding(BindingKind::ResourceBinding, &b.to_json().to_string());
+        let raw = RawObject::from_json(&b.to_json().to_string()).unwrap();
+        cache.upsert_binding(BindingKind::ResourceBinding, &raw);
     }
     let mut names: Vec<String> = index
         .by_affinity_group("g1")
@@ -439,7 +458,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     assert_eq!(names, ["a", "b"]);
     assert!(index.by_anti_affinity_group("g1").unwrap().is_empty());
     // A written copy is served until the watch catches up, then follows the watch.
-    index.assigning.written(&rb("a", "g1", "9"));
+    index.written(&rb("a", "g1", "9"));
     assert_eq!(
         index
             .assigning("ns", "a")
@@ -562,30 +581,20 @@ fn open_permit() -> component_base::fence::Permit {
 
 /// Bindings that are scheduled (an own write expected, an assumption kept, a written copy
 /// for the workload index) and then deleted leave nothing in the handlers' structures, also
-/// when the answer to a write comes back after the deletion was seen: the copies it leaves
-/// are swept as the cache grows, so they stay within a bound however many bindings go.
+/// when the answer to a write comes back after the deletion was seen: no copy is kept for a
+/// binding the caches no longer hold, so they stay within a bound however many bindings go.
 #[tokio::test(start_paused = true)]
 async fn deleted_bindings_leave_nothing_behind() {
     use crate::cycle::assume::Assumptions;
-    use crate::store::workload::SWEEP_SLACK;
-    let mut ctx = test_context(
+    let assumptions = Arc::new(Assumptions::default());
+    let cache = CacheWriter::new("default-scheduler", true, Some(assumptions.clone()));
+    let mut ctx = with_cache(
         Arc::new(Recording::default()),
         component_base::events::MemoryEvents::default(),
+        cache,
     );
-    let stores = ctx.stores.clone();
-    ctx.workload = Some(Arc::new(WorkloadIndex {
-        stores: stores.clone(),
-        assigning: Arc::new(AssigningCache::default()),
-    }));
-    ctx.assumptions = Some(Arc::new(Assumptions::default()));
+    ctx.assumptions = Some(assumptions.clone());
     let workload = ctx.workload.clone().unwrap();
-    let assumptions = ctx.assumptions.clone().unwrap();
-    ctx.cache = Reflector::new(
-        stores,
-        "default-scheduler",
-        ctx.workload.clone(),
-        ctx.assumptions.clone(),
-    );
     let n = 10_000;
     for i in 0..n {
         let name = format!("b{i}");
@@ -600,7 +609,7 @@ async fn deleted_bindings_leave_nothing_behind() {
         let key = BindingKey::rb("ns", &name);
         let binding = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap();
         // The cycle: announce the write, assume its result, the write lands.
-        ctx.cache.own_writes().expect(&key, 1);
+        ctx.after_write.own_writes().expect(&key, 1);
         assumptions
             .assume(
                 &format!("ns/{name}"),
@@ -611,20 +620,20 @@ async fn deleted_bindings_leave_nothing_behind() {
             .unwrap()
             .keep();
         if i % 2 == 0 {
-            workload.assigning.written(&binding);
-            ctx.remove_binding(&key);
+            workload.written(&binding);
+            ctx.writer().remove_binding(&key);
         } else {
             // The deletion is seen before the write's answer is.
-            ctx.remove_binding(&key);
-            workload.assigning.written(&binding);
+            ctx.writer().remove_binding(&key);
+            workload.written(&binding);
         }
         assert!(
-            workload.assigning.len() <= 2 * SWEEP_SLACK + 1,
+            workload.assigning.len() <= 1,
             "{} written copies after {i} bindings",
             workload.assigning.len()
         );
     }
-    assert_eq!(ctx.cache.own_writes().len(), 0);
+    assert_eq!(ctx.after_write.own_writes().len(), 0);
     assert!(assumptions.is_empty());
     assert_eq!(ctx.stores.binding_count(), 0);
     // The queue forgets them as each is popped once more and found gone.

@@ -7,7 +7,11 @@
 //! requirements, or its whole component set), replaced by every result written; it is
 //! released when the workload turns `Healthy` on that cluster, when the result moves away
 //! from the cluster, when the binding is deleted or stops being ours, and five minutes after
-//! the binding's last result (a GC sweeps every minute). The cache lives in memory only.
+//! the binding's last result (no longer answered then, and swept by the next write once a
+//! minute has passed since the last sweep). The cache lives in memory only.
+//!
+//! It is written in one place, its ledger: what the watch says (through the store's writer),
+//! what a cycle's [`Reservation`] decided, and the ledger's own sweeps.
 //!
 //! Unlike the reference, which schedules one binding at a time, cycles here run
 //! concurrently. Two cycles must not both spend the same free capacity, so with the gate on
@@ -30,7 +34,7 @@ use tokio::time::Instant;
 
 /// How long an assumption lives after the binding's last result (the reference's fixed 5 m).
 pub const TTL: Duration = Duration::from_secs(300);
-/// How often expired assumptions are swept (the reference's 1 m).
+/// How often expired assumptions are swept, at most (the reference's GC runs every 1 m).
 pub const GC_PERIOD: Duration = Duration::from_secs(60);
 /// `aggregatedStatus[].health` of a workload that runs as asked on a cluster.
 pub const HEALTHY: &str = "Healthy";
@@ -49,9 +53,62 @@ pub struct BindingAssumption {
 #[derive(Debug)]
 pub struct Assumptions {
     ttl: Duration,
-    inner: Mutex<HashMap<String, BindingAssumption>>,
+    ledger: Mutex<Ledger>,
     /// Held from a workload's estimate to its reservation.
     reservations: tokio::sync::Mutex<()>,
+}
+
+/// The cache's contents and their one writer: every change is one of its `&mut` methods.
+#[derive(Clone, Debug, Default)]
+struct Ledger {
+    bindings: HashMap<String, BindingAssumption>,
+    /// When a write sweeps expired bindings next (the first write sweeps, as the reference's
+    /// first GC runs at once).
+    next_sweep: Option<Instant>,
+}
+
+impl Ledger {
+    /// Set (or, with `None`, release) the assumptions of `key`; what they replace.
+    fn put(&mut self, key: &str, b: Option<BindingAssumption>) -> Option<BindingAssumption> {
+        match b {
+            Some(b) => self.bindings.insert(key.to_string(), b),
+            None => self.bindings.remove(key),
+        }
+    }
+
+    /// Release the clusters `key` turned `Healthy` on since the last version seen.
+    fn observed(&mut self, key: &str, status: &ResourceBindingStatus) {
+        let Some(b) = self.bindings.get_mut(key) else {
+            return;
+        };
+        let now = healthy_clusters(status);
+        for cluster in now.difference(&b.healthy) {
+            if b.entries.remove(cluster).is_some() {
+                tracing::debug!(
+                    binding = key,
+                    cluster = cluster.as_str(),
+                    "Released assumption for ResourceBinding({key}) on cluster({cluster}): workload became Healthy"
+                );
+            }
+        }
+        b.healthy = now;
+        if b.entries.is_empty() {
+            self.bindings.remove(key);
+        }
+    }
+
+    /// Drop the expired bindings; how many.
+    fn sweep(&mut self) -> usize {
+        let now = Instant::now();
+        self.next_sweep = Some(now + GC_PERIOD);
+        let before = self.bindings.len();
+        self.bindings.retain(|_, b| b.expires_at >= now);
+        let n = before - self.bindings.len();
+        if n > 0 {
+            tracing::debug!("Assumption cache GC: removed {n} expired entries");
+        }
+        n
+    }
 }
 
 impl Default for Assumptions {
@@ -133,7 +190,8 @@ impl Reservation<'_> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if !self.kept {
-            self.cache.restore(&self.key, self.before.take());
+            let before = self.before.take();
+            self.cache.write(|l| l.put(&self.key, before));
         }
     }
 }
@@ -143,13 +201,22 @@ impl Assumptions {
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            inner: Mutex::default(),
+            ledger: Mutex::default(),
             reservations: tokio::sync::Mutex::new(()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, BindingAssumption>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every write: a sweep first when one is due, then `change`.
+    fn write<R>(&self, change: impl FnOnce(&mut Ledger) -> R) -> R {
+        let mut ledger = self.lock();
+        if ledger.next_sweep.is_none_or(|t| Instant::now() >= t) {
+            ledger.sweep();
+        }
+        change(&mut ledger)
     }
 
     /// Serialises the estimate and the reservation of workloads: hold the guard from before
@@ -170,20 +237,15 @@ impl Assumptions {
         healthy: BTreeSet<String>,
     ) -> Option<Reservation<'_>> {
         let entries = assumptions_for(spec, result)?;
-        let mut inner = self.lock();
-        let before = inner.get(key).cloned();
-        if entries.is_empty() {
-            inner.remove(key);
-        } else {
-            inner.insert(
-                key.to_string(),
-                BindingAssumption {
-                    entries,
-                    expires_at: Instant::now() + self.ttl,
-                    healthy,
-                },
-            );
-        }
+        let before = self.write(|l| {
+            let expires_at = Instant::now() + self.ttl;
+            let b = BindingAssumption {
+                entries,
+                expires_at,
+                healthy,
+            };
+            l.put(key, Some(b).filter(|b| !b.entries.is_empty()))
+        });
         Some(Reservation {
             cache: self,
             key: key.to_string(),
@@ -192,53 +254,20 @@ impl Assumptions {
         })
     }
 
-    fn restore(&self, key: &str, before: Option<BindingAssumption>) {
-        let mut inner = self.lock();
-        match before {
-            Some(b) => {
-                inner.insert(key.to_string(), b);
-            }
-            None => {
-                inner.remove(key);
-            }
-        }
-    }
-
     /// A new version of the binding `key` was seen: release the clusters it turned
     /// `Healthy` on since the last version seen (`releaseHealthyClusterAssumptions`).
     pub fn observed(&self, key: &str, status: &ResourceBindingStatus) {
-        let mut inner = self.lock();
-        let Some(b) = inner.get_mut(key) else {
-            return;
-        };
-        let now = healthy_clusters(status);
-        for cluster in now.difference(&b.healthy) {
-            if b.entries.remove(cluster).is_some() {
-                tracing::debug!(
-                    binding = key,
-                    cluster = cluster.as_str(),
-                    "Released assumption for ResourceBinding({key}) on cluster({cluster}): workload became Healthy"
-                );
-            }
-        }
-        b.healthy = now;
-        if b.entries.is_empty() {
-            inner.remove(key);
-        }
+        self.write(|l| l.observed(key, status));
     }
 
     /// The binding `key` is gone (deleted, or no longer ours): release all of it.
     pub fn release(&self, key: &str) {
-        self.lock().remove(key);
+        self.write(|l| l.put(key, None));
     }
 
-    /// Drop the expired bindings; how many.
+    /// Drop the expired bindings now; how many.
     pub fn gc(&self) -> usize {
-        let now = Instant::now();
-        let mut inner = self.lock();
-        let before = inner.len();
-        inner.retain(|_, b| b.expires_at >= now);
-        before - inner.len()
+        self.lock().sweep()
     }
 
     /// A copy with the same assumptions, for a read-only explanation that must not change
@@ -246,14 +275,14 @@ impl Assumptions {
     pub fn copy(&self) -> Self {
         Self {
             ttl: self.ttl,
-            inner: Mutex::new(self.lock().clone()),
+            ledger: Mutex::new(self.lock().clone()),
             reservations: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Bindings with assumptions (tests, logs).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().bindings.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -265,26 +294,15 @@ impl AssumptionSource for Assumptions {
     /// By binding key, so that two calls with the same cache answer in the same order.
     fn assumed_on(&self, cluster: &str) -> Vec<AssumedWorkload> {
         let now = Instant::now();
-        let inner = self.lock();
-        let mut found: Vec<(&String, &AssumedWorkload)> = inner
+        let ledger = self.lock();
+        let mut found: Vec<(&String, &AssumedWorkload)> = ledger
+            .bindings
             .iter()
             .filter(|(_, b)| b.expires_at >= now)
             .filter_map(|(k, b)| b.entries.get(cluster).map(|a| (k, a)))
             .collect();
         found.sort_by(|a, b| a.0.cmp(b.0));
         found.into_iter().map(|(_, a)| a.clone()).collect()
-    }
-}
-
-/// Sweep expired assumptions every [`GC_PERIOD`] (the first sweep at once, as the reference).
-pub async fn gc_loop(cache: std::sync::Arc<Assumptions>) {
-    let mut tick = tokio::time::interval(GC_PERIOD);
-    loop {
-        tick.tick().await;
-        let n = cache.gc();
-        if n > 0 {
-            tracing::debug!("Assumption cache GC: removed {n} expired entries");
-        }
     }
 }
 

@@ -3,24 +3,25 @@
 //! changes, and, with `WorkloadAffinity`, the index of workload groups with the results just
 //! written.
 //!
-//! Reflector-style: [`Stores`] is read and written through methods only (no lock leaves this
-//! module); every watch event is applied by one writer, the controller's `Reflector`, which
-//! returns the bindings to queue. What the caches learn from a cycle's own writes comes
-//! through one after-write hook, [`ResultHook`], defined here: our own generation bumps
-//! ([`own_writes`]) and the results just written ([`workload::AssigningCache`]).
-//!
-//! Beside the caches: which watch events queue which bindings ([`filter`]), the workload
-//! group index ([`workload`]) and the generations of our own writes, whose watch echoes are
-//! not queued ([`own_writes`]).
+//! Reflector-style, on component-base's [`store`](component_base::store): one [`Writer`]
+//! owns every change (each watch event, a relist's deletions, the bindings to queue); the
+//! workers, explanations and the workload index read through a [`Store`], which has no
+//! mutators. The cycles' own writes reach the caches through one after-write hook,
+//! [`ResultHook`], the writer's: our own generation bumps, whose watch echoes are not queued
+//! ([`own_writes`]), and the results just written ([`workload`]). Which watch events queue
+//! which bindings: [`filter`].
 
 pub mod filter;
 pub mod own_writes;
 pub mod workload;
+pub mod writer;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+pub use writer::Writer;
 
+use std::sync::{Arc, Mutex};
+
+use component_base::key::ObjectKey;
+use component_base::store as cb;
 use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use scheduler_core::snapshot::Snapshot;
@@ -66,146 +67,61 @@ pub struct Malformed {
     pub error: String,
 }
 
-/// The caches the workers read; written by the controller's `Reflector` only.
-#[derive(Default)]
-pub struct Stores {
-    /// Every binding's filter summary; the decoded object only where this scheduler may need
-    /// it (see the controller's `Reflector::upsert_binding`). At 1,000 clusters a placed
-    /// Duplicated binding holds hundreds of `spec.clusters` entries, and the other
-    /// schedulers' bindings are most of the cache on a shared control plane.
-    bindings: RwLock<HashMap<BindingKey, (Option<Cached>, Summary)>>,
-    clusters: RwLock<BTreeMap<String, Arc<Cluster>>>,
-    /// Bumped (under the `clusters` write lock) by every cluster change.
-    cluster_version: AtomicU64,
-    /// The snapshot of `clusters` at a `cluster_version`. Kept until a cluster changes, because
-    /// scheduler-core memoises per-snapshot answers (filter sets, parsed resource summaries)
-    /// that then serve every binding scheduled meanwhile.
-    snapshot: Mutex<Option<(u64, Arc<Snapshot>)>>,
+/// A binding's entry: its filter summary, and the decoded object only where this scheduler
+/// may need it ([`Writer::upsert_binding`]; other schedulers' bindings are most of a shared
+/// control plane, and at 1,000 clusters one placed binding holds hundreds of entries).
+type Entry = (Option<Cached>, Summary);
+
+/// The caches' read-only side: a cheap clone, with no mutators (the [`Writer`] has them).
+#[derive(Clone)]
+pub struct Store {
+    bindings: cb::Store<BindingKey, Entry>,
+    clusters: cb::Store<ObjectKey, Arc<Cluster>>,
+    /// The clusters' snapshot, dropped by the writer with each cluster change and kept until
+    /// then: scheduler-core memoises per-snapshot answers (filter sets, parsed resource
+    /// summaries) that serve every binding scheduled meanwhile.
+    snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
 }
 
-impl Stores {
+impl Store {
     pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
         self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .and_then(|(c, _)| c.clone())
+            .read(|m| m.get(key).and_then(|(c, _)| c.clone()))
     }
 
     /// The clusters as a snapshot, shared until the next cluster change.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        let clusters = self.clusters.read().unwrap_or_else(|p| p.into_inner());
-        // Read under the lock, so the version describes exactly these clusters.
-        let version = self.cluster_version.load(Ordering::Acquire);
-        let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((v, s)) = cached.as_ref()
-            && *v == version
-        {
-            return s.clone();
-        }
-        let fresh = Arc::new(Snapshot::new(clusters.values().cloned()));
-        *cached = Some((version, fresh.clone()));
-        fresh
-    }
-
-    /// Insert or replace a cluster; the previous object, if any.
-    pub(crate) fn put_cluster(&self, cluster: Arc<Cluster>) -> Option<Arc<Cluster>> {
-        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
-        self.cluster_version.fetch_add(1, Ordering::AcqRel);
-        clusters.insert(cluster.name().to_string(), cluster)
-    }
-
-    pub(crate) fn drop_cluster(&self, name: &str) {
-        let mut clusters = self.clusters.write().unwrap_or_else(|p| p.into_inner());
-        self.cluster_version.fetch_add(1, Ordering::AcqRel);
-        clusters.remove(name);
+        // Made under the clusters' lock, so that no change can come between.
+        self.clusters.read(|clusters| {
+            let mut cached = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            let fresh = || Arc::new(Snapshot::new(clusters.values().cloned()));
+            cached.get_or_insert_with(fresh).clone()
+        })
     }
 
     /// The cluster `name` as cached.
     pub fn cluster(&self, name: &str) -> Option<Arc<Cluster>> {
-        self.clusters
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        self.clusters.get(&ObjectKey::new("", name))
     }
 
-    /// Insert or replace a binding's entry; the previous summary, if any.
-    pub(crate) fn put_binding(
-        &self,
-        key: BindingKey,
-        cached: Option<Cached>,
-        summary: Summary,
-    ) -> Option<Summary> {
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, (cached, summary))
-            .map(|(_, s)| s)
-    }
-
-    pub(crate) fn drop_binding(&self, key: &BindingKey) {
-        self.bindings
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
-    }
-
-    /// Bindings with an entry (decoded or not).
+    /// Bindings with an entry (decoded or not; tests).
+    #[cfg(test)]
     pub fn binding_count(&self) -> usize {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
-    }
-
-    /// Those of `keys` that have no entry.
-    pub(crate) fn not_cached(&self, keys: Vec<BindingKey>) -> Vec<BindingKey> {
-        let bindings = self.bindings.read().unwrap_or_else(|p| p.into_inner());
-        keys.into_iter()
-            .filter(|k| !bindings.contains_key(k))
-            .collect()
+        self.bindings.read(std::collections::HashMap::len)
     }
 
     /// The decoded ResourceBindings that `keep` accepts.
     pub(crate) fn resource_bindings(&self, keep: impl Fn(&Binding) -> bool) -> Vec<Arc<Binding>> {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter_map(|(c, _)| match c {
-                Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding && keep(b) => {
-                    Some(b.clone())
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    pub(crate) fn all_bindings(&self) -> Vec<(BindingKey, Arc<Binding>, i32)> {
-        self.bindings
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter_map(|(k, (c, s))| match c {
-                Some(Cached::Ok(b)) => Some((k.clone(), b.clone(), s.priority)),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// The key of a raw binding (name and namespace read leniently, as the decoder does).
-pub(crate) fn raw_key(kind: BindingKind, raw: &Value) -> BindingKey {
-    let field = |f: &str| {
-        raw.get("metadata")
-            .and_then(|m| m.get(f))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    match kind {
-        BindingKind::ResourceBinding => BindingKey::rb(field("namespace"), field("name")),
-        BindingKind::ClusterResourceBinding => BindingKey::crb(field("name")),
+        self.bindings.read(|m| {
+            m.values()
+                .filter_map(|(c, _)| match c {
+                    Some(Cached::Ok(b)) if b.kind == BindingKind::ResourceBinding && keep(b) => {
+                        Some(b.clone())
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
     }
 }
 

@@ -87,7 +87,7 @@ impl OwnWrites {
 }
 
 /// Alone (the cycle's tests), the expectation half of the caches' after-write hook; the
-/// daemon's hook is the controller's `Reflector`, which also keeps the written results.
+/// daemon's hook is the store writer's `AfterWrite`, which also keeps the written results.
 impl ResultHook for OwnWrites {
     fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
         if bumps_generation {

@@ -2,32 +2,22 @@
 //! written that the watch has not delivered yet.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::ResourceBinding;
 
 use crate::model::binding::{Binding, BindingKey, BindingKind};
-use crate::store::Stores;
+use crate::store::Store;
 
 /// ResourceBindings whose new result was written but may not be in the cache yet (gate
 /// `WorkloadAffinity`), so that the workload-affinity filters honour a result just
 /// written before the watch delivers it.
 ///
-/// An entry goes when the binding is fully applied, deleted or no longer ours. A write whose
-/// answer comes back after the watch delivered the binding's deletion would still add one for
-/// a binding that is gone; [`WorkloadIndex::forget`] sweeps those (see [`SWEEP_SLACK`]).
+/// An entry goes when the binding is fully applied, deleted or no longer ours; a write
+/// answered after the binding's deletion adds none ([`WorkloadIndex::written`]).
 #[derive(Default)]
-pub struct AssigningCache(
-    RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>,
-    /// Size above which the next deletion sweeps the entries of bindings no longer cached.
-    AtomicUsize,
-);
-
-/// Entries beyond twice the size after the last sweep before the next sweep runs: sweeps
-/// cost one pass over the entries, so they run only as often as the cache doubles.
-pub const SWEEP_SLACK: usize = 64;
+pub struct AssigningCache(RwLock<HashMap<BindingKey, Arc<ResourceBinding>>>);
 
 fn rv_number(meta: &ObjectMeta) -> u64 {
     meta.resource_version
@@ -37,16 +27,6 @@ fn rv_number(meta: &ObjectMeta) -> u64 {
 }
 
 impl AssigningCache {
-    /// A result patch of this RB succeeded; the server returned `stored`.
-    pub fn written(&self, stored: &Binding) {
-        if stored.kind == BindingKind::ResourceBinding {
-            self.0
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(stored.key(), Arc::new(stored.to_resource_binding()));
-        }
-    }
-
     /// The watch delivered `b`: keep a newer written copy; drop it once the binding is fully
     /// applied; otherwise follow the watch.
     pub(crate) fn observed(&self, b: &Binding) {
@@ -75,7 +55,8 @@ impl AssigningCache {
             .remove(key);
     }
 
-    /// Bindings with a written copy.
+    /// Bindings with a written copy (tests).
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.0.read().unwrap_or_else(|p| p.into_inner()).len()
     }
@@ -83,36 +64,22 @@ impl AssigningCache {
 
 /// The workload (anti-)affinity index over the caches.
 pub struct WorkloadIndex {
-    pub stores: Arc<Stores>,
+    pub stores: Store,
     pub assigning: Arc<AssigningCache>,
 }
 
 impl WorkloadIndex {
-    /// The binding `key` was deleted (and is out of the caches): drop its written copy, and,
-    /// when the copies have grown past the last sweep's size, those of every other binding
-    /// the caches no longer hold, left by writes answered after their binding's deletion.
-    pub(crate) fn forget(&self, key: &BindingKey) {
-        self.assigning.removed(key);
-        let len = self.assigning.len();
-        if len <= self.assigning.1.load(Ordering::Relaxed).max(SWEEP_SLACK) {
-            return;
+    /// A result patch of this RB succeeded; the server returned `stored`. Kept only while the
+    /// caches hold the binding, checked under the copies' lock: a deletion drops the cache
+    /// entry before the copy, so an answer that comes back after it leaves nothing.
+    pub fn written(&self, stored: &Binding) {
+        if stored.kind == BindingKind::ResourceBinding {
+            let mut m = self.assigning.0.write().unwrap_or_else(|p| p.into_inner());
+            let key = stored.key();
+            if self.stores.bindings.read(|b| b.contains_key(&key)) {
+                m.insert(key, Arc::new(stored.to_resource_binding()));
+            }
         }
-        let held: Vec<BindingKey> = self
-            .assigning
-            .0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        let gone = self.stores.not_cached(held);
-        let mut m = self.assigning.0.write().unwrap_or_else(|p| p.into_inner());
-        for k in &gone {
-            m.remove(k);
-        }
-        self.assigning
-            .1
-            .store(m.len().saturating_mul(2) + SWEEP_SLACK, Ordering::Relaxed);
     }
 
     pub(crate) fn by(
