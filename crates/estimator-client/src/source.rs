@@ -158,15 +158,6 @@ impl InMemoryServiceSource {
             .insert(k, service);
     }
 
-    /// Removes a Service.
-    pub fn remove_service(&self, namespace: &str, name: &str) {
-        let k = (namespace.to_string(), name.to_string());
-        self.services
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&k);
-    }
-
     /// Adds or replaces an EndpointSlice.
     pub fn upsert_endpoint_slice(&self, slice: EndpointSlice) {
         let k = key(&slice.metadata);
@@ -174,15 +165,6 @@ impl InMemoryServiceSource {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(k, slice);
-    }
-
-    /// Removes an EndpointSlice.
-    pub fn remove_endpoint_slice(&self, namespace: &str, name: &str) {
-        let k = (namespace.to_string(), name.to_string());
-        self.slices
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&k);
     }
 }
 

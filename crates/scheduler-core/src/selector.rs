@@ -285,21 +285,6 @@ fn label_selector_valid(selector: &LabelSelector) -> bool {
     label_requirements(selector).all(|r| r.and_then(Requirement::validated).is_some())
 }
 
-/// `LabelSelectorAsSelector(s).Matches(labels)`; `None` when the selector is invalid.
-pub fn label_selector_matches(
-    selector: &LabelSelector,
-    labels: &BTreeMap<String, String>,
-) -> Option<bool> {
-    if !label_selector_valid(selector) {
-        return None;
-    }
-    Some(
-        label_requirements(selector)
-            .flatten()
-            .all(|r| r.matches(labels.get(r.key).map(String::as_str))),
-    )
-}
-
 /// A field-selector requirement with node-selector operators; `None` for an unknown one.
 fn field_requirement(e: &NodeSelectorRequirement) -> Option<Requirement<'_>> {
     let op = match e.operator.as_str() {
@@ -717,6 +702,21 @@ mod tests {
         assert!(m(req("region", "NotIn", &["5"])));
         assert!(m(req("region", "DoesNotExist", &[])));
         assert!(!m(req("region", "Lt", &["6"])));
+    }
+
+    /// `LabelSelectorAsSelector(s).Matches(labels)`; `None` when the selector is invalid.
+    fn label_selector_matches(
+        selector: &LabelSelector,
+        labels: &BTreeMap<String, String>,
+    ) -> Option<bool> {
+        if !label_selector_valid(selector) {
+            return None;
+        }
+        Some(
+            label_requirements(selector)
+                .flatten()
+                .all(|r| r.matches(labels.get(r.key).map(String::as_str))),
+        )
     }
 
     #[test]

@@ -64,17 +64,6 @@ pub fn sort_clusters(clusters: &mut [ClusterDetail<'_>]) {
     clusters.sort_unstable_by(canonical_cmp);
 }
 
-/// Sort by overflow order and score only, then name (upstream's `sortClusters` without an extra
-/// comparator; kept for its unit test).
-pub fn sort_clusters_by_score(clusters: &mut [ClusterDetail<'_>]) {
-    clusters.sort_unstable_by(|a, b| {
-        a.overflow_order
-            .cmp(&b.overflow_order)
-            .then_with(|| b.score.cmp(&a.score))
-            .then_with(|| a.name.cmp(b.name))
-    });
-}
-
 /// The overflow tier of a cluster: 0 for the inline affinity (or when
 /// `clusterAffinities` is not in use), k+1 for the k-th overflow affinity, 1000 otherwise.
 pub fn overflow_order(
@@ -502,6 +491,17 @@ mod tests {
         assert_eq!(group_score(&a, &spec, 0), 100);
         spec.replicas = 0; // 0/0 = NaN, same conversion
         assert_eq!(group_score(&a, &spec, 0), 100);
+    }
+
+    /// Sort by overflow order and score only, then name (upstream's `sortClusters` without
+    /// an extra comparator).
+    fn sort_clusters_by_score(clusters: &mut [ClusterDetail<'_>]) {
+        clusters.sort_unstable_by(|a, b| {
+            a.overflow_order
+                .cmp(&b.overflow_order)
+                .then_with(|| b.score.cmp(&a.score))
+                .then_with(|| a.name.cmp(b.name))
+        });
     }
 
     // util_test.go: Test_sortClusters.
