@@ -585,7 +585,7 @@ fn open_permit() -> component_base::fence::Permit {
 /// binding the caches no longer hold, so they stay within a bound however many bindings go.
 #[tokio::test(start_paused = true)]
 async fn deleted_bindings_leave_nothing_behind() {
-    use crate::cycle::assume::Assumptions;
+    use crate::store::assume::Assumptions;
     let assumptions = Arc::new(Assumptions::default());
     let cache = CacheWriter::new("default-scheduler", true, Some(assumptions.clone()));
     let mut ctx = with_cache(

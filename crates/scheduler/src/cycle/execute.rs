@@ -9,12 +9,12 @@ use scheduler_core::schedule::BindingInput;
 use scheduler_core::snapshot::Snapshot;
 
 use super::{Cycle, CycleError, CycleReport};
-use crate::cycle::assume::healthy_clusters;
 use crate::cycle::attempt::{Answer, Attempt, Effect, Patch};
 use crate::cycle::patch::with_precondition;
 use crate::cycle::sink::Target;
 use crate::model::binding::{Binding, BindingKey};
 use crate::model::condition::{ApiFailure, AttemptError};
+use crate::store::assume::healthy_clusters;
 
 impl Cycle<'_> {
     /// The algorithm's input for `binding` as it is now.

@@ -14,10 +14,9 @@
 //!
 //! Beside it: the API as the cycle sees it ([`sink`]), the writes as data ([`patch`],
 //! [`events`]), the schedule procedure's plan ([`plan`]), the assumption cache of
-//! `SchedulingOvercommitProtection` ([`assume`]) and the in-memory API server the cycle runs
+//! `SchedulingOvercommitProtection` ([`crate::store::assume`]) and the in-memory API server the cycle runs
 //! against in tests, `simulate` and `explain` ([`memory`]).
 
-pub mod assume;
 pub mod attempt;
 pub mod events;
 mod execute;
@@ -33,12 +32,12 @@ use scheduler_core::framework::WorkloadGroupIndex;
 use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
-use crate::cycle::assume::Assumptions;
 use crate::cycle::attempt::{Attempt, Rules};
 use crate::cycle::sink::{EventSink, Writer};
 use crate::model::binding::Binding;
 use crate::model::condition::{ApiFailure, AttemptError};
 use crate::model::decision::{Decision, ScheduleType};
+use crate::store::assume::Assumptions;
 use crate::store::{Malformed, ResultHook};
 
 /// Why a cycle did not finish normally.

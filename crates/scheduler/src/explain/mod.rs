@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 use scheduler_core::framework::WorkloadGroupIndex;
 use scheduler_core::schedule::Scheduler;
 
-use crate::cycle::assume::Assumptions;
 use crate::cycle::{Cycle, CycleError, CycleReport, Parts};
 use crate::model::binding::Binding;
 use crate::model::condition::SCHEDULED;
 use crate::model::decision::{Decision, ScheduleType, Trigger};
+use crate::store::assume::Assumptions;
 use component_base::events::PendingEvent;
 
 use crate::cycle::memory::MemoryStore;

@@ -11,6 +11,7 @@
 //! ([`own_writes`]), and the results just written ([`workload`]). Which watch events queue
 //! which bindings: [`filter`].
 
+pub mod assume;
 pub mod filter;
 pub mod own_writes;
 pub mod workload;

@@ -11,10 +11,10 @@ use component_base::store as cb;
 use component_base::watch::{RawObject, key_of};
 use karmada_api::Cluster;
 
-use crate::cycle::assume::Assumptions;
 use crate::metrics::IncomingEvent;
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
+use crate::store::assume::Assumptions;
 use crate::store::filter::{
     binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
 };
