@@ -28,13 +28,12 @@ use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_ser
 use tokio::time::Instant;
 
 use crate::jobs::{apply_retrying, in_flight};
-use crate::observe::{Obs, Observer};
+use crate::observe::Observer;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
 use crate::results::Phase;
 use crate::run::{
-    self, Config, Plane, create_bindings, creation_phase, keys_of, log, rate_after,
-    wait_queues_idle,
+    self, Config, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle,
 };
 use crate::workload::BindingTemplate;
 
@@ -260,17 +259,6 @@ fn sample_connections(
     (max, task)
 }
 
-fn batch(templates: &[BindingTemplate], suffix: &str, sched: &str) -> Vec<(String, String, Value)> {
-    templates
-        .iter()
-        .map(|b| (b.key(suffix), sched.to_string(), b.object(suffix, sched)))
-        .collect()
-}
-
-fn decided(o: &Obs) -> bool {
-    o.decided_at.is_some()
-}
-
 /// The e2e attempt histogram of a scheduler now.
 async fn e2e_histogram(s: &Sched) -> Histogram {
     match s.scrape().await {
@@ -338,7 +326,6 @@ async fn alone(
     sched: &Sched,
     items: &[(String, String, Value)],
 ) -> anyhow::Result<SideFigures> {
-    let keys = keys_of(items, &sched.name);
     let calls0 = est.answered().await;
     let pids = [
         sched.pid(),
@@ -358,27 +345,16 @@ async fn alone(
         Vec::new()
     };
     let (conns, sampler) = sample_connections(vec![sched.pid()], est.ports());
-    let start = Instant::now();
-    create_bindings(
+    let batch = run::create_and_settle(
+        cfg,
         &plane.client,
         &plane.observer,
         items,
-        cfg.create_concurrency,
+        &[sched.name.as_str()],
     )
     .await?;
-    let created = Instant::now();
-    let ok = plane
-        .observer
-        .settle(
-            &keys,
-            &[sched.name.as_str()],
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout,
-        )
-        .await;
     sampler.abort();
-    let wall_s = start.elapsed().as_secs_f64();
+    let wall_s = batch.start.elapsed().as_secs_f64();
     let cpu = run::cpu_since(&pids, &cpu0);
     let (profile, _) = run::stop_perf(perf).await;
     let metrics1 = sched
@@ -414,8 +390,8 @@ async fn alone(
         attempts.insert(PASSES.into(), passes);
     }
     let calls = est.answered().await - calls0;
-    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
-    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, created);
+    let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, batch.created);
     let connections = conns.lock().expect("connections lock")[0];
     Ok(SideFigures {
         phase,
@@ -494,7 +470,7 @@ async fn fault_row(
         }
         Fault::None | Fault::Moved | Fault::AfterMove => {}
     }
-    let items = batch(templates, suffix, &sched.name);
+    let items = run::items(templates, suffix, |_| &sched.name);
     let keys = keys_of(&items, &sched.name);
     let start = Instant::now();
     if matches!(fault, Fault::None | Fault::Hung) {
@@ -513,7 +489,7 @@ async fn fault_row(
                 .settle(
                     std::slice::from_ref(key),
                     &[],
-                    decided,
+                    run::decided,
                     Duration::ZERO,
                     cfg.settle_timeout,
                 )
@@ -542,7 +518,7 @@ async fn fault_row(
             .settle(
                 &keys[..half],
                 &[],
-                decided,
+                run::decided,
                 Duration::ZERO,
                 cfg.settle_timeout,
             )
@@ -566,17 +542,16 @@ async fn fault_row(
         cfg.create_concurrency,
     )
     .await?;
-    let ok = plane
-        .observer
-        .settle(
-            &keys,
-            &[sched.name.as_str()],
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout,
-        )
-        .await;
-    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
+    let [(_, mut phase)] = run::settle_sides(
+        &plane.observer,
+        &items,
+        &[sched.name.as_str()],
+        start,
+        cfg.settle_timeout,
+    )
+    .await
+    .try_into()
+    .expect("one side");
     if fault == Fault::Moved {
         // The move itself (and its pause) is not the scheduler's time.
         phase.whole_rate_per_s =
@@ -713,54 +688,26 @@ async fn scale(
     together_wl.truncate(base.workload.bindings);
     let cpu0 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
     let (conns, conn_task) = sample_connections(vec![rust.pid(), go.pid()], est.ports());
-    let start = Instant::now();
-    create_bindings(
-        &plane.client,
-        &plane.observer,
-        &together_wl,
-        cfg.create_concurrency,
-    )
-    .await?;
-    let keys = [
-        keys_of(&together_wl, &sides[0]),
-        keys_of(&together_wl, &sides[1]),
-    ];
-    let (rs_only, go_only) = ([sides[0].as_str()], [sides[1].as_str()]);
-    let (ok_r, ok_g) = tokio::join!(
-        plane.observer.settle(
-            &keys[0],
-            &rs_only,
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout
-        ),
-        plane.observer.settle(
-            &keys[1],
-            &go_only,
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout
-        ),
-    );
+    let both = [sides[0].as_str(), sides[1].as_str()];
+    let batch =
+        run::create_and_settle(&cfg, &plane.client, &plane.observer, &together_wl, &both).await?;
     conn_task.abort();
     let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
     let c = conns.lock().expect("connections lock").clone();
-    let together = [
-        SideFigures {
-            phase: creation_phase(&plane.observer, &keys[0], start, ok_r),
-            rpcs_per_binding: None,
-            connections: c[0],
-            cpu_s: cpu1[0] - cpu0[0],
-            ..Default::default()
-        },
-        SideFigures {
-            phase: creation_phase(&plane.observer, &keys[1], start, ok_g),
-            rpcs_per_binding: None,
-            connections: c[1],
-            cpu_s: cpu1[1] - cpu0[1],
-            ..Default::default()
-        },
-    ];
+    let together: [SideFigures; 2] = run::two(
+        batch
+            .sides
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, phase))| SideFigures {
+                phase,
+                rpcs_per_binding: None,
+                connections: c[i],
+                cpu_s: cpu1[i] - cpu0[i],
+                ..Default::default()
+            })
+            .collect(),
+    );
     log(
         t0,
         format!(
@@ -784,7 +731,7 @@ async fn scale(
     let mut recorded = Vec::new();
     for (i, s) in [&rust, &go].into_iter().enumerate() {
         wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
-        let items = batch(templates, ALONE[i], &s.name);
+        let items = run::items(templates, ALONE[i], |_| &s.name);
         let calls0 = match &est {
             Estimators::Stub(stub) => stub.counts(),
             Estimators::Real(_) => Vec::new(),

@@ -190,16 +190,90 @@ pub async fn start_schedulers(
     Ok((rust, go))
 }
 
-/// The originals of the workload, `(key, scheduler, object)`, alternately owned by `sides`.
-pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<(String, String, Value)> {
-    wl.bindings
+/// A binding to create: key, scheduler, object.
+pub type Item = (String, String, Value);
+
+/// Bindings of `templates` named with `suffix`, the `j`-th owned by `owner(j)`.
+pub fn items<'a>(
+    templates: &[BindingTemplate],
+    suffix: &str,
+    owner: impl Fn(usize) -> &'a str,
+) -> Vec<Item> {
+    templates
         .iter()
         .enumerate()
         .map(|(j, b)| {
-            let owner = &sides[j % 2];
-            (b.key(""), owner.clone(), b.object("", owner))
+            let o = owner(j);
+            (b.key(suffix), o.to_string(), b.object(suffix, o))
         })
         .collect()
+}
+
+/// The originals of the workload, alternately owned by `sides`.
+pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<Item> {
+    items(&wl.bindings, "", |j| &sides[j % 2])
+}
+
+/// The two sides of a side-by-side step, as an array.
+pub fn two<T>(v: Vec<T>) -> [T; 2] {
+    v.try_into()
+        .unwrap_or_else(|_| panic!("a side-by-side step has two sides"))
+}
+
+pub fn decided(o: &Obs) -> bool {
+    o.decided_at.is_some()
+}
+
+/// Each side's keys among `items`, waited for until decided (the quiet spell each side's own),
+/// and its creation phase from `start`.
+pub async fn settle_sides(
+    observer: &Observer,
+    items: &[Item],
+    sides: &[&str],
+    start: Instant,
+    timeout: Duration,
+) -> Vec<(Vec<String>, Phase)> {
+    let keys: Vec<Vec<String>> = sides.iter().map(|s| keys_of(items, s)).collect();
+    let oks = futures::future::join_all(
+        keys.iter()
+            .zip(sides)
+            .map(|(k, s)| observer.settle(k, std::slice::from_ref(s), decided, QUIET, timeout)),
+    )
+    .await;
+    keys.into_iter()
+        .zip(oks)
+        .map(|(k, ok)| {
+            let p = creation_phase(observer, &k, start, ok);
+            (k, p)
+        })
+        .collect()
+}
+
+/// A batch created at once and settled: when it started and when the last POST returned, and
+/// each side's keys and phase.
+pub struct Batch {
+    pub start: Instant,
+    pub created: Instant,
+    pub sides: Vec<(Vec<String>, Phase)>,
+}
+
+/// Creates `items` with the scenario's concurrency and waits for them ([`settle_sides`]).
+pub async fn create_and_settle(
+    cfg: &Config,
+    client: &Client,
+    observer: &Observer,
+    items: &[Item],
+    sides: &[&str],
+) -> anyhow::Result<Batch> {
+    let start = Instant::now();
+    create_bindings(client, observer, items, cfg.create_concurrency).await?;
+    let created = Instant::now();
+    let sides = settle_sides(observer, items, sides, start, cfg.settle_timeout).await;
+    Ok(Batch {
+        start,
+        created,
+        sides,
+    })
 }
 
 /// Runs every phase and returns the figures.
@@ -232,10 +306,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     );
 
     let sides = [rust.name.clone(), go.name.clone()];
-    let rs_only = [sides[0].as_str()];
-    let go_only = [sides[1].as_str()];
-    let owner = |j: usize| -> &str { &sides[j % 2] };
-    let other = |j: usize| -> &str { &sides[(j + 1) % 2] };
+    let both = [sides[0].as_str(), sides[1].as_str()];
 
     // ---- Load: all originals, as fast as the creator goes.
     let ev0 = event_writes(client, &sides).await?;
@@ -245,36 +316,22 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     } else {
         vec![]
     };
-    let load_start = Instant::now();
     let originals = originals(wl, &sides);
-    create_bindings(client, observer, &originals, cfg.create_concurrency).await?;
-    let create_rate = originals.len() as f64 / load_start.elapsed().as_secs_f64();
-    log(
-        t0,
-        format!(
-            "{} bindings created ({create_rate:.0}/s); waiting for both schedulers",
-            originals.len()
-        ),
-    );
-    let load_rust = keys_of(&originals, &sides[0]);
-    let load_go = keys_of(&originals, &sides[1]);
-    let decided = |o: &Obs| o.decided_at.is_some();
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&load_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&load_go, &go_only, decided, QUIET, cfg.settle_timeout),
-    );
+    let load = create_and_settle(cfg, client, observer, &originals, &both).await?;
+    let create_rate =
+        originals.len() as f64 / load.created.duration_since(load.start).as_secs_f64();
     let profiles = stop_perf(perf).await;
-    let load_wall = load_start.elapsed().as_secs_f64();
+    let load_wall = load.start.elapsed().as_secs_f64();
     let cpu1 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
     let ev1 = event_writes(client, &sides).await?;
     rust.check_alive()?;
     go.check_alive()?;
-    let load_r = creation_phase(observer, &load_rust, load_start, ok_r);
-    let load_g = creation_phase(observer, &load_go, load_start, ok_g);
+    let [(load_rust, load_r), (load_go, load_g)] = two(load.sides);
     log(
         t0,
         format!(
-            "load: rust {:.0}/s p99 {:.0} ms, go {:.0}/s p99 {:.0} ms",
+            "{} bindings created ({create_rate:.0}/s); load: rust {:.0}/s p99 {:.0} ms, go {:.0}/s p99 {:.0} ms",
+            originals.len(),
             load_r.steady_rate_per_s.unwrap_or(0.0),
             load_r.latency_p99_ms.unwrap_or(0.0),
             load_g.steady_rate_per_s.unwrap_or(0.0),
@@ -294,28 +351,11 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let evw_g = (ev1[1] - ev0[1]) / load_go.len().max(1) as f64;
 
     // ---- Mirrors: every binding again, for the other scheduler, same spec.
-    let mirrors: Vec<(String, String, Value)> = wl
-        .bindings
-        .iter()
-        .enumerate()
-        .map(|(j, b)| {
-            (
-                b.key(MIRROR),
-                other(j).to_string(),
-                b.object(MIRROR, other(j)),
-            )
-        })
-        .collect();
-    let mirror_start = Instant::now();
-    create_bindings(client, observer, &mirrors, cfg.create_concurrency).await?;
-    let mir_rust = keys_of(&mirrors, &sides[0]);
-    let mir_go = keys_of(&mirrors, &sides[1]);
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&mir_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&mir_go, &go_only, decided, QUIET, cfg.settle_timeout),
-    );
-    let mirror_r = creation_phase(observer, &mir_rust, mirror_start, ok_r);
-    let mirror_g = creation_phase(observer, &mir_go, mirror_start, ok_g);
+    let mirrors = items(&wl.bindings, MIRROR, |j| &sides[(j + 1) % 2]);
+    let [(_, mirror_r), (_, mirror_g)] =
+        two(create_and_settle(cfg, client, observer, &mirrors, &both)
+            .await?
+            .sides);
     let fresh = agreement(observer, wl, &sides[0]);
     log(
         t0,
@@ -338,11 +378,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         // the quiet spell which ends a phase and would otherwise take the cores from the
         // apiserver while the other scheduler is measured alone.
         wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-        let items: Vec<(String, String, Value)> = wl.bindings[..solo_n]
-            .iter()
-            .map(|b| (b.key(SOLO[i]), sched.clone(), b.object(SOLO[i], sched)))
-            .collect();
-        let keys = keys_of(&items, sched);
+        let items = items(&wl.bindings[..solo_n], SOLO[i], |_| sched);
         let ev0 = event_writes(client, &sides).await?;
         // the bench itself last: its watch decodes every write, on the same cores
         let pids = [
@@ -353,17 +389,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             std::process::id(),
         ];
         let cpu0 = cpu_snapshot(&pids);
-        let start = Instant::now();
-        create_bindings(client, observer, &items, cfg.create_concurrency).await?;
-        let created = Instant::now();
-        let ok = observer
-            .settle(&keys, &[sched.as_str()], decided, QUIET, cfg.settle_timeout)
-            .await;
-        let wall = start.elapsed().as_secs_f64();
+        let batch = create_and_settle(cfg, client, observer, &items, &[sched]).await?;
+        let wall = batch.start.elapsed().as_secs_f64();
         let cpu = cpu_since(&pids, &cpu0);
         let ev1 = event_writes(client, &sides).await?;
-        let mut phase = creation_phase(observer, &keys, start, ok);
-        phase.rate_after_creation_per_s = rate_after(observer, &keys, created);
+        let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+        phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
         log(
             t0,
             format!(
@@ -410,17 +441,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         10.0
     };
     let stream_n = cfg.workload.stream.min(wl.bindings.len());
-    let stream_items: Vec<(String, String, Value)> = wl.bindings[..stream_n]
-        .iter()
-        .enumerate()
-        .map(|(j, b)| {
-            (
-                b.key(STREAM),
-                owner(j).to_string(),
-                b.object(STREAM, owner(j)),
-            )
-        })
-        .collect();
+    let stream_items = items(&wl.bindings[..stream_n], STREAM, |j| &sides[j % 2]);
     // Start from idle queues (retries of unschedulable bindings back off exponentially).
     wait_queues_idle(&[&rust, &go], QUIET, Duration::from_secs(120)).await;
     let stream_start = Instant::now();
@@ -436,14 +457,14 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             }
         });
     }
-    let st_rust = keys_of(&stream_items, &sides[0]);
-    let st_go = keys_of(&stream_items, &sides[1]);
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&st_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&st_go, &go_only, decided, QUIET, cfg.settle_timeout),
-    );
-    let stream_r = creation_phase(observer, &st_rust, stream_start, ok_r);
-    let stream_g = creation_phase(observer, &st_go, stream_start, ok_g);
+    let [(_, stream_r), (_, stream_g)] = two(settle_sides(
+        observer,
+        &stream_items,
+        &both,
+        stream_start,
+        cfg.settle_timeout,
+    )
+    .await);
     log(
         t0,
         format!(
@@ -864,7 +885,7 @@ pub async fn replay_ceiling(
     Ok(by)
 }
 
-pub fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
+pub fn keys_of(items: &[Item], sched: &str) -> Vec<String> {
     items
         .iter()
         .filter(|(_, s, _)| s == sched)
@@ -945,7 +966,7 @@ pub async fn create_one(
 pub async fn create_bindings(
     client: &Client,
     observer: &Observer,
-    items: &[(String, String, Value)],
+    items: &[Item],
     concurrency: usize,
 ) -> anyhow::Result<()> {
     in_flight(
@@ -962,7 +983,7 @@ pub async fn create_bindings(
 /// Deletes `(key, scheduler, object)` bindings, `concurrency` at a time.
 pub async fn delete_bindings(
     client: &Client,
-    items: &[(String, String, Value)],
+    items: &[Item],
     concurrency: usize,
 ) -> anyhow::Result<()> {
     in_flight(
