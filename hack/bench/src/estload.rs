@@ -1090,43 +1090,6 @@ fn misses(b: &EstBench) -> String {
     out
 }
 
-/// The per-phase rows of a scale's table: label, the figure, decimals, and whether lower is
-/// better (the ratio is then Go's over ours).
-type PhaseRow = (&'static str, fn(&SideFigures) -> Option<f64>, usize, bool);
-const PHASE_ROWS: &[PhaseRow] = &[
-    (
-        "bindings/s (10–90 %)",
-        |f| f.phase.steady_rate_per_s,
-        1,
-        false,
-    ),
-    (
-        "p50 creation→Scheduled (ms)",
-        |f| f.phase.latency_p50_ms,
-        0,
-        true,
-    ),
-    (
-        "p99 creation→Scheduled (ms)",
-        |f| f.phase.latency_p99_ms,
-        0,
-        true,
-    ),
-    (
-        "decided / bindings",
-        |f| Some(f.phase.done as f64 / f.phase.bindings.max(1) as f64),
-        2,
-        false,
-    ),
-    ("CPU seconds", |f| Some(f.cpu_s), 2, true),
-    (
-        "open estimator connections (max)",
-        |f| Some(f.connections as f64),
-        0,
-        false,
-    ),
-];
-
 /// The Markdown report.
 pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
     let mut out = format!(
@@ -1266,49 +1229,32 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     opt(b, d)
                 ));
             };
-        for (title, f) in [("together", &s.together), ("alone", &s.alone)] {
-            for (label, figure, digits, inverse) in PHASE_ROWS {
-                row(
-                    &mut out,
-                    &format!("{title}: {label}"),
-                    figure(&f[0]),
-                    figure(&f[1]),
-                    *digits,
-                    *inverse,
-                );
-            }
+        let mib = |k: u64| Some(k as f64 / 1024.0);
+        // One row a line: name, ours, Go, decimals, whether lower is better (the ratio is then
+        // Go's over ours).
+        macro_rules! rows {
+            ($($name:expr, $a:expr, $b:expr, $d:expr, $low:expr;)*) => {
+                $(row(&mut out, &$name, $a, $b, $d, $low);)*
+            };
         }
-        row(
-            &mut out,
-            "alone: bindings/s after the last creation",
-            s.alone[0].phase.rate_after_creation_per_s,
-            s.alone[1].phase.rate_after_creation_per_s,
-            1,
-            false,
-        );
-        row(
-            &mut out,
-            "alone: estimator RPCs per binding",
-            s.alone[0].rpcs_per_binding,
-            s.alone[1].rpcs_per_binding,
-            1,
-            false,
-        );
-        row(
-            &mut out,
-            "RSS connected, idle (MiB)",
-            Some(s.idle_rss_kib[0] as f64 / 1024.0),
-            Some(s.idle_rss_kib[1] as f64 / 1024.0),
-            1,
-            true,
-        );
-        row(
-            &mut out,
-            "peak RSS (MiB)",
-            Some(s.peak_rss_kib[0] as f64 / 1024.0),
-            Some(s.peak_rss_kib[1] as f64 / 1024.0),
-            1,
-            true,
+        for (title, [a, b]) in [("together", &s.together), ("alone", &s.alone)] {
+            let (p, q) = (&a.phase, &b.phase);
+            let decided = |p: &Phase| Some(p.done as f64 / p.bindings.max(1) as f64);
+            rows!(
+                format!("{title}: bindings/s (10–90 %)"), p.steady_rate_per_s, q.steady_rate_per_s, 1, false;
+                format!("{title}: p50 creation→Scheduled (ms)"), p.latency_p50_ms, q.latency_p50_ms, 0, true;
+                format!("{title}: p99 creation→Scheduled (ms)"), p.latency_p99_ms, q.latency_p99_ms, 0, true;
+                format!("{title}: decided / bindings"), decided(p), decided(q), 2, false;
+                format!("{title}: CPU seconds"), Some(a.cpu_s), Some(b.cpu_s), 2, true;
+                format!("{title}: open estimator connections (max)"), Some(a.connections as f64), Some(b.connections as f64), 0, false;
+            );
+        }
+        let [a, b] = &s.alone;
+        rows!(
+            "alone: bindings/s after the last creation", a.phase.rate_after_creation_per_s, b.phase.rate_after_creation_per_s, 1, false;
+            "alone: estimator RPCs per binding", a.rpcs_per_binding, b.rpcs_per_binding, 1, false;
+            "RSS connected, idle (MiB)", mib(s.idle_rss_kib[0]), mib(s.idle_rss_kib[1]), 1, true;
+            "peak RSS (MiB)", mib(s.peak_rss_kib[0]), mib(s.peak_rss_kib[1]), 1, true;
         );
         for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
             if f.wall_s > 0.0 {
