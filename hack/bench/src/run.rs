@@ -214,6 +214,11 @@ pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<Item> {
     items(&wl.bindings, "", |j| &sides[j % 2])
 }
 
+/// `rust <a>, go <b>` for the console.
+fn per_side(side: &[Side; 2], f: impl Fn(&Side) -> String) -> String {
+    format!("rust {}, go {}", f(&side[0]), f(&side[1]))
+}
+
 /// The two sides of a side-by-side step, as an array.
 pub fn two<T>(v: Vec<T>) -> [T; 2] {
     v.try_into()
@@ -326,18 +331,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let ev1 = event_writes(client, &sides).await?;
     rust.check_alive()?;
     go.check_alive()?;
-    let [(load_rust, load_r), (load_go, load_g)] = two(load.sides);
-    log(
-        t0,
-        format!(
-            "{} bindings created ({create_rate:.0}/s); load: rust {:.0}/s p99 {:.0} ms, go {:.0}/s p99 {:.0} ms",
-            originals.len(),
-            load_r.steady_rate_per_s.unwrap_or(0.0),
-            load_r.latency_p99_ms.unwrap_or(0.0),
-            load_g.steady_rate_per_s.unwrap_or(0.0),
-            load_g.latency_p99_ms.unwrap_or(0.0)
-        ),
-    );
     let writes = |keys: &[String]| -> f64 {
         let s = observer.snapshot(keys);
         s.iter()
@@ -345,17 +338,33 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .sum::<f64>()
             / keys.len().max(1) as f64
     };
-    let bw_r = writes(&load_rust);
-    let bw_g = writes(&load_go);
-    let evw_r = (ev1[0] - ev0[0]) / load_rust.len().max(1) as f64;
-    let evw_g = (ev1[1] - ev0[1]) / load_go.len().max(1) as f64;
+    // Each side's figures, filled in phase by phase.
+    let mut side: [Side; 2] = Default::default();
+    for (i, (keys, phase)) in load.sides.into_iter().enumerate() {
+        side[i].binding_writes_per_binding = writes(&keys);
+        side[i].event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
+        side[i].cpu_load_s = cpu1[i] - cpu0[i];
+        side[i].load = phase;
+    }
+    log(
+        t0,
+        format!(
+            "{} bindings created ({create_rate:.0}/s); load: {}",
+            originals.len(),
+            per_side(&side, |s| format!(
+                "{:.0}/s p99 {:.0} ms",
+                s.load.steady_rate_per_s.unwrap_or(0.0),
+                s.load.latency_p99_ms.unwrap_or(0.0)
+            ))
+        ),
+    );
 
     // ---- Mirrors: every binding again, for the other scheduler, same spec.
     let mirrors = items(&wl.bindings, MIRROR, |j| &sides[(j + 1) % 2]);
-    let [(_, mirror_r), (_, mirror_g)] =
-        two(create_and_settle(cfg, client, observer, &mirrors, &both)
-            .await?
-            .sides);
+    let mirror = create_and_settle(cfg, client, observer, &mirrors, &both).await?;
+    for (s, (_, phase)) in side.iter_mut().zip(mirror.sides) {
+        s.mirror = phase;
+    }
     let fresh = agreement(observer, wl, &sides[0]);
     log(
         t0,
@@ -370,7 +379,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
     // neither shares the apiserver (the figure the PATCH ceiling is compared with).
     let solo_n = SOLO_COUNT.min(wl.bindings.len());
-    let mut solo = Vec::new();
     let mut replay_by: BTreeMap<String, f64> = BTreeMap::new();
     for (i, sched) in sides.iter().enumerate() {
         // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
@@ -403,13 +411,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 phase.rate_after_creation_per_s.unwrap_or(0.0)
             ),
         );
-        solo.push((
-            phase,
-            writes(&keys),
-            (ev1[i] - ev0[i]) / keys.len().max(1) as f64,
-            wall,
-            cpu,
-        ));
+        let s = &mut side[i];
+        s.solo_binding_writes_per_binding = writes(&keys);
+        s.solo_event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
+        (s.solo, s.solo_wall_s, s.solo_cpu_s) = (phase, wall, cpu);
         if i == 0 {
             // The ceiling for these very writes: a client that only writes what the Rust
             // scheduler wrote, with no decision to make.
@@ -430,9 +435,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
 
     // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
     // so that latency measures reaction time rather than the backlog of a burst.
-    let slowest = [&load_r, &load_g]
+    let slowest = side
         .iter()
-        .filter_map(|p| p.steady_rate_per_s)
+        .filter_map(|s| s.load.steady_rate_per_s)
         .fold(f64::INFINITY, f64::min);
     let pace = if slowest.is_finite() {
         // A quarter of the slower scheduler's sustained rate for each of them.
@@ -457,22 +462,25 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             }
         });
     }
-    let [(_, stream_r), (_, stream_g)] = two(settle_sides(
+    let stream = settle_sides(
         observer,
         &stream_items,
         &both,
         stream_start,
         cfg.settle_timeout,
-    )
-    .await);
+    );
+    for (s, (_, phase)) in side.iter_mut().zip(stream.await) {
+        s.stream = phase;
+    }
     log(
         t0,
         format!(
-            "stream at {pace:.1}/s: rust p50 {:.0} ms p99 {:.0} ms, go p50 {:.0} ms p99 {:.0} ms",
-            stream_r.latency_p50_ms.unwrap_or(0.0),
-            stream_r.latency_p99_ms.unwrap_or(0.0),
-            stream_g.latency_p50_ms.unwrap_or(0.0),
-            stream_g.latency_p99_ms.unwrap_or(0.0)
+            "stream at {pace:.1}/s: {}",
+            per_side(&side, |s| format!(
+                "p50 {:.0} ms p99 {:.0} ms",
+                s.stream.latency_p50_ms.unwrap_or(0.0),
+                s.stream.latency_p99_ms.unwrap_or(0.0)
+            ))
         ),
     );
 
@@ -519,47 +527,38 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let mut ops: Vec<ChurnOp> = Vec::new();
     let scale_start = Instant::now();
     let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
-    let scale_keys_r: Vec<String> = targets
-        .keys()
-        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[0]))
-        .cloned()
-        .collect();
-    let scale_keys_g: Vec<String> = targets
-        .keys()
-        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[1]))
-        .cloned()
-        .collect();
-    let scale_settle = |keys: Vec<String>, s: String| {
-        let observer = observer.clone();
-        let targets = targets.clone();
-        async move {
-            settle_keys(
-                &observer,
-                &keys,
-                &s,
-                |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
-                QUIET,
-                cfg.settle_timeout,
-            )
-            .await
-        }
-    };
-    let (ok_r, ok_g) = tokio::join!(
-        scale_settle(scale_keys_r.clone(), sides[0].clone()),
-        scale_settle(scale_keys_g.clone(), sides[1].clone()),
-    );
+    let scale_keys = sides.clone().map(|sched| {
+        let keys: Vec<String> = targets
+            .keys()
+            .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sched))
+            .cloned()
+            .collect();
+        (keys, sched)
+    });
+    let oks = futures::future::join_all(scale_keys.iter().map(|(keys, sched)| {
+        settle_keys(
+            observer,
+            keys,
+            sched,
+            |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
+            QUIET,
+            cfg.settle_timeout,
+        )
+    }))
+    .await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-    let scale_r = scale_phase(observer, &scale_keys_r, &targets, scale_start, ok_r);
-    let scale_g = scale_phase(observer, &scale_keys_g, &targets, scale_start, ok_g);
+    for (s, ((keys, _), ok)) in side.iter_mut().zip(scale_keys.iter().zip(oks)) {
+        s.scale = scale_phase(observer, keys, &targets, scale_start, ok);
+    }
     log(
         t0,
         format!(
-            "scale churn ({} bindings): rust {}/{} done, go {}/{} done",
+            "scale churn ({} bindings): {}",
             targets.len(),
-            scale_r.done,
-            scale_r.bindings,
-            scale_g.done,
-            scale_g.bindings
+            per_side(&side, |s| format!(
+                "{}/{} done",
+                s.scale.done, s.scale.bindings
+            ))
         ),
     );
 
@@ -592,10 +591,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     wait_quiet(observer, &sides, t_start, QUIET, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
-    let taint_q = [
-        quiet_phase(observer, &sides[0], t_start, &m_before[0], &m_after[0]),
-        quiet_phase(observer, &sides[1], t_start, &m_before[1], &m_after[1]),
-    ];
+    for (i, s) in side.iter_mut().enumerate() {
+        s.taint = quiet_phase(observer, &sides[i], t_start, &m_before[i], &m_after[i]);
+    }
     log(
         t0,
         format!("taint churn on {} clusters settled", taint_idx.len()),
@@ -635,10 +633,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     wait_quiet(observer, &sides, d_start, QUIET, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
-    let delete_q = [
-        quiet_phase(observer, &sides[0], d_start, &m_before[0], &m_after[0]),
-        quiet_phase(observer, &sides[1], d_start, &m_before[1], &m_after[1]),
-    ];
+    for (i, s) in side.iter_mut().enumerate() {
+        s.delete = quiet_phase(observer, &sides[i], d_start, &m_before[i], &m_after[i]);
+    }
     log(
         t0,
         format!("deletion churn on {} clusters settled", del_idx.len()),
@@ -687,19 +684,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     rust.check_alive()?;
     go.check_alive()?;
     sampler_task.abort();
-    let side = |idx: usize,
-                s: &Sched,
-                load: Phase,
-                mirror: Phase,
-                stream: Phase,
-                scale: Phase,
-                taint: Quiet,
-                delete: Quiet,
-                bw: f64,
-                evw: f64|
-     -> Side {
+    for (idx, (s, sched)) in side.iter_mut().zip([&rust, &go]).enumerate() {
         let samples = &m_end[idx];
-        let mut algorithm = BTreeMap::new();
         let mut total = 0.0;
         let mut any = false;
         for step in STEPS {
@@ -708,47 +694,18 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 total += m;
                 any = true;
             }
-            algorithm.insert(step.to_string(), hist(&h));
+            s.algorithm.insert(step.to_string(), hist(&h));
         }
-        let (_, hwm) = memory_kib(s.pid()).unwrap_or((0, 0));
-        Side {
-            scheduler_name: s.name.clone(),
-            load,
-            mirror,
-            stream,
-            scale,
-            taint,
-            delete,
-            algorithm,
-            algorithm_mean_total_s: any.then_some(total),
-            e2e: hist(&Histogram::read(samples, E2E, &[])),
-            attempts_total: promtext::sum(samples, ATTEMPTS, &[]),
-            rss_peak_kib: hwm.max(sampler.max(idx)),
-            rss_steady_kib: sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0),
-            cpu_load_s: cpu1[idx] - cpu0[idx],
-            cpu_total_s: cpu_seconds(s.pid()).unwrap_or(0.0),
-            binding_writes_per_binding: bw,
-            event_writes_per_binding: evw,
-            ..Default::default()
-        }
-    };
-    let [taint_r, taint_g] = taint_q;
-    let [delete_r, delete_g] = delete_q;
-    let rust_side = side(
-        0, &rust, load_r, mirror_r, stream_r, scale_r, taint_r, delete_r, bw_r, evw_r,
-    );
-    let go_side = side(
-        1, &go, load_g, mirror_g, stream_g, scale_g, taint_g, delete_g, bw_g, evw_g,
-    );
-    let (mut rust_side, mut go_side) = (rust_side, go_side);
-    for (side, (phase, bw, evw, wall, cpu)) in [&mut rust_side, &mut go_side].into_iter().zip(solo)
-    {
-        side.solo = phase;
-        side.solo_binding_writes_per_binding = bw;
-        side.solo_event_writes_per_binding = evw;
-        side.solo_wall_s = wall;
-        side.solo_cpu_s = cpu;
+        let (_, hwm) = memory_kib(sched.pid()).unwrap_or((0, 0));
+        s.scheduler_name = sched.name.clone();
+        s.algorithm_mean_total_s = any.then_some(total);
+        s.e2e = hist(&Histogram::read(samples, E2E, &[]));
+        s.attempts_total = promtext::sum(samples, ATTEMPTS, &[]);
+        s.rss_peak_kib = hwm.max(sampler.max(idx));
+        s.rss_steady_kib = sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0);
+        s.cpu_total_s = cpu_seconds(sched.pid()).unwrap_or(0.0);
     }
+    let [rust_side, go_side] = side;
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
         clusters: cfg.workload.clusters,
