@@ -785,18 +785,9 @@ async fn side(
 /// Runs the descheduler bench.
 pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     let t0 = Instant::now();
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let go_bin = tools.bin("karmada-descheduler");
-    anyhow::ensure!(
-        flags.bins.descheduler.is_file(),
-        "{} not found: build it with `cargo build --release -p karmada-descheduler`",
-        flags.bins.descheduler.display()
-    );
-    let mut env = TestEnv::builder().tools(tools).members(0).start().await?;
-    if std::env::var_os("BENCH_KEEP").is_some() {
-        env.keep_state_on_drop();
-        log(t0, format!("state kept in {}", env.state_dir().display()));
-    }
+    run::ensure_built(&flags.bins.descheduler, "karmada-descheduler")?;
+    let env = run::start_env(t0, |b| b.members(0)).await?;
+    let go_bin = env.tools().bin("karmada-descheduler");
     let client = env.client().await?;
     let stub = start_stub(LATENCY).await?;
     let port = stub.addr.port();

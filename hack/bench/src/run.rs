@@ -14,7 +14,7 @@ use kube::api::{
 };
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-use testenv::TestEnv;
+use testenv::{TestEnv, TestEnvBuilder};
 use tokio::time::Instant;
 
 use crate::ceiling::BindingWrites;
@@ -95,31 +95,12 @@ impl Plane {
 /// Starts etcd and kube-apiserver, creates the namespaces and the clusters with their status,
 /// and starts watching bindings.
 pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
-    let go_bin = cfg
-        .bins
-        .go
-        .clone()
-        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
-    anyhow::ensure!(
-        cfg.bins.scheduler.is_file(),
-        "{} not found: build it with `cargo build --release -p karmada-scheduler`",
-        cfg.bins.scheduler.display()
-    );
-    log(t0, "starting the control plane (hack/local-up.sh)");
-    let mut env = TestEnv::builder()
-        .tools(tools)
-        .members(cfg.estimators.members)
-        .nodes_per_member(2)
-        .start()
-        .await?;
-    if std::env::var_os("BENCH_KEEP").is_some() {
-        env.keep_state_on_drop();
-    }
-    log(
-        t0,
-        format!("control plane up, state in {}", env.state_dir().display()),
-    );
+    ensure_built(&cfg.bins.scheduler, "karmada-scheduler")?;
+    let env = start_env(t0, |b| {
+        b.members(cfg.estimators.members).nodes_per_member(2)
+    })
+    .await?;
+    let go_bin = go_scheduler(cfg, &env);
     let client = env.client().await?;
     let apiserver_pid = env.pid_of("karmada-apiserver")?;
     let etcd_pid = env.pid_of("etcd")?;
@@ -149,6 +130,39 @@ pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
         observer,
         go_bin,
     })
+}
+
+/// A control plane as `build` configures it (its state kept with `BENCH_KEEP`).
+pub async fn start_env(
+    t0: Instant,
+    build: impl FnOnce(TestEnvBuilder) -> TestEnvBuilder,
+) -> anyhow::Result<TestEnv> {
+    let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
+    log(t0, "starting the control plane (hack/local-up.sh)");
+    let mut env = build(TestEnv::builder().tools(tools)).start().await?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        env.keep_state_on_drop();
+    }
+    log(
+        t0,
+        format!("control plane up, state in {}", env.state_dir().display()),
+    );
+    Ok(env)
+}
+
+/// The Go scheduler measured: `--go-bin`, else the tools' build.
+pub fn go_scheduler(cfg: &Config, env: &TestEnv) -> PathBuf {
+    (cfg.bins.go.clone()).unwrap_or_else(|| env.tools().bin("karmada-scheduler"))
+}
+
+/// Fails early when one of our release binaries is missing.
+pub fn ensure_built(bin: &std::path::Path, package: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        bin.is_file(),
+        "{} not found: build it with `cargo build --release -p {package}`",
+        bin.display()
+    );
+    Ok(())
 }
 
 /// Starts both schedulers with the same flags and waits until each has scheduled a canary
