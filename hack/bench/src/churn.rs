@@ -28,6 +28,7 @@ use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
 use crate::procs::{Sched, connections_to, cpu_seconds, memory_kib, open_fds, threads};
 use crate::promtext;
+use crate::report::num;
 use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
 use crate::stats;
@@ -994,10 +995,6 @@ pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>,
     let marks: Vec<f64> = r.faults.iter().map(|f| f.t_s).collect();
     let axes = timeseries(path, &panels, 2, x_max, x_step, &marks)?;
     Ok((axes, x_step))
-}
-
-fn num(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
 
 /// A column pair of the samples table: ours, Go, the cell of side `i`.

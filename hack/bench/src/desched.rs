@@ -1115,7 +1115,7 @@ fn requests_table(b: &DeschedBench) -> String {
 
 /// The targets for a pass: at least 5× Go's speed, at most half its peak RSS.
 fn targets(b: &DeschedBench) -> String {
-    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    let verdict = crate::report::met;
     let mut out = String::from("\n| target | measured | verdict |\n| --- | --- | --- |\n");
     if let (Some(g), Some(r)) = (b.go.pass_s, b.rust.pass_s) {
         out.push_str(&format!(

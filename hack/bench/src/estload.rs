@@ -31,6 +31,7 @@ use crate::jobs::{apply_retrying, in_flight};
 use crate::observe::Observer;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
+use crate::report::{met, num, ratio};
 use crate::results::Phase;
 use crate::run::{
     self, Config, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle,
@@ -1010,19 +1011,8 @@ impl Scale {
     }
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
-}
-
 /// Bindings our scheduler schedules at once in this bench (it runs with the default).
 const CONCURRENT_SYNCS: usize = 16;
-
-fn ratio(num: Option<f64>, den: Option<f64>) -> String {
-    match (num, den) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => "–".to_string(),
-    }
-}
 
 /// Where the alone batches' time went, per scale with a measured split: the arithmetic behind
 /// a missed throughput or memory target, from the run's own figures.
@@ -1122,24 +1112,20 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             out.push_str(&format!(
                 "| {} clusters | ≥ 10× Go's bindings/s | alone {} vs {} /s = {} | {} |\n",
                 s.clusters,
-                opt(rr, 1),
-                opt(gr, 1),
-                opt(x, 1) + "×",
-                if x.is_some_and(|x| x >= 10.0) {
-                    "met"
-                } else {
-                    "missed"
-                }
+                num(rr, 1),
+                num(gr, 1),
+                num(x, 1) + "×",
+                met(x.is_some_and(|x| x >= 10.0))
             ));
             let ours = r.phase.rate_after_creation_per_s.or(rr);
             if let Some(fair) = s.fair_share() {
                 out.push_str(&format!(
                     "| {} clusters | ≥ 90 % of the fair ceiling (the same estimator calls and writes) | {} /s after the last creation vs {} /s: {} % | {} |\n",
                     s.clusters,
-                    opt(ours, 1),
-                    opt(s.fair_ceiling.values().copied().reduce(f64::max), 1),
-                    opt(Some(fair * 100.0), 0),
-                    if fair >= 0.9 { "met" } else { "missed" }
+                    num(ours, 1),
+                    num(s.fair_ceiling.values().copied().reduce(f64::max), 1),
+                    num(Some(fair * 100.0), 0),
+                    met(fair >= 0.9)
                 ));
             }
             let ceiling = s.replay_ceiling.values().copied().reduce(f64::max);
@@ -1148,10 +1134,10 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 "| {} clusters | {} of the replay ceiling (writes only) | {} /s after the last creation vs {} /s: {} % | {} |\n",
                 s.clusters,
                 if s.fair_ceiling.is_empty() { "≥ 90 %" } else { "(beside it) ≥ 90 %" },
-                opt(ours, 1),
-                opt(ceiling, 1),
-                opt(share.map(|s| s * 100.0), 0),
-                if share.is_some_and(|s| s >= 0.9) { "met" } else { "missed" }
+                num(ours, 1),
+                num(ceiling, 1),
+                num(share.map(|s| s * 100.0), 0),
+                met(share.is_some_and(|s| s >= 0.9))
             ));
         }
         let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
@@ -1161,14 +1147,14 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             s.peak_rss_kib[0] as f64 / 1024.0,
             s.peak_rss_kib[1] as f64 / 1024.0,
             mem,
-            if mem <= 1.0 / 3.0 { "met" } else { "missed" }
+            met(mem <= 1.0 / 3.0)
         ));
         out.push_str(&format!(
             "| {} clusters | 100 % placement agreement | {}/{} | {} |\n",
             s.clusters,
             s.agree,
             s.pairs,
-            if s.agree == s.pairs { "met" } else { "missed" }
+            met(s.agree == s.pairs)
         ));
         let row = |fault: &str| {
             s.faults
@@ -1185,14 +1171,14 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 "| {} clusters | 1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers | slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it | {} |\n",
                 s.clusters,
                 s.clusters,
-                opt(h.decide_max_s, 2),
-                opt(r.decide_max_s, 2),
-                opt(bound, 2),
+                num(h.decide_max_s, 2),
+                num(r.decide_max_s, 2),
+                num(bound, 2),
                 h.healthy_answers_per_binding,
                 r.healthy_answers_per_binding,
                 h.same_as_fault_free,
                 h.phase.bindings,
-                if time_ok && answers_ok { "met" } else { "missed" }
+                met(time_ok && answers_ok)
             ));
         }
     }
@@ -1225,8 +1211,8 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 };
                 out.push_str(&format!(
                     "| {name} | {} | {} | {r} |\n",
-                    opt(a, d),
-                    opt(b, d)
+                    num(a, d),
+                    num(b, d)
                 ));
             };
         let mib = |k: u64| Some(k as f64 / 1024.0);
@@ -1313,7 +1299,7 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 s.fair_ceiling_calls,
                 s.fair_ceiling_calls as f64 / s.alone_bindings.max(1) as f64,
                 rates(&s.fair_ceiling),
-                opt(s.fair_share().map(|x| x * 100.0), 0)
+                num(s.fair_share().map(|x| x * 100.0), 0)
             ));
         }
         out.push_str(&format!(
@@ -1368,11 +1354,11 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     f.scheduler,
                     f.phase.done,
                     f.phase.bindings,
-                    opt(f.phase.whole_rate_per_s, 1),
-                    opt(f.decide_p50_s, 2),
-                    opt(f.decide_max_s, 2),
-                    opt(f.attempt_p50_s, 2),
-                    opt(f.attempt_p99_s, 2),
+                    num(f.phase.whole_rate_per_s, 1),
+                    num(f.decide_p50_s, 2),
+                    num(f.decide_max_s, 2),
+                    num(f.attempt_p50_s, 2),
+                    num(f.attempt_p99_s, 2),
                     f.healthy_answers_per_binding,
                     f.faulty_answers_per_binding,
                     f.hung_calls_per_binding,

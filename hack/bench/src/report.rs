@@ -4,14 +4,16 @@ use std::fmt::Write as _;
 
 use crate::results::{Agreement, Hist, Phase, Run, Side};
 
-fn f(v: Option<f64>, digits: usize) -> String {
+/// A figure with `digits` decimals, "–" when unknown.
+pub fn num(v: Option<f64>, digits: usize) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{x:.digits$}"),
         _ => "–".into(),
     }
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+/// `a / b` as "1.23×", "–" when either is unknown.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}×", a / b),
         _ => "–".into(),
@@ -79,8 +81,8 @@ fn table(rows: &[Row]) -> String {
         let _ = writeln!(
             s,
             "| {what} | {} | {} | {rt} |",
-            f(*r, *digits),
-            f(*g, *digits)
+            num(*r, *digits),
+            num(*g, *digits)
         );
     }
     s
@@ -182,6 +184,11 @@ fn agreement_target(run: &Run) -> String {
         a.ratio() * 100.0,
         verdict(f.disagree == 0 && after_ok)
     )
+}
+
+/// A target's verdict, as the estimator and descheduler reports write it.
+pub fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "missed" }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -320,11 +327,11 @@ pub fn targets(run: &Run) -> String {
     let _ = writeln!(
         s,
         "| p99 algorithm latency ≥ 10× lower | Rust p99 {} ms ({src}) vs Go p99 ≥ {} ms (slowest step's p99; ≤ {} ms, the sum of the steps' p99s): {px:.1}× lower at least; means {} vs {} ms: {mx:.1}× lower | {} |",
-        f(ms(rp), 4),
-        f(ms(glo), 3),
-        f(ms(ghi), 3),
-        f(ms(rm), 4),
-        f(ms(gm), 4),
+        num(ms(rp), 4),
+        num(ms(glo), 3),
+        num(ms(ghi), 3),
+        num(ms(rm), 4),
+        num(ms(gm), 4),
         verdict(px >= 10.0)
     );
     let mr = if g.rss_peak_kib > 0 {
@@ -337,8 +344,8 @@ pub fn targets(run: &Run) -> String {
         s,
         "| ≤ 1/3 of Go's peak RSS (at 1,000 clusters × 10,000 bindings) | {:.2} ({} vs {} MiB){} | {} |",
         mr,
-        f(mib(r.rss_peak_kib), 1),
-        f(mib(g.rss_peak_kib), 1),
+        num(mib(r.rss_peak_kib), 1),
+        num(mib(g.rss_peak_kib), 1),
         if at {
             ""
         } else {
