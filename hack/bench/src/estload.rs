@@ -234,30 +234,14 @@ async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<(
     Ok(())
 }
 
-/// Samples both schedulers' estimator connections until aborted; the maxima.
-type Maxima = std::sync::Arc<std::sync::Mutex<Vec<usize>>>;
-
-/// Samples the estimator connections of `pids` every half second until aborted; the maxima,
-/// in the order of `pids`.
+/// Samples the estimator connections of `pids` every half second until aborted.
 fn sample_connections(
     pids: Vec<u32>,
     ports: HashSet<u16>,
-) -> (Maxima, tokio::task::JoinHandle<()>) {
-    let max: Maxima = std::sync::Arc::new(std::sync::Mutex::new(vec![0; pids.len()]));
-    let m = max.clone();
-    let task = tokio::spawn(async move {
-        loop {
-            let now: Vec<usize> = pids.iter().map(|p| connections_to(*p, &ports)).collect();
-            {
-                let mut m = m.lock().expect("connections lock");
-                for (m, n) in m.iter_mut().zip(now) {
-                    *m = (*m).max(n);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
-    (max, task)
+) -> (RssSampler, tokio::task::JoinHandle<()>) {
+    RssSampler::start_with(pids, Duration::from_millis(500), move |p| {
+        connections_to(p, &ports) as u64
+    })
 }
 
 /// The e2e attempt histogram of a scheduler now.
@@ -393,7 +377,7 @@ async fn alone(
     let calls = est.answered().await - calls0;
     let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
     phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, batch.created);
-    let connections = conns.lock().expect("connections lock")[0];
+    let connections = conns.max(0) as usize;
     Ok(SideFigures {
         phase,
         rpcs_per_binding: Some(calls as f64 / keys.len().max(1) as f64),
@@ -694,7 +678,7 @@ async fn scale(
         run::create_and_settle(&cfg, &plane.client, &plane.observer, &together_wl, &both).await?;
     conn_task.abort();
     let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
-    let c = conns.lock().expect("connections lock").clone();
+    let c = [conns.max(0) as usize, conns.max(1) as usize];
     let together: [SideFigures; 2] = run::two(
         batch
             .sides
