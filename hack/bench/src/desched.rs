@@ -22,7 +22,7 @@ use testenv::estimator::{Behaviour, FakeEstimator, Running, bare_client, externa
 use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
+use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::rng::fnv1a;
 use crate::run::{self, log};
@@ -221,13 +221,6 @@ fn expected(i: usize, clusters: usize) -> Vec<i32> {
         .collect()
 }
 
-async fn create_all(client: &Client, values: Vec<Value>, concurrency: usize) -> anyhow::Result<()> {
-    let jobs = values
-        .into_iter()
-        .map(|v| async move { apply_retrying(client, &v).await });
-    in_flight(jobs, concurrency).await
-}
-
 fn bindings_of(ns: &str, n: usize, clusters: usize) -> Vec<Value> {
     let targets: Vec<Value> = (0..clusters)
         .map(|c| json!({"name": cluster_name(c), "replicas": REPLICAS}))
@@ -330,7 +323,7 @@ async fn create_bindings(client: &Client, flags: &Scenario, ns: &str) -> anyhow:
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
     )
     .await?;
-    create_all(
+    apply_all(
         client,
         bindings_of(ns, flags.workload.bindings, flags.workload.clusters),
         flags.create_concurrency,
@@ -805,7 +798,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
             port,
         ))?);
     }
-    create_all(&client, objects, flags.create_concurrency)
+    apply_all(&client, objects, flags.create_concurrency)
         .await
         .context("creating the clusters and their estimator Services")?;
     log(

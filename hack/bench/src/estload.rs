@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_service};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight};
+use crate::jobs::apply_all;
 use crate::observe::Observer;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
@@ -636,15 +636,9 @@ async fn scale(
                 serde_json::to_value(service)
             })
             .collect::<Result<Vec<Value>, _>>()?;
-        let client = &plane.client;
-        in_flight(
-            services
-                .into_iter()
-                .map(|v| async move { apply_retrying(client, &v).await }),
-            cfg.create_concurrency,
-        )
-        .await
-        .context("creating the estimator Services")?;
+        apply_all(&plane.client, services, cfg.create_concurrency)
+            .await
+            .context("creating the estimator Services")?;
         Estimators::Stub(stub)
     };
     let estimators = if real {
