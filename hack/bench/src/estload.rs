@@ -31,7 +31,7 @@ use crate::jobs::apply_all;
 use crate::observe::Observer;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
-use crate::report::{met, num, ratio};
+use crate::report::{list, met, num, ratio};
 use crate::results::Phase;
 use crate::run::{
     self, Config, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle,
@@ -1035,11 +1035,7 @@ fn misses(b: &EstBench) -> String {
             },
             2.0 * r.wall_s,
             r.wall_s,
-            r.cpu_by_process
-                .iter()
-                .map(|(p, c)| format!("{p} {c:.1}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            list(r.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1}"))),
             if passes > 0.0 {
                 format!(
                     "{passes:.0} algorithm passes ran for {attempts:.0} attempts of {} \
@@ -1166,11 +1162,7 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             "\n![alone bindings/s (left) and alone p99 latency (right) per scale]({path})\n\n\
              Chart: per scale (left to right: {}), ours (orange) and Go (blue); left, alone \
              bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n",
-            b.scales
-                .iter()
-                .map(|s| format!("{} clusters", s.clusters))
-                .collect::<Vec<_>>()
-                .join(", ")
+            list(b.scales.iter().map(|s| format!("{} clusters", s.clusters)))
         ));
     }
     for s in &b.scales {
@@ -1226,31 +1218,19 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     "\nWhere the time goes, {who} alone ({:.1} s wall, {:.1} CPU seconds available on 2 cores): {}.\n",
                     f.wall_s,
                     2.0 * f.wall_s,
-                    f.cpu_by_process
-                        .iter()
-                        .map(|(p, c)| format!("{p} {c:.1} s"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1} s")))
                 ));
             }
             if !f.attempt_ms.is_empty() {
                 out.push_str(&format!(
                     "Mean per attempt from {who}'s own histograms over the batch (ms): {}.\n",
-                    f.attempt_ms
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.1}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.attempt_ms.iter().map(|(k, v)| format!("{k} {v:.1}")))
                 ));
             }
             if !f.attempts.is_empty() {
                 out.push_str(&format!(
                     "Attempts and queued bindings over the batch ({who}'s counters): {}.\n",
-                    f.attempts
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.0}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.attempts.iter().map(|(k, v)| format!("{k} {v:.0}")))
                 ));
             }
             if let Some(p) = &f.profile {
@@ -1260,10 +1240,10 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             }
         }
         let rates = |m: &BTreeMap<String, f64>| {
-            m.iter()
-                .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            list(
+                m.iter()
+                    .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight")),
+            )
         };
         out.push_str(&format!(
             "\nReplay ceiling (a bare client writing our alone batch's results): {}. ",
@@ -1288,14 +1268,8 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
         for d in &s.disagreements {
             out.push_str(&format!("- {d}\n"));
         }
-        let reasons = |f: &SideFigures| {
-            f.phase
-                .by_reason
-                .iter()
-                .map(|(r, n)| format!("{r} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let reasons =
+            |f: &SideFigures| list(f.phase.by_reason.iter().map(|(r, n)| format!("{r} {n}")));
         out.push_str(&format!(
             "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
              A binding that does not fit is retried with backoff by both, so its failed \

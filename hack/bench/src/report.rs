@@ -12,6 +12,11 @@ pub fn num(v: Option<f64>, digits: usize) -> String {
     }
 }
 
+/// Items joined with ", ".
+pub fn list(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join(", ")
+}
+
 /// `a / b` as "1.23×", "–" when either is unknown.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
@@ -281,11 +286,11 @@ pub fn targets(run: &Run) -> String {
         let measured = match run.replay_ceiling() {
             Some(c) if c > 0.0 => format!(
                 "alone: {rs:.1}/s vs {c:.1}/s, the rate of a bare client writing the same results (its PATCHes and Events, in order per binding; {}): {:.0} %. Against the raw ceiling of small status PATCHes: {small}",
-                run.replay_ceiling_by_concurrency
-                    .iter()
-                    .map(|(k, v)| format!("{v:.1}/s with {k} in flight"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                list(
+                    run.replay_ceiling_by_concurrency
+                        .iter()
+                        .map(|(k, v)| format!("{v:.1}/s with {k} in flight"))
+                ),
                 share * 100.0
             ),
             _ => format!("alone: {small}"),
@@ -510,11 +515,11 @@ pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> St
         Creator: {:.0} bindings/s. Load phase: {:.1} s wall; CPU seconds used meanwhile: kube-apiserver {:.1}, etcd {:.1}, \
         Rust scheduler {:.1}, Go scheduler {:.1}.\n",
         run.patch_ceiling_per_s,
-        run.patch_ceiling_by_concurrency
-            .iter()
-            .map(|(c, r)| format!("{r:.0}/s with {c} in flight"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        list(
+            run.patch_ceiling_by_concurrency
+                .iter()
+                .map(|(c, r)| format!("{r:.0}/s with {c} in flight"))
+        ),
         run.create_rate_per_s,
         run.load_wall_s,
         run.apiserver_cpu_load_s,
