@@ -921,46 +921,29 @@ pub fn markdown(b: &DeschedBench) -> String {
         out.push_str(&format!("| {what} | {r} | {g} |{ratio}|\n"));
     };
     let opt_s = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |v| format!("{v:.d$} s"));
-    row("pass time", &secs, Some(&|s| s.pass_s));
-    row("bindings written", &|s| s.written.to_string(), None);
-    row(
-        "estimator calls per binding",
-        &|s| format!("{:.1}", per(s)),
-        Some(&|s| Some(per(s))),
-    );
-    row(
-        "peak RSS",
-        &|s| format!("{:.1} MiB", mib(s)),
-        Some(&|s| Some(mib(s))),
-    );
-    row(
-        "CPU seconds",
-        &|s| format!("{:.2}", s.cpu_s),
-        Some(&|s| Some(s.cpu_s)),
-    );
-    let first = "first write seen (start-up, caches, connections)";
-    row(first, &|s| opt_s(s.first_write_s, 2), None);
-    let cp = "kube-apiserver + etcd CPU seconds during the pass, Events included";
-    row(cp, &|s| format!("{:.2}", s.control_plane_cpu_s), None);
-    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
-    let events = format!("`{SUCCEED}` Events written (of {expected_events})");
-    row(&events, &|s| s.events.to_string(), None);
-    let all = "every write seen, Events included";
-    row(
-        all,
-        &|s| opt_s(s.all_writes_s(), 2),
-        Some(&|s| s.all_writes_s()),
-    );
-    let seen = "10 / 50 / 90 % of the binding writes seen";
-    row(seen, &|s| deciles_cell(&s.write_deciles, 2), None);
-    let stored = "10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds)";
-    row(stored, &|s| deciles_cell(&s.stored_deciles, 0), None);
+    // One row a line: name, |side| cell[, |side| number for Go / ours].
+    macro_rules! rows {
+        ($($what:expr, |$s:ident| $cell:expr $(, |$t:ident| $n:expr)?;)*) => {
+            $(row(&$what, &|$s: &DeschedSide| $cell, None $(.or(Some(&|$t: &DeschedSide| $n)))?);)*
+        };
+    }
     let last_stored = |s: &DeschedSide| s.stored_deciles.get(3).copied();
-    let last = "last binding write stored (within a second)";
-    row(
-        last,
-        &|s| opt_s(last_stored(s), 0),
-        Some(&|s| last_stored(s)),
+    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
+    rows!(
+        "pass time", |s| secs(s), |s| s.pass_s;
+        "bindings written", |s| s.written.to_string();
+        "estimator calls per binding", |s| format!("{:.1}", per(s)), |s| Some(per(s));
+        "peak RSS", |s| format!("{:.1} MiB", mib(s)), |s| Some(mib(s));
+        "CPU seconds", |s| format!("{:.2}", s.cpu_s), |s| Some(s.cpu_s);
+        "first write seen (start-up, caches, connections)", |s| opt_s(s.first_write_s, 2);
+        "kube-apiserver + etcd CPU seconds during the pass, Events included",
+            |s| format!("{:.2}", s.control_plane_cpu_s);
+        format!("`{SUCCEED}` Events written (of {expected_events})"), |s| s.events.to_string();
+        "every write seen, Events included", |s| opt_s(s.all_writes_s(), 2), |s| s.all_writes_s();
+        "10 / 50 / 90 % of the binding writes seen", |s| deciles_cell(&s.write_deciles, 2);
+        "10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds)",
+            |s| deciles_cell(&s.stored_deciles, 0);
+        "last binding write stored (within a second)", |s| opt_s(last_stored(s), 0), |s| last_stored(s);
     );
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
