@@ -28,6 +28,7 @@ use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
 use crate::procs::{Sched, connections_to, cpu_seconds, memory_kib, open_fds, threads};
 use crate::promtext;
+use crate::report::num;
 use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
 use crate::stats;
@@ -996,9 +997,14 @@ pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>,
     Ok((axes, x_step))
 }
 
-fn num(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".into(), |v| format!("{v:.digits$}"))
-}
+/// A column pair of the samples table: ours, Go, the cell of side `i`.
+type Column = (
+    &'static str,
+    &'static str,
+    fn(&ChurnSample, usize) -> String,
+);
+/// A row of the sides table: name, a side's cell.
+type SideRow = (&'static str, fn(&ChurnSide) -> String);
 
 /// The Markdown report; `chart` is the PNG's file name with its axes and time step.
 pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
@@ -1175,32 +1181,39 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         }
         md += "\n";
     }
-    md += "| s | live | RSS ours | RSS Go | FDs ours | FDs Go | threads ours | threads Go | tasks ours | goroutines Go | queue ours | queue Go | est. conns ours | est. conns Go | backlog ours | backlog Go | load |\n";
-    md +=
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    // The sampled figures, a column each: ours and Go side by side where there are two.
+    let cols: [Column; 7] = [
+        ("RSS ours", "RSS Go", |s, i| {
+            format!("{:.1}", s.rss_kib[i] as f64 / 1024.0)
+        }),
+        ("FDs ours", "FDs Go", |s, i| s.fds[i].to_string()),
+        ("threads ours", "threads Go", |s, i| {
+            s.threads[i].to_string()
+        }),
+        ("tasks ours", "goroutines Go", |s, i| num(s.tasks[i], 0)),
+        ("queue ours", "queue Go", |s, i| num(s.queue_depth[i], 0)),
+        ("est. conns ours", "est. conns Go", |s, i| {
+            s.estimator_sockets[i].to_string()
+        }),
+        ("backlog ours", "backlog Go", |s, i| {
+            s.backlog[i].to_string()
+        }),
+    ];
+    md += "| s | live |";
+    for (a, b, _) in &cols {
+        md += &format!(" {a} | {b} |");
+    }
+    md += " load |\n|---:|---:|";
+    md += &"---:|---:|".repeat(cols.len());
+    md += "---:|\n";
     let step = r.samples.len().div_ceil(30).max(1);
     for (i, s) in r.samples.iter().enumerate() {
         if i % step == 0 || i + 1 == r.samples.len() {
-            md += &format!(
-                "| {:.0} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
-                s.t_s,
-                s.live,
-                s.rss_kib[0] as f64 / 1024.0,
-                s.rss_kib[1] as f64 / 1024.0,
-                s.fds[0],
-                s.fds[1],
-                s.threads[0],
-                s.threads[1],
-                num(s.tasks[0], 0),
-                num(s.tasks[1], 0),
-                num(s.queue_depth[0], 0),
-                num(s.queue_depth[1], 0),
-                s.estimator_sockets[0],
-                s.estimator_sockets[1],
-                s.backlog[0],
-                s.backlog[1],
-                s.load1,
-            );
+            md += &format!("| {:.0} | {} |", s.t_s, s.live);
+            for (_, _, cell) in &cols {
+                md += &format!(" {} | {} |", cell(s, 0), cell(s, 1));
+            }
+            md += &format!(" {:.1} |\n", s.load1);
         }
     }
     md += "\n";
@@ -1251,47 +1264,26 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     }
     md += "| | ours | Go |\n|---|---:|---:|\n";
     let [a, b] = &r.sides;
-    let row = |name: &str, x: String, y: String| format!("| {name} | {x} | {y} |\n");
-    md += &row(
-        "live: `Scheduled=True` at their generation",
-        a.scheduled.to_string(),
-        b.scheduled.to_string(),
-    );
-    md += &row(
-        "live: `Scheduled=False`",
-        a.unschedulable.to_string(),
-        b.unschedulable.to_string(),
-    );
-    md += &row(
-        "live: incomplete",
-        a.incomplete_count.to_string(),
-        b.incomplete_count.to_string(),
-    );
-    md += &row(
-        "creation → `Scheduled` p50 / p99 / max (ms)",
-        format!(
-            "{} / {} / {}",
-            num(a.latency_p50_ms, 0),
-            num(a.latency_p99_ms, 0),
-            num(a.latency_max_ms, 0)
-        ),
-        format!(
-            "{} / {} / {}",
-            num(b.latency_p50_ms, 0),
-            num(b.latency_p99_ms, 0),
-            num(b.latency_max_ms, 0)
-        ),
-    );
-    md += &row(
-        "deleted before being decided",
-        a.deleted_undecided.to_string(),
-        b.deleted_undecided.to_string(),
-    );
-    md += &row(
-        "exited during the run",
-        a.exited.clone().unwrap_or_else(|| "no".into()),
-        b.exited.clone().unwrap_or_else(|| "no".into()),
-    );
+    let lat = |s: &ChurnSide| {
+        let [p50, p99, max] = [s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms];
+        format!("{} / {} / {}", num(p50, 0), num(p99, 0), num(max, 0))
+    };
+    let exited = |s: &ChurnSide| s.exited.clone().unwrap_or_else(|| "no".into());
+    let rows: [SideRow; 6] = [
+        ("live: `Scheduled=True` at their generation", |s| {
+            s.scheduled.to_string()
+        }),
+        ("live: `Scheduled=False`", |s| s.unschedulable.to_string()),
+        ("live: incomplete", |s| s.incomplete_count.to_string()),
+        ("creation → `Scheduled` p50 / p99 / max (ms)", lat),
+        ("deleted before being decided", |s| {
+            s.deleted_undecided.to_string()
+        }),
+        ("exited during the run", exited),
+    ];
+    for (name, cell) in rows {
+        md += &format!("| {name} | {} | {} |\n", cell(a), cell(b));
+    }
     md += "\n";
     for s in [a, b] {
         for i in &s.incomplete {

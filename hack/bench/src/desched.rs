@@ -22,7 +22,7 @@ use testenv::estimator::{Behaviour, FakeEstimator, Running, bare_client, externa
 use testenv::{TestEnv, free_port};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight, normal_event, retrying};
+use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::rng::fnv1a;
 use crate::run::{self, log};
@@ -221,13 +221,6 @@ fn expected(i: usize, clusters: usize) -> Vec<i32> {
         .collect()
 }
 
-async fn create_all(client: &Client, values: Vec<Value>, concurrency: usize) -> anyhow::Result<()> {
-    let jobs = values
-        .into_iter()
-        .map(|v| async move { apply_retrying(client, &v).await });
-    in_flight(jobs, concurrency).await
-}
-
 fn bindings_of(ns: &str, n: usize, clusters: usize) -> Vec<Value> {
     let targets: Vec<Value> = (0..clusters)
         .map(|c| json!({"name": cluster_name(c), "replicas": REPLICAS}))
@@ -330,7 +323,7 @@ async fn create_bindings(client: &Client, flags: &Scenario, ns: &str) -> anyhow:
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
     )
     .await?;
-    create_all(
+    apply_all(
         client,
         bindings_of(ns, flags.workload.bindings, flags.workload.clusters),
         flags.create_concurrency,
@@ -785,18 +778,9 @@ async fn side(
 /// Runs the descheduler bench.
 pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     let t0 = Instant::now();
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let go_bin = tools.bin("karmada-descheduler");
-    anyhow::ensure!(
-        flags.bins.descheduler.is_file(),
-        "{} not found: build it with `cargo build --release -p karmada-descheduler`",
-        flags.bins.descheduler.display()
-    );
-    let mut env = TestEnv::builder().tools(tools).members(0).start().await?;
-    if std::env::var_os("BENCH_KEEP").is_some() {
-        env.keep_state_on_drop();
-        log(t0, format!("state kept in {}", env.state_dir().display()));
-    }
+    run::ensure_built(&flags.bins.descheduler, "karmada-descheduler")?;
+    let env = run::start_env(t0, |b| b.members(0)).await?;
+    let go_bin = env.tools().bin("karmada-descheduler");
     let client = env.client().await?;
     let stub = start_stub(LATENCY).await?;
     let port = stub.addr.port();
@@ -814,7 +798,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
             port,
         ))?);
     }
-    create_all(&client, objects, flags.create_concurrency)
+    apply_all(&client, objects, flags.create_concurrency)
         .await
         .context("creating the clusters and their estimator Services")?;
     log(
@@ -937,46 +921,29 @@ pub fn markdown(b: &DeschedBench) -> String {
         out.push_str(&format!("| {what} | {r} | {g} |{ratio}|\n"));
     };
     let opt_s = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |v| format!("{v:.d$} s"));
-    row("pass time", &secs, Some(&|s| s.pass_s));
-    row("bindings written", &|s| s.written.to_string(), None);
-    row(
-        "estimator calls per binding",
-        &|s| format!("{:.1}", per(s)),
-        Some(&|s| Some(per(s))),
-    );
-    row(
-        "peak RSS",
-        &|s| format!("{:.1} MiB", mib(s)),
-        Some(&|s| Some(mib(s))),
-    );
-    row(
-        "CPU seconds",
-        &|s| format!("{:.2}", s.cpu_s),
-        Some(&|s| Some(s.cpu_s)),
-    );
-    let first = "first write seen (start-up, caches, connections)";
-    row(first, &|s| opt_s(s.first_write_s, 2), None);
-    let cp = "kube-apiserver + etcd CPU seconds during the pass, Events included";
-    row(cp, &|s| format!("{:.2}", s.control_plane_cpu_s), None);
-    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
-    let events = format!("`{SUCCEED}` Events written (of {expected_events})");
-    row(&events, &|s| s.events.to_string(), None);
-    let all = "every write seen, Events included";
-    row(
-        all,
-        &|s| opt_s(s.all_writes_s(), 2),
-        Some(&|s| s.all_writes_s()),
-    );
-    let seen = "10 / 50 / 90 % of the binding writes seen";
-    row(seen, &|s| deciles_cell(&s.write_deciles, 2), None);
-    let stored = "10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds)";
-    row(stored, &|s| deciles_cell(&s.stored_deciles, 0), None);
+    // One row a line: name, |side| cell[, |side| number for Go / ours].
+    macro_rules! rows {
+        ($($what:expr, |$s:ident| $cell:expr $(, |$t:ident| $n:expr)?;)*) => {
+            $(row(&$what, &|$s: &DeschedSide| $cell, None $(.or(Some(&|$t: &DeschedSide| $n)))?);)*
+        };
+    }
     let last_stored = |s: &DeschedSide| s.stored_deciles.get(3).copied();
-    let last = "last binding write stored (within a second)";
-    row(
-        last,
-        &|s| opt_s(last_stored(s), 0),
-        Some(&|s| last_stored(s)),
+    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
+    rows!(
+        "pass time", |s| secs(s), |s| s.pass_s;
+        "bindings written", |s| s.written.to_string();
+        "estimator calls per binding", |s| format!("{:.1}", per(s)), |s| Some(per(s));
+        "peak RSS", |s| format!("{:.1} MiB", mib(s)), |s| Some(mib(s));
+        "CPU seconds", |s| format!("{:.2}", s.cpu_s), |s| Some(s.cpu_s);
+        "first write seen (start-up, caches, connections)", |s| opt_s(s.first_write_s, 2);
+        "kube-apiserver + etcd CPU seconds during the pass, Events included",
+            |s| format!("{:.2}", s.control_plane_cpu_s);
+        format!("`{SUCCEED}` Events written (of {expected_events})"), |s| s.events.to_string();
+        "every write seen, Events included", |s| opt_s(s.all_writes_s(), 2), |s| s.all_writes_s();
+        "10 / 50 / 90 % of the binding writes seen", |s| deciles_cell(&s.write_deciles, 2);
+        "10 / 50 / 90 % of the binding writes stored (the API server's `managedFields` times, whole seconds)",
+            |s| deciles_cell(&s.stored_deciles, 0);
+        "last binding write stored (within a second)", |s| opt_s(last_stored(s), 0), |s| last_stored(s);
     );
     out.push_str(&format!(
         "\nBoth wrote the same `spec.clusters`, the one the reference's rules give, for {} of {} bindings.\n",
@@ -1124,7 +1091,7 @@ fn requests_table(b: &DeschedBench) -> String {
 
 /// The targets for a pass: at least 5× Go's speed, at most half its peak RSS.
 fn targets(b: &DeschedBench) -> String {
-    let verdict = |ok: bool| if ok { "met" } else { "missed" };
+    let verdict = crate::report::met;
     let mut out = String::from("\n| target | measured | verdict |\n| --- | --- | --- |\n");
     if let (Some(g), Some(r)) = (b.go.pass_s, b.rust.pass_s) {
         out.push_str(&format!(

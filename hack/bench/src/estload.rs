@@ -27,14 +27,14 @@ use serde_json::{Value, json};
 use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_service};
 use tokio::time::Instant;
 
-use crate::jobs::{apply_retrying, in_flight};
-use crate::observe::{Obs, Observer};
+use crate::jobs::apply_all;
+use crate::observe::Observer;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
+use crate::report::{list, met, num, ratio};
 use crate::results::Phase;
 use crate::run::{
-    self, Config, Plane, create_bindings, creation_phase, keys_of, log, rate_after,
-    wait_queues_idle,
+    self, Config, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle,
 };
 use crate::workload::BindingTemplate;
 
@@ -234,41 +234,14 @@ async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<(
     Ok(())
 }
 
-/// Samples both schedulers' estimator connections until aborted; the maxima.
-type Maxima = std::sync::Arc<std::sync::Mutex<Vec<usize>>>;
-
-/// Samples the estimator connections of `pids` every half second until aborted; the maxima,
-/// in the order of `pids`.
+/// Samples the estimator connections of `pids` every half second until aborted.
 fn sample_connections(
     pids: Vec<u32>,
     ports: HashSet<u16>,
-) -> (Maxima, tokio::task::JoinHandle<()>) {
-    let max: Maxima = std::sync::Arc::new(std::sync::Mutex::new(vec![0; pids.len()]));
-    let m = max.clone();
-    let task = tokio::spawn(async move {
-        loop {
-            let now: Vec<usize> = pids.iter().map(|p| connections_to(*p, &ports)).collect();
-            {
-                let mut m = m.lock().expect("connections lock");
-                for (m, n) in m.iter_mut().zip(now) {
-                    *m = (*m).max(n);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
-    (max, task)
-}
-
-fn batch(templates: &[BindingTemplate], suffix: &str, sched: &str) -> Vec<(String, String, Value)> {
-    templates
-        .iter()
-        .map(|b| (b.key(suffix), sched.to_string(), b.object(suffix, sched)))
-        .collect()
-}
-
-fn decided(o: &Obs) -> bool {
-    o.decided_at.is_some()
+) -> (RssSampler, tokio::task::JoinHandle<()>) {
+    RssSampler::start_with(pids, Duration::from_millis(500), move |p| {
+        connections_to(p, &ports) as u64
+    })
 }
 
 /// The e2e attempt histogram of a scheduler now.
@@ -338,7 +311,6 @@ async fn alone(
     sched: &Sched,
     items: &[(String, String, Value)],
 ) -> anyhow::Result<SideFigures> {
-    let keys = keys_of(items, &sched.name);
     let calls0 = est.answered().await;
     let pids = [
         sched.pid(),
@@ -358,27 +330,16 @@ async fn alone(
         Vec::new()
     };
     let (conns, sampler) = sample_connections(vec![sched.pid()], est.ports());
-    let start = Instant::now();
-    create_bindings(
+    let batch = run::create_and_settle(
+        cfg,
         &plane.client,
         &plane.observer,
         items,
-        cfg.create_concurrency,
+        &[sched.name.as_str()],
     )
     .await?;
-    let created = Instant::now();
-    let ok = plane
-        .observer
-        .settle(
-            &keys,
-            &[sched.name.as_str()],
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout,
-        )
-        .await;
     sampler.abort();
-    let wall_s = start.elapsed().as_secs_f64();
+    let wall_s = batch.start.elapsed().as_secs_f64();
     let cpu = run::cpu_since(&pids, &cpu0);
     let (profile, _) = run::stop_perf(perf).await;
     let metrics1 = sched
@@ -414,9 +375,9 @@ async fn alone(
         attempts.insert(PASSES.into(), passes);
     }
     let calls = est.answered().await - calls0;
-    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
-    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, created);
-    let connections = conns.lock().expect("connections lock")[0];
+    let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, batch.created);
+    let connections = conns.max(0) as usize;
     Ok(SideFigures {
         phase,
         rpcs_per_binding: Some(calls as f64 / keys.len().max(1) as f64),
@@ -494,7 +455,7 @@ async fn fault_row(
         }
         Fault::None | Fault::Moved | Fault::AfterMove => {}
     }
-    let items = batch(templates, suffix, &sched.name);
+    let items = run::items(templates, suffix, |_| &sched.name);
     let keys = keys_of(&items, &sched.name);
     let start = Instant::now();
     if matches!(fault, Fault::None | Fault::Hung) {
@@ -513,7 +474,7 @@ async fn fault_row(
                 .settle(
                     std::slice::from_ref(key),
                     &[],
-                    decided,
+                    run::decided,
                     Duration::ZERO,
                     cfg.settle_timeout,
                 )
@@ -542,7 +503,7 @@ async fn fault_row(
             .settle(
                 &keys[..half],
                 &[],
-                decided,
+                run::decided,
                 Duration::ZERO,
                 cfg.settle_timeout,
             )
@@ -566,17 +527,16 @@ async fn fault_row(
         cfg.create_concurrency,
     )
     .await?;
-    let ok = plane
-        .observer
-        .settle(
-            &keys,
-            &[sched.name.as_str()],
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout,
-        )
-        .await;
-    let mut phase = creation_phase(&plane.observer, &keys, start, ok);
+    let [(_, mut phase)] = run::settle_sides(
+        &plane.observer,
+        &items,
+        &[sched.name.as_str()],
+        start,
+        cfg.settle_timeout,
+    )
+    .await
+    .try_into()
+    .expect("one side");
     if fault == Fault::Moved {
         // The move itself (and its pause) is not the scheduler's time.
         phase.whole_rate_per_s =
@@ -676,15 +636,9 @@ async fn scale(
                 serde_json::to_value(service)
             })
             .collect::<Result<Vec<Value>, _>>()?;
-        let client = &plane.client;
-        in_flight(
-            services
-                .into_iter()
-                .map(|v| async move { apply_retrying(client, &v).await }),
-            cfg.create_concurrency,
-        )
-        .await
-        .context("creating the estimator Services")?;
+        apply_all(&plane.client, services, cfg.create_concurrency)
+            .await
+            .context("creating the estimator Services")?;
         Estimators::Stub(stub)
     };
     let estimators = if real {
@@ -713,54 +667,26 @@ async fn scale(
     together_wl.truncate(base.workload.bindings);
     let cpu0 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
     let (conns, conn_task) = sample_connections(vec![rust.pid(), go.pid()], est.ports());
-    let start = Instant::now();
-    create_bindings(
-        &plane.client,
-        &plane.observer,
-        &together_wl,
-        cfg.create_concurrency,
-    )
-    .await?;
-    let keys = [
-        keys_of(&together_wl, &sides[0]),
-        keys_of(&together_wl, &sides[1]),
-    ];
-    let (rs_only, go_only) = ([sides[0].as_str()], [sides[1].as_str()]);
-    let (ok_r, ok_g) = tokio::join!(
-        plane.observer.settle(
-            &keys[0],
-            &rs_only,
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout
-        ),
-        plane.observer.settle(
-            &keys[1],
-            &go_only,
-            decided,
-            crate::run::QUIET,
-            cfg.settle_timeout
-        ),
-    );
+    let both = [sides[0].as_str(), sides[1].as_str()];
+    let batch =
+        run::create_and_settle(&cfg, &plane.client, &plane.observer, &together_wl, &both).await?;
     conn_task.abort();
     let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
-    let c = conns.lock().expect("connections lock").clone();
-    let together = [
-        SideFigures {
-            phase: creation_phase(&plane.observer, &keys[0], start, ok_r),
-            rpcs_per_binding: None,
-            connections: c[0],
-            cpu_s: cpu1[0] - cpu0[0],
-            ..Default::default()
-        },
-        SideFigures {
-            phase: creation_phase(&plane.observer, &keys[1], start, ok_g),
-            rpcs_per_binding: None,
-            connections: c[1],
-            cpu_s: cpu1[1] - cpu0[1],
-            ..Default::default()
-        },
-    ];
+    let c = [conns.max(0) as usize, conns.max(1) as usize];
+    let together: [SideFigures; 2] = run::two(
+        batch
+            .sides
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, phase))| SideFigures {
+                phase,
+                rpcs_per_binding: None,
+                connections: c[i],
+                cpu_s: cpu1[i] - cpu0[i],
+                ..Default::default()
+            })
+            .collect(),
+    );
     log(
         t0,
         format!(
@@ -784,7 +710,7 @@ async fn scale(
     let mut recorded = Vec::new();
     for (i, s) in [&rust, &go].into_iter().enumerate() {
         wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
-        let items = batch(templates, ALONE[i], &s.name);
+        let items = run::items(templates, ALONE[i], |_| &s.name);
         let calls0 = match &est {
             Estimators::Stub(stub) => stub.counts(),
             Estimators::Real(_) => Vec::new(),
@@ -1063,19 +989,8 @@ impl Scale {
     }
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
-}
-
 /// Bindings our scheduler schedules at once in this bench (it runs with the default).
 const CONCURRENT_SYNCS: usize = 16;
-
-fn ratio(num: Option<f64>, den: Option<f64>) -> String {
-    match (num, den) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => "–".to_string(),
-    }
-}
 
 /// Where the alone batches' time went, per scale with a measured split: the arithmetic behind
 /// a missed throughput or memory target, from the run's own figures.
@@ -1120,11 +1035,7 @@ fn misses(b: &EstBench) -> String {
             },
             2.0 * r.wall_s,
             r.wall_s,
-            r.cpu_by_process
-                .iter()
-                .map(|(p, c)| format!("{p} {c:.1}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            list(r.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1}"))),
             if passes > 0.0 {
                 format!(
                     "{passes:.0} algorithm passes ran for {attempts:.0} attempts of {} \
@@ -1142,43 +1053,6 @@ fn misses(b: &EstBench) -> String {
     }
     out
 }
-
-/// The per-phase rows of a scale's table: label, the figure, decimals, and whether lower is
-/// better (the ratio is then Go's over ours).
-type PhaseRow = (&'static str, fn(&SideFigures) -> Option<f64>, usize, bool);
-const PHASE_ROWS: &[PhaseRow] = &[
-    (
-        "bindings/s (10–90 %)",
-        |f| f.phase.steady_rate_per_s,
-        1,
-        false,
-    ),
-    (
-        "p50 creation→Scheduled (ms)",
-        |f| f.phase.latency_p50_ms,
-        0,
-        true,
-    ),
-    (
-        "p99 creation→Scheduled (ms)",
-        |f| f.phase.latency_p99_ms,
-        0,
-        true,
-    ),
-    (
-        "decided / bindings",
-        |f| Some(f.phase.done as f64 / f.phase.bindings.max(1) as f64),
-        2,
-        false,
-    ),
-    ("CPU seconds", |f| Some(f.cpu_s), 2, true),
-    (
-        "open estimator connections (max)",
-        |f| Some(f.connections as f64),
-        0,
-        false,
-    ),
-];
 
 /// The Markdown report.
 pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
@@ -1212,24 +1086,20 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             out.push_str(&format!(
                 "| {} clusters | ≥ 10× Go's bindings/s | alone {} vs {} /s = {} | {} |\n",
                 s.clusters,
-                opt(rr, 1),
-                opt(gr, 1),
-                opt(x, 1) + "×",
-                if x.is_some_and(|x| x >= 10.0) {
-                    "met"
-                } else {
-                    "missed"
-                }
+                num(rr, 1),
+                num(gr, 1),
+                num(x, 1) + "×",
+                met(x.is_some_and(|x| x >= 10.0))
             ));
             let ours = r.phase.rate_after_creation_per_s.or(rr);
             if let Some(fair) = s.fair_share() {
                 out.push_str(&format!(
                     "| {} clusters | ≥ 90 % of the fair ceiling (the same estimator calls and writes) | {} /s after the last creation vs {} /s: {} % | {} |\n",
                     s.clusters,
-                    opt(ours, 1),
-                    opt(s.fair_ceiling.values().copied().reduce(f64::max), 1),
-                    opt(Some(fair * 100.0), 0),
-                    if fair >= 0.9 { "met" } else { "missed" }
+                    num(ours, 1),
+                    num(s.fair_ceiling.values().copied().reduce(f64::max), 1),
+                    num(Some(fair * 100.0), 0),
+                    met(fair >= 0.9)
                 ));
             }
             let ceiling = s.replay_ceiling.values().copied().reduce(f64::max);
@@ -1238,10 +1108,10 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 "| {} clusters | {} of the replay ceiling (writes only) | {} /s after the last creation vs {} /s: {} % | {} |\n",
                 s.clusters,
                 if s.fair_ceiling.is_empty() { "≥ 90 %" } else { "(beside it) ≥ 90 %" },
-                opt(ours, 1),
-                opt(ceiling, 1),
-                opt(share.map(|s| s * 100.0), 0),
-                if share.is_some_and(|s| s >= 0.9) { "met" } else { "missed" }
+                num(ours, 1),
+                num(ceiling, 1),
+                num(share.map(|s| s * 100.0), 0),
+                met(share.is_some_and(|s| s >= 0.9))
             ));
         }
         let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
@@ -1251,14 +1121,14 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             s.peak_rss_kib[0] as f64 / 1024.0,
             s.peak_rss_kib[1] as f64 / 1024.0,
             mem,
-            if mem <= 1.0 / 3.0 { "met" } else { "missed" }
+            met(mem <= 1.0 / 3.0)
         ));
         out.push_str(&format!(
             "| {} clusters | 100 % placement agreement | {}/{} | {} |\n",
             s.clusters,
             s.agree,
             s.pairs,
-            if s.agree == s.pairs { "met" } else { "missed" }
+            met(s.agree == s.pairs)
         ));
         let row = |fault: &str| {
             s.faults
@@ -1275,14 +1145,14 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 "| {} clusters | 1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers | slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it | {} |\n",
                 s.clusters,
                 s.clusters,
-                opt(h.decide_max_s, 2),
-                opt(r.decide_max_s, 2),
-                opt(bound, 2),
+                num(h.decide_max_s, 2),
+                num(r.decide_max_s, 2),
+                num(bound, 2),
                 h.healthy_answers_per_binding,
                 r.healthy_answers_per_binding,
                 h.same_as_fault_free,
                 h.phase.bindings,
-                if time_ok && answers_ok { "met" } else { "missed" }
+                met(time_ok && answers_ok)
             ));
         }
     }
@@ -1292,11 +1162,7 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             "\n![alone bindings/s (left) and alone p99 latency (right) per scale]({path})\n\n\
              Chart: per scale (left to right: {}), ours (orange) and Go (blue); left, alone \
              bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n",
-            b.scales
-                .iter()
-                .map(|s| format!("{} clusters", s.clusters))
-                .collect::<Vec<_>>()
-                .join(", ")
+            list(b.scales.iter().map(|s| format!("{} clusters", s.clusters)))
         ));
     }
     for s in &b.scales {
@@ -1315,53 +1181,36 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 };
                 out.push_str(&format!(
                     "| {name} | {} | {} | {r} |\n",
-                    opt(a, d),
-                    opt(b, d)
+                    num(a, d),
+                    num(b, d)
                 ));
             };
-        for (title, f) in [("together", &s.together), ("alone", &s.alone)] {
-            for (label, figure, digits, inverse) in PHASE_ROWS {
-                row(
-                    &mut out,
-                    &format!("{title}: {label}"),
-                    figure(&f[0]),
-                    figure(&f[1]),
-                    *digits,
-                    *inverse,
-                );
-            }
+        let mib = |k: u64| Some(k as f64 / 1024.0);
+        // One row a line: name, ours, Go, decimals, whether lower is better (the ratio is then
+        // Go's over ours).
+        macro_rules! rows {
+            ($($name:expr, $a:expr, $b:expr, $d:expr, $low:expr;)*) => {
+                $(row(&mut out, &$name, $a, $b, $d, $low);)*
+            };
         }
-        row(
-            &mut out,
-            "alone: bindings/s after the last creation",
-            s.alone[0].phase.rate_after_creation_per_s,
-            s.alone[1].phase.rate_after_creation_per_s,
-            1,
-            false,
-        );
-        row(
-            &mut out,
-            "alone: estimator RPCs per binding",
-            s.alone[0].rpcs_per_binding,
-            s.alone[1].rpcs_per_binding,
-            1,
-            false,
-        );
-        row(
-            &mut out,
-            "RSS connected, idle (MiB)",
-            Some(s.idle_rss_kib[0] as f64 / 1024.0),
-            Some(s.idle_rss_kib[1] as f64 / 1024.0),
-            1,
-            true,
-        );
-        row(
-            &mut out,
-            "peak RSS (MiB)",
-            Some(s.peak_rss_kib[0] as f64 / 1024.0),
-            Some(s.peak_rss_kib[1] as f64 / 1024.0),
-            1,
-            true,
+        for (title, [a, b]) in [("together", &s.together), ("alone", &s.alone)] {
+            let (p, q) = (&a.phase, &b.phase);
+            let decided = |p: &Phase| Some(p.done as f64 / p.bindings.max(1) as f64);
+            rows!(
+                format!("{title}: bindings/s (10–90 %)"), p.steady_rate_per_s, q.steady_rate_per_s, 1, false;
+                format!("{title}: p50 creation→Scheduled (ms)"), p.latency_p50_ms, q.latency_p50_ms, 0, true;
+                format!("{title}: p99 creation→Scheduled (ms)"), p.latency_p99_ms, q.latency_p99_ms, 0, true;
+                format!("{title}: decided / bindings"), decided(p), decided(q), 2, false;
+                format!("{title}: CPU seconds"), Some(a.cpu_s), Some(b.cpu_s), 2, true;
+                format!("{title}: open estimator connections (max)"), Some(a.connections as f64), Some(b.connections as f64), 0, false;
+            );
+        }
+        let [a, b] = &s.alone;
+        rows!(
+            "alone: bindings/s after the last creation", a.phase.rate_after_creation_per_s, b.phase.rate_after_creation_per_s, 1, false;
+            "alone: estimator RPCs per binding", a.rpcs_per_binding, b.rpcs_per_binding, 1, false;
+            "RSS connected, idle (MiB)", mib(s.idle_rss_kib[0]), mib(s.idle_rss_kib[1]), 1, true;
+            "peak RSS (MiB)", mib(s.peak_rss_kib[0]), mib(s.peak_rss_kib[1]), 1, true;
         );
         for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
             if f.wall_s > 0.0 {
@@ -1369,31 +1218,19 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     "\nWhere the time goes, {who} alone ({:.1} s wall, {:.1} CPU seconds available on 2 cores): {}.\n",
                     f.wall_s,
                     2.0 * f.wall_s,
-                    f.cpu_by_process
-                        .iter()
-                        .map(|(p, c)| format!("{p} {c:.1} s"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1} s")))
                 ));
             }
             if !f.attempt_ms.is_empty() {
                 out.push_str(&format!(
                     "Mean per attempt from {who}'s own histograms over the batch (ms): {}.\n",
-                    f.attempt_ms
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.1}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.attempt_ms.iter().map(|(k, v)| format!("{k} {v:.1}")))
                 ));
             }
             if !f.attempts.is_empty() {
                 out.push_str(&format!(
                     "Attempts and queued bindings over the batch ({who}'s counters): {}.\n",
-                    f.attempts
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.0}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    list(f.attempts.iter().map(|(k, v)| format!("{k} {v:.0}")))
                 ));
             }
             if let Some(p) = &f.profile {
@@ -1403,10 +1240,10 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
             }
         }
         let rates = |m: &BTreeMap<String, f64>| {
-            m.iter()
-                .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            list(
+                m.iter()
+                    .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight")),
+            )
         };
         out.push_str(&format!(
             "\nReplay ceiling (a bare client writing our alone batch's results): {}. ",
@@ -1420,7 +1257,7 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                 s.fair_ceiling_calls,
                 s.fair_ceiling_calls as f64 / s.alone_bindings.max(1) as f64,
                 rates(&s.fair_ceiling),
-                opt(s.fair_share().map(|x| x * 100.0), 0)
+                num(s.fair_share().map(|x| x * 100.0), 0)
             ));
         }
         out.push_str(&format!(
@@ -1431,14 +1268,8 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
         for d in &s.disagreements {
             out.push_str(&format!("- {d}\n"));
         }
-        let reasons = |f: &SideFigures| {
-            f.phase
-                .by_reason
-                .iter()
-                .map(|(r, n)| format!("{r} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let reasons =
+            |f: &SideFigures| list(f.phase.by_reason.iter().map(|(r, n)| format!("{r} {n}")));
         out.push_str(&format!(
             "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
              A binding that does not fit is retried with backoff by both, so its failed \
@@ -1475,11 +1306,11 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
                     f.scheduler,
                     f.phase.done,
                     f.phase.bindings,
-                    opt(f.phase.whole_rate_per_s, 1),
-                    opt(f.decide_p50_s, 2),
-                    opt(f.decide_max_s, 2),
-                    opt(f.attempt_p50_s, 2),
-                    opt(f.attempt_p99_s, 2),
+                    num(f.phase.whole_rate_per_s, 1),
+                    num(f.decide_p50_s, 2),
+                    num(f.decide_max_s, 2),
+                    num(f.attempt_p50_s, 2),
+                    num(f.attempt_p99_s, 2),
                     f.healthy_answers_per_binding,
                     f.faulty_answers_per_binding,
                     f.hung_calls_per_binding,

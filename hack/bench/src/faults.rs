@@ -15,7 +15,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use testenv::TestEnv;
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
 use crate::run::log;
@@ -76,22 +75,9 @@ pub struct FaultBench {
 
 pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
     let t0 = Instant::now();
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let go_bin = flags
-        .bins
-        .go
-        .clone()
-        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
-    anyhow::ensure!(
-        flags.bins.scheduler.is_file(),
-        "{} not found: build it with `cargo build --release -p karmada-scheduler`",
-        flags.bins.scheduler.display()
-    );
-    log(t0, "starting the control plane (hack/local-up.sh)");
-    let mut env = TestEnv::builder().tools(tools).members(2).start().await?;
-    if std::env::var_os("BENCH_KEEP").is_some() {
-        env.keep_state_on_drop();
-    }
+    crate::run::ensure_built(&flags.bins.scheduler, "karmada-scheduler")?;
+    let env = crate::run::start_env(t0, |b| b.members(2)).await?;
+    let go_bin = crate::run::go_scheduler(flags, &env);
     let cfg = FaultConfig {
         seed: flags.workload.seed,
         bindings: BINDINGS,

@@ -39,6 +39,18 @@ pub async fn apply_retrying(
     retrying(|| async { testenv::apply_value(client, value).await.map(|_| ()) }).await
 }
 
+/// Applies `values` ([`apply_retrying`]), `concurrency` at a time.
+pub async fn apply_all(
+    client: &kube::Client,
+    values: Vec<serde_json::Value>,
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let jobs = values
+        .into_iter()
+        .map(|v| async move { apply_retrying(client, &v).await });
+    in_flight(jobs, concurrency).await
+}
+
 /// Runs the idempotent request `send` until it succeeds, fails for good or has been tried
 /// [`APPLY_TRIES`] times. Between the timed phases of a run the API server is still busy
 /// with what a phase left behind (etcd answered "request timed out" to a deletion after the

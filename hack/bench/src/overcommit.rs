@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use testenv::TestEnv;
 use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_runs};
 use tokio::time::Instant;
 
@@ -32,18 +31,11 @@ pub struct OvercommitBench {
 /// Runs the six bursts.
 pub async fn run(flags: &Scenario) -> anyhow::Result<OvercommitBench> {
     let t0 = Instant::now();
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let go = flags
-        .bins
-        .go
-        .clone()
-        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
-    let env = TestEnv::builder()
-        .tools(tools)
-        .members(flags.estimators.members)
-        .estimator_args(&[GATE])
-        .start()
-        .await?;
+    let env = crate::run::start_env(t0, |b| {
+        b.members(flags.estimators.members).estimator_args(&[GATE])
+    })
+    .await?;
+    let go = crate::run::go_scheduler(flags, &env);
     let room: i64 = room(&env).await?.values().sum();
     let bindings = usize::try_from(room).unwrap_or(1).max(1) * DEMAND_FACTOR / 2;
     log(

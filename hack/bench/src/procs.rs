@@ -178,26 +178,32 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
-/// One sampling instant: RSS (KiB) of each process, in the order given.
+/// One sampling instant: a figure (RSS in KiB, connections) of each process, in the order given.
 type RssRow = (Instant, Vec<u64>);
 
-/// Periodic RSS samples of a set of processes.
+/// Periodic samples of a figure of a set of processes (RSS unless told otherwise).
 #[derive(Clone, Default)]
 pub struct RssSampler {
     samples: Arc<Mutex<Vec<RssRow>>>,
 }
 
 impl RssSampler {
-    /// Samples `pids` every `every` until the returned handle is aborted.
+    /// Samples the RSS of `pids` every `every` until the returned handle is aborted.
     pub fn start(pids: Vec<u32>, every: Duration) -> (RssSampler, tokio::task::JoinHandle<()>) {
+        Self::start_with(pids, every, |p| memory_kib(p).map(|m| m.0).unwrap_or(0))
+    }
+
+    /// Samples `figure` of each of `pids` every `every` until the returned handle is aborted.
+    pub fn start_with(
+        pids: Vec<u32>,
+        every: Duration,
+        figure: impl Fn(u32) -> u64 + Send + 'static,
+    ) -> (RssSampler, tokio::task::JoinHandle<()>) {
         let s = RssSampler::default();
         let samples = s.samples.clone();
         let h = tokio::spawn(async move {
             loop {
-                let row = pids
-                    .iter()
-                    .map(|p| memory_kib(*p).map(|m| m.0).unwrap_or(0))
-                    .collect();
+                let row = pids.iter().map(|p| figure(*p)).collect();
                 samples
                     .lock()
                     .expect("sampler lock")

@@ -4,14 +4,21 @@ use std::fmt::Write as _;
 
 use crate::results::{Agreement, Hist, Phase, Run, Side};
 
-fn f(v: Option<f64>, digits: usize) -> String {
+/// A figure with `digits` decimals, "–" when unknown.
+pub fn num(v: Option<f64>, digits: usize) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{x:.digits$}"),
         _ => "–".into(),
     }
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+/// Items joined with ", ".
+pub fn list(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join(", ")
+}
+
+/// `a / b` as "1.23×", "–" when either is unknown.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}×", a / b),
         _ => "–".into(),
@@ -79,8 +86,8 @@ fn table(rows: &[Row]) -> String {
         let _ = writeln!(
             s,
             "| {what} | {} | {} | {rt} |",
-            f(*r, *digits),
-            f(*g, *digits)
+            num(*r, *digits),
+            num(*g, *digits)
         );
     }
     s
@@ -91,36 +98,20 @@ type Figure<'a> = &'a dyn Fn(&Side) -> Option<f64>;
 /// Adds a row: name, figure, digits, ratio as Rust/Go.
 type Add<'a> = &'a mut dyn FnMut(String, Figure, usize, bool);
 
+/// Adds figure rows, one a line: `name, |side| figure, digits, ratio as Rust/Go;`.
+macro_rules! rows {
+    ($add:ident: $($name:expr, |$s:ident| $fig:expr, $d:expr, $up:expr;)*) => {
+        $($add($name.into(), &|$s: &Side| $fig, $d, $up);)*
+    };
+}
+
 fn phase_rows(add: Add, name: &str, p: fn(&Side) -> &Phase) {
-    add(
-        format!("{name}: completions/s, steady (10–90 %)"),
-        &|s| p(s).steady_rate_per_s,
-        1,
-        true,
-    );
-    add(
-        format!("{name}: completions/s, whole phase"),
-        &|s| p(s).whole_rate_per_s,
-        1,
-        true,
-    );
-    add(
-        format!("{name}: latency p50 (ms)"),
-        &|s| p(s).latency_p50_ms,
-        1,
-        false,
-    );
-    add(
-        format!("{name}: latency p99 (ms)"),
-        &|s| p(s).latency_p99_ms,
-        1,
-        false,
-    );
-    add(
-        format!("{name}: done / bindings"),
-        &|s| Some(p(s).done as f64),
-        0,
-        true,
+    rows!(add:
+        format!("{name}: completions/s, steady (10–90 %)"), |s| p(s).steady_rate_per_s, 1, true;
+        format!("{name}: completions/s, whole phase"), |s| p(s).whole_rate_per_s, 1, true;
+        format!("{name}: latency p50 (ms)"), |s| p(s).latency_p50_ms, 1, false;
+        format!("{name}: latency p99 (ms)"), |s| p(s).latency_p99_ms, 1, false;
+        format!("{name}: done / bindings"), |s| Some(p(s).done as f64), 0, true;
     );
 }
 
@@ -137,136 +128,39 @@ pub fn figures(run: &Run) -> String {
     phase_rows(&mut add, &stream, |s| &s.stream);
     if r.solo.bindings > 0 {
         phase_rows(&mut add, "solo (each alone)", |s| &s.solo);
-        add(
-            "solo: completions/s after the last creation".into(),
-            &|s| s.solo.rate_after_creation_per_s,
-            1,
-            true,
-        );
-        add(
-            "solo: binding writes per binding".into(),
-            &|s| Some(s.solo_binding_writes_per_binding),
-            2,
-            true,
-        );
-        add(
-            "solo: event writes per binding".into(),
-            &|s| Some(s.solo_event_writes_per_binding),
-            2,
-            true,
+        rows!(add:
+            "solo: completions/s after the last creation", |s| s.solo.rate_after_creation_per_s, 1, true;
+            "solo: binding writes per binding", |s| Some(s.solo_binding_writes_per_binding), 2, true;
+            "solo: event writes per binding", |s| Some(s.solo_event_writes_per_binding), 2, true;
         );
     }
     phase_rows(&mut add, "churn/scale", |s| &s.scale);
-    add(
-        "churn/taint: attempts".into(),
-        &|s| Some(s.taint.attempts),
-        0,
-        true,
-    );
-    add(
-        "churn/taint: settle (s)".into(),
-        &|s| s.taint.settle_s,
-        2,
-        false,
-    );
-    add(
-        "churn/delete: attempts".into(),
-        &|s| Some(s.delete.attempts),
-        0,
-        true,
-    );
-    add(
-        "churn/delete: settle (s)".into(),
-        &|s| s.delete.settle_s,
-        2,
-        false,
+    rows!(add:
+        "churn/taint: attempts", |s| Some(s.taint.attempts), 0, true;
+        "churn/taint: settle (s)", |s| s.taint.settle_s, 2, false;
+        "churn/delete: attempts", |s| Some(s.delete.attempts), 0, true;
+        "churn/delete: settle (s)", |s| s.delete.settle_s, 2, false;
     );
     for step in r.algorithm.keys() {
         let h = |s: &Side| s.algorithm.get(step).cloned().unwrap_or_default();
-        add(
-            format!("algorithm {step}: p50 (ms)"),
-            &|s| ms(h(s).p50_s),
-            3,
-            false,
-        );
-        add(
-            format!("algorithm {step}: p99 (ms)"),
-            &|s| ms(h(s).p99_s),
-            3,
-            false,
-        );
-        add(
-            format!("algorithm {step}: mean (ms)"),
-            &|s| ms(h(s).mean_s),
-            4,
-            false,
+        rows!(add:
+            format!("algorithm {step}: p50 (ms)"), |s| ms(h(s).p50_s), 3, false;
+            format!("algorithm {step}: p99 (ms)"), |s| ms(h(s).p99_s), 3, false;
+            format!("algorithm {step}: mean (ms)"), |s| ms(h(s).mean_s), 4, false;
         );
     }
-    add(
-        "algorithm, sum of step p99s (ms)".into(),
-        &|s| ms(algo_p99_sum(&s.algorithm)),
-        3,
-        false,
-    );
-    add(
-        "algorithm, mean per attempt (ms)".into(),
-        &|s| ms(s.algorithm_mean_total_s),
-        4,
-        false,
-    );
-    add(
-        "e2e scheduling p50 (ms)".into(),
-        &|s| ms(s.e2e.p50_s),
-        2,
-        false,
-    );
-    add(
-        "e2e scheduling p99 (ms)".into(),
-        &|s| ms(s.e2e.p99_s),
-        2,
-        false,
-    );
-    add(
-        "scheduling attempts (whole run)".into(),
-        &|s| Some(s.attempts_total),
-        0,
-        true,
-    );
-    add(
-        "binding writes per binding (load)".into(),
-        &|s| Some(s.binding_writes_per_binding),
-        2,
-        true,
-    );
-    add(
-        "event writes per binding (load)".into(),
-        &|s| Some(s.event_writes_per_binding),
-        2,
-        true,
-    );
-    add(
-        "CPU seconds, load phase".into(),
-        &|s| Some(s.cpu_load_s),
-        2,
-        true,
-    );
-    add(
-        "CPU seconds, whole run".into(),
-        &|s| Some(s.cpu_total_s),
-        2,
-        true,
-    );
-    add(
-        "peak RSS (MiB, VmHWM)".into(),
-        &|s| mib(s.rss_peak_kib),
-        1,
-        true,
-    );
-    add(
-        "steady RSS at rest (MiB, VmRSS)".into(),
-        &|s| mib(s.rss_steady_kib),
-        1,
-        true,
+    rows!(add:
+        "algorithm, sum of step p99s (ms)", |s| ms(algo_p99_sum(&s.algorithm)), 3, false;
+        "algorithm, mean per attempt (ms)", |s| ms(s.algorithm_mean_total_s), 4, false;
+        "e2e scheduling p50 (ms)", |s| ms(s.e2e.p50_s), 2, false;
+        "e2e scheduling p99 (ms)", |s| ms(s.e2e.p99_s), 2, false;
+        "scheduling attempts (whole run)", |s| Some(s.attempts_total), 0, true;
+        "binding writes per binding (load)", |s| Some(s.binding_writes_per_binding), 2, true;
+        "event writes per binding (load)", |s| Some(s.event_writes_per_binding), 2, true;
+        "CPU seconds, load phase", |s| Some(s.cpu_load_s), 2, true;
+        "CPU seconds, whole run", |s| Some(s.cpu_total_s), 2, true;
+        "peak RSS (MiB, VmHWM)", |s| mib(s.rss_peak_kib), 1, true;
+        "steady RSS at rest (MiB, VmRSS)", |s| mib(s.rss_steady_kib), 1, true;
     );
     table(&rows)
 }
@@ -295,6 +189,11 @@ fn agreement_target(run: &Run) -> String {
         a.ratio() * 100.0,
         verdict(f.disagree == 0 && after_ok)
     )
+}
+
+/// A target's verdict, as the estimator and descheduler reports write it.
+pub fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "missed" }
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -387,11 +286,11 @@ pub fn targets(run: &Run) -> String {
         let measured = match run.replay_ceiling() {
             Some(c) if c > 0.0 => format!(
                 "alone: {rs:.1}/s vs {c:.1}/s, the rate of a bare client writing the same results (its PATCHes and Events, in order per binding; {}): {:.0} %. Against the raw ceiling of small status PATCHes: {small}",
-                run.replay_ceiling_by_concurrency
-                    .iter()
-                    .map(|(k, v)| format!("{v:.1}/s with {k} in flight"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                list(
+                    run.replay_ceiling_by_concurrency
+                        .iter()
+                        .map(|(k, v)| format!("{v:.1}/s with {k} in flight"))
+                ),
                 share * 100.0
             ),
             _ => format!("alone: {small}"),
@@ -433,11 +332,11 @@ pub fn targets(run: &Run) -> String {
     let _ = writeln!(
         s,
         "| p99 algorithm latency ≥ 10× lower | Rust p99 {} ms ({src}) vs Go p99 ≥ {} ms (slowest step's p99; ≤ {} ms, the sum of the steps' p99s): {px:.1}× lower at least; means {} vs {} ms: {mx:.1}× lower | {} |",
-        f(ms(rp), 4),
-        f(ms(glo), 3),
-        f(ms(ghi), 3),
-        f(ms(rm), 4),
-        f(ms(gm), 4),
+        num(ms(rp), 4),
+        num(ms(glo), 3),
+        num(ms(ghi), 3),
+        num(ms(rm), 4),
+        num(ms(gm), 4),
         verdict(px >= 10.0)
     );
     let mr = if g.rss_peak_kib > 0 {
@@ -450,8 +349,8 @@ pub fn targets(run: &Run) -> String {
         s,
         "| ≤ 1/3 of Go's peak RSS (at 1,000 clusters × 10,000 bindings) | {:.2} ({} vs {} MiB){} | {} |",
         mr,
-        f(mib(r.rss_peak_kib), 1),
-        f(mib(g.rss_peak_kib), 1),
+        num(mib(r.rss_peak_kib), 1),
+        num(mib(g.rss_peak_kib), 1),
         if at {
             ""
         } else {
@@ -616,11 +515,11 @@ pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> St
         Creator: {:.0} bindings/s. Load phase: {:.1} s wall; CPU seconds used meanwhile: kube-apiserver {:.1}, etcd {:.1}, \
         Rust scheduler {:.1}, Go scheduler {:.1}.\n",
         run.patch_ceiling_per_s,
-        run.patch_ceiling_by_concurrency
-            .iter()
-            .map(|(c, r)| format!("{r:.0}/s with {c} in flight"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        list(
+            run.patch_ceiling_by_concurrency
+                .iter()
+                .map(|(c, r)| format!("{r:.0}/s with {c} in flight"))
+        ),
         run.create_rate_per_s,
         run.load_wall_s,
         run.apiserver_cpu_load_s,

@@ -14,7 +14,7 @@ use kube::api::{
 };
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-use testenv::TestEnv;
+use testenv::{TestEnv, TestEnvBuilder};
 use tokio::time::Instant;
 
 use crate::ceiling::BindingWrites;
@@ -95,31 +95,12 @@ impl Plane {
 /// Starts etcd and kube-apiserver, creates the namespaces and the clusters with their status,
 /// and starts watching bindings.
 pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
-    let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
-    let go_bin = cfg
-        .bins
-        .go
-        .clone()
-        .unwrap_or_else(|| tools.bin("karmada-scheduler"));
-    anyhow::ensure!(
-        cfg.bins.scheduler.is_file(),
-        "{} not found: build it with `cargo build --release -p karmada-scheduler`",
-        cfg.bins.scheduler.display()
-    );
-    log(t0, "starting the control plane (hack/local-up.sh)");
-    let mut env = TestEnv::builder()
-        .tools(tools)
-        .members(cfg.estimators.members)
-        .nodes_per_member(2)
-        .start()
-        .await?;
-    if std::env::var_os("BENCH_KEEP").is_some() {
-        env.keep_state_on_drop();
-    }
-    log(
-        t0,
-        format!("control plane up, state in {}", env.state_dir().display()),
-    );
+    ensure_built(&cfg.bins.scheduler, "karmada-scheduler")?;
+    let env = start_env(t0, |b| {
+        b.members(cfg.estimators.members).nodes_per_member(2)
+    })
+    .await?;
+    let go_bin = go_scheduler(cfg, &env);
     let client = env.client().await?;
     let apiserver_pid = env.pid_of("karmada-apiserver")?;
     let etcd_pid = env.pid_of("etcd")?;
@@ -149,6 +130,39 @@ pub async fn start_plane(cfg: &Config, t0: Instant) -> anyhow::Result<Plane> {
         observer,
         go_bin,
     })
+}
+
+/// A control plane as `build` configures it (its state kept with `BENCH_KEEP`).
+pub async fn start_env(
+    t0: Instant,
+    build: impl FnOnce(TestEnvBuilder) -> TestEnvBuilder,
+) -> anyhow::Result<TestEnv> {
+    let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
+    log(t0, "starting the control plane (hack/local-up.sh)");
+    let mut env = build(TestEnv::builder().tools(tools)).start().await?;
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        env.keep_state_on_drop();
+    }
+    log(
+        t0,
+        format!("control plane up, state in {}", env.state_dir().display()),
+    );
+    Ok(env)
+}
+
+/// The Go scheduler measured: `--go-bin`, else the tools' build.
+pub fn go_scheduler(cfg: &Config, env: &TestEnv) -> PathBuf {
+    (cfg.bins.go.clone()).unwrap_or_else(|| env.tools().bin("karmada-scheduler"))
+}
+
+/// Fails early when one of our release binaries is missing.
+pub fn ensure_built(bin: &std::path::Path, package: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        bin.is_file(),
+        "{} not found: build it with `cargo build --release -p {package}`",
+        bin.display()
+    );
+    Ok(())
 }
 
 /// Starts both schedulers with the same flags and waits until each has scheduled a canary
@@ -190,16 +204,95 @@ pub async fn start_schedulers(
     Ok((rust, go))
 }
 
-/// The originals of the workload, `(key, scheduler, object)`, alternately owned by `sides`.
-pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<(String, String, Value)> {
-    wl.bindings
+/// A binding to create: key, scheduler, object.
+pub type Item = (String, String, Value);
+
+/// Bindings of `templates` named with `suffix`, the `j`-th owned by `owner(j)`.
+pub fn items<'a>(
+    templates: &[BindingTemplate],
+    suffix: &str,
+    owner: impl Fn(usize) -> &'a str,
+) -> Vec<Item> {
+    templates
         .iter()
         .enumerate()
         .map(|(j, b)| {
-            let owner = &sides[j % 2];
-            (b.key(""), owner.clone(), b.object("", owner))
+            let o = owner(j);
+            (b.key(suffix), o.to_string(), b.object(suffix, o))
         })
         .collect()
+}
+
+/// The originals of the workload, alternately owned by `sides`.
+pub fn originals(wl: &Workload, sides: &[String; 2]) -> Vec<Item> {
+    items(&wl.bindings, "", |j| &sides[j % 2])
+}
+
+/// `rust <a>, go <b>` for the console.
+fn per_side(side: &[Side; 2], f: impl Fn(&Side) -> String) -> String {
+    format!("rust {}, go {}", f(&side[0]), f(&side[1]))
+}
+
+/// The two sides of a side-by-side step, as an array.
+pub fn two<T>(v: Vec<T>) -> [T; 2] {
+    v.try_into()
+        .unwrap_or_else(|_| panic!("a side-by-side step has two sides"))
+}
+
+pub fn decided(o: &Obs) -> bool {
+    o.decided_at.is_some()
+}
+
+/// Each side's keys among `items`, waited for until decided (the quiet spell each side's own),
+/// and its creation phase from `start`.
+pub async fn settle_sides(
+    observer: &Observer,
+    items: &[Item],
+    sides: &[&str],
+    start: Instant,
+    timeout: Duration,
+) -> Vec<(Vec<String>, Phase)> {
+    let keys: Vec<Vec<String>> = sides.iter().map(|s| keys_of(items, s)).collect();
+    let oks = futures::future::join_all(
+        keys.iter()
+            .zip(sides)
+            .map(|(k, s)| observer.settle(k, std::slice::from_ref(s), decided, QUIET, timeout)),
+    )
+    .await;
+    keys.into_iter()
+        .zip(oks)
+        .map(|(k, ok)| {
+            let p = creation_phase(observer, &k, start, ok);
+            (k, p)
+        })
+        .collect()
+}
+
+/// A batch created at once and settled: when it started and when the last POST returned, and
+/// each side's keys and phase.
+pub struct Batch {
+    pub start: Instant,
+    pub created: Instant,
+    pub sides: Vec<(Vec<String>, Phase)>,
+}
+
+/// Creates `items` with the scenario's concurrency and waits for them ([`settle_sides`]).
+pub async fn create_and_settle(
+    cfg: &Config,
+    client: &Client,
+    observer: &Observer,
+    items: &[Item],
+    sides: &[&str],
+) -> anyhow::Result<Batch> {
+    let start = Instant::now();
+    create_bindings(client, observer, items, cfg.create_concurrency).await?;
+    let created = Instant::now();
+    let sides = settle_sides(observer, items, sides, start, cfg.settle_timeout).await;
+    Ok(Batch {
+        start,
+        created,
+        sides,
+    })
 }
 
 /// Runs every phase and returns the figures.
@@ -232,10 +325,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     );
 
     let sides = [rust.name.clone(), go.name.clone()];
-    let rs_only = [sides[0].as_str()];
-    let go_only = [sides[1].as_str()];
-    let owner = |j: usize| -> &str { &sides[j % 2] };
-    let other = |j: usize| -> &str { &sides[(j + 1) % 2] };
+    let both = [sides[0].as_str(), sides[1].as_str()];
 
     // ---- Load: all originals, as fast as the creator goes.
     let ev0 = event_writes(client, &sides).await?;
@@ -245,42 +335,16 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     } else {
         vec![]
     };
-    let load_start = Instant::now();
     let originals = originals(wl, &sides);
-    create_bindings(client, observer, &originals, cfg.create_concurrency).await?;
-    let create_rate = originals.len() as f64 / load_start.elapsed().as_secs_f64();
-    log(
-        t0,
-        format!(
-            "{} bindings created ({create_rate:.0}/s); waiting for both schedulers",
-            originals.len()
-        ),
-    );
-    let load_rust = keys_of(&originals, &sides[0]);
-    let load_go = keys_of(&originals, &sides[1]);
-    let decided = |o: &Obs| o.decided_at.is_some();
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&load_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&load_go, &go_only, decided, QUIET, cfg.settle_timeout),
-    );
+    let load = create_and_settle(cfg, client, observer, &originals, &both).await?;
+    let create_rate =
+        originals.len() as f64 / load.created.duration_since(load.start).as_secs_f64();
     let profiles = stop_perf(perf).await;
-    let load_wall = load_start.elapsed().as_secs_f64();
+    let load_wall = load.start.elapsed().as_secs_f64();
     let cpu1 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
     let ev1 = event_writes(client, &sides).await?;
     rust.check_alive()?;
     go.check_alive()?;
-    let load_r = creation_phase(observer, &load_rust, load_start, ok_r);
-    let load_g = creation_phase(observer, &load_go, load_start, ok_g);
-    log(
-        t0,
-        format!(
-            "load: rust {:.0}/s p99 {:.0} ms, go {:.0}/s p99 {:.0} ms",
-            load_r.steady_rate_per_s.unwrap_or(0.0),
-            load_r.latency_p99_ms.unwrap_or(0.0),
-            load_g.steady_rate_per_s.unwrap_or(0.0),
-            load_g.latency_p99_ms.unwrap_or(0.0)
-        ),
-    );
     let writes = |keys: &[String]| -> f64 {
         let s = observer.snapshot(keys);
         s.iter()
@@ -288,34 +352,33 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             .sum::<f64>()
             / keys.len().max(1) as f64
     };
-    let bw_r = writes(&load_rust);
-    let bw_g = writes(&load_go);
-    let evw_r = (ev1[0] - ev0[0]) / load_rust.len().max(1) as f64;
-    let evw_g = (ev1[1] - ev0[1]) / load_go.len().max(1) as f64;
+    // Each side's figures, filled in phase by phase.
+    let mut side: [Side; 2] = Default::default();
+    for (i, (keys, phase)) in load.sides.into_iter().enumerate() {
+        side[i].binding_writes_per_binding = writes(&keys);
+        side[i].event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
+        side[i].cpu_load_s = cpu1[i] - cpu0[i];
+        side[i].load = phase;
+    }
+    log(
+        t0,
+        format!(
+            "{} bindings created ({create_rate:.0}/s); load: {}",
+            originals.len(),
+            per_side(&side, |s| format!(
+                "{:.0}/s p99 {:.0} ms",
+                s.load.steady_rate_per_s.unwrap_or(0.0),
+                s.load.latency_p99_ms.unwrap_or(0.0)
+            ))
+        ),
+    );
 
     // ---- Mirrors: every binding again, for the other scheduler, same spec.
-    let mirrors: Vec<(String, String, Value)> = wl
-        .bindings
-        .iter()
-        .enumerate()
-        .map(|(j, b)| {
-            (
-                b.key(MIRROR),
-                other(j).to_string(),
-                b.object(MIRROR, other(j)),
-            )
-        })
-        .collect();
-    let mirror_start = Instant::now();
-    create_bindings(client, observer, &mirrors, cfg.create_concurrency).await?;
-    let mir_rust = keys_of(&mirrors, &sides[0]);
-    let mir_go = keys_of(&mirrors, &sides[1]);
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&mir_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&mir_go, &go_only, decided, QUIET, cfg.settle_timeout),
-    );
-    let mirror_r = creation_phase(observer, &mir_rust, mirror_start, ok_r);
-    let mirror_g = creation_phase(observer, &mir_go, mirror_start, ok_g);
+    let mirrors = items(&wl.bindings, MIRROR, |j| &sides[(j + 1) % 2]);
+    let mirror = create_and_settle(cfg, client, observer, &mirrors, &both).await?;
+    for (s, (_, phase)) in side.iter_mut().zip(mirror.sides) {
+        s.mirror = phase;
+    }
     let fresh = agreement(observer, wl, &sides[0]);
     log(
         t0,
@@ -330,7 +393,6 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
     // neither shares the apiserver (the figure the PATCH ceiling is compared with).
     let solo_n = SOLO_COUNT.min(wl.bindings.len());
-    let mut solo = Vec::new();
     let mut replay_by: BTreeMap<String, f64> = BTreeMap::new();
     for (i, sched) in sides.iter().enumerate() {
         // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
@@ -338,11 +400,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         // the quiet spell which ends a phase and would otherwise take the cores from the
         // apiserver while the other scheduler is measured alone.
         wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-        let items: Vec<(String, String, Value)> = wl.bindings[..solo_n]
-            .iter()
-            .map(|b| (b.key(SOLO[i]), sched.clone(), b.object(SOLO[i], sched)))
-            .collect();
-        let keys = keys_of(&items, sched);
+        let items = items(&wl.bindings[..solo_n], SOLO[i], |_| sched);
         let ev0 = event_writes(client, &sides).await?;
         // the bench itself last: its watch decodes every write, on the same cores
         let pids = [
@@ -353,17 +411,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             std::process::id(),
         ];
         let cpu0 = cpu_snapshot(&pids);
-        let start = Instant::now();
-        create_bindings(client, observer, &items, cfg.create_concurrency).await?;
-        let created = Instant::now();
-        let ok = observer
-            .settle(&keys, &[sched.as_str()], decided, QUIET, cfg.settle_timeout)
-            .await;
-        let wall = start.elapsed().as_secs_f64();
+        let batch = create_and_settle(cfg, client, observer, &items, &[sched]).await?;
+        let wall = batch.start.elapsed().as_secs_f64();
         let cpu = cpu_since(&pids, &cpu0);
         let ev1 = event_writes(client, &sides).await?;
-        let mut phase = creation_phase(observer, &keys, start, ok);
-        phase.rate_after_creation_per_s = rate_after(observer, &keys, created);
+        let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+        phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
         log(
             t0,
             format!(
@@ -372,13 +425,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 phase.rate_after_creation_per_s.unwrap_or(0.0)
             ),
         );
-        solo.push((
-            phase,
-            writes(&keys),
-            (ev1[i] - ev0[i]) / keys.len().max(1) as f64,
-            wall,
-            cpu,
-        ));
+        let s = &mut side[i];
+        s.solo_binding_writes_per_binding = writes(&keys);
+        s.solo_event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
+        (s.solo, s.solo_wall_s, s.solo_cpu_s) = (phase, wall, cpu);
         if i == 0 {
             // The ceiling for these very writes: a client that only writes what the Rust
             // scheduler wrote, with no decision to make.
@@ -399,9 +449,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
 
     // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
     // so that latency measures reaction time rather than the backlog of a burst.
-    let slowest = [&load_r, &load_g]
+    let slowest = side
         .iter()
-        .filter_map(|p| p.steady_rate_per_s)
+        .filter_map(|s| s.load.steady_rate_per_s)
         .fold(f64::INFINITY, f64::min);
     let pace = if slowest.is_finite() {
         // A quarter of the slower scheduler's sustained rate for each of them.
@@ -410,17 +460,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         10.0
     };
     let stream_n = cfg.workload.stream.min(wl.bindings.len());
-    let stream_items: Vec<(String, String, Value)> = wl.bindings[..stream_n]
-        .iter()
-        .enumerate()
-        .map(|(j, b)| {
-            (
-                b.key(STREAM),
-                owner(j).to_string(),
-                b.object(STREAM, owner(j)),
-            )
-        })
-        .collect();
+    let stream_items = items(&wl.bindings[..stream_n], STREAM, |j| &sides[j % 2]);
     // Start from idle queues (retries of unschedulable bindings back off exponentially).
     wait_queues_idle(&[&rust, &go], QUIET, Duration::from_secs(120)).await;
     let stream_start = Instant::now();
@@ -436,22 +476,25 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
             }
         });
     }
-    let st_rust = keys_of(&stream_items, &sides[0]);
-    let st_go = keys_of(&stream_items, &sides[1]);
-    let (ok_r, ok_g) = tokio::join!(
-        observer.settle(&st_rust, &rs_only, decided, QUIET, cfg.settle_timeout),
-        observer.settle(&st_go, &go_only, decided, QUIET, cfg.settle_timeout),
+    let stream = settle_sides(
+        observer,
+        &stream_items,
+        &both,
+        stream_start,
+        cfg.settle_timeout,
     );
-    let stream_r = creation_phase(observer, &st_rust, stream_start, ok_r);
-    let stream_g = creation_phase(observer, &st_go, stream_start, ok_g);
+    for (s, (_, phase)) in side.iter_mut().zip(stream.await) {
+        s.stream = phase;
+    }
     log(
         t0,
         format!(
-            "stream at {pace:.1}/s: rust p50 {:.0} ms p99 {:.0} ms, go p50 {:.0} ms p99 {:.0} ms",
-            stream_r.latency_p50_ms.unwrap_or(0.0),
-            stream_r.latency_p99_ms.unwrap_or(0.0),
-            stream_g.latency_p50_ms.unwrap_or(0.0),
-            stream_g.latency_p99_ms.unwrap_or(0.0)
+            "stream at {pace:.1}/s: {}",
+            per_side(&side, |s| format!(
+                "p50 {:.0} ms p99 {:.0} ms",
+                s.stream.latency_p50_ms.unwrap_or(0.0),
+                s.stream.latency_p99_ms.unwrap_or(0.0)
+            ))
         ),
     );
 
@@ -498,47 +541,38 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let mut ops: Vec<ChurnOp> = Vec::new();
     let scale_start = Instant::now();
     let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
-    let scale_keys_r: Vec<String> = targets
-        .keys()
-        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[0]))
-        .cloned()
-        .collect();
-    let scale_keys_g: Vec<String> = targets
-        .keys()
-        .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sides[1]))
-        .cloned()
-        .collect();
-    let scale_settle = |keys: Vec<String>, s: String| {
-        let observer = observer.clone();
-        let targets = targets.clone();
-        async move {
-            settle_keys(
-                &observer,
-                &keys,
-                &s,
-                |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
-                QUIET,
-                cfg.settle_timeout,
-            )
-            .await
-        }
-    };
-    let (ok_r, ok_g) = tokio::join!(
-        scale_settle(scale_keys_r.clone(), sides[0].clone()),
-        scale_settle(scale_keys_g.clone(), sides[1].clone()),
-    );
+    let scale_keys = sides.clone().map(|sched| {
+        let keys: Vec<String> = targets
+            .keys()
+            .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sched))
+            .cloned()
+            .collect();
+        (keys, sched)
+    });
+    let oks = futures::future::join_all(scale_keys.iter().map(|(keys, sched)| {
+        settle_keys(
+            observer,
+            keys,
+            sched,
+            |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
+            QUIET,
+            cfg.settle_timeout,
+        )
+    }))
+    .await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-    let scale_r = scale_phase(observer, &scale_keys_r, &targets, scale_start, ok_r);
-    let scale_g = scale_phase(observer, &scale_keys_g, &targets, scale_start, ok_g);
+    for (s, ((keys, _), ok)) in side.iter_mut().zip(scale_keys.iter().zip(oks)) {
+        s.scale = scale_phase(observer, keys, &targets, scale_start, ok);
+    }
     log(
         t0,
         format!(
-            "scale churn ({} bindings): rust {}/{} done, go {}/{} done",
+            "scale churn ({} bindings): {}",
             targets.len(),
-            scale_r.done,
-            scale_r.bindings,
-            scale_g.done,
-            scale_g.bindings
+            per_side(&side, |s| format!(
+                "{}/{} done",
+                s.scale.done, s.scale.bindings
+            ))
         ),
     );
 
@@ -571,10 +605,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     wait_quiet(observer, &sides, t_start, QUIET, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
-    let taint_q = [
-        quiet_phase(observer, &sides[0], t_start, &m_before[0], &m_after[0]),
-        quiet_phase(observer, &sides[1], t_start, &m_before[1], &m_after[1]),
-    ];
+    for (i, s) in side.iter_mut().enumerate() {
+        s.taint = quiet_phase(observer, &sides[i], t_start, &m_before[i], &m_after[i]);
+    }
     log(
         t0,
         format!("taint churn on {} clusters settled", taint_idx.len()),
@@ -614,10 +647,9 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     wait_quiet(observer, &sides, d_start, QUIET, cfg.settle_timeout).await;
     wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
     let m_after = scrape_both(&rust, &go).await?;
-    let delete_q = [
-        quiet_phase(observer, &sides[0], d_start, &m_before[0], &m_after[0]),
-        quiet_phase(observer, &sides[1], d_start, &m_before[1], &m_after[1]),
-    ];
+    for (i, s) in side.iter_mut().enumerate() {
+        s.delete = quiet_phase(observer, &sides[i], d_start, &m_before[i], &m_after[i]);
+    }
     log(
         t0,
         format!("deletion churn on {} clusters settled", del_idx.len()),
@@ -666,19 +698,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     rust.check_alive()?;
     go.check_alive()?;
     sampler_task.abort();
-    let side = |idx: usize,
-                s: &Sched,
-                load: Phase,
-                mirror: Phase,
-                stream: Phase,
-                scale: Phase,
-                taint: Quiet,
-                delete: Quiet,
-                bw: f64,
-                evw: f64|
-     -> Side {
+    for (idx, (s, sched)) in side.iter_mut().zip([&rust, &go]).enumerate() {
         let samples = &m_end[idx];
-        let mut algorithm = BTreeMap::new();
         let mut total = 0.0;
         let mut any = false;
         for step in STEPS {
@@ -687,47 +708,18 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
                 total += m;
                 any = true;
             }
-            algorithm.insert(step.to_string(), hist(&h));
+            s.algorithm.insert(step.to_string(), hist(&h));
         }
-        let (_, hwm) = memory_kib(s.pid()).unwrap_or((0, 0));
-        Side {
-            scheduler_name: s.name.clone(),
-            load,
-            mirror,
-            stream,
-            scale,
-            taint,
-            delete,
-            algorithm,
-            algorithm_mean_total_s: any.then_some(total),
-            e2e: hist(&Histogram::read(samples, E2E, &[])),
-            attempts_total: promtext::sum(samples, ATTEMPTS, &[]),
-            rss_peak_kib: hwm.max(sampler.max(idx)),
-            rss_steady_kib: sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0),
-            cpu_load_s: cpu1[idx] - cpu0[idx],
-            cpu_total_s: cpu_seconds(s.pid()).unwrap_or(0.0),
-            binding_writes_per_binding: bw,
-            event_writes_per_binding: evw,
-            ..Default::default()
-        }
-    };
-    let [taint_r, taint_g] = taint_q;
-    let [delete_r, delete_g] = delete_q;
-    let rust_side = side(
-        0, &rust, load_r, mirror_r, stream_r, scale_r, taint_r, delete_r, bw_r, evw_r,
-    );
-    let go_side = side(
-        1, &go, load_g, mirror_g, stream_g, scale_g, taint_g, delete_g, bw_g, evw_g,
-    );
-    let (mut rust_side, mut go_side) = (rust_side, go_side);
-    for (side, (phase, bw, evw, wall, cpu)) in [&mut rust_side, &mut go_side].into_iter().zip(solo)
-    {
-        side.solo = phase;
-        side.solo_binding_writes_per_binding = bw;
-        side.solo_event_writes_per_binding = evw;
-        side.solo_wall_s = wall;
-        side.solo_cpu_s = cpu;
+        let (_, hwm) = memory_kib(sched.pid()).unwrap_or((0, 0));
+        s.scheduler_name = sched.name.clone();
+        s.algorithm_mean_total_s = any.then_some(total);
+        s.e2e = hist(&Histogram::read(samples, E2E, &[]));
+        s.attempts_total = promtext::sum(samples, ATTEMPTS, &[]);
+        s.rss_peak_kib = hwm.max(sampler.max(idx));
+        s.rss_steady_kib = sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0);
+        s.cpu_total_s = cpu_seconds(sched.pid()).unwrap_or(0.0);
     }
+    let [rust_side, go_side] = side;
     let (profile_rust, profile_apiserver) = profiles;
     let run = Run {
         clusters: cfg.workload.clusters,
@@ -864,7 +856,7 @@ pub async fn replay_ceiling(
     Ok(by)
 }
 
-pub fn keys_of(items: &[(String, String, Value)], sched: &str) -> Vec<String> {
+pub fn keys_of(items: &[Item], sched: &str) -> Vec<String> {
     items
         .iter()
         .filter(|(_, s, _)| s == sched)
@@ -945,7 +937,7 @@ pub async fn create_one(
 pub async fn create_bindings(
     client: &Client,
     observer: &Observer,
-    items: &[(String, String, Value)],
+    items: &[Item],
     concurrency: usize,
 ) -> anyhow::Result<()> {
     in_flight(
@@ -962,7 +954,7 @@ pub async fn create_bindings(
 /// Deletes `(key, scheduler, object)` bindings, `concurrency` at a time.
 pub async fn delete_bindings(
     client: &Client,
-    items: &[(String, String, Value)],
+    items: &[Item],
     concurrency: usize,
 ) -> anyhow::Result<()> {
     in_flight(

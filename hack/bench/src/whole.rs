@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::procs::cpu_seconds;
 use crate::promtext;
+use crate::report::num;
 use crate::run::log;
 use crate::stats::percentile;
 
@@ -310,10 +311,6 @@ fn quantile(samples: &[&Sample], step: fn(&Sample) -> Option<f64>, q: f64) -> Op
     percentile(&v, q)
 }
 
-fn secs(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{v:.2}"))
-}
-
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}", a / b),
@@ -405,11 +402,11 @@ pub fn markdown(b: &WholeBench) -> String {
         let (o99, g99) = (quantile(&ours, *step, 0.99), quantile(&go, *step, 0.99));
         out.push_str(&format!(
             "| {name} | {} | {} | {} | {} | {} | {} |\n",
-            secs(o50),
-            secs(g50),
+            num(o50, 2),
+            num(g50, 2),
             ratio(o50, g50),
-            secs(o99),
-            secs(g99),
+            num(o99, 2),
+            num(g99, 2),
             ratio(o99, g99)
         ));
     }
