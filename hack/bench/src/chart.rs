@@ -1,7 +1,8 @@
-//! The per-scale chart: throughput (left) and p99 latency (right), Rust vs Go, one pair of
-//! bars per scale; and time-series panels (the churn bench). Drawn without any text (the
-//! bitmap backend has no font here); the legend and the gridline values are in the Markdown
-//! report.
+//! The charts, panels of one frame each ([`canvas`], [`Frame`]): the per-scale chart,
+//! throughput (left) and p99 latency (right), Rust vs Go, one pair of bars per scale; the
+//! time-series panels of the churn bench; the growth chart's log-log panels. Drawn without
+//! any text (the bitmap backend has no font here); the legend and the gridline values are in
+//! the Markdown report.
 
 use std::path::Path;
 
@@ -47,10 +48,6 @@ pub fn linear_step(max: f64) -> f64 {
 
 /// Draws `points` (ordered by scale) into a PNG at `path`; returns the throughput gridline step.
 pub fn draw(path: &Path, points: &[Point]) -> anyhow::Result<f64> {
-    let (w, h) = (1000u32, 480u32);
-    let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let panels = root.split_evenly((1, 2));
     let max_rate = points
         .iter()
         .flat_map(|p| [p.rust_rate, p.go_rate])
@@ -58,75 +55,110 @@ pub fn draw(path: &Path, points: &[Point]) -> anyhow::Result<f64> {
         * 1.1;
     let step = linear_step(max_rate);
     let top = (max_rate / step).ceil() * step;
-    // Left: linear throughput.
-    bars(
-        &panels[0],
-        points,
-        |p| (p.rust_rate / top, p.go_rate / top),
-        |i| {
-            let v = i as f64 * step;
-            (v <= top).then_some(v / top)
-        },
-    )?;
-    // Right: log10 latency, 1 ms .. 1000 s, a gridline per decade.
-    let lo = 0.0; // log10(1 ms)
-    let hi = 6.0; // log10(1e6 ms)
-    let norm = |ms: f64| ((ms.max(1.0).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
-    bars(
-        &panels[1],
-        points,
-        |p| (norm(p.rust_p99_ms), norm(p.go_p99_ms)),
-        |i| (i as f64 <= hi).then(|| i as f64 / hi),
-    )?;
-    root.present()?;
-    Ok(step)
+    // Right: log10 latency, 1 ms .. 1000 s (1e6 ms), a gridline per decade.
+    let decades = 6.0;
+    let norm = |ms: f64| ms.max(1.0).log10() / decades;
+    let drawn = canvas(path, (1, 2), 480, |k, frame| {
+        let (grid, value): (f64, fn(&Point) -> [f64; 2]) = match k {
+            // Left: linear throughput.
+            0 => (step / top, |p| [p.rust_rate, p.go_rate]),
+            _ => (1.0 / decades, |p| [p.rust_p99_ms, p.go_p99_ms]),
+        };
+        frame.grid(grid, 0.0)?;
+        frame.axes()?;
+        // A third of each scale's width for each side's bar.
+        let group = 1.0 / points.len().max(1) as f64;
+        for (n, p) in points.iter().enumerate() {
+            for (i, (v, color)) in value(p).into_iter().zip([RUST, GO]).enumerate() {
+                let y = if k == 0 { v / top } else { norm(v) };
+                let x = (n as f64 + 1.0 / 6.0 + i as f64 / 3.0) * group;
+                frame.bar((x, x + group / 3.0), y, color)?;
+            }
+        }
+        Ok(())
+    });
+    drawn.map(|()| step)
 }
 
-fn bars(
-    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
-    points: &[Point],
-    value: impl Fn(&Point) -> (f64, f64),
-    grid: impl Fn(usize) -> Option<f64>,
+/// A panel drawing area.
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+/// The PNG at `path`: `rows` × `cols` panels 500 pixels wide and `panel_h` high, each drawn
+/// by `panel` (its index, its frame).
+pub fn canvas(
+    path: &Path,
+    (rows, cols): (usize, usize),
+    panel_h: u32,
+    mut panel: impl FnMut(usize, Frame<'_, '_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let (w, h) = area.dim_in_pixel();
-    let (w, h) = (w as i32, h as i32);
-    let (left, right, top, bottom) = (30, 20, 20, 30);
-    let plot_h = h - top - bottom;
-    let y = |frac: f64| bottom_y(h, bottom) - (frac * plot_h as f64) as i32;
-    // Gridlines.
-    let mut i = 0;
-    while let Some(f) = grid(i) {
-        area.draw(&PathElement::new(
-            vec![(left, y(f)), (w - right, y(f))],
-            ShapeStyle::from(&RGBColor(210, 210, 210)).stroke_width(1),
-        ))?;
-        i += 1;
+    let size = (500 * cols as u32, panel_h * rows as u32);
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (k, area) in root.split_evenly((rows, cols)).iter().enumerate() {
+        panel(k, Frame { area })?;
     }
-    // Axes.
-    area.draw(&PathElement::new(
-        vec![(left, top), (left, y(0.0)), (w - right, y(0.0))],
-        ShapeStyle::from(&BLACK).stroke_width(2),
-    ))?;
-    let n = points.len().max(1) as i32;
-    let group = (w - left - right) / n;
-    let bar = (group / 3).max(2);
-    for (k, p) in points.iter().enumerate() {
-        let (r, g) = value(p);
-        let x0 = left + k as i32 * group + group / 6;
-        area.draw(&Rectangle::new(
-            [(x0, y(r)), (x0 + bar, y(0.0))],
-            RUST.filled(),
-        ))?;
-        area.draw(&Rectangle::new(
-            [(x0 + bar, y(g)), (x0 + 2 * bar, y(0.0))],
-            GO.filled(),
-        ))?;
-    }
+    root.present()?;
     Ok(())
 }
 
-fn bottom_y(h: i32, bottom: i32) -> i32 {
-    h - bottom
+/// A panel's plot inside fixed margins, its points given as fractions of its axes (0..1).
+pub struct Frame<'a, 'b> {
+    area: &'b Area<'a>,
+}
+
+/// Margins: left, right, top, bottom.
+const MARGINS: (i32, i32, i32, i32) = (30, 20, 20, 30);
+/// Gridlines.
+const GRID: RGBColor = RGBColor(210, 210, 210);
+
+impl Frame<'_, '_> {
+    fn px(&self, (x, y): (f64, f64)) -> (i32, i32) {
+        let (left, right, top, bottom) = MARGINS;
+        let (w, h) = self.area.dim_in_pixel();
+        let (w, h) = (w as i32 - left - right, h as i32 - top - bottom);
+        let at = |f: f64, n: i32| (f.clamp(0.0, 1.0) * f64::from(n)) as i32;
+        (left + at(x, w), top + h - at(y, h))
+    }
+
+    /// A line through `points`.
+    pub fn line(&self, points: &[(f64, f64)], color: RGBColor, width: u32) -> anyhow::Result<()> {
+        let pts: Vec<(i32, i32)> = points.iter().map(|&p| self.px(p)).collect();
+        let style = ShapeStyle::from(&color).stroke_width(width);
+        self.area.draw(&PathElement::new(pts, style))?;
+        Ok(())
+    }
+
+    /// A dot at `p`.
+    pub fn dot(&self, p: (f64, f64), color: RGBColor) -> anyhow::Result<()> {
+        self.area
+            .draw(&Circle::new(self.px(p), 5, color.filled()))?;
+        Ok(())
+    }
+
+    /// A bar from `x.0` to `x.1`, `y` high.
+    fn bar(&self, x: (f64, f64), y: f64, color: RGBColor) -> anyhow::Result<()> {
+        let corners = [self.px((x.0, y)), self.px((x.1, 0.0))];
+        self.area.draw(&Rectangle::new(corners, color.filled()))?;
+        Ok(())
+    }
+
+    /// Gridlines every `dy` of the height and every `dx` of the width (none when 0).
+    pub fn grid(&self, dy: f64, dx: f64) -> anyhow::Result<()> {
+        let steps = |d: f64| (1..).map(move |k| f64::from(k) * d);
+        let steps = |d: f64| steps(d).take_while(move |f| d > 0.0 && *f <= 1.0 + 1e-9);
+        for f in steps(dy) {
+            self.line(&[(0.0, f), (1.0, f)], GRID, 1)?;
+        }
+        for f in steps(dx) {
+            self.line(&[(f, 0.0), (f, 1.0)], GRID, 1)?;
+        }
+        Ok(())
+    }
+
+    /// The axes.
+    pub fn axes(&self) -> anyhow::Result<()> {
+        self.line(&[(0.0, 1.0), (0.0, 0.0), (1.0, 0.0)], BLACK, 2)
+    }
 }
 
 /// One line of a time-series panel: `(seconds, value)` points, in time order.
@@ -164,12 +196,12 @@ pub fn timeseries(
 ) -> anyhow::Result<Vec<Axis>> {
     let cols = cols.max(1);
     let rows = panels.len().div_ceil(cols).max(1);
-    let (w, h) = (500 * cols as u32, 300 * rows as u32);
-    let root = BitMapBackend::new(path, (w, h)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let areas = root.split_evenly((rows, cols));
     let mut axes = Vec::new();
-    for (panel, area) in panels.iter().zip(&areas) {
+    let x_max = x_max.max(1e-9);
+    canvas(path, (rows, cols), 300, |k, frame| {
+        let Some(panel) = panels.get(k) else {
+            return Ok(());
+        };
         let max = panel
             .lines
             .iter()
@@ -180,52 +212,21 @@ pub fn timeseries(
         let step = linear_step(max);
         let top = (max / step).ceil() * step;
         axes.push(Axis { step, top });
-        let (pw, ph) = area.dim_in_pixel();
-        let (pw, ph) = (pw as i32, ph as i32);
-        let (left, right, top_px, bottom) = (30, 20, 20, 30);
-        let x = |t: f64| {
-            left + ((t / x_max.max(1e-9)).clamp(0.0, 1.0) * f64::from(pw - left - right)) as i32
-        };
-        let y = |v: f64| {
-            bottom_y(ph, bottom)
-                - ((v / top).clamp(0.0, 1.0) * f64::from(ph - top_px - bottom)) as i32
-        };
-        let grid = ShapeStyle::from(&RGBColor(210, 210, 210)).stroke_width(1);
-        let mut k = 1.0;
-        while k * step <= top + 1e-9 {
-            area.draw(&PathElement::new(
-                vec![(left, y(k * step)), (pw - right, y(k * step))],
-                grid,
-            ))?;
-            k += 1.0;
-        }
-        let mut t = x_step;
-        while x_step > 0.0 && t <= x_max + 1e-9 {
-            area.draw(&PathElement::new(
-                vec![(x(t), top_px), (x(t), y(0.0))],
-                grid,
-            ))?;
-            t += x_step;
-        }
+        frame.grid(step / top, x_step / x_max)?;
         for &m in marks {
-            area.draw(&PathElement::new(
-                vec![(x(m), top_px), (x(m), y(0.0))],
-                ShapeStyle::from(&MARK).stroke_width(1),
-            ))?;
+            frame.line(&[(m / x_max, 1.0), (m / x_max, 0.0)], MARK, 1)?;
         }
-        area.draw(&PathElement::new(
-            vec![(left, top_px), (left, y(0.0)), (pw - right, y(0.0))],
-            ShapeStyle::from(&BLACK).stroke_width(2),
-        ))?;
+        frame.axes()?;
         for line in &panel.lines {
-            let pts: Vec<(i32, i32)> = line.points.iter().map(|&(t, v)| (x(t), y(v))).collect();
-            area.draw(&PathElement::new(
-                pts,
-                ShapeStyle::from(&line.color).stroke_width(line.width),
-            ))?;
+            let pts: Vec<(f64, f64)> = line
+                .points
+                .iter()
+                .map(|&(t, v)| (t / x_max, v / top))
+                .collect();
+            frame.line(&pts, line.color, line.width)?;
         }
-    }
-    root.present()?;
+        Ok(())
+    })?;
     Ok(axes)
 }
 

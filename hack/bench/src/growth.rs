@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
+use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
 
-use crate::chart::{GO, RUST};
+use crate::chart::{GO, RUST, canvas};
 use crate::estload::EstBench;
 
 /// One scale's figures.
@@ -26,6 +26,11 @@ pub struct GrowthPoint {
     pub source: String,
 }
 
+/// The n·log n line.
+const GREY: RGBColor = RGBColor(150, 150, 150);
+/// Decade gridlines.
+const DECADE: RGBColor = RGBColor(220, 220, 220);
+
 /// Every scale found.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Growth {
@@ -38,27 +43,23 @@ pub fn collect(files: &[PathBuf]) -> anyhow::Result<Growth> {
     for f in files {
         let b: EstBench = crate::read_results(f)?;
         for s in &b.scales {
-            let per = |i: usize| s.alone[i].cpu_s / s.alone_bindings.max(1) as f64;
-            by.insert(
-                s.clusters,
-                GrowthPoint {
-                    clusters: s.clusters,
-                    cpu_per_binding_s: [per(0), per(1)],
-                    peak_rss_mib: [
-                        s.peak_rss_kib[0] as f64 / 1024.0,
-                        s.peak_rss_kib[1] as f64 / 1024.0,
-                    ],
-                    rate_per_s: [
-                        s.alone[0].phase.steady_rate_per_s.unwrap_or(0.0),
-                        s.alone[1].phase.steady_rate_per_s.unwrap_or(0.0),
-                    ],
-                    source: format!(
-                        "{} ({})",
-                        f.file_name().unwrap_or_default().to_string_lossy(),
-                        b.git_commit
-                    ),
-                },
-            );
+            let alone = &s.alone;
+            let point = GrowthPoint {
+                clusters: s.clusters,
+                cpu_per_binding_s: alone
+                    .each_ref()
+                    .map(|a| a.cpu_s / s.alone_bindings.max(1) as f64),
+                peak_rss_mib: s.peak_rss_kib.map(|k| k as f64 / 1024.0),
+                rate_per_s: alone
+                    .each_ref()
+                    .map(|a| a.phase.steady_rate_per_s.unwrap_or(0.0)),
+                source: format!(
+                    "{} ({})",
+                    f.file_name().unwrap_or_default().to_string_lossy(),
+                    b.git_commit
+                ),
+            };
+            by.insert(s.clusters, point);
         }
     }
     Ok(Growth {
@@ -76,78 +77,46 @@ fn nlogn_from(first: usize, value: f64, n: usize) -> f64 {
 /// Go blue, n·log n through our smallest scale grey. Decade gridlines; no text (the bitmap
 /// backend has no font here), the values are in the Markdown.
 pub fn draw(path: &Path, g: &Growth) -> anyhow::Result<()> {
-    let root = BitMapBackend::new(path, (1000, 480)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let panels = root.split_evenly((1, 2));
-    let grey = RGBColor(150, 150, 150);
-    for (k, panel) in panels.iter().enumerate() {
-        let series = |i: usize| -> Vec<(f64, f64)> {
-            g.points
-                .iter()
-                .map(|p| {
-                    let v = if k == 0 {
-                        p.cpu_per_binding_s[i]
-                    } else {
-                        p.peak_rss_mib[i]
-                    };
-                    (p.clusters as f64, v.max(1e-6))
-                })
-                .collect()
+    let (Some(first), Some(last)) = (g.points.first(), g.points.last()) else {
+        return Ok(());
+    };
+    canvas(path, (1, 2), 480, |k, frame| {
+        let value = |p: &GrowthPoint, i: usize| [p.cpu_per_binding_s, p.peak_rss_mib][k][i];
+        let (x0, y0) = (first.clusters, value(first, 0));
+        let series = |v: &dyn Fn(&GrowthPoint) -> f64| -> Vec<(f64, f64)> {
+            let xy = |p: &GrowthPoint| (p.clusters as f64, v(p).max(1e-6));
+            g.points.iter().map(xy).collect()
         };
-        let (ours, go) = (series(0), series(1));
-        let Some(&(x0, y0)) = ours.first() else {
-            continue;
-        };
-        let reference: Vec<(f64, f64)> = g
-            .points
-            .iter()
-            .map(|p| {
-                (
-                    p.clusters as f64,
-                    nlogn_from(x0 as usize, y0, p.clusters).max(1e-6),
-                )
-            })
-            .collect();
-        let all = ours.iter().chain(&go).chain(&reference);
-        let (xmin, xmax) = (
-            x0 / 2.0,
-            g.points.last().map_or(x0, |p| p.clusters as f64) * 2.0,
-        );
-        let ymin = all.clone().map(|p| p.1).fold(f64::MAX, f64::min) / 2.0;
-        let ymax = all.map(|p| p.1).fold(0.0f64, f64::max) * 2.0;
-        let mut chart = ChartBuilder::on(panel)
-            .margin(20)
-            .build_cartesian_2d((xmin..xmax).log_scale(), (ymin..ymax).log_scale())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .disable_y_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            .draw()?;
-        // Decade gridlines.
+        let lines = [
+            (
+                series(&|p: &GrowthPoint| nlogn_from(x0, y0, p.clusters)),
+                GREY,
+                2,
+            ),
+            (series(&|p: &GrowthPoint| value(p, 1)), GO, 3),
+            (series(&|p: &GrowthPoint| value(p, 0)), RUST, 3),
+        ];
+        let ys = || lines.iter().flat_map(|l| l.0.iter().map(|p| p.1));
+        let (xmin, xmax) = (x0 as f64 / 2.0, last.clusters as f64 * 2.0);
+        let ymin = ys().fold(f64::MAX, f64::min) / 2.0;
+        let ymax = ys().fold(0.0, f64::max) * 2.0;
+        let log = |v: f64, lo: f64, hi: f64| (v / lo).log10() / (hi / lo).log10();
         let mut d = 10f64.powf(ymin.log10().ceil());
         while d < ymax {
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(xmin, d), (xmax, d)],
-                ShapeStyle::from(&RGBColor(220, 220, 220)).stroke_width(1),
-            )))?;
+            let f = log(d, ymin, ymax);
+            frame.line(&[(0.0, f), (1.0, f)], DECADE, 1)?;
             d *= 10.0;
         }
-        chart.draw_series(std::iter::once(PathElement::new(
-            reference,
-            ShapeStyle::from(&grey).stroke_width(2),
-        )))?;
-        for (s, color) in [(go, GO), (ours, RUST)] {
-            chart.draw_series(std::iter::once(PathElement::new(
-                s.clone(),
-                ShapeStyle::from(&color).stroke_width(3),
-            )))?;
-            chart.draw_series(s.into_iter().map(|p| Circle::new(p, 5, color.filled())))?;
+        for (n, (points, color, width)) in lines.into_iter().enumerate() {
+            let at = |(x, y): (f64, f64)| (log(x, xmin, xmax), log(y, ymin, ymax));
+            let points: Vec<(f64, f64)> = points.into_iter().map(at).collect();
+            frame.line(&points, color, width)?;
+            for p in points.into_iter().filter(|_| n > 0) {
+                frame.dot(p, color)?;
+            }
         }
-    }
-    root.present()?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// The Markdown report.
