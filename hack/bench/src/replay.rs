@@ -17,7 +17,7 @@
 //! history a member saw, lands exactly where that member landed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -197,7 +197,7 @@ pub fn replay(
                 if !idx.iter().any(|&i| open[i][t]) {
                     continue;
                 }
-                let results = match run(bin, &file) {
+                let results = match testenv::simulate::run_json(bin, &file, &[]) {
                     Ok(v) => v,
                     Err(e) => {
                         for &i in &idx {
@@ -318,16 +318,13 @@ fn describe(ops: &[ChurnOp], k: usize) -> String {
     )
 }
 
-fn run(bin: &Path, file: &Path) -> Result<Vec<Value>, String> {
-    testenv::simulate::run_json(bin, file, &[])
-}
-
 fn same(a: &Placement, b: &Placement) -> bool {
-    let mut a = a.clone();
-    let mut b = b.clone();
-    a.sort();
-    b.sort();
-    a == b
+    let sorted = |p: &Placement| {
+        let mut p = p.clone();
+        p.sort();
+        p
+    };
+    sorted(a) == sorted(b)
 }
 
 /// Entries of `a` not in `b`, and of `b` not in `a`, as `name:replicas` lists.
@@ -425,7 +422,8 @@ mod tests {
     /// reproduced by the state after the first deletion only.
     #[test]
     fn replay_finds_the_state_a_change_was_made_in() {
-        let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../_output/bin/karmada-oracle");
+        let oracle =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../_output/bin/karmada-oracle");
         if !oracle.exists() {
             assert!(
                 std::env::var("KARMADA_E2E").as_deref() != Ok("1"),
