@@ -5,7 +5,7 @@
 //! the binding gives it; reported: Deployments/s, p50/p99 from creation to scheduled and to
 //! the members, the steps in between, and each process's CPU during the round.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -298,12 +298,16 @@ const STEPS: &[Step] = &[
     ),
 ];
 
-fn pooled<'a>(b: &'a WholeBench, kind: &str) -> Vec<&'a Sample> {
+/// The rounds of scheduler `kind`.
+fn rounds_of<'a>(b: &'a WholeBench, kind: &'a str) -> impl Iterator<Item = &'a Round> {
     b.rounds
         .iter()
-        .filter(|r| r.round.scheduler == kind)
-        .flat_map(|r| r.round.samples.iter())
-        .collect()
+        .map(|r| &r.round)
+        .filter(move |r| r.scheduler == kind)
+}
+
+fn pooled<'a>(b: &'a WholeBench, kind: &'a str) -> Vec<&'a Sample> {
+    rounds_of(b, kind).flat_map(|r| &r.samples).collect()
 }
 
 fn quantile(samples: &[&Sample], step: fn(&Sample) -> Option<f64>, q: f64) -> Option<f64> {
@@ -323,12 +327,7 @@ fn who(kind: &str) -> &str {
 }
 
 fn mean_throughput(b: &WholeBench, kind: &str) -> Option<f64> {
-    let v: Vec<f64> = b
-        .rounds
-        .iter()
-        .filter(|r| r.round.scheduler == kind)
-        .map(|r| throughput(&r.round))
-        .collect();
+    let v: Vec<f64> = rounds_of(b, kind).map(throughput).collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
@@ -398,46 +397,50 @@ pub fn markdown(b: &WholeBench) -> String {
         ratio(to, tg)
     ));
     for (name, step) in STEPS {
-        let (o50, g50) = (quantile(&ours, *step, 0.5), quantile(&go, *step, 0.5));
-        let (o99, g99) = (quantile(&ours, *step, 0.99), quantile(&go, *step, 0.99));
-        out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} |\n",
-            num(o50, 2),
-            num(g50, 2),
-            ratio(o50, g50),
-            num(o99, 2),
-            num(g99, 2),
-            ratio(o99, g99)
-        ));
+        let [p50, p99] = [0.5, 0.99].map(|q| {
+            let (o, g) = (quantile(&ours, *step, q), quantile(&go, *step, q));
+            format!("{} | {} | {}", num(o, 2), num(g, 2), ratio(o, g))
+        });
+        out.push_str(&format!("| {name} | {p50} | {p99} |\n"));
     }
     out.push_str(&cm_markdown(b));
     out.push_str(
         "\nCPU seconds per process from a round's first creation to its end (the \
          schedulers, and the processes above 1 s in some round):\n\n",
     );
-    let mut names: Vec<&String> = b
+    let names: BTreeSet<&str> = b
         .rounds
         .iter()
-        .flat_map(|r| {
-            r.cpu
-                .iter()
-                .filter(|(n, s)| {
-                    **s >= 1.0 || matches!(n.as_str(), "karmada-scheduler" | "karmada-descheduler")
-                })
-                .map(|(n, _)| n)
+        .flat_map(|r| r.cpu.iter())
+        .filter(|(n, s)| {
+            **s >= 1.0 || matches!(n.as_str(), "karmada-scheduler" | "karmada-descheduler")
         })
+        .map(|(n, _)| n.as_str())
         .collect();
-    names.sort();
-    names.dedup();
-    let total = |r: &RoundRun| r.cpu.values().sum::<f64>();
-    let over_rounds = |n: &String| -> f64 {
-        b.rounds
-            .iter()
-            .map(|r| r.cpu.get(n).copied().unwrap_or(0.0))
-            .sum()
-    };
+    let over_rounds = |n: &str| -> f64 { b.rounds.iter().map(|r| cpu(r, n)).sum() };
+    let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_by(|x, y| over_rounds(y).total_cmp(&over_rounds(x)));
-    out.push_str("| process |");
+    names.push("all");
+    out.push_str(&per_round(b, "process", &names, |r, n| {
+        let total = r.cpu.values().sum::<f64>();
+        format!("{:.1}", if n == "all" { total } else { cpu(r, n) })
+    }));
+    out
+}
+
+/// CPU seconds of process `n` in a round.
+fn cpu(r: &RoundRun, n: &str) -> f64 {
+    r.cpu.get(n).copied().unwrap_or(0.0)
+}
+
+/// A table with a column per round: a row per name, its cell in a round given by `cell`.
+fn per_round(
+    b: &WholeBench,
+    first: &str,
+    names: &[&str],
+    cell: impl Fn(&RoundRun, &str) -> String,
+) -> String {
+    let mut out = format!("| {first} |");
     for (i, r) in b.rounds.iter().enumerate() {
         out.push_str(&format!(" {} ({}) |", i + 1, who(&r.round.scheduler)));
     }
@@ -447,15 +450,10 @@ pub fn markdown(b: &WholeBench) -> String {
     for n in names {
         out.push_str(&format!("| {n} |"));
         for r in &b.rounds {
-            out.push_str(&format!(" {:.1} |", r.cpu.get(n).copied().unwrap_or(0.0)));
+            out.push_str(&format!(" {} |", cell(r, n)));
         }
         out.push('\n');
     }
-    out.push_str("| all |");
-    for r in &b.rounds {
-        out.push_str(&format!(" {:.1} |", total(r)));
-    }
-    out.push('\n');
     out
 }
 
@@ -489,44 +487,30 @@ fn cm_markdown(b: &WholeBench) -> String {
         "\nkarmada-controller-manager's client flags: {}. Its queues during each round (the \
          queues with at least a quarter as many items as Deployments): items, then the mean \
          seconds an item waited in the queue and was worked on. Work that takes long for \
-         little CPU is work waiting on the API: its client's rate limiter or the server.\n\n\
-         | queue |",
+         little CPU is work waiting on the API: its client's rate limiter or the server.\n\n",
         same.join(" / ")
     );
-    for (i, r) in b.rounds.iter().enumerate() {
-        out.push_str(&format!(" {} ({}) |", i + 1, who(&r.round.scheduler)));
-    }
-    out.push_str("\n| --- |");
-    out.push_str(&" ---: |".repeat(b.rounds.len()));
-    out.push('\n');
-    let mut names: Vec<&String> = b
+    let names: BTreeSet<&str> = b
         .rounds
         .iter()
         .flat_map(|r| {
-            r.controller_manager
-                .queues
-                .iter()
-                .filter(|(_, q)| q.items * 4.0 >= r.round.deployments as f64)
-                .map(|(n, _)| n)
+            let queues = r.controller_manager.queues.iter();
+            queues.filter(|(_, q)| q.items * 4.0 >= r.round.deployments as f64)
         })
+        .map(|(n, _)| n.as_str())
         .collect();
-    names.sort();
-    names.dedup();
-    for n in names {
-        out.push_str(&format!("| {n} |"));
-        for r in &b.rounds {
-            match r.controller_manager.queues.get(n) {
-                Some(q) if q.items > 0.0 => out.push_str(&format!(
-                    " {:.0} · {:.2} · {:.2} |",
-                    q.items,
-                    q.waited / q.items,
-                    q.worked / q.items
-                )),
-                _ => out.push_str(" – |"),
-            }
+    let names: Vec<&str> = names.into_iter().collect();
+    out.push_str(&per_round(b, "queue", &names, |r, n| {
+        match r.controller_manager.queues.get(n) {
+            Some(q) if q.items > 0.0 => format!(
+                "{:.0} · {:.2} · {:.2}",
+                q.items,
+                q.waited / q.items,
+                q.worked / q.items
+            ),
+            _ => "–".into(),
         }
-        out.push('\n');
-    }
+    }));
     out
 }
 
