@@ -16,6 +16,7 @@
 //! placed them are compared apart.
 
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,9 +27,9 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
-use crate::procs::{Sched, connections_to, cpu_seconds, memory_kib, open_fds, threads};
+use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
-use crate::report::num;
+use crate::report::{list, num};
 use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
 use crate::stats;
@@ -273,28 +274,34 @@ fn new_pair(n: u64, templates: &[BindingTemplate], sides: &[String; 2]) -> Pair 
     }
 }
 
-fn name_of(obj: &Value) -> (String, Option<String>) {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_string);
-    (
-        s("/metadata/name").unwrap_or_default(),
-        s("/metadata/namespace"),
-    )
-}
-
-/// A request of the stream, given up after [`REQUEST_TIMEOUT`] (a hung API server).
-async fn bounded<T>(
-    request: impl std::future::Future<Output = anyhow::Result<T>>,
-) -> anyhow::Result<T> {
-    tokio::time::timeout(REQUEST_TIMEOUT, request)
-        .await
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")))
-}
-
 /// Whether `e` comes from a 404 answer.
 fn not_found(e: &anyhow::Error) -> bool {
     e.chain().any(
         |c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(a)) if a.code == 404),
     )
+}
+
+/// `one(0)` and `one(1)`, a request for each member of a pair, at once; each given up after
+/// [`REQUEST_TIMEOUT`] (a hung API server). Failures but 404s are logged.
+async fn both<T, F>(one: impl Fn(usize) -> F) -> [anyhow::Result<T>; 2]
+where
+    F: Future<Output = anyhow::Result<T>>,
+{
+    let bounded = |i| tokio::time::timeout(REQUEST_TIMEOUT, one(i));
+    let (a, b) = tokio::join!(bounded(0), bounded(1));
+    [a, b].map(|r| {
+        let r = r.unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")));
+        if let Err(e) = &r
+            && !not_found(e)
+        {
+            eprintln!("bench churn: {e:#}");
+        }
+        r
+    })
+}
+
+fn failures<T>(results: &[anyhow::Result<T>; 2]) -> u64 {
+    results.iter().filter(|r| r.is_err()).count() as u64
 }
 
 /// Everything a stream task needs.
@@ -308,49 +315,33 @@ struct Ctx {
 
 impl Ctx {
     async fn create(self, pair: Pair) {
-        let one = |i: usize| {
+        let (client, observer) = (&self.client, &self.observer);
+        let results = both(|i| {
             let (key, obj) = &pair.members[i];
-            bounded(create_one(
-                &self.client,
-                &self.observer,
-                key,
-                &self.sides[i],
-                obj,
-            ))
-        };
-        let results = {
-            let (a, b) = tokio::join!(one(0), one(1));
-            [a, b]
-        };
+            create_one(client, observer, key, &self.sides[i], obj)
+        })
+        .await;
+        let failed = failures(&results);
         let mut st = lock(&self.state);
         st.creating -= 1;
-        let mut ok = true;
-        for r in results {
-            match r {
-                Ok(()) => st.ops.created += 1,
-                Err(e) => {
-                    ok = false;
-                    st.ops.create_failed += 1;
-                    eprintln!("bench churn: {e:#}");
-                }
-            }
-        }
+        st.ops.created += 2 - failed;
+        st.ops.create_failed += failed;
         // Even when a POST failed (its answer may have been lost with the object created), the
         // pair is deleted in its turn.
         st.live.push_back(Pair {
-            broken: !ok,
+            broken: failed > 0,
             ..pair
         });
     }
 
     async fn delete(self, pair: Pair) {
-        let mut failed = 0;
-        for (key, obj) in &pair.members {
-            if let Err(e) = bounded(delete_one(&self.client, key, obj)).await {
-                failed += 1;
-                eprintln!("bench churn: {e:#}");
-            }
-        }
+        let client = &self.client;
+        let results = both(|i| {
+            let (key, obj) = &pair.members[i];
+            delete_one(client, key, obj)
+        })
+        .await;
+        let failed = failures(&results);
         let mut st = lock(&self.state);
         if failed > 0 {
             // Deleted again in its turn (a member already gone counts as deleted then).
@@ -372,36 +363,24 @@ impl Ctx {
     }
 
     async fn scale(self, pair: Pair, replicas: i64) {
-        let one = |i: usize| {
+        let (client, observer) = (&self.client, &self.observer);
+        let results = both(|i| {
             let (key, obj) = &pair.members[i];
-            let (name, ns) = name_of(obj);
-            let (client, observer) = (&self.client, &self.observer);
-            async move {
-                bounded(scale_one(
-                    client,
-                    observer,
-                    key,
-                    &name,
-                    ns.as_deref(),
-                    replicas,
-                ))
-                .await
-            }
-        };
-        let result = match tokio::join!(one(0), one(1)) {
-            (Ok(_), Ok(_)) => Ok(()),
-            (Err(e), _) | (_, Err(e)) => Err(e),
-        };
+            let (name, ns) = (&obj["metadata"]["name"], &obj["metadata"]["namespace"]);
+            let (name, ns) = (name.as_str().unwrap_or_default(), ns.as_str());
+            scale_one(client, observer, key, name, ns, replicas)
+        })
+        .await;
+        // Deleted meanwhile: not a failure, and nothing left to compare.
+        if results.iter().any(|r| r.as_ref().is_err_and(not_found)) {
+            return;
+        }
+        let ok = failures(&results) == 0;
         let mut st = lock(&self.state);
-        let ok = result.is_ok();
-        match result {
-            Ok(_) => st.ops.scaled += 2,
-            // Deleted meanwhile: not a failure, and nothing left to compare.
-            Err(e) if not_found(&e) => return,
-            Err(e) => {
-                eprintln!("bench churn: {e:#}");
-                st.ops.scale_failed += 2;
-            }
+        if ok {
+            st.ops.scaled += 2;
+        } else {
+            st.ops.scale_failed += 2;
         }
         let key = &pair.members[0].0;
         if let Some(p) = st.live.iter_mut().find(|p| &p.members[0].0 == key) {
@@ -409,6 +388,14 @@ impl Ctx {
             p.broken |= !ok;
         }
     }
+}
+
+/// Runs `task` on its own, holding `permit` until it ends.
+fn spawn<P: Send + 'static>(permit: P, task: impl Future<Output = ()> + Send + 'static) {
+    tokio::spawn(async move {
+        task.await;
+        drop(permit);
+    });
 }
 
 /// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
@@ -455,20 +442,14 @@ async fn drive(ctx: Ctx, flags: &Config, templates: &[BindingTemplate], seed: u6
                 (gone, make)
             };
             if let Some(p) = gone {
-                let (ctx, permit) = (ctx.clone(), sem.clone().try_acquire_owned());
-                tokio::spawn(async move {
-                    ctx.delete(p).await;
-                    drop(permit);
-                });
+                spawn(sem.clone().try_acquire_owned(), ctx.clone().delete(p));
             }
             if make {
-                let pair = new_pair(n, templates, &ctx.sides);
+                spawn(
+                    permit,
+                    ctx.clone().create(new_pair(n, templates, &ctx.sides)),
+                );
                 n += 1;
-                let ctx = ctx.clone();
-                tokio::spawn(async move {
-                    ctx.create(pair).await;
-                    drop(permit);
-                });
             }
         } else {
             let pick = {
@@ -528,11 +509,7 @@ async fn drive(ctx: Ctx, flags: &Config, templates: &[BindingTemplate], seed: u6
                 }
             };
             if let Some((pair, replicas)) = pick {
-                let ctx = ctx.clone();
-                tokio::spawn(async move {
-                    ctx.scale(pair, replicas).await;
-                    drop(permit);
-                });
+                spawn(permit, ctx.clone().scale(pair, replicas));
             }
         }
     }
@@ -540,91 +517,72 @@ async fn drive(ctx: Ctx, flags: &Config, templates: &[BindingTemplate], seed: u6
     let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, sem.acquire_many(IN_FLIGHT as u32)).await;
 }
 
-/// What the sampler reads besides `/proc`.
-struct Probe<'a> {
-    scheds: [&'a Sched; 2],
-    ports: HashSet<u16>,
-    observer: &'a Observer,
-    state: &'a Shared,
-}
-
 impl ChurnSample {
-    /// One log line.
+    /// One log line: every figure, ours / Go.
     fn line(&self) -> String {
-        format!(
-            "live {} | RSS ours {:.1} MiB, Go {:.1} MiB | FDs {} / {} | threads {} / {} | queue {} / {} | tasks {} / goroutines {} | estimator sockets {} / {} | backlog {} / {}",
-            self.live,
-            self.rss_kib[0] as f64 / 1024.0,
-            self.rss_kib[1] as f64 / 1024.0,
-            self.fds[0],
-            self.fds[1],
-            self.threads[0],
-            self.threads[1],
-            opt(self.queue_depth[0]),
-            opt(self.queue_depth[1]),
-            opt(self.tasks[0]),
-            opt(self.tasks[1]),
-            self.estimator_sockets[0],
-            self.estimator_sockets[1],
-            self.backlog[0],
-            self.backlog[1],
-        )
+        let cells = FIGURES.iter().map(|(_, [a, b], digits, get)| {
+            let v = |i| num(get(self, i), *digits);
+            format!("{a} {} / {b} {}", v(0), v(1))
+        });
+        format!("live {} | {}", self.live, list(cells))
     }
 }
 
-impl Probe<'_> {
+/// What the sampler reads: each scheduler's pid and `/metrics` address, the estimators'
+/// ports, the bench's watch and the stream's pairs.
+struct Probe {
+    scheds: [(u32, String); 2],
+    ports: HashSet<u16>,
+    observer: Observer,
+    state: Shared,
+}
+
+impl Probe {
     async fn sample(&self, t_s: f64) -> ChurnSample {
-        let mut s = ChurnSample {
-            t_s,
-            ..Default::default()
-        };
         let (keys, live) = {
-            let st = lock(self.state);
+            let st = lock(&self.state);
             (st.keys(), (st.live.len() + st.retry.len()) * 2)
         };
-        s.live = live;
-        s.load1 = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|l| l.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0.0);
-        for (i, sched) in self.scheds.iter().enumerate() {
-            let pid = sched.pid();
+        let mut s = ChurnSample {
+            t_s,
+            live,
+            load1: load_1m(),
+            ..Default::default()
+        };
+        for (i, (pid, metrics)) in self.scheds.iter().enumerate() {
+            let pid = *pid;
             s.rss_kib[i] = memory_kib(pid).map_or(0, |m| m.0);
             s.fds[i] = open_fds(pid).unwrap_or(0);
             s.threads[i] = threads(pid).unwrap_or(0);
             s.estimator_sockets[i] = connections_to(pid, &self.ports);
             s.cpu_s[i] = cpu_seconds(pid).unwrap_or(0.0);
-            s.backlog[i] = self
-                .observer
-                .snapshot(&keys[i])
-                .iter()
-                .filter(|o| !settled(o))
-                .count();
-            let Ok(text) = sched.scrape().await else {
+            let snap = self.observer.snapshot(&keys[i]);
+            s.backlog[i] = snap.iter().filter(|o| !settled(o)).count();
+            let Ok((200, text)) = http_get(metrics, "/metrics").await else {
                 continue;
             };
             let m = promtext::parse(&text);
-            let has = |name: &str| m.iter().any(|x| x.name == name);
-            if has("workqueue_depth") {
-                s.queue_depth[i] = Some(promtext::sum(
-                    &m,
-                    "workqueue_depth",
-                    &[("name", "scheduler-queue")],
-                ));
-            }
-            let tasks = [TOKIO_TASKS, GOROUTINES][i];
-            if has(tasks) {
-                s.tasks[i] = Some(promtext::sum(&m, tasks, &[]));
-            }
-            if i == 0 && has(ESTIMATOR_CONNECTED) {
-                s.estimator_connected = Some(promtext::sum(&m, ESTIMATOR_CONNECTED, &[]));
+            let gauge = |name: &str, filter: &[(&str, &str)]| {
+                let has = m.iter().any(|x| x.name == name);
+                has.then(|| promtext::sum(&m, name, filter))
+            };
+            s.queue_depth[i] = gauge("workqueue_depth", &[("name", "scheduler-queue")]);
+            s.tasks[i] = gauge([TOKIO_TASKS, GOROUTINES][i], &[]);
+            if i == 0 {
+                s.estimator_connected = gauge(ESTIMATOR_CONNECTED, &[]);
             }
         }
         s
     }
+
+    /// Whether a scheduler has exited.
+    fn gone(&self) -> bool {
+        let gone = |pid: &u32| std::fs::metadata(format!("/proc/{pid}")).is_err();
+        self.scheds.iter().any(|(pid, _)| gone(pid))
+    }
 }
 
-/// Kills and restarts the API server every `fault_every` until `until`.
+/// Kills and restarts the API server every `api_kill_every` until `until`.
 async fn fault_loop(
     env: &testenv::TestEnv,
     flags: &Config,
@@ -632,62 +590,50 @@ async fn fault_loop(
     until: Instant,
     t0: Instant,
 ) -> Vec<FaultMark> {
-    let mut marks = Vec::new();
     if !flags.faults.api_kills {
-        return marks;
+        return vec![];
     }
+    // `api` hands a restarted server over to the environment's teardown when dropped.
     let mut api = match testenv::faults::ApiServer::new(env, "churn") {
         Ok(a) => a,
         Err(e) => {
-            marks.push(FaultMark {
+            return vec![FaultMark {
                 error: Some(format!("{e:#}")),
                 ..Default::default()
-            });
-            return marks;
+            }];
         }
     };
+    let mut marks = Vec::new();
     let mut next = start + flags.faults.api_kill_every;
     while next + FAULT_DOWN < until {
         tokio::time::sleep_until(next).await;
         let at = Instant::now();
         log(t0, "fault: SIGKILL of the API server");
         let r = api.kill_and_restart(FAULT_DOWN).await;
-        let mark = FaultMark {
-            t_s: at.duration_since(start).as_secs_f64(),
-            back_after_s: at.elapsed().as_secs_f64(),
-            error: r.err().map(|e| format!("{e:#}")),
-        };
+        let back_after_s = at.elapsed().as_secs_f64();
         log(
             t0,
-            format!(
-                "fault: API server serving again after {:.1}s",
-                mark.back_after_s
-            ),
+            format!("fault: API server serving again after {back_after_s:.1}s"),
         );
-        marks.push(mark);
+        marks.push(FaultMark {
+            t_s: at.duration_since(start).as_secs_f64(),
+            back_after_s,
+            error: r.err().map(|e| format!("{e:#}")),
+        });
         next += flags.faults.api_kill_every;
     }
-    // `api` hands a restarted server over to the environment's teardown when dropped.
-    drop(api);
     marks
 }
 
 /// Runs the churn bench.
-pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
-    let flags = base;
+pub async fn run(flags: &Config) -> anyhow::Result<ChurnRun> {
     let t0 = Instant::now();
-    let mut cfg = base.clone();
+    let (w, f) = (&flags.workload, &flags.faults);
+    let mut cfg = flags.clone();
     cfg.workload.clusters = flags.estimators.members;
-    cfg.estimators.members = flags.estimators.members;
-    cfg.flags.estimator = true;
     cfg.workload.bindings = TEMPLATES;
+    cfg.flags.estimator = true;
     let plane = run::start_plane(&cfg, t0).await?;
-    let ports: HashSet<u16> = plane
-        .env
-        .members()
-        .iter()
-        .map(|m| m.estimator_port)
-        .collect();
     let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
     let sides = [rust.name.clone(), go.name.clone()];
     let state: Shared = Arc::default();
@@ -697,36 +643,33 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
         state: state.clone(),
         sides: sides.clone(),
     };
-    let duration = Duration::from_secs_f64(flags.workload.minutes * 60.0);
+    let probe = Probe {
+        scheds: [&rust, &go].map(|s| (s.pid(), s.metrics.clone())),
+        ports: plane
+            .env
+            .members()
+            .iter()
+            .map(|m| m.estimator_port)
+            .collect(),
+        observer: plane.observer.clone(),
+        state: state.clone(),
+    };
+    let kills = match f.api_kills {
+        true => format!(", API server killed every {:?}", f.api_kill_every),
+        false => String::new(),
+    };
     log(
         t0,
         format!(
-            "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{}",
-            flags.workload.minutes,
-            flags.workload.live,
-            flags.workload.rate,
-            flags.workload.scale_rate,
-            if flags.faults.api_kills {
-                format!(
-                    ", API server killed every {:?}",
-                    flags.faults.api_kill_every
-                )
-            } else {
-                String::new()
-            }
+            "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{kills}",
+            w.minutes, w.live, w.rate, w.scale_rate
         ),
     );
     let start = Instant::now();
-    let until = start + duration;
+    let until = start + Duration::from_secs_f64(w.minutes * 60.0);
     // Stops the stream early when a scheduler exits.
     let stop = tokio::sync::Notify::new();
     let mut samples = Vec::new();
-    let probe = Probe {
-        scheds: [&rust, &go],
-        ports: ports.clone(),
-        observer: &plane.observer,
-        state: &state,
-    };
     let sampler = async {
         let mut tick = tokio::time::interval(flags.samples.every);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -738,11 +681,7 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
             let s = probe.sample(start.elapsed().as_secs_f64()).await;
             log(t0, s.line());
             samples.push(s);
-            let gone = probe
-                .scheds
-                .iter()
-                .any(|s| std::fs::metadata(format!("/proc/{}", s.pid())).is_err());
-            if gone {
+            if probe.gone() {
                 stop.notify_waiters();
                 break;
             }
@@ -750,70 +689,52 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
     };
     let stream = async {
         tokio::select! {
-            _ = drive(ctx.clone(), flags, &plane.wl.bindings, cfg.workload.seed, until) => {}
+            _ = drive(ctx.clone(), flags, &plane.wl.bindings, w.seed, until) => {}
             _ = stop.notified() => {}
         }
     };
     let faults = fault_loop(&plane.env, flags, start, until, t0);
-    let ((), (), marks) = tokio::join!(sampler, stream, faults);
-    drop(probe);
+    let ((), (), faults) = tokio::join!(sampler, stream, faults);
     let stream_s = start.elapsed().as_secs_f64();
     log(t0, format!("stream ended after {stream_s:.0}s"));
-    let mut out = ChurnRun {
-        stream_s,
-        faults: marks,
-        ..Default::default()
-    };
     let exited = [rust.proc.try_wait(), go.proc.try_wait()]
         .map(|r| r.ok().flatten().map(|status| format!("exited ({status})")));
 
     // ---- Settle: every live binding decided, and placed at its generation when `True`.
     let live_keys = lock(&state).keys();
-    let all: Vec<String> = live_keys.concat();
     let settle_start = Instant::now();
+    let names = [sides[0].as_str(), sides[1].as_str()];
     let ok = exited.iter().all(Option::is_none)
         && plane
             .observer
-            .settle(
-                &all,
-                &[&sides[0], &sides[1]],
-                settled,
-                crate::run::QUIET,
-                SETTLE,
-            )
+            .settle(&live_keys.concat(), &names, settled, run::QUIET, SETTLE)
             .await;
-    out.settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
-    out.settle_s = SETTLE.as_secs_f64();
+    let settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
     log(
         t0,
-        match out.settled_after_s {
+        match settled_after_s {
             Some(s) => format!("every live binding settled {s:.1}s after the stream"),
-            None => format!("not every live binding settled within {:?}", SETTLE),
+            None => format!("not every live binding settled within {SETTLE:?}"),
         },
     );
-    let probe = Probe {
-        scheds: [&rust, &go],
-        ports,
-        observer: &plane.observer,
-        state: &state,
-    };
     let end = probe.sample(start.elapsed().as_secs_f64()).await;
     log(t0, format!("after the settle: {}", end.line()));
-    out.end_sample = Some(end);
 
     // ---- Each side's state, and the agreement of the pairs.
     let st = lock(&state);
-    for i in 0..2 {
+    let side = |i: usize| {
         let snap = plane.observer.snapshot(&live_keys[i]);
-        let side = &mut out.sides[i];
-        side.scheduler_name = sides[i].clone();
-        side.exited = exited[i].clone();
         let mut lat = st.latencies[i].clone();
         lat.extend(snap.iter().filter_map(latency_ms));
-        side.latency_p50_ms = stats::percentile(&lat, 0.5);
-        side.latency_p99_ms = stats::percentile(&lat, 0.99);
-        side.latency_max_ms = stats::percentile(&lat, 1.0);
-        side.deleted_undecided = st.deleted_undecided[i];
+        let mut side = ChurnSide {
+            scheduler_name: sides[i].clone(),
+            latency_p50_ms: stats::percentile(&lat, 0.5),
+            latency_p99_ms: stats::percentile(&lat, 0.99),
+            latency_max_ms: stats::percentile(&lat, 1.0),
+            deleted_undecided: st.deleted_undecided[i],
+            exited: exited[i].clone(),
+            ..Default::default()
+        };
         for (k, o) in live_keys[i].iter().zip(&snap) {
             if placed(o) {
                 side.scheduled += 1;
@@ -829,7 +750,31 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
                 }
             }
         }
-    }
+        side
+    };
+    let mut out = ChurnRun {
+        seed: w.seed,
+        minutes: w.minutes,
+        live: w.live,
+        rate: w.rate,
+        scale_rate: w.scale_rate,
+        sample_s: flags.samples.every.as_secs_f64(),
+        members: flags.estimators.members,
+        kube_api_qps: cfg.flags.qps,
+        kube_api_burst: cfg.flags.burst,
+        faults_enabled: f.api_kills,
+        fault_every_s: f.api_kill_every.as_secs_f64(),
+        fault_down_s: FAULT_DOWN.as_secs_f64(),
+        faults,
+        ops: st.ops.clone(),
+        stream_s,
+        settled_after_s,
+        settle_s: SETTLE.as_secs_f64(),
+        sides: [side(0), side(1)],
+        samples,
+        end_sample: Some(end),
+        ..Default::default()
+    };
     let view = |k: &str| {
         plane.observer.get(k).map(|o| {
             let mut c = o.clusters;
@@ -843,32 +788,25 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
             continue;
         }
         let (a, b) = (view(&p.members[0].0), view(&p.members[1].0));
-        let same = a.is_some() && a == b;
-        let (pairs, agree) = if p.scaled_unplaced {
-            (&mut out.unplaced_pairs, &mut out.unplaced_agree)
-        } else {
-            (&mut out.pairs, &mut out.agree)
+        let (pairs, agree) = match p.scaled_unplaced {
+            true => (&mut out.unplaced_pairs, &mut out.unplaced_agree),
+            false => (&mut out.pairs, &mut out.agree),
         };
         *pairs += 1;
-        if same {
+        if a.is_some() && a == b {
             *agree += 1;
         } else if out.disagreements.len() < LISTED {
+            let unplaced = match p.scaled_unplaced {
+                true => ", scaled before both had placed it",
+                false => "",
+            };
             out.disagreements.push(format!(
-                "{} [{}, {} replicas{}]: ours {a:?}, Go {b:?}",
-                p.members[0].0,
-                plane.wl.bindings[p.template].strategy,
-                p.replicas,
-                if p.scaled_unplaced {
-                    ", scaled before both had placed it"
-                } else {
-                    ""
-                },
+                "{} [{}, {} replicas{unplaced}]: ours {a:?}, Go {b:?}",
+                p.members[0].0, plane.wl.bindings[p.template].strategy, p.replicas,
             ));
         }
     }
-    out.ops = st.ops.clone();
     drop(st);
-    drop(probe);
     log(
         t0,
         format!(
@@ -876,43 +814,17 @@ pub async fn run(base: &Config) -> anyhow::Result<ChurnRun> {
             out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
         ),
     );
-    out.samples = samples;
-    out.seed = cfg.workload.seed;
-    out.minutes = flags.workload.minutes;
-    out.live = flags.workload.live;
-    out.rate = flags.workload.rate;
-    out.scale_rate = flags.workload.scale_rate;
-    out.sample_s = flags.samples.every.as_secs_f64();
-    out.members = flags.estimators.members;
-    out.kube_api_qps = cfg.flags.qps;
-    out.kube_api_burst = cfg.flags.burst;
-    out.faults_enabled = flags.faults.api_kills;
-    out.fault_every_s = flags.faults.api_kill_every.as_secs_f64();
-    out.fault_down_s = FAULT_DOWN.as_secs_f64();
     rust.proc.kill();
     go.proc.kill();
     plane.stop();
     Ok(out)
 }
 
-fn opt(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.0}"))
-}
-
-/// The samples' `(seconds, value)` points of one figure.
-fn series(samples: &[ChurnSample], f: impl Fn(&ChurnSample) -> Option<f64>) -> Vec<(f64, f64)> {
+/// The samples' `(seconds, value)` points of one figure of side `i`.
+fn series(samples: &[ChurnSample], f: &Figure, i: usize) -> Vec<(f64, f64)> {
     samples
         .iter()
-        .filter_map(|s| f(s).map(|v| (s.t_s, v)))
-        .collect()
-}
-
-/// The second half of a run's points (after the warm-up).
-fn second_half(points: &[(f64, f64)], stream_s: f64) -> Vec<(f64, f64)> {
-    points
-        .iter()
-        .copied()
-        .filter(|p| p.0 >= stream_s / 2.0)
+        .filter_map(|s| (f.3)(s, i).map(|v| (s.t_s, v)))
         .collect()
 }
 
@@ -932,7 +844,12 @@ pub struct Growth {
 
 impl Growth {
     pub fn of(points: &[(f64, f64)], stream_s: f64) -> Growth {
-        let half = second_half(points, stream_s);
+        // After the warm-up.
+        let half: Vec<(f64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|p| p.0 >= stream_s / 2.0)
+            .collect();
         let n = points.len() as f64;
         Growth {
             first: points.first().map(|p| p.1),
@@ -946,48 +863,87 @@ impl Growth {
     }
 }
 
-/// What the report and the chart show of each side: RSS (MiB), FDs, threads, tasks, queue
-/// depth, estimator sockets, backlog.
-const FIGURES: [&str; 7] = [
-    "RSS (MiB)",
-    "open file descriptors",
-    "threads",
-    "tasks (ours: tokio tasks alive; Go: goroutines)",
-    "binding queue depth (`workqueue_depth{name=\"scheduler-queue\"}`)",
-    "established connections to the estimators",
-    "live bindings unscheduled, as the bench sees them",
-];
+/// A sampled figure of each side: its name, its columns in the samples table, its decimals,
+/// and its value in a sample for side `i`.
+type Figure = (
+    &'static str,
+    [&'static str; 2],
+    usize,
+    fn(&ChurnSample, usize) -> Option<f64>,
+);
 
-fn figure(k: usize, i: usize) -> impl Fn(&ChurnSample) -> Option<f64> {
-    move |s: &ChurnSample| match k {
-        0 => Some(s.rss_kib[i] as f64 / 1024.0),
-        1 => Some(s.fds[i] as f64),
-        2 => Some(s.threads[i] as f64),
-        3 => s.tasks[i],
-        4 => s.queue_depth[i],
-        5 => Some(s.estimator_sockets[i] as f64),
-        _ => Some(s.backlog[i] as f64),
-    }
-}
+/// What the log, the report and the chart show of each side.
+const FIGURES: [Figure; 7] = [
+    ("RSS (MiB)", ["RSS ours", "RSS Go"], 1, |s, i| {
+        Some(s.rss_kib[i] as f64 / 1024.0)
+    }),
+    (
+        "open file descriptors",
+        ["FDs ours", "FDs Go"],
+        0,
+        |s, i| Some(s.fds[i] as f64),
+    ),
+    ("threads", ["threads ours", "threads Go"], 0, |s, i| {
+        Some(s.threads[i] as f64)
+    }),
+    (
+        "tasks (ours: tokio tasks alive; Go: goroutines)",
+        ["tasks ours", "goroutines Go"],
+        0,
+        |s, i| s.tasks[i],
+    ),
+    (
+        "binding queue depth (`workqueue_depth{name=\"scheduler-queue\"}`)",
+        ["queue ours", "queue Go"],
+        0,
+        |s, i| s.queue_depth[i],
+    ),
+    (
+        "established connections to the estimators",
+        ["est. conns ours", "est. conns Go"],
+        0,
+        |s, i| Some(s.estimator_sockets[i] as f64),
+    ),
+    (
+        "live bindings unscheduled, as the bench sees them",
+        ["backlog ours", "backlog Go"],
+        0,
+        |s, i| Some(s.backlog[i] as f64),
+    ),
+];
 
 /// Figures (indices into [`FIGURES`]) of the chart's panels, left to right, top to bottom.
 const PANELS: [usize; 6] = [0, 1, 4, 6, 3, 5];
 
+/// A row of the growth table: label, value, decimals (`None`: the figure's own).
+type GrowthRow = (&'static str, fn(&Growth) -> Option<f64>, Option<usize>);
+
+const GROWTH_ROWS: [GrowthRow; 7] = [
+    ("first sample", |g| g.first, None),
+    ("start of the second half", |g| g.mid, None),
+    ("last sample", |g| g.last, None),
+    ("max", |g| g.max, None),
+    ("mean", |g| g.mean, Some(1)),
+    (
+        "per minute, second half",
+        |g| g.per_min_second_half,
+        Some(3),
+    ),
+    ("per minute, whole run", |g| g.per_min_whole, Some(3)),
+];
+
 /// Draws the chart; returns each panel's axis and the time gridline step (seconds).
 pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>, f64)> {
+    // Ours wider, under Go's: where they are equal, an orange rim around blue.
+    let line = |k: usize, i: usize| Line {
+        color: [RUST, GO][i],
+        width: [4, 2][i],
+        points: series(&r.samples, &FIGURES[k], i),
+    };
     let panels: Vec<Panel> = PANELS
         .iter()
         .map(|&k| Panel {
-            // Ours wider, under Go's: where they are equal, an orange rim around blue.
-            lines: [(RUST, 4), (GO, 2)]
-                .into_iter()
-                .enumerate()
-                .map(|(i, (color, width))| Line {
-                    color,
-                    width,
-                    points: series(&r.samples, figure(k, i)),
-                })
-                .collect(),
+            lines: vec![line(k, 0), line(k, 1)],
         })
         .collect();
     let x_max = r.stream_s.max(1.0);
@@ -997,55 +953,35 @@ pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>,
     Ok((axes, x_step))
 }
 
-/// A column pair of the samples table: ours, Go, the cell of side `i`.
-type Column = (
-    &'static str,
-    &'static str,
-    fn(&ChurnSample, usize) -> String,
-);
 /// A row of the sides table: name, a side's cell.
 type SideRow = (&'static str, fn(&ChurnSide) -> String);
 
 /// The Markdown report; `chart` is the PNG's file name with its axes and time step.
 pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
-    let growth: Vec<[Growth; 2]> = (0..FIGURES.len())
-        .map(|k| [0, 1].map(|i| Growth::of(&series(&r.samples, figure(k, i)), r.stream_s)))
+    let growth: Vec<[Growth; 2]> = FIGURES
+        .iter()
+        .map(|f| [0, 1].map(|i| Growth::of(&series(&r.samples, f, i), r.stream_s)))
         .collect();
-    let faults = if r.faults_enabled {
-        format!(
-            ", the API server SIGKILLed and restarted every {:.0} s ({:.0} s down)",
-            r.fault_every_s, r.fault_down_s
-        )
-    } else {
-        String::new()
+    let (title, faults, flags) = match r.faults_enabled {
+        true => (
+            " with API server kills",
+            format!(
+                ", the API server SIGKILLed and restarted every {:.0} s ({:.0} s down)",
+                r.fault_every_s, r.fault_down_s
+            ),
+            format!(" --churn-faults --churn-fault-every {:.0}", r.fault_every_s),
+        ),
+        false => Default::default(),
     };
     let mut md = format!(
-        "# Churn bench: ours vs the Go karmada-scheduler v1.18.2, {} min{}\n\n",
-        r.minutes,
-        if r.faults_enabled {
-            " with API server kills"
-        } else {
-            ""
-        }
+        "# Churn bench: ours vs the Go karmada-scheduler v1.18.2, {} min{title}\n\n",
+        r.minutes
     );
     md += &format!(
         "Run {} on {}, **commit `{}`** (the scheduler measured is the one built from it), seed \
          {}. Reproduce: `hack/bench.sh --churn-only --churn-minutes {} --churn-live {} \
-         --churn-rate {} --churn-scale-rate {} --churn-members {}{}`.\n\n",
-        r.date,
-        r.machine,
-        r.git_commit,
-        r.seed,
-        r.minutes,
-        r.live,
-        r.rate,
-        r.scale_rate,
-        r.members,
-        if r.faults_enabled {
-            format!(" --churn-faults --churn-fault-every {:.0}", r.fault_every_s)
-        } else {
-            String::new()
-        }
+         --churn-rate {} --churn-scale-rate {} --churn-members {}{flags}`.\n\n",
+        r.date, r.machine, r.git_commit, r.seed, r.minutes, r.live, r.rate, r.scale_rate, r.members,
     );
     md += &format!(
         "Both schedulers ran at the same time on one control plane (crates/testenv: etcd, \
@@ -1081,17 +1017,6 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
             cores(1)
         );
     }
-    // ---- Verdict.
-    let [rss_r, rss_g] = growth[0];
-    let flat = |g: &Growth| match (g.per_min_second_half, g.mid) {
-        (Some(s), Some(mid)) if mid > 0.0 => Some(s * 60.0 <= 0.05 * mid),
-        _ => None,
-    };
-    let word = |f: Option<bool>| match f {
-        Some(true) => "flat",
-        Some(false) => "**growing**",
-        None => "not enough samples",
-    };
     md += "## Growth after warm-up\n\n";
     md += &format!(
         "The first half of the run is the warm-up; growth is the least-squares slope over the \
@@ -1099,13 +1024,16 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
          adds at most 5 % of the RSS at the start of the second half.\n\n",
         r.stream_s / 2.0
     );
-    md += &format!(
-        "* RSS: ours {} ({} MiB/min), Go {} ({} MiB/min).\n",
-        word(flat(&rss_r)),
-        num(rss_r.per_min_second_half, 3),
-        word(flat(&rss_g)),
-        num(rss_g.per_min_second_half, 3),
-    );
+    // The verdict: flat or growing.
+    let rss = growth[0].map(|g| {
+        let word = match (g.per_min_second_half, g.mid) {
+            (Some(s), Some(mid)) if mid > 0.0 && s * 60.0 <= 0.05 * mid => "flat",
+            (Some(_), Some(mid)) if mid > 0.0 => "**growing**",
+            _ => "not enough samples",
+        };
+        format!("{word} ({} MiB/min)", num(g.per_min_second_half, 3))
+    });
+    md += &format!("* RSS: ours {}, Go {}.\n", rss[0], rss[1]);
     md += &format!(
         "* Open file descriptors: ours {} /min, Go {} /min (first → last: {} → {}, {} → {}).\n\n",
         num(growth[1][0].per_min_second_half, 2),
@@ -1116,46 +1044,32 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         num(growth[1][1].last, 0),
     );
     md += "| figure | | ours | Go |\n|---|---|---:|---:|\n";
-    for (k, name) in FIGURES.iter().enumerate() {
-        let [a, b] = &growth[k];
-        let d = if k == 0 { 1 } else { 0 };
-        let rows: [(&str, Option<f64>, Option<f64>, usize); 7] = [
-            ("first sample", a.first, b.first, d),
-            ("start of the second half", a.mid, b.mid, d),
-            ("last sample", a.last, b.last, d),
-            ("max", a.max, b.max, d),
-            ("mean", a.mean, b.mean, 1),
-            (
-                "per minute, second half",
-                a.per_min_second_half,
-                b.per_min_second_half,
-                3,
-            ),
-            ("per minute, whole run", a.per_min_whole, b.per_min_whole, 3),
-        ];
-        for (label, x, y, digits) in rows {
-            md += &format!(
-                "| {name} | {label} | {} | {} |\n",
-                num(x, digits),
-                num(y, digits)
-            );
+    for ((name, _, digits, _), [a, b]) in FIGURES.iter().zip(&growth) {
+        for (label, value, d) in GROWTH_ROWS {
+            let d = d.unwrap_or(*digits);
+            let (x, y) = (num(value(a), d), num(value(b), d));
+            md += &format!("| {name} | {label} | {x} | {y} |\n");
         }
     }
     md += "\n";
     if let Some(e) = &r.end_sample {
+        let [rss, fds, threads, tasks] = [0, 1, 2, 3].map(|k| {
+            let (_, _, digits, get) = FIGURES[k];
+            [0, 1].map(|i| num(get(e, i), digits))
+        });
         md += &format!(
-            "After the stream and the settle: RSS ours {:.1} MiB, Go {:.1} MiB; FDs {} / {}; \
+            "After the stream and the settle: RSS ours {} MiB, Go {} MiB; FDs {} / {}; \
              threads {} / {}; tasks {} / goroutines {}. Our estimator client reported {} of \
              {} estimators connected (the Go scheduler exports no such figure; the socket \
              counts above are read from `/proc` for both).\n\n",
-            e.rss_kib[0] as f64 / 1024.0,
-            e.rss_kib[1] as f64 / 1024.0,
-            e.fds[0],
-            e.fds[1],
-            e.threads[0],
-            e.threads[1],
-            num(e.tasks[0], 0),
-            num(e.tasks[1], 0),
+            rss[0],
+            rss[1],
+            fds[0],
+            fds[1],
+            threads[0],
+            threads[1],
+            tasks[0],
+            tasks[1],
             num(e.estimator_connected, 0),
             r.members,
         );
@@ -1174,44 +1088,26 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
             }
         );
         for (k, a) in PANELS.iter().zip(axes) {
-            md += &format!(
-                "* {}: gridlines every {}, top {}\n",
-                FIGURES[*k], a.step, a.top
-            );
+            let (name, step, top) = (FIGURES[*k].0, a.step, a.top);
+            md += &format!("* {name}: gridlines every {step}, top {top}\n");
         }
         md += "\n";
     }
-    // The sampled figures, a column each: ours and Go side by side where there are two.
-    let cols: [Column; 7] = [
-        ("RSS ours", "RSS Go", |s, i| {
-            format!("{:.1}", s.rss_kib[i] as f64 / 1024.0)
-        }),
-        ("FDs ours", "FDs Go", |s, i| s.fds[i].to_string()),
-        ("threads ours", "threads Go", |s, i| {
-            s.threads[i].to_string()
-        }),
-        ("tasks ours", "goroutines Go", |s, i| num(s.tasks[i], 0)),
-        ("queue ours", "queue Go", |s, i| num(s.queue_depth[i], 0)),
-        ("est. conns ours", "est. conns Go", |s, i| {
-            s.estimator_sockets[i].to_string()
-        }),
-        ("backlog ours", "backlog Go", |s, i| {
-            s.backlog[i].to_string()
-        }),
-    ];
+    // The sampled figures, ours and Go side by side.
     md += "| s | live |";
-    for (a, b, _) in &cols {
+    for (_, [a, b], _, _) in &FIGURES {
         md += &format!(" {a} | {b} |");
     }
     md += " load |\n|---:|---:|";
-    md += &"---:|---:|".repeat(cols.len());
+    md += &"---:|---:|".repeat(FIGURES.len());
     md += "---:|\n";
     let step = r.samples.len().div_ceil(30).max(1);
     for (i, s) in r.samples.iter().enumerate() {
         if i % step == 0 || i + 1 == r.samples.len() {
             md += &format!("| {:.0} | {} |", s.t_s, s.live);
-            for (_, _, cell) in &cols {
-                md += &format!(" {} | {} |", cell(s, 0), cell(s, 1));
+            for (_, _, digits, get) in &FIGURES {
+                let (a, b) = (num(get(s, 0), *digits), num(get(s, 1), *digits));
+                md += &format!(" {a} | {b} |");
             }
             md += &format!(" {:.1} |\n", s.load1);
         }
