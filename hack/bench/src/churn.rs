@@ -217,13 +217,8 @@ struct State {
 impl State {
     /// Keys of the live pairs compared at the end (not broken), `[ours, Go]`.
     fn keys(&self) -> [Vec<String>; 2] {
-        let mut keys: [Vec<String>; 2] = Default::default();
-        for p in self.live.iter().chain(&self.retry).filter(|p| !p.broken) {
-            for (i, (k, _)) in p.members.iter().enumerate() {
-                keys[i].push(k.clone());
-            }
-        }
-        keys
+        let pairs = || self.live.iter().chain(&self.retry).filter(|p| !p.broken);
+        [0, 1].map(|i| pairs().map(|p| p.members[i].0.clone()).collect())
     }
 }
 
@@ -233,18 +228,14 @@ fn lock(s: &Shared) -> std::sync::MutexGuard<'_, State> {
     s.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `Scheduled` seen, and when `True`, for the current generation.
-fn settled(o: &Obs) -> bool {
-    match &o.condition {
-        Some((status, _)) if status == "True" => o.observed_generation >= o.generation,
-        Some(_) => true,
-        None => false,
-    }
-}
-
 /// `Scheduled=True` for the current generation.
 fn placed(o: &Obs) -> bool {
     o.condition.as_ref().is_some_and(|c| c.0 == "True") && o.observed_generation >= o.generation
+}
+
+/// `Scheduled` seen, and when `True`, for the current generation.
+fn settled(o: &Obs) -> bool {
+    placed(o) || o.condition.as_ref().is_some_and(|c| c.0 != "True")
 }
 
 fn latency_ms(o: &Obs) -> Option<f64> {
