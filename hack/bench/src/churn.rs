@@ -29,7 +29,7 @@ use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
 use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
-use crate::report::{list, num};
+use crate::report::num;
 use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
 use crate::stats;
@@ -515,7 +515,8 @@ impl ChurnSample {
             let v = |i| num(get(self, i), *digits);
             format!("{a} {} / {b} {}", v(0), v(1))
         });
-        format!("live {} | {}", self.live, list(cells))
+        let cells: Vec<String> = cells.collect();
+        format!("live {} | {}", self.live, cells.join(" | "))
     }
 }
 
