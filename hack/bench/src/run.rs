@@ -778,15 +778,14 @@ pub async fn replay_ceiling(
         let started = Instant::now();
         match crate::ceiling::replay(client, &writes, calls, c).await {
             Ok(r) => {
-                let cpu: Vec<String> = cpu_since(&pids, &cpu0)
-                    .iter()
-                    .zip(busy)
-                    .map(|(used, (name, _))| format!("{name} {used:.1}"))
+                let used = cpu_since(&pids, &cpu0).into_iter().zip(busy);
+                let used: Vec<String> = used
+                    .map(|(s, (name, _))| format!("{name} {s:.1}"))
                     .collect();
-                let cpu = if cpu.is_empty() {
+                let cpu = if used.is_empty() {
                     String::new()
                 } else {
-                    format!("; CPU seconds: {}", cpu.join(", "))
+                    format!("; CPU seconds: {}", used.join(", "))
                 };
                 log(
                     t0,
@@ -819,47 +818,36 @@ async fn create_clusters(
 ) -> anyhow::Result<()> {
     let api = cluster_api(client);
     in_flight(
-        clusters.iter().cloned().map(|c| {
-            let api = api.clone();
-            async move {
-                let name = c["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let mut body = c.clone();
-                let status = body
-                    .as_object_mut()
-                    .and_then(|m| m.remove("status"))
-                    .unwrap_or(Value::Null);
-                let obj: DynamicObject = serde_json::from_value(body.clone())?;
-                match api.create(&PostParams::default(), &obj).await {
-                    Ok(_) => {}
-                    // A member of the control plane (real estimator): it takes the
-                    // workload's labels, spec and status.
-                    Err(kube::Error::Api(e)) if e.code == 409 => {
-                        let patch = json!({"metadata": {"labels": body["metadata"]["labels"]},
-                                           "spec": body["spec"]});
-                        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                            .await
-                            .with_context(|| format!("updating member cluster {name}"))?;
-                    }
-                    Err(e) => {
-                        return Err(anyhow!(e).context(format!("creating cluster {name}")));
-                    }
-                }
-                api.patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&json!({"status": status})),
-                )
-                .await
-                .with_context(|| format!("setting the status of cluster {name}"))?;
-                Ok(())
-            }
-        }),
+        clusters.iter().map(|c| create_cluster(&api, c)),
         concurrency,
     )
     .await
+}
+
+/// Creates a cluster of the workload, then its status.
+async fn create_cluster(api: &Api<DynamicObject>, c: &Value) -> anyhow::Result<()> {
+    let name = cluster_name(c);
+    let mut body = c.clone();
+    let status = body.as_object_mut().and_then(|m| m.remove("status"));
+    let obj: DynamicObject = serde_json::from_value(body.clone())?;
+    match api.create(&PostParams::default(), &obj).await {
+        Ok(_) => {}
+        // A member of the control plane (real estimator): it takes the workload's labels, spec
+        // and status.
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let patch = json!({"metadata": {"labels": body["metadata"]["labels"]},
+                               "spec": body["spec"]});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("updating member cluster {name}"))?;
+        }
+        Err(e) => return Err(anyhow!(e).context(format!("creating cluster {name}"))),
+    }
+    let status = Patch::Merge(json!({ "status": status }));
+    api.patch_status(name, &PatchParams::default(), &status)
+        .await
+        .with_context(|| format!("setting the status of cluster {name}"))?;
+    Ok(())
 }
 
 /// Creates one binding, recording its creation instant just before the POST.
@@ -1050,7 +1038,6 @@ fn secs(t: Instant, origin: Instant) -> f64 {
     t.saturating_duration_since(origin).as_secs_f64()
 }
 
-/// Throughput (decisions) and latency (creation to `Scheduled=True`) of a creation phase.
 /// Completions/s of `keys` after `from` (first to last completion after it), when at least
 /// ten completed after it.
 pub fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64> {
