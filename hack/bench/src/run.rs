@@ -126,20 +126,12 @@ async fn churn_clusters(
     }
     let names = scheds.map(|s| s.name.as_str());
     let timeout = cfg.settle_timeout;
-    settle_keys(
-        &plane.observer,
-        &[],
-        &names,
-        start,
-        |_, _| true,
-        QUIET,
-        timeout,
-    )
-    .await;
+    let observer = &plane.observer;
+    settle_keys(observer, &[], &names, start, |_, _| true, timeout).await;
     wait_queues_idle(&scheds, QUIET, timeout).await;
     let after = scrape(scheds).await?;
     Ok(std::array::from_fn(|i| {
-        quiet_phase(&plane.observer, names[i], start, &before[i], &after[i])
+        quiet_phase(observer, names[i], start, &before[i], &after[i])
     }))
 }
 
@@ -586,15 +578,8 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let oks = futures::future::join_all(scale_keys.iter().map(|(keys, sched)| {
         let reached =
             |k: &str, o: &Obs| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some());
-        settle_keys(
-            observer,
-            keys,
-            std::slice::from_ref(sched),
-            Instant::now(),
-            reached,
-            QUIET,
-            timeout,
-        )
+        let own = std::slice::from_ref(sched);
+        settle_keys(observer, keys, own, Instant::now(), reached, timeout)
     }))
     .await;
     wait_queues_idle(&[&rust, &go], QUIET, timeout).await;
@@ -974,15 +959,14 @@ pub async fn scale_one(
 }
 
 /// Like [`Observer::settle`] with a per-key goal, from `start`: waits until `done` holds for
-/// every key and the bindings of `scheds` have had no write for `quiet` since `start`; gives up
-/// when they have been quiet for 5x `quiet` (goals that a failing attempt never reaches).
+/// every key and the bindings of `scheds` have had no write for [`QUIET`] since `start`; gives
+/// up when they have been quiet for 5x as long (goals that a failing attempt never reaches).
 async fn settle_keys(
     observer: &Observer,
     keys: &[String],
     scheds: &[impl AsRef<str>],
     start: Instant,
     done: impl Fn(&str, &Obs) -> bool,
-    quiet: Duration,
     timeout: Duration,
 ) -> bool {
     loop {
@@ -994,10 +978,10 @@ async fn settle_keys(
             .filter_map(|s| observer.last_write(s.as_ref()))
             .max();
         let idle = now.duration_since(last.unwrap_or(start).max(start));
-        if all && idle >= quiet {
+        if all && idle >= QUIET {
             return true;
         }
-        if idle >= quiet * 5 || now.duration_since(start) > timeout {
+        if idle >= QUIET * 5 || now.duration_since(start) > timeout {
             return all;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
