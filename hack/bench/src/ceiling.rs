@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use crate::jobs::{in_flight, normal_event};
 use crate::observe::rb_resource;
+use crate::run::binding_api;
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";
@@ -230,31 +231,28 @@ impl EstimatorCalls {
         let Some(calls) = self.per_binding.get(i) else {
             return 0;
         };
-        let answers = futures::future::join_all(calls.iter().map(|c| {
+        let failed = futures::future::join_all(calls.iter().map(|c| {
             let mut client = self.clients[&c.cluster].clone();
             async move {
                 if let Some(m) = &c.replicas_request {
-                    client
-                        .max_available_replicas(request(c, m))
-                        .await
-                        .map(|_| ())
+                    client.max_available_replicas(request(c, m)).await.is_err()
                 } else if let Some(m) = &c.sets_request {
                     client
                         .max_available_component_sets(request(c, m))
                         .await
-                        .map(|_| ())
+                        .is_err()
                 } else if let Some(m) = &c.unschedulable_request {
                     client
                         .get_unschedulable_replicas(request(c, m))
                         .await
-                        .map(|_| ())
+                        .is_err()
                 } else {
-                    Ok(())
+                    false
                 }
             }
         }))
         .await;
-        answers.iter().filter(|a| a.is_err()).count()
+        failed.into_iter().filter(|f| *f).count()
     }
 }
 
@@ -282,12 +280,7 @@ pub async fn replay(
     concurrency: usize,
 ) -> anyhow::Result<f64> {
     use futures::StreamExt as _;
-    let api_of = |ns: &Option<String>| -> Api<DynamicObject> {
-        match ns {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
-            None => Api::all_with(client.clone(), &crate::observe::crb_resource()),
-        }
-    };
+    let api_of = |ns: &Option<String>| binding_api(client, ns.as_deref());
     in_flight(
         writes.iter().map(|w| {
             let api = api_of(&w.namespace);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::procs::{RssSampler, memory_kib};
+use crate::procs::{RssSampler, Sched, memory_kib};
 use crate::run::{Config, create_bindings, keys_of, log, originals, start_plane, start_schedulers};
 
 /// One scheduler's side of a memory run.
@@ -65,59 +65,61 @@ pub async fn run(cfg: &Config) -> anyhow::Result<MemoryRun> {
     let t0 = Instant::now();
     let plane = start_plane(cfg, t0).await?;
     let (mut rust, mut go) = start_schedulers(cfg, &plane, t0).await?;
-    let (sampler, sampler_task) =
-        RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
+    let pids = [rust.pid(), go.pid()];
+    let (sampler, sampler_task) = RssSampler::start(pids.to_vec(), Duration::from_millis(250));
     let sides = [rust.name.clone(), go.name.clone()];
     let items = originals(&plane.wl, &sides);
-    let keys = [keys_of(&items, &sides[0]), keys_of(&items, &sides[1])];
+    let keys = sides.clone().map(|s| keys_of(&items, &s));
     let start = Instant::now();
-    create_bindings(
-        &plane.client,
-        &plane.observer,
-        &items,
-        cfg.create_concurrency,
-    )
-    .await?;
+    let (client, observer) = (&plane.client, &plane.observer);
+    create_bindings(client, observer, &items, cfg.create_concurrency).await?;
     log(t0, format!("{} bindings created", items.len()));
 
+    // When each of a side's bindings was placed.
+    let placed = |i: usize| -> Vec<Instant> {
+        observer
+            .snapshot(&keys[i])
+            .iter()
+            .filter_map(|o| o.decided_at)
+            .collect()
+    };
     let mut series = Vec::new();
     let mut all_done = [None, None];
     let mut last_point = None::<Instant>;
     loop {
         let now = Instant::now();
-        let mut done = [0usize; 2];
-        for i in 0..2 {
-            let snap = plane.observer.snapshot(&keys[i]);
-            done[i] = snap.iter().filter(|o| o.decided_at.is_some()).count();
-            if done[i] == keys[i].len() && all_done[i].is_none() {
-                let last = snap.iter().filter_map(|o| o.decided_at).max();
+        let done = [0, 1].map(|i| {
+            let placed = placed(i);
+            if placed.len() == keys[i].len() && all_done[i].is_none() {
+                let last = placed.iter().max();
                 all_done[i] = last.map(|t| t.saturating_duration_since(start).as_secs_f64());
                 log(t0, format!("{} half scheduled", sides[i]));
             }
-        }
+            placed.len()
+        });
         if last_point.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10)) {
             last_point = Some(now);
-            let rss = |pid| memory_kib(pid).map(|m| m.0).unwrap_or(0);
-            let point = (
-                now.duration_since(start).as_secs_f64(),
-                done[0],
-                done[1],
-                rss(rust.pid()),
-                rss(go.pid()),
-            );
+            let [r, g] = pids.map(|pid| memory_kib(pid).map_or(0, |m| m.0));
+            let (n, mib) = (keys.each_ref().map(Vec::len), |k: u64| k as f64 / 1024.0);
             log(
                 t0,
                 format!(
                     "done rust {}/{} go {}/{}; RSS rust {:.0} MiB, go {:.0} MiB",
-                    point.1,
-                    keys[0].len(),
-                    point.2,
-                    keys[1].len(),
-                    point.3 as f64 / 1024.0,
-                    point.4 as f64 / 1024.0
+                    done[0],
+                    n[0],
+                    done[1],
+                    n[1],
+                    mib(r),
+                    mib(g)
                 ),
             );
-            series.push(point);
+            series.push((
+                now.duration_since(start).as_secs_f64(),
+                done[0],
+                done[1],
+                r,
+                g,
+            ));
         }
         // Finished: both halves placed and a moment of rest for late allocations to show.
         let settled = all_done.iter().all(Option::is_some);
@@ -131,15 +133,14 @@ pub async fn run(cfg: &Config) -> anyhow::Result<MemoryRun> {
     go.check_alive()?;
     sampler_task.abort();
     let elapsed_s = start.elapsed().as_secs_f64();
-    let side = |idx: usize, s: &crate::procs::Sched| {
-        let snap = plane.observer.snapshot(&keys[idx]);
+    let side = |i: usize, s: &Sched| {
         let (rss, hwm) = memory_kib(s.pid()).unwrap_or((0, 0));
         MemSide {
             scheduler_name: s.name.clone(),
-            owned: keys[idx].len(),
-            done: snap.iter().filter(|o| o.decided_at.is_some()).count(),
-            all_done_s: all_done[idx],
-            rss_peak_kib: hwm.max(sampler.max(idx)),
+            owned: keys[i].len(),
+            done: placed(i).len(),
+            all_done_s: all_done[i],
+            rss_peak_kib: hwm.max(sampler.max(i)),
             rss_end_kib: rss,
         }
     };
@@ -156,11 +157,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<MemoryRun> {
         series,
         ..Default::default()
     };
-    drop(rust);
-    drop(go);
+    drop((rust, go));
     plane.stop();
     Ok(out)
 }
+
+/// A row of the figures: its name and each side's figure.
+type Row = (&'static str, fn(&MemSide) -> String);
 
 /// The Markdown report of a memory run.
 pub fn markdown(r: &MemoryRun) -> String {
@@ -199,23 +202,24 @@ pub fn markdown(r: &MemoryRun) -> String {
         mib(r.go.rss_peak_kib)
     );
     md += "| figure | Rust | Go |\n|---|---:|---:|\n";
-    md += &format!(
-        "| bindings placed / owned | {}/{} | {}/{} |\n",
-        r.rust.done, r.rust.owned, r.go.done, r.go.owned
-    );
-    let secs = |s: Option<f64>| s.map_or("not finished".to_string(), |s| format!("{s:.0}"));
-    md += &format!(
-        "| all of its half placed after (s) | {} | {} |\n",
-        secs(r.rust.all_done_s),
-        secs(r.go.all_done_s)
-    );
-    md += &format!(
-        "| peak RSS (MiB, VmHWM) | {:.1} | {:.1} |\n| RSS at the end (MiB) | {:.1} | {:.1} |\n\n",
-        mib(r.rust.rss_peak_kib),
-        mib(r.go.rss_peak_kib),
-        mib(r.rust.rss_end_kib),
-        mib(r.go.rss_end_kib)
-    );
+    let rows: [Row; 4] = [
+        ("bindings placed / owned", |s| {
+            format!("{}/{}", s.done, s.owned)
+        }),
+        ("all of its half placed after (s)", |s| {
+            (s.all_done_s).map_or("not finished".to_string(), |s| format!("{s:.0}"))
+        }),
+        ("peak RSS (MiB, VmHWM)", |s| {
+            format!("{:.1}", s.rss_peak_kib as f64 / 1024.0)
+        }),
+        ("RSS at the end (MiB)", |s| {
+            format!("{:.1}", s.rss_end_kib as f64 / 1024.0)
+        }),
+    ];
+    for (name, f) in rows {
+        md += &format!("| {name} | {} | {} |\n", f(&r.rust), f(&r.go));
+    }
+    md.push('\n');
     if !r.go_finished() {
         md += &format!(
             "The run stopped at the cap ({:.0} s) before the Go scheduler had placed its half. \

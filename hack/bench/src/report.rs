@@ -65,9 +65,15 @@ pub fn rust_algo(run: &Run) -> (Option<f64>, Option<f64>, &'static str) {
     }
 }
 
-/// Writes per binding at first scheduling.
-pub fn writes_per_binding(r: &Run) -> f64 {
-    r.rust.binding_writes_per_binding + r.rust.event_writes_per_binding
+/// `a / b`, NaN unless `b` is positive.
+fn div(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { f64::NAN }
+}
+
+/// The verdict of a "≥ 10×" target and by how much it was met or missed.
+fn tenfold(x: f64) -> String {
+    let by = if x >= 10.0 { x / 10.0 } else { 10.0 / x };
+    format!("{} (by {by:.1}×)", verdict(x >= 10.0))
 }
 
 /// A row of the figures table.
@@ -222,7 +228,7 @@ pub fn targets(run: &Run) -> String {
     s += &agreement_target(run);
     let rr = r.load.steady_rate_per_s.unwrap_or(0.0);
     let gr = g.load.steady_rate_per_s.unwrap_or(0.0);
-    let x = if gr > 0.0 { rr / gr } else { f64::NAN };
+    let x = div(rr, gr);
     // Alone on the apiserver: the rate after the creator stopped (else the steady rate), and
     // every write the scheduler made per binding, binding PATCHes and Events.
     let solo_rate = |p: &crate::results::Phase| {
@@ -233,11 +239,7 @@ pub fn targets(run: &Run) -> String {
     let (rs, gs) = (solo_rate(&r.solo), solo_rate(&g.solo));
     let has_solo = r.solo.bindings > 0 && g.solo.bindings > 0;
     let solo_writes = r.solo_binding_writes_per_binding + r.solo_event_writes_per_binding;
-    let bound = if solo_writes > 0.0 {
-        run.patch_ceiling_per_s / solo_writes
-    } else {
-        f64::NAN
-    };
+    let bound = div(run.patch_ceiling_per_s, solo_writes);
     // With a replay ceiling (a bare client writing these very results), that is the bound:
     // at 1,000 clusters a binding's PATCH carries a large placement, costlier for the
     // apiserver than the small status PATCH of the raw ceiling.
@@ -246,7 +248,7 @@ pub fn targets(run: &Run) -> String {
         Some(c) if c > 0.0 => rs / c,
         _ => small_share,
     };
-    let xs = if gs > 0.0 { rs / gs } else { f64::NAN };
+    let xs = div(rs, gs);
     if has_solo {
         let apiserver_bound = share >= 0.9;
         let _ = writeln!(
@@ -265,11 +267,7 @@ pub fn targets(run: &Run) -> String {
                 )
             },
             if xs >= 10.0 || !apiserver_bound {
-                format!(
-                    "{} (by {:.1}×)",
-                    verdict(xs >= 10.0),
-                    if xs >= 10.0 { xs / 10.0 } else { 10.0 / xs }
-                )
+                tenfold(xs)
             } else {
                 "not applicable (apiserver-bound)".to_string()
             }
@@ -303,11 +301,10 @@ pub fn targets(run: &Run) -> String {
     } else {
         let _ = writeln!(
             s,
-            "| ≥ 10× the Go scheduler's bindings/s (equal QPS settings) | {x:.2}× ({rr:.1} vs {gr:.1}/s), both at once; no solo phase in this run | {} (by {:.1}×) |",
-            verdict(x >= 10.0),
-            if x >= 10.0 { x / 10.0 } else { 10.0 / x }
+            "| ≥ 10× the Go scheduler's bindings/s (equal QPS settings) | {x:.2}× ({rr:.1} vs {gr:.1}/s), both at once; no solo phase in this run | {} |",
+            tenfold(x)
         );
-        let wpb = writes_per_binding(run);
+        let wpb = r.binding_writes_per_binding + r.event_writes_per_binding;
         let bound = run.patch_ceiling_per_s / wpb.max(1e-9);
         let _ = writeln!(
             s,
@@ -321,14 +318,8 @@ pub fn targets(run: &Run) -> String {
     let glo = algo_p99_max(&g.algorithm);
     let ghi = algo_p99_sum(&g.algorithm);
     let gm = g.algorithm_mean_total_s;
-    let px = match (rp, glo) {
-        (Some(a), Some(b)) if a > 0.0 => b / a,
-        _ => f64::NAN,
-    };
-    let mx = match (rm, gm) {
-        (Some(a), Some(b)) if a > 0.0 => b / a,
-        _ => f64::NAN,
-    };
+    let px = div(glo.unwrap_or(f64::NAN), rp.unwrap_or(0.0));
+    let mx = div(gm.unwrap_or(f64::NAN), rm.unwrap_or(0.0));
     let _ = writeln!(
         s,
         "| p99 algorithm latency ≥ 10× lower | Rust p99 {} ms ({src}) vs Go p99 ≥ {} ms (slowest step's p99; ≤ {} ms, the sum of the steps' p99s): {px:.1}× lower at least; means {} vs {} ms: {mx:.1}× lower | {} |",
@@ -339,11 +330,7 @@ pub fn targets(run: &Run) -> String {
         num(ms(gm), 4),
         verdict(px >= 10.0)
     );
-    let mr = if g.rss_peak_kib > 0 {
-        r.rss_peak_kib as f64 / g.rss_peak_kib as f64
-    } else {
-        f64::NAN
-    };
+    let mr = div(r.rss_peak_kib as f64, g.rss_peak_kib as f64);
     let at = run.clusters == 1000 && run.bindings == 10000;
     let _ = writeln!(
         s,

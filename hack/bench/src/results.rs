@@ -175,6 +175,12 @@ pub struct Agreement {
 }
 
 impl Agreement {
+    /// `agree/pairs (ratio%)` for the console.
+    pub fn summary(&self) -> String {
+        let percent = self.ratio() * 100.0;
+        format!("{}/{} ({percent:.2}%)", self.agree, self.pairs)
+    }
+
     pub fn ratio(&self) -> f64 {
         if self.pairs == 0 {
             1.0

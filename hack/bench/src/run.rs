@@ -18,12 +18,14 @@ use testenv::{TestEnv, TestEnvBuilder};
 use tokio::time::Instant;
 
 use crate::ceiling::BindingWrites;
-pub use crate::jobs::in_flight;
-use crate::observe::{Obs, Observer, crb_resource, rb_resource};
+use crate::jobs::in_flight;
+use crate::observe::{Obs, Observer, Placement, crb_resource, rb_resource};
 use crate::procs::{RssSampler, Sched, cpu_seconds, memory_kib};
 use crate::promtext::{self, Histogram};
 use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools};
-use crate::results::{Agreement, ChurnPlan, Disagreement, Hist, Phase, Quiet, Run, Side};
+use crate::results::{
+    Agreement, ChurnPlan, Disagreement, Hist, MAX_LISTED, Phase, Quiet, Run, Side,
+};
 use crate::rng::Rng;
 use crate::stats;
 use crate::workload::{self, BindingTemplate, NAMESPACES, Workload};
@@ -58,15 +60,82 @@ pub fn log(start: Instant, msg: impl AsRef<str>) {
     );
 }
 
-fn cluster_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "cluster.karmada.io",
-        "v1alpha1",
-        "Cluster",
-    ))
+fn cluster_api(client: &Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster");
+    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
 }
 
-fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
+fn cluster_name(c: &Value) -> &str {
+    c["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+/// Sets a cluster's finalizers to `finalizers` (the bench's hold, or none).
+async fn hold(capi: &Api<DynamicObject>, name: &str, finalizers: Value) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"finalizers": finalizers}});
+    capi.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("holding cluster {name}"))?;
+    Ok(())
+}
+
+/// A churn step on the clusters `idx`: taint them (`NoSchedule`), or delete them while a
+/// finalizer holds them so that the schedulers see them terminating; then waits until both
+/// schedulers' bindings and queues are quiet. Each side's attempts and settle time.
+async fn churn_clusters(
+    cfg: &Config,
+    plane: &Plane,
+    scheds: [&Sched; 2],
+    kind: OpKind,
+    idx: &[usize],
+    ops: &mut Vec<ChurnOp>,
+) -> anyhow::Result<[Quiet; 2]> {
+    let capi = cluster_api(&plane.client);
+    let clusters = idx.iter().map(|&i| &plane.wl.clusters[i]);
+    if kind == OpKind::Delete {
+        for c in clusters.clone() {
+            hold(&capi, cluster_name(c), json!([HOLD])).await?;
+        }
+    }
+    let before = scrape(scheds).await?;
+    let start = Instant::now();
+    for c in clusters {
+        let name = cluster_name(c);
+        let (started, cluster) = (Instant::now(), name.to_string());
+        ops.push(ChurnOp {
+            started,
+            cluster,
+            kind,
+        });
+        match kind {
+            OpKind::Taint => {
+                let mut taints = c["spec"]["taints"].as_array().cloned().unwrap_or_default();
+                taints.push(
+                    json!({"key": CHURN_TAINT_KEY, "value": "taint", "effect": "NoSchedule"}),
+                );
+                let patch = Patch::Merge(json!({"spec": {"taints": taints}}));
+                capi.patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .with_context(|| format!("tainting cluster {name}"))?;
+            }
+            OpKind::Delete => {
+                capi.delete(name, &DeleteParams::default())
+                    .await
+                    .with_context(|| format!("deleting cluster {name}"))?;
+            }
+        }
+    }
+    let names = scheds.map(|s| s.name.as_str());
+    let timeout = cfg.settle_timeout;
+    let observer = &plane.observer;
+    settle_keys(observer, &[], &names, start, |_, _| true, timeout).await;
+    wait_queues_idle(&scheds, QUIET, timeout).await;
+    let after = scrape(scheds).await?;
+    Ok(std::array::from_fn(|i| {
+        quiet_phase(observer, names[i], start, &before[i], &after[i])
+    }))
+}
+
+pub fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
     match ns {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
         None => Api::all_with(client.clone(), &crb_resource()),
@@ -176,22 +245,28 @@ pub async fn start_schedulers(
     let mut go = Sched::spawn(&plane.env, "go", &plane.go_bin, &cfg.flags)?;
     rust.wait_healthy(Duration::from_secs(60)).await?;
     go.wait_healthy(Duration::from_secs(60)).await?;
-    let canary_keys = canaries(
-        &plane.client,
-        &plane.observer,
-        &plane.wl,
-        &[&rust.name, &go.name],
-    )
-    .await?;
-    if !plane
-        .observer
-        .settle(
-            &canary_keys,
-            &[],
-            |o| o.decided_at.is_some(),
-            Duration::ZERO,
-            Duration::from_secs(120),
-        )
+    // A canary binding each, on the first cluster.
+    let first = plane.wl.cluster_names.first().cloned().unwrap_or_default();
+    let canaries: Vec<Item> = [&rust.name, &go.name].map(|n| {
+        let name = format!("canary-{n}");
+        let obj = json!({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": name, "namespace": NAMESPACES[0],
+                         "labels": {"propagationpolicy.karmada.io/permanent-id": name}},
+            "spec": {"schedulerName": n,
+                     "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": NAMESPACES[0],
+                                  "name": name, "uid": "00000000-0000-4000-8000-00000000000c"},
+                     "placement": {"clusterAffinity": {"clusterNames": [first]},
+                                   "clusterTolerations": [{"operator": "Exists"}]}}
+        });
+        (format!("{}/{name}", NAMESPACES[0]), n.clone(), obj)
+    }).into();
+    let (client, observer) = (&plane.client, &plane.observer);
+    create_bindings(client, observer, &canaries, 1).await?;
+    let keys: Vec<String> = canaries.into_iter().map(|c| c.0).collect();
+    let two_minutes = Duration::from_secs(120);
+    if !observer
+        .settle(&keys, &[], decided, Duration::ZERO, two_minutes)
         .await
     {
         let mut why = String::new();
@@ -300,36 +375,44 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let t0 = Instant::now();
     let plane = start_plane(cfg, t0).await?;
     let (client, wl, observer) = (&plane.client, &plane.wl, &plane.observer);
-    let (apiserver_pid, etcd_pid) = (plane.apiserver_pid, plane.etcd_pid);
 
     // The ceiling, before any scheduler runs.
     let mut ceiling_by = BTreeMap::new();
-    let mut ceiling: f64 = 0.0;
     for c in cfg.ceiling.concurrency {
-        let r = crate::ceiling::measure(
-            client,
-            NAMESPACES[0],
-            c,
-            Duration::from_secs(cfg.ceiling.seconds),
-        )
-        .await?;
+        let secs = Duration::from_secs(cfg.ceiling.seconds);
+        let r = crate::ceiling::measure(client, NAMESPACES[0], c, secs).await?;
         log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
         ceiling_by.insert(c.to_string(), r);
-        ceiling = ceiling.max(r);
     }
 
     let (mut rust, mut go) = start_schedulers(cfg, &plane, t0).await?;
-    let (sampler, sampler_task) = RssSampler::start(
-        vec![rust.pid(), go.pid(), apiserver_pid, etcd_pid],
-        Duration::from_millis(250),
-    );
-
+    // The schedulers, kube-apiserver, etcd and (for the solo phases) the bench itself, whose
+    // watch decodes every write on the same cores.
+    let pids = [
+        rust.pid(),
+        go.pid(),
+        plane.apiserver_pid,
+        plane.etcd_pid,
+        std::process::id(),
+    ];
+    let (sampler, sampler_task) = RssSampler::start(pids[..4].to_vec(), Duration::from_millis(250));
     let sides = [rust.name.clone(), go.name.clone()];
     let both = [sides[0].as_str(), sides[1].as_str()];
+    // Writes to a side's bindings (but the bench's own) and its Event writes, per binding.
+    let writes = |i: usize, keys: &[String], ev0: &[f64], ev1: &[f64]| {
+        let n = keys.len().max(1) as f64;
+        let own = observer.snapshot(keys).into_iter();
+        let binding = own
+            .map(|o| (o.modifications - o.own_writes) as f64)
+            .sum::<f64>();
+        (binding / n, (ev1[i] - ev0[i]) / n)
+    };
+    // Each side's figures, filled in phase by phase.
+    let mut side: [Side; 2] = Default::default();
 
     // ---- Load: all originals, as fast as the creator goes.
     let ev0 = event_writes(client, &sides).await?;
-    let cpu0 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
+    let cpu0 = cpu_snapshot(&pids[..4]);
     let perf = if cfg.samples.perf {
         start_perf(&plane.env, &[("rust", rust.pid())])
     } else {
@@ -337,40 +420,27 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     };
     let originals = originals(wl, &sides);
     let load = create_and_settle(cfg, client, observer, &originals, &both).await?;
-    let create_rate =
-        originals.len() as f64 / load.created.duration_since(load.start).as_secs_f64();
-    let profiles = stop_perf(perf).await;
-    let load_wall = load.start.elapsed().as_secs_f64();
-    let cpu1 = cpu_snapshot(&[rust.pid(), go.pid(), apiserver_pid, etcd_pid]);
+    let create_rate = originals.len() as f64 / (load.created - load.start).as_secs_f64();
+    let (profile_rust, profile_apiserver) = stop_perf(perf).await;
+    let load_wall_s = load.start.elapsed().as_secs_f64();
+    let cpu = cpu_since(&pids[..4], &cpu0);
     let ev1 = event_writes(client, &sides).await?;
     rust.check_alive()?;
     go.check_alive()?;
-    let writes = |keys: &[String]| -> f64 {
-        let s = observer.snapshot(keys);
-        s.iter()
-            .map(|o| (o.modifications - o.own_writes) as f64)
-            .sum::<f64>()
-            / keys.len().max(1) as f64
-    };
-    // Each side's figures, filled in phase by phase.
-    let mut side: [Side; 2] = Default::default();
     for (i, (keys, phase)) in load.sides.into_iter().enumerate() {
-        side[i].binding_writes_per_binding = writes(&keys);
-        side[i].event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
-        side[i].cpu_load_s = cpu1[i] - cpu0[i];
-        side[i].load = phase;
+        let s = &mut side[i];
+        (s.binding_writes_per_binding, s.event_writes_per_binding) = writes(i, &keys, &ev0, &ev1);
+        (s.cpu_load_s, s.load) = (cpu[i], phase);
     }
+    let rate_p99 = |p: &Phase| {
+        let (r, p99) = (p.steady_rate_per_s, p.latency_p99_ms);
+        format!("{:.0}/s p99 {:.0} ms", r.unwrap_or(0.0), p99.unwrap_or(0.0))
+    };
+    let n = originals.len();
+    let load_log = per_side(&side, |s| rate_p99(&s.load));
     log(
         t0,
-        format!(
-            "{} bindings created ({create_rate:.0}/s); load: {}",
-            originals.len(),
-            per_side(&side, |s| format!(
-                "{:.0}/s p99 {:.0} ms",
-                s.load.steady_rate_per_s.unwrap_or(0.0),
-                s.load.latency_p99_ms.unwrap_or(0.0)
-            ))
-        ),
+        format!("{n} bindings created ({create_rate:.0}/s); load: {load_log}"),
     );
 
     // ---- Mirrors: every binding again, for the other scheduler, same spec.
@@ -382,34 +452,21 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let fresh = agreement(observer, wl, &sides[0]);
     log(
         t0,
-        format!(
-            "agreement on fresh placements: {}/{} ({:.2}%)",
-            fresh.agree,
-            fresh.pairs,
-            fresh.ratio() * 100.0
-        ),
+        format!("agreement on fresh placements: {}", fresh.summary()),
     );
 
     // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
     // neither shares the apiserver (the figure the PATCH ceiling is compared with).
-    let solo_n = SOLO_COUNT.min(wl.bindings.len());
-    let mut replay_by: BTreeMap<String, f64> = BTreeMap::new();
+    let solo = &wl.bindings[..SOLO_COUNT.min(wl.bindings.len())];
+    let mut replay_by = BTreeMap::new();
     for (i, sched) in sides.iter().enumerate() {
         // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
         // its own write (about half a second of CPU each at 1,000 clusters), work that outlasts
         // the quiet spell which ends a phase and would otherwise take the cores from the
         // apiserver while the other scheduler is measured alone.
         wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-        let items = items(&wl.bindings[..solo_n], SOLO[i], |_| sched);
+        let items = items(solo, SOLO[i], |_| sched);
         let ev0 = event_writes(client, &sides).await?;
-        // the bench itself last: its watch decodes every write, on the same cores
-        let pids = [
-            rust.pid(),
-            go.pid(),
-            apiserver_pid,
-            etcd_pid,
-            std::process::id(),
-        ];
         let cpu0 = cpu_snapshot(&pids);
         let batch = create_and_settle(cfg, client, observer, &items, &[sched]).await?;
         let wall = batch.start.elapsed().as_secs_f64();
@@ -417,31 +474,23 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         let ev1 = event_writes(client, &sides).await?;
         let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
         phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
+        let (steady, after) = (phase.steady_rate_per_s, phase.rate_after_creation_per_s);
+        let (steady, after) = (steady.unwrap_or(0.0), after.unwrap_or(0.0));
         log(
             t0,
-            format!(
-                "solo {sched}: {:.0}/s steady, {:.0}/s after creation",
-                phase.steady_rate_per_s.unwrap_or(0.0),
-                phase.rate_after_creation_per_s.unwrap_or(0.0)
-            ),
+            format!("solo {sched}: {steady:.0}/s steady, {after:.0}/s after creation"),
         );
         let s = &mut side[i];
-        s.solo_binding_writes_per_binding = writes(&keys);
-        s.solo_event_writes_per_binding = (ev1[i] - ev0[i]) / keys.len().max(1) as f64;
+        (
+            s.solo_binding_writes_per_binding,
+            s.solo_event_writes_per_binding,
+        ) = writes(i, &keys, &ev0, &ev1);
         (s.solo, s.solo_wall_s, s.solo_cpu_s) = (phase, wall, cpu);
         if i == 0 {
             // The ceiling for these very writes: a client that only writes what the Rust
             // scheduler wrote, with no decision to make.
-            replay_by = replay_ceiling(
-                client,
-                &wl.bindings[..solo_n],
-                SOLO[0],
-                &cfg.ceiling.concurrency,
-                None,
-                &[],
-                t0,
-            )
-            .await?;
+            let concurrency = &cfg.ceiling.concurrency;
+            replay_by = replay_ceiling(client, solo, SOLO[0], concurrency, None, &[], t0).await?;
         }
         // Gone again, so that the churn phases meet the same bindings as without this phase.
         delete_bindings(client, &items, cfg.create_concurrency).await?;
@@ -449,12 +498,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
 
     // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
     // so that latency measures reaction time rather than the backlog of a burst.
-    let slowest = side
-        .iter()
-        .filter_map(|s| s.load.steady_rate_per_s)
-        .fold(f64::INFINITY, f64::min);
+    let slowest = side.iter().filter_map(|s| s.load.steady_rate_per_s);
+    let slowest = slowest.fold(f64::INFINITY, f64::min);
+    // A quarter of the slower scheduler's sustained rate for each of them.
     let pace = if slowest.is_finite() {
-        // A quarter of the slower scheduler's sustained rate for each of them.
         (slowest / 2.0).max(1.0)
     } else {
         10.0
@@ -467,56 +514,41 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / pace));
     for item in &stream_items {
         tick.tick().await;
-        let client = client.clone();
-        let observer = observer.clone();
-        let item = item.clone();
+        let (client, observer, (key, sched, obj)) =
+            (client.clone(), observer.clone(), item.clone());
         tokio::spawn(async move {
-            if let Err(e) = create_one(&client, &observer, &item.0, &item.1, &item.2).await {
+            if let Err(e) = create_one(&client, &observer, &key, &sched, &obj).await {
                 eprintln!("bench: {e:#}");
             }
         });
     }
-    let stream = settle_sides(
-        observer,
-        &stream_items,
-        &both,
-        stream_start,
-        cfg.settle_timeout,
-    );
-    for (s, (_, phase)) in side.iter_mut().zip(stream.await) {
+    let timeout = cfg.settle_timeout;
+    let stream = settle_sides(observer, &stream_items, &both, stream_start, timeout).await;
+    for (s, (_, phase)) in side.iter_mut().zip(stream) {
         s.stream = phase;
     }
+    let latency = |s: &Side| {
+        let (p50, p99) = (s.stream.latency_p50_ms, s.stream.latency_p99_ms);
+        format!(
+            "p50 {:.0} ms p99 {:.0} ms",
+            p50.unwrap_or(0.0),
+            p99.unwrap_or(0.0)
+        )
+    };
     log(
         t0,
-        format!(
-            "stream at {pace:.1}/s: {}",
-            per_side(&side, |s| format!(
-                "p50 {:.0} ms p99 {:.0} ms",
-                s.stream.latency_p50_ms.unwrap_or(0.0),
-                s.stream.latency_p99_ms.unwrap_or(0.0)
-            ))
-        ),
+        format!("stream at {pace:.1}/s: {}", per_side(&side, latency)),
     );
 
-    // ---- Churn.
+    // ---- Churn: (a) scale changes on pairs of workloads.
     let mut crng = Rng::new(cfg.workload.seed).fork("churn");
-    // (a) scale changes on pairs of workloads.
+    let replicas = |j: &usize| wl.bindings[*j].spec.get("replicas").and_then(Value::as_i64);
     let workloads: Vec<usize> = (0..wl.bindings.len())
-        .filter(|j| {
-            wl.bindings[*j]
-                .spec
-                .get("replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-                > 0
-        })
+        .filter(|j| replicas(j).unwrap_or(0) > 0)
         .collect();
-    let chosen = crng.sample(
-        workloads.len(),
-        (workloads.len() as f64 * SCALE_FRACTION).round() as usize,
-    );
-    let mut scale_targets: Vec<(String, String, Option<String>, String, i64)> = Vec::new();
-    for i in chosen {
+    let scaled = (workloads.len() as f64 * SCALE_FRACTION).round() as usize;
+    let mut scale_targets: Vec<ScaleTarget> = Vec::new();
+    for i in crng.sample(workloads.len(), scaled) {
         let b = &wl.bindings[workloads[i]];
         let r = b.spec["replicas"].as_i64().unwrap_or(1);
         let delta = if crng.chance(0.6) {
@@ -524,15 +556,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         } else {
             -crng.range(1, (r / 2).max(1))
         };
-        let new = (r + delta).max(1);
         for suffix in ["", MIRROR] {
-            scale_targets.push((
-                b.key(suffix),
-                format!("{}{suffix}", b.name),
-                b.namespace.clone(),
-                String::new(),
-                new,
-            ));
+            let name = format!("{}{suffix}", b.name);
+            let ns = b.namespace.clone();
+            scale_targets.push((b.key(suffix), name, ns, (r + delta).max(1)));
         }
     }
     // From here on the bench keeps every binding's placement history, and the churn
@@ -542,151 +569,76 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let scale_start = Instant::now();
     let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
     let scale_keys = sides.clone().map(|sched| {
-        let keys: Vec<String> = targets
-            .keys()
-            .filter(|k| observer.get(k).is_some_and(|o| o.scheduler == sched))
-            .cloned()
-            .collect();
-        (keys, sched)
+        let owned = |k: &&String| observer.get(k).is_some_and(|o| o.scheduler == sched);
+        (
+            targets.keys().filter(owned).cloned().collect::<Vec<_>>(),
+            sched,
+        )
     });
     let oks = futures::future::join_all(scale_keys.iter().map(|(keys, sched)| {
-        settle_keys(
-            observer,
-            keys,
-            sched,
-            |k, o| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some()),
-            QUIET,
-            cfg.settle_timeout,
-        )
+        let reached =
+            |k: &str, o: &Obs| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some());
+        let own = std::slice::from_ref(sched);
+        settle_keys(observer, keys, own, Instant::now(), reached, timeout)
     }))
     .await;
-    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
+    wait_queues_idle(&[&rust, &go], QUIET, timeout).await;
     for (s, ((keys, _), ok)) in side.iter_mut().zip(scale_keys.iter().zip(oks)) {
         s.scale = scale_phase(observer, keys, &targets, scale_start, ok);
     }
+    let done = per_side(&side, |s| {
+        format!("{}/{} done", s.scale.done, s.scale.bindings)
+    });
     log(
         t0,
-        format!(
-            "scale churn ({} bindings): {}",
-            targets.len(),
-            per_side(&side, |s| format!(
-                "{}/{} done",
-                s.scale.done, s.scale.bindings
-            ))
-        ),
+        format!("scale churn ({} bindings): {done}", targets.len()),
     );
 
-    // (b) taints on some clusters.
-    let taint_idx = crng.sample(
-        wl.clusters.len(),
-        ((wl.clusters.len() as f64 * TAINT_FRACTION).round() as usize).max(1),
-    );
-    let m_before = scrape_both(&rust, &go).await?;
-    let t_start = Instant::now();
-    let capi: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
-    for &i in &taint_idx {
-        let c = &wl.clusters[i];
-        let mut taints = c["spec"]["taints"].as_array().cloned().unwrap_or_default();
-        taints.push(json!({"key": CHURN_TAINT_KEY, "value": "taint", "effect": "NoSchedule"}));
-        let name = c["metadata"]["name"].as_str().unwrap_or_default();
-        ops.push(ChurnOp {
-            started: Instant::now(),
-            cluster: name.to_string(),
-            kind: OpKind::Taint,
-        });
-        capi.patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"taints": taints}})),
-        )
-        .await
-        .with_context(|| format!("tainting cluster {name}"))?;
-    }
-    wait_quiet(observer, &sides, t_start, QUIET, cfg.settle_timeout).await;
-    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-    let m_after = scrape_both(&rust, &go).await?;
-    for (i, s) in side.iter_mut().enumerate() {
-        s.taint = quiet_phase(observer, &sides[i], t_start, &m_before[i], &m_after[i]);
-    }
-    log(
-        t0,
-        format!("taint churn on {} clusters settled", taint_idx.len()),
-    );
-
-    // (c) cluster deletions, held by a finalizer so that schedulers see them terminating.
-    let del_idx = crng.sample(
-        wl.clusters.len(),
-        ((wl.clusters.len() as f64 * DELETE_FRACTION).round() as usize).max(1),
-    );
-    for &i in &del_idx {
-        let name = wl.clusters[i]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        capi.patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"finalizers": [HOLD]}})),
-        )
-        .await?;
-    }
-    let m_before = scrape_both(&rust, &go).await?;
-    let d_start = Instant::now();
-    for &i in &del_idx {
-        let name = wl.clusters[i]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        ops.push(ChurnOp {
-            started: Instant::now(),
-            cluster: name.to_string(),
-            kind: OpKind::Delete,
-        });
-        capi.delete(name, &DeleteParams::default())
-            .await
-            .with_context(|| format!("deleting cluster {name}"))?;
-    }
-    wait_quiet(observer, &sides, d_start, QUIET, cfg.settle_timeout).await;
-    wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
-    let m_after = scrape_both(&rust, &go).await?;
-    for (i, s) in side.iter_mut().enumerate() {
-        s.delete = quiet_phase(observer, &sides[i], d_start, &m_before[i], &m_after[i]);
-    }
-    log(
-        t0,
-        format!("deletion churn on {} clusters settled", del_idx.len()),
-    );
-    let mut after = agreement(observer, wl, &sides[0]);
-    log(
-        t0,
-        format!(
-            "agreement after churn: {}/{} ({:.2}%)",
-            after.agree,
-            after.pairs,
-            after.ratio() * 100.0
-        ),
-    );
-    if !after.disagreements.is_empty() {
+    // (b) taints on some clusters, then (c) cluster deletions.
+    let mut churned = Vec::new();
+    for (kind, fraction) in [
+        (OpKind::Taint, TAINT_FRACTION),
+        (OpKind::Delete, DELETE_FRACTION),
+    ] {
+        let n = wl.clusters.len();
+        let idx = crng.sample(n, ((n as f64 * fraction).round() as usize).max(1));
+        let quiet = churn_clusters(cfg, &plane, [&rust, &go], kind, &idx, &mut ops).await?;
+        let (what, step): (_, fn(&mut Side) -> &mut Quiet) = match kind {
+            OpKind::Taint => ("taint", |s| &mut s.taint),
+            OpKind::Delete => ("deletion", |s| &mut s.delete),
+        };
+        for (s, q) in side.iter_mut().zip(quiet) {
+            *step(s) = q;
+        }
         log(
             t0,
-            format!(
-                "replaying the history of {} disagreeing pair(s) through the oracle",
-                after.disagreements.len()
-            ),
+            format!("{what} churn on {} clusters settled", idx.len()),
+        );
+        churned.push(idx);
+    }
+    let [tainted, deleted] = two(churned);
+    let mut after = agreement(observer, wl, &sides[0]);
+    log(t0, format!("agreement after churn: {}", after.summary()));
+    if !after.disagreements.is_empty() {
+        let n = after.disagreements.len();
+        log(
+            t0,
+            format!("replaying the history of {n} disagreeing pair(s) through the oracle"),
         );
         after.replays = replay_disagreements(cfg, &plane, &after, ops, scale_start, &sides[0])
             .await
             .unwrap_or_else(|e| {
+                let error = Some(format!("{e:#}"));
                 vec![PairReplay {
-                    error: Some(format!("{e:#}")),
+                    error,
                     ..Default::default()
                 }]
             });
+        let explained = after.replays.iter().filter(|r| r.explained).count();
+        let n = after.replays.len();
         log(
             t0,
-            format!(
-                "replay: {}/{} pair(s) explained by their histories",
-                after.replays.iter().filter(|r| r.explained).count(),
-                after.replays.len()
-            ),
+            format!("replay: {explained}/{n} pair(s) explained by their histories"),
         );
     }
 
@@ -694,34 +646,44 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
     let rest_from = Instant::now();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rest_to = Instant::now();
-    let m_end = scrape_both(&rust, &go).await?;
+    let m_end = scrape([&rust, &go]).await?;
     rust.check_alive()?;
     go.check_alive()?;
     sampler_task.abort();
-    for (idx, (s, sched)) in side.iter_mut().zip([&rust, &go]).enumerate() {
-        let samples = &m_end[idx];
-        let mut total = 0.0;
-        let mut any = false;
+    for (i, (s, sched)) in side.iter_mut().zip([&rust, &go]).enumerate() {
+        let samples = &m_end[i];
+        let mut means = Vec::new();
         for step in STEPS {
-            let h = Histogram::read(samples, ALGO, &[("schedule_step", step)]);
-            if let Some(m) = h.mean() {
-                total += m;
-                any = true;
-            }
-            s.algorithm.insert(step.to_string(), hist(&h));
+            let h = hist(&Histogram::read(samples, ALGO, &[("schedule_step", step)]));
+            means.extend(h.mean_s);
+            s.algorithm.insert(step.to_string(), h);
         }
+        s.algorithm_mean_total_s = (!means.is_empty()).then(|| means.iter().sum());
         let (_, hwm) = memory_kib(sched.pid()).unwrap_or((0, 0));
         s.scheduler_name = sched.name.clone();
-        s.algorithm_mean_total_s = any.then_some(total);
         s.e2e = hist(&Histogram::read(samples, E2E, &[]));
         s.attempts_total = promtext::sum(samples, ATTEMPTS, &[]);
-        s.rss_peak_kib = hwm.max(sampler.max(idx));
-        s.rss_steady_kib = sampler.mean_between(idx, rest_from, rest_to).unwrap_or(0);
+        s.rss_peak_kib = hwm.max(sampler.max(i));
+        s.rss_steady_kib = sampler.mean_between(i, rest_from, rest_to).unwrap_or(0);
         s.cpu_total_s = cpu_seconds(sched.pid()).unwrap_or(0.0);
     }
-    let [rust_side, go_side] = side;
-    let (profile_rust, profile_apiserver) = profiles;
-    let run = Run {
+    // Release the held clusters so that the teardown does not leave them terminating.
+    let capi = cluster_api(client);
+    for &i in &deleted {
+        let _ = hold(&capi, cluster_name(&wl.clusters[i]), Value::Null).await;
+    }
+    drop((rust, go));
+    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
+    plane.stop();
+    log(
+        t0,
+        "control plane stopped; timing the Rust algorithm in-process on the same workload",
+    );
+    let times =
+        tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))
+            .await??;
+    let [rust, go] = side;
+    Ok(Run {
         clusters: cfg.workload.clusters,
         bindings: cfg.workload.bindings,
         seed: cfg.workload.seed,
@@ -729,62 +691,33 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Run> {
         kube_api_burst: cfg.flags.burst,
         estimator: cfg.flags.estimator,
         extra_flags: cfg.flags.extra.clone(),
-        date: String::new(),
-        machine: String::new(),
-        git_commit: String::new(),
-        patch_ceiling_per_s: ceiling,
+        patch_ceiling_per_s: ceiling_by.values().copied().fold(0.0, f64::max),
         patch_ceiling_by_concurrency: ceiling_by,
         replay_ceiling_by_concurrency: replay_by,
         create_rate_per_s: create_rate,
         stream_rate_per_s: pace,
-        rust: rust_side,
-        go: go_side,
+        rust,
+        go,
         agreement_fresh: fresh,
         agreement_after_churn: after,
-        apiserver_cpu_load_s: cpu1[2] - cpu0[2],
-        etcd_cpu_load_s: cpu1[3] - cpu0[3],
-        load_wall_s: load_wall,
+        apiserver_cpu_load_s: cpu[2],
+        etcd_cpu_load_s: cpu[3],
+        load_wall_s,
         churn: ChurnPlan {
             scaled_pairs: scale_targets.len() / 2,
-            tainted_clusters: taint_idx.len(),
-            deleted_clusters: del_idx.len(),
+            tainted_clusters: tainted.len(),
+            deleted_clusters: deleted.len(),
         },
         profile_rust,
         profile_apiserver,
-        rust_algorithm_in_process: Hist::default(),
-    };
-    // Release the held clusters so that the teardown does not leave them terminating.
-    for &i in &del_idx {
-        let name = wl.clusters[i]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default();
-        let _ = capi
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-            )
-            .await;
-    }
-    drop(rust);
-    drop(go);
-    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
-    plane.stop();
-    log(
-        t0,
-        "control plane stopped; timing the Rust algorithm in-process on the same workload",
-    );
-    let mut run = run;
-    let times =
-        tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))
-            .await??;
-    run.rust_algorithm_in_process = Hist {
-        count: times.len() as f64,
-        mean_s: (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64),
-        p50_s: stats::percentile(&times, 0.5),
-        p99_s: stats::percentile(&times, 0.99),
-    };
-    Ok(run)
+        rust_algorithm_in_process: Hist {
+            count: times.len() as f64,
+            mean_s: (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64),
+            p50_s: stats::percentile(&times, 0.5),
+            p99_s: stats::percentile(&times, 0.99),
+        },
+        ..Default::default()
+    })
 }
 
 fn hist(h: &Histogram) -> Hist {
@@ -830,15 +763,14 @@ pub async fn replay_ceiling(
         let started = Instant::now();
         match crate::ceiling::replay(client, &writes, calls, c).await {
             Ok(r) => {
-                let cpu: Vec<String> = cpu_since(&pids, &cpu0)
-                    .iter()
-                    .zip(busy)
-                    .map(|(used, (name, _))| format!("{name} {used:.1}"))
+                let used = cpu_since(&pids, &cpu0).into_iter().zip(busy);
+                let used: Vec<String> = used
+                    .map(|(s, (name, _))| format!("{name} {s:.1}"))
                     .collect();
-                let cpu = if cpu.is_empty() {
+                let cpu = if used.is_empty() {
                     String::new()
                 } else {
-                    format!("; CPU seconds: {}", cpu.join(", "))
+                    format!("; CPU seconds: {}", used.join(", "))
                 };
                 log(
                     t0,
@@ -869,49 +801,38 @@ async fn create_clusters(
     clusters: &[Value],
     concurrency: usize,
 ) -> anyhow::Result<()> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
+    let api = cluster_api(client);
     in_flight(
-        clusters.iter().cloned().map(|c| {
-            let api = api.clone();
-            async move {
-                let name = c["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let mut body = c.clone();
-                let status = body
-                    .as_object_mut()
-                    .and_then(|m| m.remove("status"))
-                    .unwrap_or(Value::Null);
-                let obj: DynamicObject = serde_json::from_value(body.clone())?;
-                match api.create(&PostParams::default(), &obj).await {
-                    Ok(_) => {}
-                    // A member of the control plane (real estimator): it takes the
-                    // workload's labels, spec and status.
-                    Err(kube::Error::Api(e)) if e.code == 409 => {
-                        let patch = json!({"metadata": {"labels": body["metadata"]["labels"]},
-                                           "spec": body["spec"]});
-                        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                            .await
-                            .with_context(|| format!("updating member cluster {name}"))?;
-                    }
-                    Err(e) => {
-                        return Err(anyhow!(e).context(format!("creating cluster {name}")));
-                    }
-                }
-                api.patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&json!({"status": status})),
-                )
-                .await
-                .with_context(|| format!("setting the status of cluster {name}"))?;
-                Ok(())
-            }
-        }),
+        clusters.iter().map(|c| create_cluster(&api, c)),
         concurrency,
     )
     .await
+}
+
+/// Creates a cluster of the workload, then its status.
+async fn create_cluster(api: &Api<DynamicObject>, c: &Value) -> anyhow::Result<()> {
+    let name = cluster_name(c);
+    let mut body = c.clone();
+    let status = body.as_object_mut().and_then(|m| m.remove("status"));
+    let obj: DynamicObject = serde_json::from_value(body.clone())?;
+    match api.create(&PostParams::default(), &obj).await {
+        Ok(_) => {}
+        // A member of the control plane (real estimator): it takes the workload's labels, spec
+        // and status.
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let patch = json!({"metadata": {"labels": body["metadata"]["labels"]},
+                               "spec": body["spec"]});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("updating member cluster {name}"))?;
+        }
+        Err(e) => return Err(anyhow!(e).context(format!("creating cluster {name}"))),
+    }
+    let status = Patch::Merge(json!({ "status": status }));
+    api.patch_status(name, &PatchParams::default(), &status)
+        .await
+        .with_context(|| format!("setting the status of cluster {name}"))?;
+    Ok(())
 }
 
 /// Creates one binding, recording its creation instant just before the POST.
@@ -991,43 +912,19 @@ pub async fn delete_binding(client: &Client, ns: Option<&str>, name: &str) -> an
     }
 }
 
-async fn canaries(
-    client: &Client,
-    observer: &Observer,
-    wl: &Workload,
-    names: &[&str],
-) -> anyhow::Result<Vec<String>> {
-    let first = wl.cluster_names.first().cloned().unwrap_or_default();
-    let mut keys = Vec::new();
-    for n in names {
-        let name = format!("canary-{n}");
-        let key = format!("{}/{name}", NAMESPACES[0]);
-        let obj = json!({
-            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-            "metadata": {"name": name, "namespace": NAMESPACES[0],
-                         "labels": {"propagationpolicy.karmada.io/permanent-id": format!("canary-{n}")}},
-            "spec": {"schedulerName": n,
-                     "resource": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": NAMESPACES[0],
-                                  "name": name, "uid": "00000000-0000-4000-8000-00000000000c"},
-                     "placement": {"clusterAffinity": {"clusterNames": [first]},
-                                   "clusterTolerations": [{"operator": "Exists"}]}}
-        });
-        create_bindings(client, observer, &[(key.clone(), n.to_string(), obj)], 1).await?;
-        keys.push(key);
-    }
-    Ok(keys)
-}
+/// A binding to scale: key, name, namespace and its new `spec.replicas`.
+type ScaleTarget = (String, String, Option<String>, i64);
 
 /// Patches `spec.replicas`; returns key -> (new generation, patch instant).
-pub async fn patch_replicas(
+async fn patch_replicas(
     client: &Client,
     observer: &Observer,
-    targets: &[(String, String, Option<String>, String, i64)],
+    targets: &[ScaleTarget],
     concurrency: usize,
 ) -> anyhow::Result<HashMap<String, (i64, Instant)>> {
     let results: Vec<anyhow::Result<(String, (i64, Instant))>> =
         futures::stream::iter(targets.iter())
-            .map(|(key, name, ns, _, replicas)| async move {
+            .map(|(key, name, ns, replicas)| async move {
                 let at = Instant::now();
                 let generation =
                     scale_one(client, observer, key, name, ns.as_deref(), *replicas).await?;
@@ -1061,30 +958,30 @@ pub async fn scale_one(
     Ok(obj.metadata.generation.unwrap_or(0))
 }
 
-/// Like [`Observer::settle`] with a per-key goal; also gives up when the scheduler's bindings
-/// have been quiet for 5x `quiet` (goals that a failing attempt never reaches).
+/// Like [`Observer::settle`] with a per-key goal, from `start`: waits until `done` holds for
+/// every key and the bindings of `scheds` have had no write for [`QUIET`] since `start`; gives
+/// up when they have been quiet for 5x as long (goals that a failing attempt never reaches).
 async fn settle_keys(
     observer: &Observer,
     keys: &[String],
-    sched: &str,
+    scheds: &[impl AsRef<str>],
+    start: Instant,
     done: impl Fn(&str, &Obs) -> bool,
-    quiet: Duration,
     timeout: Duration,
 ) -> bool {
-    let start = Instant::now();
     loop {
         let snap = observer.snapshot(keys);
         let all = keys.iter().zip(&snap).all(|(k, o)| done(k, o));
         let now = Instant::now();
-        let last = observer
-            .last_write(sched)
-            .map(|t| t.max(start))
-            .unwrap_or(start);
-        let idle = now.duration_since(last);
-        if all && idle >= quiet {
+        let last = scheds
+            .iter()
+            .filter_map(|s| observer.last_write(s.as_ref()))
+            .max();
+        let idle = now.duration_since(last.unwrap_or(start).max(start));
+        if all && idle >= QUIET {
             return true;
         }
-        if idle >= quiet * 5 || now.duration_since(start) > timeout {
+        if idle >= QUIET * 5 || now.duration_since(start) > timeout {
             return all;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -1121,38 +1018,10 @@ pub async fn wait_queues_idle(scheds: &[&Sched], quiet: Duration, timeout: Durat
     }
 }
 
-async fn wait_quiet(
-    observer: &Observer,
-    scheds: &[String],
-    start: Instant,
-    quiet: Duration,
-    timeout: Duration,
-) {
-    // Give the fan-out a moment to start, then wait for no write for `quiet`.
-    let min = start + quiet;
-    loop {
-        let now = Instant::now();
-        let last = scheds
-            .iter()
-            .filter_map(|s| observer.last_write(s))
-            .max()
-            .unwrap_or(start)
-            .max(start);
-        if now >= min && now.duration_since(last) >= quiet {
-            return;
-        }
-        if now.duration_since(start) > timeout {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 fn secs(t: Instant, origin: Instant) -> f64 {
     t.saturating_duration_since(origin).as_secs_f64()
 }
 
-/// Throughput (decisions) and latency (creation to `Scheduled=True`) of a creation phase.
 /// Completions/s of `keys` after `from` (first to last completion after it), when at least
 /// ten completed after it.
 pub fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option<f64> {
@@ -1167,50 +1036,42 @@ pub fn rate_after(observer: &Observer, keys: &[String], from: Instant) -> Option
     (times.len() >= 10 && last > 0.0).then(|| times.len() as f64 / last)
 }
 
+/// A creation phase: done when decided, latency from just before the POST to `Scheduled=True`.
 pub fn creation_phase(
     observer: &Observer,
     keys: &[String],
     start: Instant,
     settled: bool,
 ) -> Phase {
-    let snap = observer.snapshot(keys);
-    let times: Vec<f64> = snap
-        .iter()
-        .filter_map(|o| o.decided_at)
-        .map(|t| secs(t, start))
-        .collect();
-    let lat: Vec<f64> = snap
-        .iter()
-        .filter_map(|o| {
-            Some(
-                o.true_at?
-                    .saturating_duration_since(o.created_at?)
-                    .as_secs_f64()
-                    * 1000.0,
-            )
-        })
-        .collect();
-    let mut by_reason = BTreeMap::new();
-    for o in &snap {
-        let r = o
-            .condition
-            .as_ref()
-            .map(|(_, r)| r.clone())
-            .unwrap_or_else(|| "(none)".into());
-        *by_reason.entry(r).or_insert(0) += 1;
-    }
-    phase(&snap, &times, &lat, by_reason, settled)
+    phase(observer, keys, start, settled, "(none)", |_, o| {
+        let latency = o.true_at.zip(o.created_at);
+        let latency = latency.map(|(t, c)| t.saturating_duration_since(c));
+        (o.decided_at, latency)
+    })
 }
 
-/// A phase's figures from its bindings' observations, the seconds each was done after the
-/// phase's start, and their latencies in ms.
+/// A phase's figures from its bindings' observations: when each reached the phase's goal
+/// and its latency (`goal`), throughput from `start`; `no_reason` counts the bindings without
+/// a `Scheduled` condition.
 fn phase(
-    snap: &[Obs],
-    times: &[f64],
-    lat: &[f64],
-    by_reason: BTreeMap<String, usize>,
+    observer: &Observer,
+    keys: &[String],
+    start: Instant,
     settled: bool,
+    no_reason: &str,
+    goal: impl Fn(&str, &Obs) -> (Option<Instant>, Option<Duration>),
 ) -> Phase {
+    let snap = observer.snapshot(keys);
+    let (mut times, mut lat, mut by_reason) = (Vec::new(), Vec::new(), BTreeMap::new());
+    for (k, o) in keys.iter().zip(&snap) {
+        let (done, latency) = goal(k, o);
+        times.extend(done.map(|t| secs(t, start)));
+        lat.extend(latency.map(|l| l.as_secs_f64() * 1000.0));
+        let r = o.condition.as_ref().map(|(_, r)| r.clone());
+        *by_reason
+            .entry(r.unwrap_or_else(|| no_reason.into()))
+            .or_insert(0) += 1;
+    }
     Phase {
         bindings: snap.len(),
         done: times.len(),
@@ -1219,10 +1080,10 @@ fn phase(
             .filter(|o| o.condition.as_ref().is_some_and(|(s, _)| s == "True"))
             .count(),
         by_reason,
-        steady_rate_per_s: stats::steady_rate(times, 0.1, 0.9),
-        whole_rate_per_s: stats::whole_rate(times, 0.0),
-        latency_p50_ms: stats::percentile(lat, 0.5),
-        latency_p99_ms: stats::percentile(lat, 0.99),
+        steady_rate_per_s: stats::steady_rate(&times, 0.1, 0.9),
+        whole_rate_per_s: stats::whole_rate(&times, 0.0),
+        latency_p50_ms: stats::percentile(&lat, 0.5),
+        latency_p99_ms: stats::percentile(&lat, 0.99),
         latency_mean_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
         makespan_s: times.iter().copied().reduce(f64::max),
         settled,
@@ -1230,6 +1091,7 @@ fn phase(
     }
 }
 
+/// A scale phase: done when the new generation (patched at `targets[key]`) was observed.
 fn scale_phase(
     observer: &Observer,
     keys: &[String],
@@ -1237,26 +1099,11 @@ fn scale_phase(
     start: Instant,
     settled: bool,
 ) -> Phase {
-    let snap = observer.snapshot(keys);
-    let mut times = Vec::new();
-    let mut lat = Vec::new();
-    let mut by_reason = BTreeMap::new();
-    for (k, o) in keys.iter().zip(&snap) {
-        let Some((g, at)) = targets.get(k) else {
-            continue;
-        };
-        if let Some(t) = o.reached(*g) {
-            times.push(secs(t, start));
-            lat.push(t.saturating_duration_since(*at).as_secs_f64() * 1000.0);
-        }
-        let r = o
-            .condition
-            .as_ref()
-            .map(|(_, r)| r.clone())
-            .unwrap_or_default();
-        *by_reason.entry(r).or_insert(0) += 1;
-    }
-    phase(&snap, &times, &lat, by_reason, settled)
+    phase(observer, keys, start, settled, "", |k, o| {
+        let (g, at) = targets[k];
+        let t = o.reached(g);
+        (t, t.map(|t| t.saturating_duration_since(at)))
+    })
 }
 
 fn quiet_phase(
@@ -1278,11 +1125,9 @@ fn quiet_phase(
     }
 }
 
-async fn scrape_both(a: &Sched, b: &Sched) -> anyhow::Result<[Vec<promtext::Sample>; 2]> {
-    Ok([
-        promtext::parse(&a.scrape().await?),
-        promtext::parse(&b.scrape().await?),
-    ])
+async fn scrape(scheds: [&Sched; 2]) -> anyhow::Result<[Vec<promtext::Sample>; 2]> {
+    let [a, b] = scheds.map(Sched::scrape);
+    Ok([promtext::parse(&a.await?), promtext::parse(&b.await?)])
 }
 
 pub fn cpu_snapshot(pids: &[u32]) -> Vec<f64> {
@@ -1340,8 +1185,7 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
             (y, x)
         };
         a.pairs += 1;
-        let mut rs = r.clusters.clone();
-        let mut gs = g.clusters.clone();
+        let (mut rs, mut gs) = (r.clusters.clone(), g.clusters.clone());
         let same_order = rs == gs;
         rs.sort();
         gs.sort();
@@ -1349,25 +1193,35 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
             Some((s, reason)) => format!("{s}/{reason}: {}", o.message),
             None => "(no Scheduled condition)".into(),
         };
+        // An order-only pair is listed with both placements in full, a disagreement with
+        // both cut and the entries only one side has.
+        let listed = |order_only: bool| {
+            let only = |x: &Placement, y: &Placement| {
+                let v: Placement = x.iter().filter(|e| !y.contains(e)).cloned().collect();
+                if order_only {
+                    String::new()
+                } else {
+                    fmt_placement(&v, 12)
+                }
+            };
+            let max = if order_only { usize::MAX } else { 12 };
+            Disagreement {
+                binding: b.key(""),
+                strategy: b.strategy.to_string(),
+                rust: fmt_placement(&r.clusters, max),
+                go: fmt_placement(&g.clusters, max),
+                only_rust: only(&rs, &gs),
+                only_go: only(&gs, &rs),
+                rust_condition: cond(&r),
+                go_condition: cond(&g),
+            }
+        };
         if rs == gs {
             a.agree += 1;
             if !same_order {
                 a.order_only += 1;
-                if a.order_differences.len() < crate::results::MAX_LISTED {
-                    let full = |p: &[(String, i64)]| {
-                        let v: Vec<String> = p.iter().map(|(n, r)| format!("{n}:{r}")).collect();
-                        format!("[{}]", v.join(", "))
-                    };
-                    a.order_differences.push(Disagreement {
-                        binding: b.key(""),
-                        strategy: b.strategy.to_string(),
-                        rust: full(&r.clusters),
-                        go: full(&g.clusters),
-                        only_rust: String::new(),
-                        only_go: String::new(),
-                        rust_condition: cond(&r),
-                        go_condition: cond(&g),
-                    });
+                if a.order_differences.len() < MAX_LISTED {
+                    a.order_differences.push(listed(true));
                 }
             }
             if r.condition.as_ref().map(|c| &c.1) != g.condition.as_ref().map(|c| &c.1) {
@@ -1375,20 +1229,8 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
             }
         } else {
             a.disagree += 1;
-            if a.disagreements.len() < crate::results::MAX_LISTED {
-                let only = |x: &[(String, i64)], y: &[(String, i64)]| -> Vec<(String, i64)> {
-                    x.iter().filter(|e| !y.contains(e)).cloned().collect()
-                };
-                a.disagreements.push(Disagreement {
-                    binding: b.key(""),
-                    strategy: b.strategy.to_string(),
-                    rust: fmt_placement(&r.clusters),
-                    go: fmt_placement(&g.clusters),
-                    only_rust: fmt_placement(&only(&rs, &gs)),
-                    only_go: fmt_placement(&only(&gs, &rs)),
-                    rust_condition: cond(&r),
-                    go_condition: cond(&g),
-                });
+            if a.disagreements.len() < MAX_LISTED {
+                a.disagreements.push(listed(false));
             }
         }
     }
@@ -1410,8 +1252,7 @@ async fn replay_disagreements(
         "the oracle {} is missing (hack/build-oracle.sh builds it)",
         cfg.bins.oracle.display()
     );
-    let capi: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
-    let clusters: Vec<Value> = capi
+    let clusters: Vec<Value> = cluster_api(client)
         .list(&Default::default())
         .await?
         .items
@@ -1452,13 +1293,15 @@ async fn replay_disagreements(
     .await?)
 }
 
-fn fmt_placement(p: &[(String, i64)]) -> String {
-    if p.is_empty() {
-        return "[]".into();
-    }
-    let v: Vec<String> = p.iter().take(12).map(|(n, r)| format!("{n}:{r}")).collect();
-    let more = if p.len() > 12 {
-        format!(", … {} more", p.len() - 12)
+/// `[cluster:replicas, …]`, cut after `max` entries.
+fn fmt_placement(p: &[(String, i64)], max: usize) -> String {
+    let v: Vec<String> = p
+        .iter()
+        .take(max)
+        .map(|(n, r)| format!("{n}:{r}"))
+        .collect();
+    let more = if p.len() > max {
+        format!(", … {} more", p.len() - max)
     } else {
         String::new()
     };
@@ -1492,47 +1335,33 @@ pub fn start_perf(
 pub async fn stop_perf(
     recs: Vec<(String, std::process::Child, PathBuf)>,
 ) -> (Option<String>, Option<String>) {
-    let mut rust = None;
-    let mut api = None;
+    let mut profiles = (None, None);
     for (label, mut child, data) in recs {
         let _ = std::process::Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status();
         let _ = child.wait();
+        let report = "report --stdio --no-children --sort dso,symbol --percent-limit 1 -g none -i";
         let out = std::process::Command::new("perf")
-            .args([
-                "report",
-                "--stdio",
-                "--no-children",
-                "--sort",
-                "dso,symbol",
-                "--percent-limit",
-                "1",
-                "-g",
-                "none",
-                "-i",
-            ])
+            .args(report.split(' '))
             .arg(&data)
             .output();
         let text = out.ok().map(|o| {
-            String::from_utf8_lossy(&o.stdout)
+            let text = String::from_utf8_lossy(&o.stdout);
+            let lines = text
                 .lines()
-                .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-                .map(|l| {
-                    l.split_whitespace()
-                        .filter(|w| *w != "-")
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .take(30)
-                .collect::<Vec<_>>()
-                .join("\n")
+                .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+            let words = |l: &str| {
+                let words: Vec<&str> = l.split_whitespace().filter(|w| *w != "-").collect();
+                words.join(" ")
+            };
+            lines.take(30).map(words).collect::<Vec<_>>().join("\n")
         });
         if label == "rust" {
-            rust = text;
+            profiles.0 = text;
         } else {
-            api = text;
+            profiles.1 = text;
         }
     }
-    (rust, api)
+    profiles
 }
