@@ -668,19 +668,18 @@ async fn scale(
         wait_queues_idle(&both, crate::run::QUIET, cfg.settle_timeout).await;
         let items = run::items(templates, ALONE[i], |_| &s.name);
         let ours_stub = match &est {
-            Estimators::Stub(stub) if i == 0 => Some(stub),
+            Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
             _ => None,
         };
         if i == 0 {
             load_1m[0] = crate::procs::load_1m();
         }
-        if let Some(stub) = ours_stub {
-            stub.fake().start_recording();
+        if let Some(fake) = ours_stub {
+            fake.start_recording();
         }
         let (f, calls) = alone(&plane, &cfg, &est, s, &items).await?;
-        if let Some(stub) = ours_stub {
-            recorded = stub.fake().take_recording();
-            asked = calls.iter().map(|c| c[0]).collect();
+        if let Some(fake) = ours_stub {
+            (recorded, asked) = (fake.take_recording(), calls.iter().map(|c| c[0]).collect());
         }
         log(
             t0,
