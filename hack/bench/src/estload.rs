@@ -28,7 +28,7 @@ use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_ser
 use tokio::time::Instant;
 
 use crate::jobs::apply_all;
-use crate::observe::{Observer, Placement};
+use crate::observe::Placement;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
 use crate::report::{list, met, num, ratio};
@@ -743,30 +743,21 @@ async fn scale(
         );
         fair_ceiling = ceiling(Some(&calls)).await?;
     }
-    let placement = |o: &Observer, k: &str| o.get(k).map(|o| (o.clusters, o.condition));
     let mut disagreements = Vec::new();
     let mut agree = 0;
     for t in templates {
-        let (a, b) = (
-            placement(observer, &t.key(ALONE[0])),
-            placement(observer, &t.key(ALONE[1])),
-        );
+        let [a, b] = ALONE.map(|s| observer.get(&t.key(s)).map(|o| (o.clusters, o.condition)));
+        // Placed alike, with the same `Scheduled` status.
+        let status = |c: &Option<(String, String)>| c.as_ref().map(|c| c.0.clone());
         let same = match (&a, &b) {
-            (Some((pa, ca)), Some((pb, cb))) => {
-                pa == pb && ca.as_ref().map(|c| &c.0) == cb.as_ref().map(|c| &c.0)
-            }
+            (Some((pa, ca)), Some((pb, cb))) => pa == pb && status(ca) == status(cb),
             _ => false,
         };
         if same {
             agree += 1;
         } else if disagreements.len() < 10 {
-            disagreements.push(format!(
-                "{} [{}]: ours {:?}, Go {:?}",
-                t.key(""),
-                t.strategy,
-                a,
-                b
-            ));
+            let (key, strategy) = (t.key(""), &t.strategy);
+            disagreements.push(format!("{key} [{strategy}]: ours {a:?}, Go {b:?}"));
         }
     }
     log(
