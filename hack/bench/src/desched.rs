@@ -888,36 +888,30 @@ pub fn markdown(b: &DeschedBench) -> String {
         // Results of a bench before a80b445 have no CPU figure for the ceiling, whose pass ran
         // without the bench's watches.
         let watched = b.ceilings.iter().any(|c| c.control_plane_cpu_s > 0.0);
+        let write = if b.ceiling_puts {
+            "PUTs each binding with its new `spec.clusters`"
+        } else {
+            "merge-patches `spec.clusters`"
+        };
+        let watching = if watched {
+            " while the bench watches as during a pass"
+        } else {
+            ""
+        };
         out.push_str(&format!(
             "\nFair ceiling: a bare client in the bench does a pass's work and nothing else (connects a \
              channel per cluster, lists the bindings, asks every cluster of each binding at once, \
-             {} from the answers and creates the binding's two Events){}, \
+             {write} from the answers and creates the binding's two Events){watching}, \
              on fresh copies of the same bindings; ours is compared by the time every write of its \
              pass, Events included, was seen:\n\n\
              | bindings in flight | ceiling pass | estimator calls | kube-apiserver + etcd CPU seconds | ours / ceiling time |\n| ---: | ---: | ---: | ---: | ---: |\n",
-            if b.ceiling_puts {
-                "PUTs each binding with its new `spec.clusters`"
-            } else {
-                "merge-patches `spec.clusters`"
-            },
-            if watched {
-                " while the bench watches as during a pass"
-            } else {
-                ""
-            }
         ));
         for c in &b.ceilings {
+            let (n, pass, calls) = (c.concurrency, c.pass_s, c.estimator_calls);
+            let cpu = crate::report::num(watched.then_some(c.control_plane_cpu_s), 2);
+            let ours = ratio(b.rust.all_writes_s(), Some(pass));
             out.push_str(&format!(
-                "| {} | {:.2} s | {} | {} | {} |\n",
-                c.concurrency,
-                c.pass_s,
-                c.estimator_calls,
-                if watched {
-                    format!("{:.2}", c.control_plane_cpu_s)
-                } else {
-                    "–".to_string()
-                },
-                ratio(b.rust.all_writes_s(), Some(c.pass_s))
+                "| {n} | {pass:.2} s | {calls} | {cpu} | {ours} |\n"
             ));
         }
     }

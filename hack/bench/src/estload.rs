@@ -440,6 +440,20 @@ impl Fault {
             Fault::Moved | Fault::AfterMove => "10 % of the VIPs moved mid-run",
         }
     }
+
+    /// Applies the fault to the `faulty` clusters of `stub` (`on`) or undoes it (moved
+    /// estimators stay moved: the move is made during the batch).
+    async fn set(self, stub: &PerCluster, faulty: &HashSet<usize>, on: bool) -> anyhow::Result<()> {
+        for &i in faulty {
+            match self {
+                Fault::Hung => stub.set_hang(i, on),
+                Fault::Refusing if on => stub.refuse(i).await,
+                Fault::Refusing => stub.restore(i).await?,
+                Fault::None | Fault::Moved | Fault::AfterMove => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What every fault row shares: the control plane, the scenario, the estimators (the stub),
@@ -476,15 +490,7 @@ impl Rows<'_> {
     ) -> anyhow::Result<FaultRow> {
         let (cfg, stub) = (self.cfg, self.stub);
         let (client, observer) = (&self.plane.client, &self.plane.observer);
-        match fault {
-            Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, true)),
-            Fault::Refusing => {
-                for &i in faulty {
-                    stub.refuse(i).await;
-                }
-            }
-            Fault::None | Fault::Moved | Fault::AfterMove => {}
-        }
+        fault.set(stub, faulty, true).await?;
         let items = run::items(&self.templates, suffix, |_| &sched.name);
         let keys = keys_of(&items, &sched.name);
         let meter = Meter::start(self.plane, self.est, &[sched]).await;
@@ -536,16 +542,7 @@ impl Rows<'_> {
             .filter_map(|o| Some(o.decided_at?.saturating_duration_since(o.created_at?)))
             .map(|d| d.as_secs_f64())
             .collect();
-        // Undo the fault (moved estimators stay moved).
-        match fault {
-            Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, false)),
-            Fault::Refusing => {
-                for &i in faulty {
-                    stub.restore(i).await?;
-                }
-            }
-            Fault::None | Fault::Moved | Fault::AfterMove => {}
-        }
+        fault.set(stub, faulty, false).await?;
         let m = meter.stop(self.est).await;
         let h = m.histogram(0, E2E, &[]);
         // Answered by the healthy and by the faulty clusters, and calls hung by the faulty.
