@@ -14,16 +14,20 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use testenv::estimator::{Behaviour, FakeEstimator, Running, bare_client, external_name_service};
 use testenv::{TestEnv, free_port};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
+use crate::promtext;
+use crate::report::ratio;
 use crate::rng::fnv1a;
 use crate::run::{self, log};
 use crate::scenario::Scenario;
@@ -316,21 +320,6 @@ fn write_quantiles(times: &[f64], expected: usize, last: bool) -> Vec<f64> {
         .collect()
 }
 
-/// Creates namespace `ns` and its bindings (untimed).
-async fn create_bindings(client: &Client, flags: &Scenario, ns: &str) -> anyhow::Result<()> {
-    apply_retrying(
-        client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-    )
-    .await?;
-    apply_all(
-        client,
-        bindings_of(ns, flags.workload.bindings, flags.workload.clusters),
-        flags.create_concurrency,
-    )
-    .await
-}
-
 /// Deletes every binding of `ns` and waits until they are gone.
 async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
     // One by one and listing metadata only: a collection delete answers with every deleted
@@ -373,37 +362,88 @@ fn control_plane_cpu(env: &TestEnv) -> f64 {
 /// the writes the audit log shows, reads and watches included.
 async fn api_requests(client: &Client) -> anyhow::Result<BTreeMap<String, f64>> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
-    let mut out = BTreeMap::new();
-    for s in crate::promtext::parse(&text) {
-        if s.name != "apiserver_request_total" {
-            continue;
-        }
-        let label = |k: &str| s.labels.get(k).map_or("", String::as_str);
-        let mut key = format!("{} {}", label("verb"), label("resource"));
-        if !label("subresource").is_empty() {
-            key = format!("{key}/{}", label("subresource"));
-        }
-        *out.entry(key).or_insert(0.0) += s.value;
-    }
-    Ok(out)
+    let samples = promtext::parse(&client.request_text(request).await?);
+    Ok(promtext::sums_by(
+        &samples,
+        "apiserver_request_total",
+        |s| {
+            let key = format!("{} {}", s.label("verb"), s.label("resource"));
+            Some(match s.label("subresource") {
+                "" => key,
+                sub => format!("{key}/{sub}"),
+            })
+        },
+    ))
 }
 
-/// The requests served between two readings of [`api_requests`].
-fn requests_since(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> BTreeMap<String, u64> {
-    after
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                (v - before.get(k).copied().unwrap_or(0.0)).max(0.0) as u64,
-            )
+/// What every pass shares: the control plane, the scenario, the stub and the run's start.
+struct Ctx<'a> {
+    env: &'a TestEnv,
+    client: Client,
+    flags: &'a Scenario,
+    stub: &'a Running,
+    t0: Instant,
+}
+
+/// A watch of the bench, sending when it first saw each object it names.
+type Watch = (tokio::task::JoinHandle<()>, UnboundedReceiver<Instant>);
+
+/// One pass over the bindings of a namespace, measured: the bench's watches of their writes
+/// and of their Events, and what the control plane and the stub had done when it began.
+struct Pass {
+    start: Instant,
+    writes: Watch,
+    events: Watch,
+    control_plane: f64,
+    requests: BTreeMap<String, f64>,
+    calls: u64,
+}
+
+impl Pass {
+    /// Creates namespace `ns` and its bindings (untimed), starts watching them, and begins.
+    async fn begin(cx: &Ctx<'_>, ns: &str) -> anyhow::Result<Pass> {
+        let client = &cx.client;
+        apply_retrying(
+            client,
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await?;
+        let (bindings, clusters) = (cx.flags.workload.bindings, cx.flags.workload.clusters);
+        apply_all(
+            client,
+            bindings_of(ns, bindings, clusters),
+            cx.flags.create_concurrency,
+        )
+        .await?;
+        let writes = watch_first_seen(rb_api(client, ns), "bindings", written_key).await?;
+        let events = Api::<Event>::namespaced(client.clone(), ns);
+        let events = watch_first_seen(events, "Events", event_key).await?;
+        Ok(Pass {
+            calls: unschedulable_calls(cx.stub),
+            control_plane: control_plane_cpu(cx.env),
+            requests: api_requests(client).await?,
+            writes,
+            events,
+            start: Instant::now(),
         })
-        .filter(|(_, n)| *n > 0)
-        .collect()
+    }
+
+    /// Seconds since the pass began.
+    fn secs(&self, at: Instant) -> f64 {
+        at.duration_since(self.start).as_secs_f64()
+    }
+
+    /// Ends the watches; the CPU seconds of the kube-apiserver and etcd and the requests they
+    /// served since the pass began.
+    async fn end(&self, cx: &Ctx<'_>) -> anyhow::Result<(f64, BTreeMap<String, u64>)> {
+        self.writes.0.abort();
+        self.events.0.abort();
+        let requests = promtext::growth(&self.requests, &api_requests(&cx.client).await?);
+        Ok((
+            control_plane_cpu(cx.env) - self.control_plane,
+            requests.into_iter().map(|(k, n)| (k, n as u64)).collect(),
+        ))
+    }
 }
 
 /// The fair ceiling: a bare client does what a pass must, with `concurrency` bindings in
@@ -411,45 +451,24 @@ fn requests_since(
 /// cluster `GetUnschedulableReplicas` for each binding at once, PUTs the binding with its new
 /// `spec.clusters` (with the resourceVersion it was listed at, as the descheduler does) and
 /// creates the binding's two Events.
-async fn ceiling(
-    env: &TestEnv,
-    flags: &Scenario,
-    stub: &Running,
-    concurrency: usize,
-    t0: Instant,
-) -> anyhow::Result<DeschedCeiling> {
+async fn ceiling(cx: &Ctx<'_>, concurrency: usize) -> anyhow::Result<DeschedCeiling> {
     use estimator_client::pb::EstimatorClient;
     use estimator_client::pb::messages as pb;
     use futures::StreamExt as _;
     use kube::api::PostParams;
 
-    let client = env.client().await?;
     let ns = format!("desched-ceiling-{concurrency}");
-    create_bindings(&client, flags, &ns).await?;
-    let calls_before = unschedulable_calls(stub);
     // The same watches of the bench as during a descheduler's pass, so that the API server
     // serves the same readers.
-    let observers = [
-        watch_first_seen(rb_api(&client, &ns), "bindings", written_key, |_| {}).await?,
-        watch_first_seen(
-            Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), &ns),
-            "Events",
-            event_key,
-            |_| {},
-        )
-        .await?,
-    ];
-    let control_plane = control_plane_cpu(env);
-    let requests_before = api_requests(&client).await?;
-    let start = Instant::now();
+    let pass = Pass::begin(cx, &ns).await?;
     let channels: Vec<anyhow::Result<EstimatorClient<estimator_client::transport::Channel>>> =
-        futures::stream::iter((0..flags.workload.clusters).map(|_| bare_client(stub.addr)))
+        futures::stream::iter((0..cx.flags.workload.clusters).map(|_| bare_client(cx.stub.addr)))
             .buffered(32)
             .collect()
             .await;
     let channels = channels.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let api = rb_api(&client, &ns);
-    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), &ns);
+    let api = rb_api(&cx.client, &ns);
+    let events: Api<Event> = Api::namespaced(cx.client.clone(), &ns);
     let listed = api.list(&ListParams::default()).await?;
     let threshold = i64::try_from(Duration::from_secs(60).as_nanos()).unwrap_or(i64::MAX);
     let results: Vec<anyhow::Result<()>> = futures::stream::iter(listed.items.iter().map(|rb| {
@@ -492,20 +511,13 @@ async fn ceiling(
             let written = api.replace(&name, &PostParams::default(), &updated).await?;
             // The two Events the reference records for it, as a pass must write them too.
             let uid = written.metadata.uid.clone().unwrap_or_default();
+            let binding = ("work.karmada.io/v1alpha2", "ResourceBinding", uid.as_str());
+            let pp = PostParams::default();
             futures::future::try_join(
+                events.create(&pp, &ceiling_event(ns, binding, &name)),
                 events.create(
-                    &PostParams::default(),
-                    &ceiling_event(
-                        ns,
-                        "work.karmada.io/v1alpha2",
-                        "ResourceBinding",
-                        &name,
-                        &uid,
-                    ),
-                ),
-                events.create(
-                    &PostParams::default(),
-                    &ceiling_event(ns, "apps/v1", "Deployment", &name, ""),
+                    &pp,
+                    &ceiling_event(ns, ("apps/v1", "Deployment", ""), &name),
                 ),
             )
             .await?;
@@ -515,15 +527,13 @@ async fn ceiling(
     .buffer_unordered(concurrency.max(1))
     .collect()
     .await;
-    let pass_s = start.elapsed().as_secs_f64();
-    let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
-    let requests = requests_since(&requests_before, &api_requests(&client).await?);
-    observers.iter().for_each(|o| o.abort());
+    let pass_s = pass.secs(Instant::now());
+    let (control_plane_cpu_s, requests) = pass.end(cx).await?;
     results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
-    let estimator_calls = unschedulable_calls(stub) - calls_before;
-    delete_bindings(&client, &ns).await?;
+    let estimator_calls = unschedulable_calls(cx.stub) - pass.calls;
+    delete_bindings(&cx.client, &ns).await?;
     log(
-        t0,
+        cx.t0,
         format!(
             "fair ceiling, {concurrency} in flight: {pass_s:.2}s, {estimator_calls} estimator calls"
         ),
@@ -537,14 +547,9 @@ async fn ceiling(
     })
 }
 
-/// An Event as a descheduler writes it for a binding given replicas back.
-fn ceiling_event(
-    ns: &str,
-    api_version: &str,
-    kind: &str,
-    name: &str,
-    uid: &str,
-) -> k8s_openapi::api::core::v1::Event {
+/// An Event as a descheduler writes it for a binding given replicas back, about the object
+/// `(apiVersion, kind, uid)` called `name`.
+fn ceiling_event(ns: &str, (api_version, kind, uid): (&str, &str, &str), name: &str) -> Event {
     let involved = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some(api_version.to_string()),
         kind: Some(kind.to_string()),
@@ -572,81 +577,62 @@ fn written_key(obj: &DynamicObject) -> Option<String> {
 }
 
 /// An Event's name when it is the reference's for a binding given replicas back.
-fn event_key(e: &k8s_openapi::api::core::v1::Event) -> Option<String> {
+fn event_key(e: &Event) -> Option<String> {
     (e.reason.as_deref() == Some(SUCCEED)).then(|| e.metadata.name.clone().unwrap_or_default())
 }
 
-/// Calls `seen` with the time each object of `api` is first seen with `key` giving it a name
-/// (once per name), after the watch has listed what was there before.
-async fn watch_first_seen<K, F, S>(
+/// Watches `api` and sends the time each object is first seen with `key` giving it a name
+/// (once per name), once the watch has listed what was there before.
+async fn watch_first_seen<K>(
     api: Api<K>,
     what: &str,
-    mut key: F,
-    mut seen: S,
-) -> anyhow::Result<tokio::task::JoinHandle<()>>
+    key: fn(&K) -> Option<String>,
+) -> anyhow::Result<Watch>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-    F: FnMut(&K) -> Option<String> + Send + 'static,
-    S: FnMut(Instant) + Send + 'static,
 {
     use futures::StreamExt as _;
     use kube::runtime::watcher;
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    let (seen_tx, seen_rx) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         let mut ready = Some(ready_tx);
         let mut names = std::collections::HashSet::new();
         let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
         while let Some(event) = stream.next().await {
-            let obj = match event {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
+            match event {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                    if let Some(name) = key(&o)
+                        && names.insert(name)
+                    {
+                        let _ = seen_tx.send(Instant::now());
+                    }
+                }
                 Ok(watcher::Event::InitDone) => {
                     if let Some(tx) = ready.take() {
                         let _ = tx.send(());
                     }
-                    continue;
                 }
-                _ => continue,
-            };
-            if let Some(name) = key(&obj)
-                && names.insert(name)
-            {
-                seen(Instant::now());
+                _ => {}
             }
         }
     });
     ready_rx
         .await
         .with_context(|| format!("the bench's watch of the {what} ended"))?;
-    Ok(task)
+    Ok((task, seen_rx))
 }
 
-/// Runs one descheduler over the bindings of `ns` until the expected writes are in.
+/// Runs one descheduler over the bindings of `ns` until the `expected` writes are in; its
+/// figures, and the `spec.clusters` replicas it left.
 async fn side(
-    env: &TestEnv,
-    flags: &Scenario,
-    stub: &Running,
+    cx: &Ctx<'_>,
     name: &str,
     program: &std::path::Path,
     ns: &str,
-    t0: Instant,
+    expected: usize,
 ) -> anyhow::Result<(DeschedSide, BTreeMap<String, Vec<i32>>)> {
-    let client = env.client().await?;
-    create_bindings(&client, flags, ns).await?;
-    let want: BTreeMap<String, Vec<i32>> = (0..flags.workload.bindings)
-        .map(|i| (binding_name(i), expected(i, flags.workload.clusters)))
-        .collect();
-    let expected_writes = want
-        .values()
-        .filter(|r| r.iter().any(|&x| x != REPLICAS))
-        .count();
-    log(
-        t0,
-        format!(
-            "{name}: {} bindings in {ns}, {expected_writes} to be written",
-            flags.workload.bindings
-        ),
-    );
-    let calls_before = unschedulable_calls(stub);
+    let (env, t0) = (cx.env, cx.t0);
     let metrics_addr = format!("127.0.0.1:{}", free_port());
     let args = vec![
         format!("--kubeconfig={}", env.kubeconfig().display()),
@@ -659,120 +645,93 @@ async fn side(
         format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
     ];
     // Writes are seen on a watch (not by listing every binding again and again, which would
-    // load the API server the pass is measured against).
-    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let observer = watch_first_seen(rb_api(&client, ns), "bindings", written_key, move |at| {
-        let _ = seen_tx.send(at);
-    })
-    .await?;
-    // Events are seen the same way: the reference's two per binding written.
-    let (event_tx, mut event_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let event_observer = watch_first_seen(
-        Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), ns),
-        "Events",
-        event_key,
-        move |at| {
-            let _ = event_tx.send(at);
-        },
-    )
-    .await?;
-    let control_plane = control_plane_cpu(env);
-    let requests_before = api_requests(&client).await?;
-    let start = Instant::now();
+    // load the API server the pass is measured against); Events the same way, the
+    // reference's two per binding written.
+    let mut pass = Pass::begin(cx, ns).await?;
+    let bindings = cx.flags.workload.bindings;
+    log(
+        t0,
+        format!("{name}: {bindings} bindings in {ns}, {expected} to be written"),
+    );
     // Truncated to the second, as the API server's `managedFields` times are.
     let start_wall = k8s_openapi::jiff::Timestamp::now();
     let mut process = env.spawn_process(name, program, &args)?;
-    let mut pass_s = None;
-    let mut first_write_s = None;
-    let mut written = 0;
-    let mut seen_at = Vec::with_capacity(expected_writes);
-    while start.elapsed() < flags.settle_timeout && written < expected_writes {
+    let mut seen_at = Vec::with_capacity(expected);
+    while pass.start.elapsed() < cx.flags.settle_timeout && seen_at.len() < expected {
         if let Ok(Some(status)) = process.try_wait() {
             anyhow::bail!("{name} exited ({status}):\n{}", process.log_tail(30));
         }
-        match tokio::time::timeout(Duration::from_millis(500), seen_rx.recv()).await {
-            Ok(Some(at)) => {
-                written += 1;
-                let s = at.duration_since(start).as_secs_f64();
-                first_write_s.get_or_insert(s);
-                seen_at.push(s);
-                if written >= expected_writes {
-                    pass_s = Some(s);
-                }
-            }
+        match tokio::time::timeout(Duration::from_millis(500), pass.writes.1.recv()).await {
+            Ok(Some(at)) => seen_at.push(pass.secs(at)),
             Ok(None) => anyhow::bail!("the bench's watch of the bindings ended"),
             Err(_) => {}
         }
     }
-    observer.abort();
+    let pass_s = seen_at
+        .last()
+        .copied()
+        .filter(|_| seen_at.len() >= expected);
     // Events are written after the bindings they are about: wait for them as well.
-    let expected_events = expected_writes * EVENTS_PER_WRITE;
-    let mut events = 0;
-    let mut last_event_s = None;
+    let expected_events = expected * EVENTS_PER_WRITE;
+    let mut events = Vec::new();
     let events_deadline = Instant::now() + Duration::from_secs(60);
-    while events < expected_events && pass_s.is_some() {
-        match tokio::time::timeout_at(events_deadline, event_rx.recv()).await {
-            Ok(Some(at)) => {
-                events += 1;
-                last_event_s = Some(at.duration_since(start).as_secs_f64());
-            }
+    while events.len() < expected_events && pass_s.is_some() {
+        match tokio::time::timeout_at(events_deadline, pass.events.1.recv()).await {
+            Ok(Some(at)) => events.push(pass.secs(at)),
             Ok(None) | Err(_) => break,
         }
     }
-    event_observer.abort();
     let (_, hwm) = memory_kib(process.pid()).unwrap_or((0, 0));
     let cpu = cpu_seconds(process.pid()).unwrap_or(0.0);
-    let control_plane_cpu_s = control_plane_cpu(env) - control_plane;
-    let requests = requests_since(&requests_before, &api_requests(&client).await?);
+    let (control_plane_cpu_s, requests) = pass.end(cx).await?;
     // After the pass and its figures (untimed); the Go descheduler exports no workqueue
     // histograms.
     let own = match crate::procs::http_get(&metrics_addr, "/metrics").await {
         Ok((200, text)) => OwnMetrics::read(&text),
         _ => None,
     };
-    let write_deciles = write_quantiles(&seen_at, expected_writes, false);
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let calls = unschedulable_calls(stub) - calls_before;
+    let calls = unschedulable_calls(cx.stub) - pass.calls;
     let Stored {
-        placements: result,
+        placements,
         updated,
-    } = stored(&client, ns).await?;
+    } = stored(&cx.client, ns).await?;
     let start_second = start_wall.as_second();
     let updated_s: Vec<f64> = updated
         .iter()
         .map(|t| (t.as_second() - start_second) as f64)
         .collect();
-    let stored_deciles = write_quantiles(&updated_s, expected_writes, true);
     process.kill();
+    let side = DeschedSide {
+        name: name.to_string(),
+        pass_s,
+        written: seen_at.len(),
+        estimator_calls: calls,
+        peak_rss_kib: hwm,
+        cpu_s: cpu,
+        first_write_s: seen_at.first().copied(),
+        control_plane_cpu_s,
+        events: events.len(),
+        last_event_s: events.last().copied(),
+        requests,
+        write_deciles: write_quantiles(&seen_at, expected, false),
+        stored_deciles: write_quantiles(&updated_s, expected, true),
+        own,
+    };
     log(
         t0,
         format!(
-            "{name}: {written}/{expected_writes} written in {}, {events}/{expected_events} events by {}, {calls} estimator calls, peak RSS {:.1} MiB",
+            "{name}: {}/{expected} written in {}, {}/{expected_events} events by {}, {calls} estimator calls, peak RSS {:.1} MiB",
+            side.written,
             pass_s.map_or("(timeout)".to_string(), |s| format!("{s:.2}s")),
-            last_event_s.map_or("–".to_string(), |s| format!("{s:.2}s")),
+            side.events,
+            side.last_event_s
+                .map_or("–".to_string(), |s| format!("{s:.2}s")),
             hwm as f64 / 1024.0
         ),
     );
-    Ok((
-        DeschedSide {
-            name: name.to_string(),
-            pass_s,
-            written,
-            estimator_calls: calls,
-            peak_rss_kib: hwm,
-            cpu_s: cpu,
-            first_write_s,
-            control_plane_cpu_s,
-            events,
-            last_event_s,
-            requests,
-            write_deciles,
-            stored_deciles,
-            own,
-        },
-        result,
-    ))
+    Ok((side, placements))
 }
 
 /// Runs the descheduler bench.
@@ -808,53 +767,41 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
             flags.workload.clusters, stub.addr
         ),
     );
-
+    let want: Vec<Vec<i32>> = (0..flags.workload.bindings)
+        .map(|i| expected(i, flags.workload.clusters))
+        .collect();
+    let expected_writes = (want.iter())
+        .filter(|r| r.iter().any(|&x| x != REPLICAS))
+        .count();
+    let cx = Ctx {
+        env: &env,
+        client,
+        flags,
+        stub: &stub,
+        t0,
+    };
     let load_before = crate::procs::load_1m();
     // The reference alone with its bindings, which are then deleted so that ours sees only
     // its own.
-    let (go, go_result) = side(
-        &env,
-        flags,
-        &stub,
-        "go-descheduler",
-        &go_bin,
-        "desched-go",
-        t0,
-    )
-    .await?;
-    delete_bindings(&client, "desched-go").await?;
-    let (rust, rust_result) = side(
-        &env,
-        flags,
-        &stub,
-        "rs-descheduler",
-        &flags.bins.descheduler,
-        "desched-rs",
-        t0,
-    )
-    .await?;
+    let mut sides = Vec::new();
+    for (name, program, ns) in [
+        ("go-descheduler", &go_bin, "desched-go"),
+        ("rs-descheduler", &flags.bins.descheduler, "desched-rs"),
+    ] {
+        sides.push(side(&cx, name, program, ns, expected_writes).await?);
+        delete_bindings(&cx.client, ns).await?;
+    }
     // The same answers in both namespaces: both must write the same, which is what the
     // reference's rules give.
-    let agree = (0..flags.workload.bindings)
-        .filter(|&i| {
-            let n = binding_name(i);
-            let want = expected(i, flags.workload.clusters);
-            go_result.get(&n) == Some(&want) && rust_result.get(&n) == Some(&want)
-        })
+    let agree = (want.iter().enumerate())
+        .filter(|(i, w)| sides.iter().all(|s| s.1.get(&binding_name(*i)) == Some(w)))
         .count();
-    let expected_writes = (0..flags.workload.bindings)
-        .filter(|&i| {
-            expected(i, flags.workload.clusters)
-                .iter()
-                .any(|&x| x != REPLICAS)
-        })
-        .count();
-    delete_bindings(&client, "desched-rs").await?;
     let mut ceilings = Vec::new();
     for concurrency in [16, 64] {
-        ceilings.push(ceiling(&env, flags, &stub, concurrency, t0).await?);
+        ceilings.push(ceiling(&cx, concurrency).await?);
     }
     env.stop();
+    let [(go, _), (rust, _)] = run::two(sides);
     Ok(DeschedBench {
         bindings: flags.workload.bindings,
         clusters: flags.workload.clusters,
@@ -871,14 +818,6 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     })
 }
 
-fn ratio(a: f64, b: f64) -> String {
-    if b > 0.0 {
-        format!("{:.2}×", a / b)
-    } else {
-        "–".into()
-    }
-}
-
 /// The Markdown report.
 pub fn markdown(b: &DeschedBench) -> String {
     let secs = |s: &DeschedSide| {
@@ -887,36 +826,31 @@ pub fn markdown(b: &DeschedBench) -> String {
     };
     let mib = |s: &DeschedSide| s.peak_rss_kib as f64 / 1024.0;
     let per = |s: &DeschedSide| s.estimator_calls as f64 / b.bindings.max(1) as f64;
+    let DeschedBench {
+        bindings,
+        clusters,
+        date,
+        machine,
+        git_commit,
+        latency_ms,
+        expected_writes,
+        ..
+    } = b;
     let mut out = format!(
-        "# Descheduling pass: {} bindings × {} clusters\n\n\
-         {} · {} · commit {}\n\n\
+        "# Descheduling pass: {bindings} bindings × {clusters} clusters\n\n\
+         {date} · {machine} · commit {git_commit}\n\n\
          One pass of the Go karmada-descheduler v1.18.2 and of ours, in turn, on one local \
-         kube-apiserver. Every binding is a Deployment divided `Aggregated` over all {} clusters \
-         ({} replicas each, {} ready), so every cluster is asked `GetUnschedulableReplicas`; a stub \
-         estimator behind {} `ExternalName` Services answers 0–2 from a hash of cluster and \
-         workload after {:.0} ms. {} bindings get replicas back. The time runs from the process \
+         kube-apiserver. Every binding is a Deployment divided `Aggregated` over all {clusters} clusters \
+         ({REPLICAS} replicas each, {READY} ready), so every cluster is asked `GetUnschedulableReplicas`; a stub \
+         estimator behind {clusters} `ExternalName` Services answers 0–2 from a hash of cluster and \
+         workload after {latency_ms:.0} ms. {expected_writes} bindings get replicas back. The time runs from the process \
          start to the last of those writes as a watch of the bench sees it (cache sync and estimator connections included).\n\n",
-        b.bindings,
-        b.clusters,
-        b.date,
-        b.machine,
-        b.git_commit,
-        b.clusters,
-        REPLICAS,
-        READY,
-        b.clusters,
-        b.latency_ms,
-        b.expected_writes,
     );
     out.push_str("| | ours | Go | Go / ours |\n| --- | ---: | ---: | ---: |\n");
     // A row: each side's figure as text, and Go / ours of the numbers `n` gives, if any.
     type Num<'a> = Option<&'a dyn Fn(&DeschedSide) -> Option<f64>>;
     let mut row = |what: &str, cell: &dyn Fn(&DeschedSide) -> String, n: Num| {
-        let ratio = match n.map(|n| (n(&b.go), n(&b.rust))) {
-            Some((Some(g), Some(r))) => format!(" {} ", ratio(g, r)),
-            Some(_) => " – ".into(),
-            None => " ".into(),
-        };
+        let ratio = n.map_or(" ".into(), |n| format!(" {} ", ratio(n(&b.go), n(&b.rust))));
         let (r, g) = (cell(&b.rust), cell(&b.go));
         out.push_str(&format!("| {what} | {r} | {g} |{ratio}|\n"));
     };
@@ -954,38 +888,30 @@ pub fn markdown(b: &DeschedBench) -> String {
         // Results of a bench before a80b445 have no CPU figure for the ceiling, whose pass ran
         // without the bench's watches.
         let watched = b.ceilings.iter().any(|c| c.control_plane_cpu_s > 0.0);
+        let write = if b.ceiling_puts {
+            "PUTs each binding with its new `spec.clusters`"
+        } else {
+            "merge-patches `spec.clusters`"
+        };
+        let watching = if watched {
+            " while the bench watches as during a pass"
+        } else {
+            ""
+        };
         out.push_str(&format!(
             "\nFair ceiling: a bare client in the bench does a pass's work and nothing else (connects a \
              channel per cluster, lists the bindings, asks every cluster of each binding at once, \
-             {} from the answers and creates the binding's two Events){}, \
+             {write} from the answers and creates the binding's two Events){watching}, \
              on fresh copies of the same bindings; ours is compared by the time every write of its \
              pass, Events included, was seen:\n\n\
              | bindings in flight | ceiling pass | estimator calls | kube-apiserver + etcd CPU seconds | ours / ceiling time |\n| ---: | ---: | ---: | ---: | ---: |\n",
-            if b.ceiling_puts {
-                "PUTs each binding with its new `spec.clusters`"
-            } else {
-                "merge-patches `spec.clusters`"
-            },
-            if watched {
-                " while the bench watches as during a pass"
-            } else {
-                ""
-            }
         ));
         for c in &b.ceilings {
+            let (n, pass, calls) = (c.concurrency, c.pass_s, c.estimator_calls);
+            let cpu = crate::report::num(watched.then_some(c.control_plane_cpu_s), 2);
+            let ours = ratio(b.rust.all_writes_s(), Some(pass));
             out.push_str(&format!(
-                "| {} | {:.2} s | {} | {} | {} |\n",
-                c.concurrency,
-                c.pass_s,
-                c.estimator_calls,
-                if watched {
-                    format!("{:.2}", c.control_plane_cpu_s)
-                } else {
-                    "–".to_string()
-                },
-                b.rust
-                    .all_writes_s()
-                    .map_or("–".into(), |r| ratio(r, c.pass_s))
+                "| {n} | {pass:.2} s | {calls} | {cpu} | {ours} |\n"
             ));
         }
     }
@@ -1091,34 +1017,25 @@ fn requests_table(b: &DeschedBench) -> String {
 
 /// The issue's targets for a pass: at least 5× Go's speed, at most half its peak RSS.
 fn targets(b: &DeschedBench) -> String {
-    let verdict = crate::report::met;
     let mut out = String::from("\n| target | measured | verdict |\n| --- | --- | --- |\n");
+    let mut row = |target: &str, measured: String, ok: bool| {
+        let verdict = crate::report::met(ok);
+        out.push_str(&format!("| {target} | {measured} | {verdict} |\n"));
+    };
     if let (Some(g), Some(r)) = (b.go.pass_s, b.rust.pass_s) {
-        out.push_str(&format!(
-            "| pass ≥ 5× faster than Go | {:.2}× | {} |\n",
-            g / r,
-            verdict(g / r >= 5.0)
-        ));
+        let x = g / r;
+        row("pass ≥ 5× faster than Go", format!("{x:.2}×"), x >= 5.0);
     }
     if b.go.peak_rss_kib > 0 {
         let r = b.rust.peak_rss_kib as f64 / b.go.peak_rss_kib as f64;
-        out.push_str(&format!(
-            "| peak RSS ≤ 1/2 of Go's | {r:.2} | {} |\n",
-            verdict(r <= 0.5)
-        ));
+        row("peak RSS ≤ 1/2 of Go's", format!("{r:.2}"), r <= 0.5);
     }
-    out.push_str(&format!(
-        "| same writes as the reference's rules | {}/{} | {} |\n",
-        b.agree,
-        b.bindings,
-        verdict(b.agree == b.bindings)
-    ));
-    let expected_events = b.expected_writes * EVENTS_PER_WRITE;
-    out.push_str(&format!(
-        "| every Event written, none dropped | {}/{expected_events} | {} |\n",
-        b.rust.events,
-        verdict(b.rust.events == expected_events)
-    ));
+    let (agree, all) = (b.agree, b.bindings);
+    let same = "same writes as the reference's rules";
+    row(same, format!("{agree}/{all}"), agree == all);
+    let (events, expected) = (b.rust.events, b.expected_writes * EVENTS_PER_WRITE);
+    let every = "every Event written, none dropped";
+    row(every, format!("{events}/{expected}"), events == expected);
     out
 }
 

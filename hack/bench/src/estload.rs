@@ -28,7 +28,7 @@ use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_ser
 use tokio::time::Instant;
 
 use crate::jobs::apply_all;
-use crate::observe::Observer;
+use crate::observe::Placement;
 use crate::procs::{RssSampler, Sched, connections_to};
 use crate::promtext::{self, Histogram};
 use crate::report::{list, met, num, ratio};
@@ -185,19 +185,23 @@ impl Estimators {
         }
     }
 
-    /// Estimating calls answered so far, over all clusters.
-    async fn answered(&self) -> u64 {
+    /// Estimating calls answered so far and calls that reached a hung estimator, per cluster
+    /// (the real ones hang none).
+    async fn counts(&self) -> Vec<[u64; 2]> {
         match self {
+            Estimators::Stub(s) => s.counts().iter().map(|c| [c.answered(), c.hung]).collect(),
             Estimators::Real(m) => {
-                let mut n = 0.0;
+                let mut out = Vec::new();
                 for (_, metrics) in m {
-                    if let Ok((200, text)) = crate::procs::http_get(metrics, "/metrics").await {
-                        n += promtext::sum(&promtext::parse(&text), ESTIMATOR_REQUESTS, &[]);
-                    }
+                    let text = match crate::procs::http_get(metrics, "/metrics").await {
+                        Ok((200, text)) => text,
+                        _ => String::new(),
+                    };
+                    let n = promtext::sum(&promtext::parse(&text), ESTIMATOR_REQUESTS, &[]);
+                    out.push([n as u64, 0]);
                 }
-                n as u64
+                out
             }
-            Estimators::Stub(s) => s.counts().iter().map(|c| c.answered()).sum(),
         }
     }
 }
@@ -234,170 +238,180 @@ async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<(
     Ok(())
 }
 
-/// Samples the estimator connections of `pids` every half second until aborted.
-fn sample_connections(
+/// The Prometheus samples of a scheduler's `/metrics` now (none when it does not answer).
+async fn scrape(s: &Sched) -> Vec<promtext::Sample> {
+    (s.scrape().await)
+        .map(|t| promtext::parse(&t))
+        .unwrap_or_default()
+}
+
+/// Every step of the bench (both schedulers together, one alone, a fault row), measured the
+/// same way: the schedulers' CPU seconds and own metrics, and the calls the estimators
+/// answered, before and after it, and the schedulers' estimator connections sampled during it.
+struct Meter<'a> {
+    scheds: Vec<&'a Sched>,
+    /// The schedulers', then the kube-apiserver's, etcd's and the bench's.
     pids: Vec<u32>,
-    ports: HashSet<u16>,
-) -> (RssSampler, tokio::task::JoinHandle<()>) {
-    RssSampler::start_with(pids, Duration::from_millis(500), move |p| {
-        connections_to(p, &ports) as u64
-    })
+    cpu: Vec<f64>,
+    metrics: Vec<Vec<promtext::Sample>>,
+    calls: Vec<[u64; 2]>,
+    conns: (RssSampler, tokio::task::JoinHandle<()>),
+    start: Instant,
 }
 
-/// The e2e attempt histogram of a scheduler now.
-async fn e2e_histogram(s: &Sched) -> Histogram {
-    match s.scrape().await {
-        Ok(text) => Histogram::read(&promtext::parse(&text), E2E, &[]),
-        Err(_) => Histogram::default(),
-    }
+/// What a step did: its wall seconds, CPU seconds by [`Meter::pids`], each scheduler's
+/// metrics before and after, the calls answered and hung per cluster, and each scheduler's
+/// most estimator connections.
+struct Measured {
+    wall_s: f64,
+    cpu: Vec<f64>,
+    metrics: Vec<[Vec<promtext::Sample>; 2]>,
+    calls: Vec<[u64; 2]>,
+    connections: Vec<usize>,
 }
 
-/// `after - before`, bucket by bucket.
-fn histogram_delta(before: &Histogram, after: &Histogram) -> Histogram {
-    let buckets = after
-        .buckets
-        .iter()
-        .map(|&(le, c)| {
-            let b = before
-                .buckets
-                .iter()
-                .find(|(l, _)| l.to_bits() == le.to_bits())
-                .map_or(0.0, |(_, c)| *c);
-            (le, c - b)
-        })
-        .collect();
-    Histogram {
-        buckets,
-        sum: after.sum - before.sum,
-        count: after.count - before.count,
-    }
-}
-
-/// Differences of the attempt and queue counters between two scrapes, keyed
-/// `result/schedule_type` and `queue/<event>` (zero differences left out).
-fn counter_deltas(
-    before: &[promtext::Sample],
-    after: &[promtext::Sample],
-) -> BTreeMap<String, f64> {
-    const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
-    const QUEUED: &str = "karmada_scheduler_queue_incoming_bindings_total";
-    let label = |s: &promtext::Sample, k: &str| s.labels.get(k).cloned().unwrap_or_default();
-    let mut out = BTreeMap::new();
-    for s in after {
-        let key = if s.name == ATTEMPTS {
-            format!("{}/{}", label(s, "result"), label(s, "schedule_type"))
-        } else if s.name == QUEUED {
-            format!("queue/{}", label(s, "event"))
-        } else {
-            continue;
-        };
-        let was = before
-            .iter()
-            .find(|b| b.name == s.name && b.labels == s.labels)
-            .map_or(0.0, |b| b.value);
-        if s.value - was > 0.0 {
-            *out.entry(key).or_insert(0.0) += s.value - was;
+impl<'a> Meter<'a> {
+    async fn start(plane: &Plane, est: &Estimators, scheds: &[&'a Sched]) -> Meter<'a> {
+        let mut pids: Vec<u32> = scheds.iter().map(|s| s.pid()).collect();
+        let ports = est.ports();
+        let conns = RssSampler::start_with(pids.clone(), Duration::from_millis(500), move |p| {
+            connections_to(p, &ports) as u64
+        });
+        pids.extend([plane.apiserver_pid, plane.etcd_pid, std::process::id()]);
+        let mut metrics = Vec::new();
+        for s in scheds {
+            metrics.push(scrape(s).await);
+        }
+        Meter {
+            scheds: scheds.to_vec(),
+            cpu: run::cpu_snapshot(&pids),
+            pids,
+            metrics,
+            calls: est.counts().await,
+            conns,
+            start: Instant::now(),
         }
     }
-    out
+
+    async fn stop(self, est: &Estimators) -> Measured {
+        self.conns.1.abort();
+        let wall_s = self.start.elapsed().as_secs_f64();
+        let cpu = run::cpu_since(&self.pids, &self.cpu);
+        let mut metrics = Vec::new();
+        for (s, before) in self.scheds.iter().zip(self.metrics) {
+            metrics.push([before, scrape(s).await]);
+        }
+        let calls = (est.counts().await.iter().zip(&self.calls))
+            .map(|(a, b)| [a[0] - b[0], a[1] - b[1]])
+            .collect();
+        let connections = (0..self.scheds.len())
+            .map(|i| self.conns.0.max(i) as usize)
+            .collect();
+        Measured {
+            wall_s,
+            cpu,
+            metrics,
+            calls,
+            connections,
+        }
+    }
 }
 
-/// One scheduler alone on `items`: the phase, answered estimator calls per binding, the most
-/// connections seen, its CPU seconds.
+impl Measured {
+    /// Scheduler `i`'s histogram `name` (series matching `filter`) over the step.
+    fn histogram(&self, i: usize, name: &str, filter: &[(&str, &str)]) -> Histogram {
+        let [before, after] = &self.metrics[i];
+        Histogram::read(after, name, filter).since(&Histogram::read(before, name, filter))
+    }
+
+    /// Estimator calls answered over the step, by every cluster.
+    fn answered(&self) -> u64 {
+        self.calls.iter().map(|c| c[0]).sum()
+    }
+}
+
+/// Scheduler `i`'s attempt and queue counters over the step, keyed `result/schedule_type`
+/// and `queue/<event>`, and its algorithm passes.
+fn attempts(m: &Measured, i: usize) -> BTreeMap<String, f64> {
+    let counters = |s: &[promtext::Sample]| {
+        let mut c = promtext::sums_by(s, "karmada_scheduler_schedule_attempts_total", |s| {
+            Some(format!(
+                "{}/{}",
+                s.label("result"),
+                s.label("schedule_type")
+            ))
+        });
+        let queued = "karmada_scheduler_queue_incoming_bindings_total";
+        c.extend(promtext::sums_by(s, queued, |s| {
+            Some(format!("queue/{}", s.label("event")))
+        }));
+        c
+    };
+    let [before, after] = &m.metrics[i];
+    let mut attempts = promtext::growth(&counters(before), &counters(after));
+    let passes = m.histogram(i, ALGO, &[("schedule_step", "Filter")]).count;
+    if passes > 0.0 {
+        attempts.insert(PASSES.into(), passes);
+    }
+    attempts
+}
+
+/// One scheduler alone on `items`: its figures, and the calls each cluster answered.
 async fn alone(
     plane: &Plane,
     cfg: &Config,
     est: &Estimators,
     sched: &Sched,
     items: &[(String, String, Value)],
-) -> anyhow::Result<SideFigures> {
-    let calls0 = est.answered().await;
-    let pids = [
-        sched.pid(),
-        plane.apiserver_pid,
-        plane.etcd_pid,
-        std::process::id(),
-    ];
-    let cpu0 = run::cpu_snapshot(&pids);
-    let metrics0 = sched
-        .scrape()
-        .await
-        .map(|t| promtext::parse(&t))
-        .unwrap_or_default();
+) -> anyhow::Result<(SideFigures, Vec<[u64; 2]>)> {
     let perf = if cfg.samples.perf && sched.label == "rust" {
         run::start_perf(&plane.env, &[("rust", sched.pid())])
     } else {
         Vec::new()
     };
-    let (conns, sampler) = sample_connections(vec![sched.pid()], est.ports());
-    let batch = run::create_and_settle(
-        cfg,
-        &plane.client,
-        &plane.observer,
-        items,
-        &[sched.name.as_str()],
-    )
-    .await?;
-    sampler.abort();
-    let wall_s = batch.start.elapsed().as_secs_f64();
-    let cpu = run::cpu_since(&pids, &cpu0);
+    let meter = Meter::start(plane, est, &[sched]).await;
+    let (client, observer) = (&plane.client, &plane.observer);
+    let batch =
+        run::create_and_settle(cfg, client, observer, items, &[sched.name.as_str()]).await?;
+    let m = meter.stop(est).await;
     let (profile, _) = run::stop_perf(perf).await;
-    let metrics1 = sched
-        .scrape()
-        .await
-        .map(|t| promtext::parse(&t))
-        .unwrap_or_default();
     let mut attempt_ms = BTreeMap::new();
-    let mut put = |label: String, name: &str, filter: &[(&str, &str)], p99: bool| {
-        let d = histogram_delta(
-            &Histogram::read(&metrics0, name, filter),
-            &Histogram::read(&metrics1, name, filter),
-        );
-        if let Some(m) = d.mean() {
-            attempt_ms.insert(label.clone(), m * 1000.0);
+    let mut put = |label: &str, name: &str, filter: &[(&str, &str)]| {
+        let h = m.histogram(0, name, filter);
+        if let Some(mean) = h.mean() {
+            attempt_ms.insert(label.to_string(), mean * 1000.0);
         }
-        if p99 && let Some(q) = d.quantile(0.99) {
-            attempt_ms.insert(format!("{label} p99"), q * 1000.0);
-        }
+        h
     };
-    put("e2e".into(), E2E, &[], false);
+    put("e2e", E2E, &[]);
     for step in ["Filter", "Score", "Select", "AssignReplicas"] {
-        put(step.into(), ALGO, &[("schedule_step", step)], false);
+        put(step, ALGO, &[("schedule_step", step)]);
     }
-    put("estimator call".into(), ESTIMATOR_CALL, &[], true);
-    let mut attempts = counter_deltas(&metrics0, &metrics1);
-    let passes = histogram_delta(
-        &Histogram::read(&metrics0, ALGO, &[("schedule_step", "Filter")]),
-        &Histogram::read(&metrics1, ALGO, &[("schedule_step", "Filter")]),
-    )
-    .count;
-    if passes > 0.0 {
-        attempts.insert(PASSES.into(), passes);
+    if let Some(q) = put("estimator call", ESTIMATOR_CALL, &[]).quantile(0.99) {
+        attempt_ms.insert("estimator call p99".into(), q * 1000.0);
     }
-    let calls = est.answered().await - calls0;
     let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
-    phase.rate_after_creation_per_s = rate_after(&plane.observer, &keys, batch.created);
-    let connections = conns.max(0) as usize;
-    Ok(SideFigures {
+    phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
+    let processes = [
+        "scheduler",
+        "kube-apiserver",
+        "etcd",
+        "bench (stub estimators, watches)",
+    ];
+    let figures = SideFigures {
         phase,
-        rpcs_per_binding: Some(calls as f64 / keys.len().max(1) as f64),
-        connections,
-        cpu_s: cpu[0],
-        wall_s,
+        rpcs_per_binding: Some(m.answered() as f64 / keys.len().max(1) as f64),
+        connections: m.connections[0],
+        cpu_s: m.cpu[0],
+        wall_s: m.wall_s,
+        attempts: attempts(&m, 0),
         attempt_ms,
-        attempts,
-        cpu_by_process: [
-            "scheduler",
-            "kube-apiserver",
-            "etcd",
-            "bench (stub estimators, watches)",
-        ]
-        .iter()
-        .zip(&cpu)
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect(),
+        cpu_by_process: (processes.iter().zip(&m.cpu))
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         profile,
-    })
+    };
+    Ok((figures, m.calls))
 }
 
 /// A row of the fault table: what is done to the stub ([`PerCluster`]) around one scheduler's batch.
@@ -426,178 +440,142 @@ impl Fault {
             Fault::Moved | Fault::AfterMove => "10 % of the VIPs moved mid-run",
         }
     }
+
+    /// Applies the fault to the `faulty` clusters of `stub` (`on`) or undoes it (moved
+    /// estimators stay moved: the move is made during the batch).
+    async fn set(self, stub: &PerCluster, faulty: &HashSet<usize>, on: bool) -> anyhow::Result<()> {
+        for &i in faulty {
+            match self {
+                Fault::Hung => stub.set_hang(i, on),
+                Fault::Refusing if on => stub.refuse(i).await,
+                Fault::Refusing => stub.restore(i).await?,
+                Fault::None | Fault::Moved | Fault::AfterMove => {}
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Applies `fault` to the `faulty` clusters around one scheduler's batch of `templates`
-/// (with `suffix`) and measures the row.
-#[allow(clippy::too_many_arguments)]
-async fn fault_row(
-    plane: &Plane,
-    cfg: &Config,
-    stub: &PerCluster,
-    fault: Fault,
-    faulty: &HashSet<usize>,
-    sched: &Sched,
-    label: &str,
-    templates: &[BindingTemplate],
-    suffix: &str,
-    fault_free: &BTreeMap<String, Vec<(String, i64)>>,
+/// What every fault row shares: the control plane, the scenario, the estimators (the stub),
+/// the fault-free placements of our alone batch by template, the Divided templates the rows
+/// create, and the run's start.
+struct Rows<'a> {
+    plane: &'a Plane,
+    cfg: &'a Config,
+    est: &'a Estimators,
+    stub: &'a PerCluster,
+    fault_free: BTreeMap<String, Placement>,
+    templates: Vec<BindingTemplate>,
     t0: Instant,
-) -> anyhow::Result<FaultRow> {
-    let before = stub.counts();
-    let h0 = e2e_histogram(sched).await;
-    match fault {
-        Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, true)),
-        Fault::Refusing => {
-            for &i in faulty {
-                stub.refuse(i).await;
-            }
-        }
-        Fault::None | Fault::Moved | Fault::AfterMove => {}
-    }
-    let items = run::items(templates, suffix, |_| &sched.name);
-    let keys = keys_of(&items, &sched.name);
-    let start = Instant::now();
-    if matches!(fault, Fault::None | Fault::Hung) {
-        // One at a time, so that each binding's creation-to-decision time is one attempt
-        // (no queueing behind the others): what a hung estimator costs a cycle.
-        for (item, key) in items.iter().zip(&keys) {
-            create_bindings(
-                &plane.client,
-                &plane.observer,
-                std::slice::from_ref(item),
-                1,
-            )
-            .await?;
-            plane
-                .observer
-                .settle(
-                    std::slice::from_ref(key),
-                    &[],
-                    run::decided,
-                    Duration::ZERO,
-                    cfg.settle_timeout,
-                )
-                .await;
-        }
-    }
-    let sequential = matches!(fault, Fault::None | Fault::Hung);
-    let half = if sequential {
-        items.len()
-    } else {
-        items.len() / 2
-    };
-    if !sequential {
-        create_bindings(
-            &plane.client,
-            &plane.observer,
-            &items[..half],
-            cfg.create_concurrency,
-        )
-        .await?;
-    }
-    if fault == Fault::Moved {
-        // Let the first half be decided against the old addresses first.
-        plane
-            .observer
-            .settle(
-                &keys[..half],
-                &[],
-                run::decided,
-                Duration::ZERO,
-                cfg.settle_timeout,
-            )
+}
+
+impl Rows<'_> {
+    /// Waits until every one of `keys` is decided.
+    async fn decided(&self, keys: &[String]) {
+        let timeout = self.cfg.settle_timeout;
+        (self.plane.observer)
+            .settle(keys, &[], run::decided, Duration::ZERO, timeout)
             .await;
-        for &i in faulty {
-            let port = stub.move_port(i).await?;
-            retarget(&plane.client, &stub.clusters()[i], port).await?;
-        }
-        // The Services are written; a moment for watchers, then the old addresses go away.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        for &i in faulty {
-            stub.close_previous(i).await;
-        }
-        log(t0, format!("{label}: {} estimators moved", faulty.len()));
     }
-    let second_half = Instant::now();
-    create_bindings(
-        &plane.client,
-        &plane.observer,
-        &items[half..],
-        cfg.create_concurrency,
-    )
-    .await?;
-    let [(_, mut phase)] = run::settle_sides(
-        &plane.observer,
-        &items,
-        &[sched.name.as_str()],
-        start,
-        cfg.settle_timeout,
-    )
-    .await
-    .try_into()
-    .expect("one side");
-    if fault == Fault::Moved {
-        // The move itself (and its pause) is not the scheduler's time.
-        phase.whole_rate_per_s =
-            crate::run::rate_after(&plane.observer, &keys[half..], second_half);
-    }
-    let h = histogram_delta(&h0, &e2e_histogram(sched).await);
-    let decide_ms: Vec<f64> = plane
-        .observer
-        .snapshot(&keys)
-        .iter()
-        .filter_map(|o| {
-            Some(
-                o.decided_at?
-                    .saturating_duration_since(o.created_at?)
-                    .as_secs_f64(),
-            )
-        })
-        .collect();
-    // Undo the fault (moved estimators stay moved).
-    match fault {
-        Fault::Hung => faulty.iter().for_each(|&i| stub.set_hang(i, false)),
-        Fault::Refusing => {
+
+    /// Applies `fault` to the `faulty` clusters around one scheduler's batch (named with
+    /// `suffix`) and measures the row.
+    async fn row(
+        &self,
+        fault: Fault,
+        faulty: &HashSet<usize>,
+        sched: &Sched,
+        label: &str,
+        suffix: &str,
+    ) -> anyhow::Result<FaultRow> {
+        let (cfg, stub) = (self.cfg, self.stub);
+        let (client, observer) = (&self.plane.client, &self.plane.observer);
+        fault.set(stub, faulty, true).await?;
+        let items = run::items(&self.templates, suffix, |_| &sched.name);
+        let keys = keys_of(&items, &sched.name);
+        let meter = Meter::start(self.plane, self.est, &[sched]).await;
+        let start = Instant::now();
+        // The reference and hung rows create one at a time, so that each binding's
+        // creation-to-decision time is one attempt (no queueing behind the others): what a
+        // hung estimator costs a cycle. The others at once, in two halves.
+        let sequential = matches!(fault, Fault::None | Fault::Hung);
+        let half = if sequential {
+            items.len()
+        } else {
+            items.len() / 2
+        };
+        if sequential {
+            for (item, key) in items.iter().zip(&keys) {
+                create_bindings(client, observer, std::slice::from_ref(item), 1).await?;
+                self.decided(std::slice::from_ref(key)).await;
+            }
+        } else {
+            create_bindings(client, observer, &items[..half], cfg.create_concurrency).await?;
+        }
+        if fault == Fault::Moved {
+            // Let the first half be decided against the old addresses first.
+            self.decided(&keys[..half]).await;
             for &i in faulty {
-                stub.restore(i).await?;
+                let port = stub.move_port(i).await?;
+                retarget(client, &stub.clusters()[i], port).await?;
+            }
+            // The Services are written; a moment for watchers, then the old addresses go away.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for &i in faulty {
+                stub.close_previous(i).await;
+            }
+            log(
+                self.t0,
+                format!("{label}: {} estimators moved", faulty.len()),
+            );
+        }
+        let second_half = Instant::now();
+        create_bindings(client, observer, &items[half..], cfg.create_concurrency).await?;
+        let names = [sched.name.as_str()];
+        let settled = run::settle_sides(observer, &items, &names, start, cfg.settle_timeout);
+        let [(_, mut phase)] = settled.await.try_into().expect("one side");
+        if fault == Fault::Moved {
+            // The move itself (and its pause) is not the scheduler's time.
+            phase.whole_rate_per_s = rate_after(observer, &keys[half..], second_half);
+        }
+        let decide: Vec<f64> = (observer.snapshot(&keys).iter())
+            .filter_map(|o| Some(o.decided_at?.saturating_duration_since(o.created_at?)))
+            .map(|d| d.as_secs_f64())
+            .collect();
+        fault.set(stub, faulty, false).await?;
+        let m = meter.stop(self.est).await;
+        let h = m.histogram(0, E2E, &[]);
+        // Answered by the healthy and by the faulty clusters, and calls hung by the faulty.
+        let (mut healthy, mut sick, mut hung) = (0, 0, 0);
+        for (i, [answered, hung_calls]) in m.calls.iter().enumerate() {
+            if faulty.contains(&i) {
+                (sick, hung) = (sick + answered, hung + hung_calls);
+            } else {
+                healthy += answered;
             }
         }
-        Fault::None | Fault::Moved | Fault::AfterMove => {}
-    }
-    let after = stub.counts();
-    let n = keys.len().max(1) as f64;
-    let (mut healthy, mut faulty_answers, mut hung) = (0u64, 0u64, 0u64);
-    for (i, (a, b)) in after.iter().zip(&before).enumerate() {
-        let answered = a.answered() - b.answered();
-        if faulty.contains(&i) {
-            faulty_answers += answered;
-            hung += a.hung - b.hung;
-        } else {
-            healthy += answered;
-        }
-    }
-    let same = templates
-        .iter()
-        .filter(|t| {
-            let got = plane.observer.get(&t.key(suffix)).map(|o| o.clusters);
-            got.is_some() && got.as_ref() == fault_free.get(&t.key(""))
+        let same = (self.templates.iter())
+            .filter(|t| {
+                let got = observer.get(&t.key(suffix)).map(|o| o.clusters);
+                got.is_some() && got.as_ref() == self.fault_free.get(&t.key(""))
+            })
+            .count();
+        let n = keys.len().max(1) as f64;
+        Ok(FaultRow {
+            fault: fault.label().to_string(),
+            scheduler: label.to_string(),
+            phase,
+            attempt_p50_s: h.quantile(0.5),
+            attempt_p99_s: h.quantile(0.99),
+            decide_p50_s: crate::stats::percentile(&decide, 0.5),
+            decide_max_s: decide.iter().copied().reduce(f64::max),
+            sequential,
+            healthy_answers_per_binding: healthy as f64 / n,
+            faulty_answers_per_binding: sick as f64 / n,
+            hung_calls_per_binding: hung as f64 / n,
+            same_as_fault_free: same,
         })
-        .count();
-    Ok(FaultRow {
-        fault: fault.label().to_string(),
-        scheduler: label.to_string(),
-        phase,
-        attempt_p50_s: h.quantile(0.5),
-        attempt_p99_s: h.quantile(0.99),
-        decide_p50_s: crate::stats::percentile(&decide_ms, 0.5),
-        decide_max_s: decide_ms.iter().copied().reduce(f64::max),
-        sequential,
-        healthy_answers_per_binding: healthy as f64 / n,
-        faulty_answers_per_binding: faulty_answers as f64 / n,
-        hung_calls_per_binding: hung as f64 / n,
-        same_as_fault_free: same,
-    })
+    }
 }
 
 /// One scale on a fresh control plane.
@@ -614,20 +592,11 @@ async fn scale(
     cfg.flags.estimator = true;
     cfg.estimators.members = if real { clusters } else { 0 };
     let plane = run::start_plane(&cfg, t0).await?;
-    let est = if real {
-        Estimators::Real(
-            plane
-                .env
-                .members()
-                .iter()
-                .map(|m| {
-                    (
-                        m.estimator_port,
-                        format!("127.0.0.1:{}", m.estimator_metrics_port),
-                    )
-                })
-                .collect(),
-        )
+    let (est, estimators) = if real {
+        let members = plane.env.members().iter();
+        let metrics = |m: &testenv::MemberInfo| format!("127.0.0.1:{}", m.estimator_metrics_port);
+        let members = members.map(|m| (m.estimator_port, metrics(m))).collect();
+        (Estimators::Real(members), "real Go estimators".to_string())
     } else {
         let stub = start_stub(&plane.wl.cluster_names, base.estimators.latency).await?;
         let services = (0..clusters)
@@ -639,109 +608,88 @@ async fn scale(
         apply_all(&plane.client, services, cfg.create_concurrency)
             .await
             .context("creating the estimator Services")?;
-        Estimators::Stub(stub)
-    };
-    let estimators = if real {
-        "real Go estimators".to_string()
-    } else {
-        format!(
-            "stub, {:.0} ms",
-            base.estimators.latency.as_secs_f64() * 1000.0
-        )
+        let ms = base.estimators.latency.as_secs_f64() * 1000.0;
+        (Estimators::Stub(stub), format!("stub, {ms:.0} ms"))
     };
     log(t0, format!("{clusters} clusters, estimators: {estimators}"));
 
     let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
     // Connected to every estimator, nothing to schedule yet: what the connections cost.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle_rss_kib = [
-        crate::procs::memory_kib(rust.pid()).map_or(0, |m| m.0),
-        crate::procs::memory_kib(go.pid()).map_or(0, |m| m.0),
-    ];
+    let idle_rss_kib =
+        [rust.pid(), go.pid()].map(|p| crate::procs::memory_kib(p).map_or(0, |m| m.0));
     let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
-    let sides = [rust.name.clone(), go.name.clone()];
-    let wl = &plane.wl;
+    let (client, observer) = (&plane.client, &plane.observer);
 
     // ---- Together: both schedulers on their halves at once.
-    let mut together_wl = run::originals(wl, &sides);
+    let mut together_wl = run::originals(&plane.wl, &[rust.name.clone(), go.name.clone()]);
     together_wl.truncate(base.workload.bindings);
-    let cpu0 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
-    let (conns, conn_task) = sample_connections(vec![rust.pid(), go.pid()], est.ports());
-    let both = [sides[0].as_str(), sides[1].as_str()];
-    let batch =
-        run::create_and_settle(&cfg, &plane.client, &plane.observer, &together_wl, &both).await?;
-    conn_task.abort();
-    let cpu1 = run::cpu_snapshot(&[rust.pid(), go.pid()]);
-    let c = [conns.max(0) as usize, conns.max(1) as usize];
+    let meter = Meter::start(&plane, &est, &[&rust, &go]).await;
+    let names = [rust.name.as_str(), go.name.as_str()];
+    let batch = run::create_and_settle(&cfg, client, observer, &together_wl, &names).await?;
+    let m = meter.stop(&est).await;
+    let together = batch.sides.into_iter().enumerate();
     let together: [SideFigures; 2] = run::two(
-        batch
-            .sides
-            .into_iter()
-            .enumerate()
-            .map(|(i, (_, phase))| SideFigures {
-                phase,
-                rpcs_per_binding: None,
-                connections: c[i],
-                cpu_s: cpu1[i] - cpu0[i],
-                ..Default::default()
-            })
-            .collect(),
+        (together.map(|(i, (_, phase))| SideFigures {
+            phase,
+            connections: m.connections[i],
+            cpu_s: m.cpu[i],
+            ..Default::default()
+        }))
+        .collect(),
     );
+    let rate = |f: &SideFigures| f.phase.steady_rate_per_s.unwrap_or(0.0);
     log(
         t0,
         format!(
             "together: ours {:.1}/s, Go {:.1}/s",
-            together[0].phase.steady_rate_per_s.unwrap_or(0.0),
-            together[1].phase.steady_rate_per_s.unwrap_or(0.0)
+            rate(&together[0]),
+            rate(&together[1])
         ),
     );
     rust.check_alive()?;
     go.check_alive()?;
 
     // ---- Alone: the same batch for each, the other idle.
-    let templates: Vec<BindingTemplate> =
-        wl.bindings[..base.workload.alone.min(wl.bindings.len())].to_vec();
+    let both = [&rust, &go];
+    let wl = &plane.wl;
+    let templates = wl.bindings[..base.workload.alone.min(wl.bindings.len())].to_vec();
     let templates = &templates[..];
-    let mut alone_figs: [SideFigures; 2] = Default::default();
+    let mut alone_figs = Vec::new();
     // Calls per cluster during our alone batch (stub only).
     let mut asked: Vec<u64> = Vec::new();
     let mut load_1m = [0.0; 2];
     // The estimator calls of our alone batch, for the fair ceiling (stub only).
     let mut recorded = Vec::new();
-    for (i, s) in [&rust, &go].into_iter().enumerate() {
-        wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
+    for (i, s) in both.into_iter().enumerate() {
+        wait_queues_idle(&both, crate::run::QUIET, cfg.settle_timeout).await;
         let items = run::items(templates, ALONE[i], |_| &s.name);
-        let calls0 = match &est {
-            Estimators::Stub(stub) => stub.counts(),
-            Estimators::Real(_) => Vec::new(),
+        let ours_stub = match &est {
+            Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
+            _ => None,
         };
         if i == 0 {
             load_1m[0] = crate::procs::load_1m();
         }
-        if let (0, Estimators::Stub(stub)) = (i, &est) {
-            stub.fake().start_recording();
+        if let Some(fake) = ours_stub {
+            fake.start_recording();
         }
-        alone_figs[i] = alone(&plane, &cfg, &est, s, &items).await?;
-        if let (0, Estimators::Stub(stub)) = (i, &est) {
-            recorded = stub.fake().take_recording();
-            asked = stub
-                .counts()
-                .iter()
-                .zip(&calls0)
-                .map(|(a, b)| a.answered() - b.answered())
-                .collect();
+        let (f, calls) = alone(&plane, &cfg, &est, s, &items).await?;
+        if let Some(fake) = ours_stub {
+            (recorded, asked) = (fake.take_recording(), calls.iter().map(|c| c[0]).collect());
         }
         log(
             t0,
             format!(
                 "alone {}: {:.1}/s steady, p99 {:.0} ms, {:.1} estimator calls/binding, {} connections",
                 s.label,
-                alone_figs[i].phase.steady_rate_per_s.unwrap_or(0.0),
-                alone_figs[i].phase.latency_p99_ms.unwrap_or(0.0),
-                alone_figs[i].rpcs_per_binding.unwrap_or(0.0),
-                alone_figs[i].connections
+                rate(&f),
+                f.phase.latency_p99_ms.unwrap_or(0.0),
+                f.rpcs_per_binding.unwrap_or(0.0),
+                f.connections
             ),
         );
+        alone_figs.push(f);
     }
     // The fair ceiling opens a connection per cluster of its own: with both schedulers still
     // connected, the stub's and the ceiling's sockets can pass the open-files limit (5,000
@@ -768,16 +716,10 @@ async fn scale(
         ("kube-apiserver", plane.apiserver_pid),
         ("etcd", plane.etcd_pid),
     ];
-    let replay_ceiling = run::replay_ceiling(
-        &plane.client,
-        templates,
-        ALONE[0],
-        &cfg.ceiling.concurrency,
-        None,
-        &busy,
-        t0,
-    )
-    .await?;
+    let concurrency = &cfg.ceiling.concurrency;
+    let ceiling =
+        |calls| run::replay_ceiling(client, templates, ALONE[0], concurrency, calls, &busy, t0);
+    let replay_ceiling = ceiling(None).await?;
     // The fair ceiling: the same writes, each binding first making its share of the very
     // estimator calls our batch made, against the same stub, with no scheduling logic.
     let mut fair_ceiling = BTreeMap::new();
@@ -785,12 +727,8 @@ async fn scale(
     if let Estimators::Stub(stub) = &est
         && !recorded.is_empty()
     {
-        let calls = crate::ceiling::EstimatorCalls::connect(
-            stub,
-            std::mem::take(&mut recorded),
-            templates.len(),
-        )
-        .await?;
+        let calls =
+            crate::ceiling::EstimatorCalls::connect(stub, recorded, templates.len()).await?;
         fair_ceiling_calls = calls.len();
         log(
             t0,
@@ -800,41 +738,23 @@ async fn scale(
                 calls.distinct()
             ),
         );
-        fair_ceiling = run::replay_ceiling(
-            &plane.client,
-            templates,
-            ALONE[0],
-            &cfg.ceiling.concurrency,
-            Some(&calls),
-            &busy,
-            t0,
-        )
-        .await?;
+        fair_ceiling = ceiling(Some(&calls)).await?;
     }
-    let placement = |o: &Observer, k: &str| o.get(k).map(|o| (o.clusters, o.condition));
     let mut disagreements = Vec::new();
     let mut agree = 0;
     for t in templates {
-        let (a, b) = (
-            placement(&plane.observer, &t.key(ALONE[0])),
-            placement(&plane.observer, &t.key(ALONE[1])),
-        );
+        let [a, b] = ALONE.map(|s| observer.get(&t.key(s)).map(|o| (o.clusters, o.condition)));
+        // Placed alike, with the same `Scheduled` status.
+        let status = |c: &Option<(String, String)>| c.as_ref().map(|c| c.0.clone());
         let same = match (&a, &b) {
-            (Some((pa, ca)), Some((pb, cb))) => {
-                pa == pb && ca.as_ref().map(|c| &c.0) == cb.as_ref().map(|c| &c.0)
-            }
+            (Some((pa, ca)), Some((pb, cb))) => pa == pb && status(ca) == status(cb),
             _ => false,
         };
         if same {
             agree += 1;
         } else if disagreements.len() < 10 {
-            disagreements.push(format!(
-                "{} [{}]: ours {:?}, Go {:?}",
-                t.key(""),
-                t.strategy,
-                a,
-                b
-            ));
+            let (key, strategy) = (t.key(""), &t.strategy);
+            disagreements.push(format!("{key} [{strategy}]: ours {a:?}, Go {b:?}"));
         }
     }
     log(
@@ -845,54 +765,44 @@ async fn scale(
     // ---- Faults (stub only).
     let mut faults = Vec::new();
     if let (true, false, Estimators::Stub(stub)) = (with_faults, stopped_early, &est) {
-        let fault_free: BTreeMap<String, Vec<(String, i64)>> = templates
-            .iter()
-            .filter_map(|t| {
-                let o = plane.observer.get(&t.key(ALONE[0]))?;
-                Some((t.key(""), o.clusters))
-            })
+        let fault_free = (templates.iter())
+            .filter_map(|t| Some((t.key(""), observer.get(&t.key(ALONE[0]))?.clusters)))
             .collect();
         // Only the templates that ask the estimators (replicas to divide) say something.
-        let divided: Vec<BindingTemplate> = templates
-            .iter()
-            .filter(|t| {
-                t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
-            })
-            .take(base.faults.estimator_row_bindings)
-            .cloned()
-            .collect();
+        let divided = |t: &&BindingTemplate| {
+            t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
+        };
+        let rows = Rows {
+            plane: &plane,
+            cfg: &cfg,
+            est: &est,
+            stub,
+            fault_free,
+            templates: (templates.iter().filter(divided))
+                .take(base.faults.estimator_row_bindings)
+                .cloned()
+                .collect(),
+            t0,
+        };
         // The clusters the batch asks most come first: a fault there matters.
         let mut ranked: Vec<usize> = (0..asked.len()).collect();
         ranked.sort_by_key(|&i| std::cmp::Reverse(asked[i]));
         let hung: HashSet<usize> = ranked.iter().copied().take(1).collect();
         let tenth: HashSet<usize> = ranked.iter().copied().step_by(10).collect();
-        let rows = [
+        let faulted = [
             (Fault::None, &hung, Fault::None),
             (Fault::Hung, &hung, Fault::Hung),
             (Fault::Refusing, &tenth, Fault::Refusing),
             // A move is one event: the second scheduler meets the moved addresses.
             (Fault::Moved, &tenth, Fault::AfterMove),
         ];
-        for (k, (first, set, second)) in rows.into_iter().enumerate() {
+        for (k, (first, set, second)) in faulted.into_iter().enumerate() {
             for (i, s) in [&rust, &go].into_iter().enumerate() {
                 wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
                 let label = ["ours", "Go"][i];
                 let suffix = format!("-f{k}{}", ["r", "g"][i]);
                 let fault = if i == 0 { first } else { second };
-                let row = fault_row(
-                    &plane,
-                    &cfg,
-                    stub,
-                    fault,
-                    set,
-                    s,
-                    label,
-                    &divided,
-                    &suffix,
-                    &fault_free,
-                    t0,
-                )
-                .await?;
+                let row = rows.row(fault, set, s, label, &suffix).await?;
                 log(
                     t0,
                     format!(
@@ -917,14 +827,15 @@ async fn scale(
     let peak = peak_early.unwrap_or_else(|| [rss.max(0), rss.max(1)]);
     rust.proc.kill();
     go.proc.kill();
+    let (bindings, pairs) = (together_wl.len(), templates.len());
     plane.stop();
     Ok(Scale {
         clusters,
         estimators,
-        bindings: together_wl.len(),
-        alone_bindings: templates.len(),
+        bindings,
+        alone_bindings: pairs,
         together,
-        alone: alone_figs,
+        alone: run::two(alone_figs),
         replay_ceiling,
         fair_ceiling,
         fair_ceiling_calls,
@@ -932,7 +843,7 @@ async fn scale(
         peak_rss_kib: peak,
         idle_rss_kib,
         agree,
-        pairs: templates.len(),
+        pairs,
         disagreements,
         faults,
     })
@@ -970,6 +881,11 @@ pub async fn run(base: &Config) -> anyhow::Result<EstBench> {
     })
 }
 
+/// The best of the ceilings measured (by requests in flight).
+fn best(ceilings: &BTreeMap<String, f64>) -> Option<f64> {
+    ceilings.values().copied().reduce(f64::max)
+}
+
 /// `ours / ceiling`, when both are known.
 fn share_of(ours: Option<f64>, ceiling: Option<f64>) -> Option<f64> {
     match (ours, ceiling) {
@@ -984,7 +900,7 @@ impl Scale {
         let r = &self.alone[0].phase;
         share_of(
             r.rate_after_creation_per_s.or(r.steady_rate_per_s),
-            self.fair_ceiling.values().copied().reduce(f64::max),
+            best(&self.fair_ceiling),
         )
     }
 }
@@ -1075,85 +991,81 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
     );
     out.push_str("## Targets\n\n| scale | target | measured | verdict |\n|---|---|---|---|\n");
     for s in &b.scales {
-        let (r, g) = (&s.alone[0], &s.alone[1]);
-        let rr = r.phase.steady_rate_per_s;
-        let gr = g.phase.steady_rate_per_s;
-        let x = match (rr, gr) {
-            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-            _ => None,
+        let mut row = |target: &str, measured: String, ok: bool| {
+            let verdict = met(ok);
+            let c = s.clusters;
+            out.push_str(&format!(
+                "| {c} clusters | {target} | {measured} | {verdict} |\n"
+            ));
         };
+        let (r, g) = (&s.alone[0].phase, &s.alone[1].phase);
+        let (rr, gr) = (r.steady_rate_per_s, g.steady_rate_per_s);
         if s.clusters >= 100 {
-            out.push_str(&format!(
-                "| {} clusters | ≥ 10× Go's bindings/s | alone {} vs {} /s = {} | {} |\n",
-                s.clusters,
-                num(rr, 1),
-                num(gr, 1),
-                num(x, 1) + "×",
-                met(x.is_some_and(|x| x >= 10.0))
-            ));
-            let ours = r.phase.rate_after_creation_per_s.or(rr);
+            let x = share_of(rr, gr);
+            let measured = format!("alone {} vs {} /s = {}×", num(rr, 1), num(gr, 1), num(x, 1));
+            row(
+                "≥ 10× Go's bindings/s",
+                measured,
+                x.is_some_and(|x| x >= 10.0),
+            );
+            let ours = r.rate_after_creation_per_s.or(rr);
+            let of = |ceiling: Option<f64>, share: Option<f64>| {
+                let (ours, ceiling) = (num(ours, 1), num(ceiling, 1));
+                let share = num(share.map(|s| s * 100.0), 0);
+                format!("{ours} /s after the last creation vs {ceiling} /s: {share} %")
+            };
             if let Some(fair) = s.fair_share() {
-                out.push_str(&format!(
-                    "| {} clusters | ≥ 90 % of the fair ceiling (the same estimator calls and writes) | {} /s after the last creation vs {} /s: {} % | {} |\n",
-                    s.clusters,
-                    num(ours, 1),
-                    num(s.fair_ceiling.values().copied().reduce(f64::max), 1),
-                    num(Some(fair * 100.0), 0),
-                    met(fair >= 0.9)
-                ));
+                row(
+                    "≥ 90 % of the fair ceiling (the same estimator calls and writes)",
+                    of(best(&s.fair_ceiling), Some(fair)),
+                    fair >= 0.9,
+                );
             }
-            let ceiling = s.replay_ceiling.values().copied().reduce(f64::max);
+            let ceiling = best(&s.replay_ceiling);
             let share = share_of(ours, ceiling);
-            out.push_str(&format!(
-                "| {} clusters | {} of the replay ceiling (writes only) | {} /s after the last creation vs {} /s: {} % | {} |\n",
-                s.clusters,
-                if s.fair_ceiling.is_empty() { "≥ 90 %" } else { "(beside it) ≥ 90 %" },
-                num(ours, 1),
-                num(ceiling, 1),
-                num(share.map(|s| s * 100.0), 0),
-                met(share.is_some_and(|s| s >= 0.9))
-            ));
+            let beside = if s.fair_ceiling.is_empty() {
+                ""
+            } else {
+                "(beside it) "
+            };
+            row(
+                &format!("{beside}≥ 90 % of the replay ceiling (writes only)"),
+                of(ceiling, share),
+                share.is_some_and(|s| s >= 0.9),
+            );
         }
+        let [ours, go] = s.peak_rss_kib.map(|k| k as f64 / 1024.0);
         let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
-        out.push_str(&format!(
-            "| {} clusters | peak RSS ≤ 1/3 of Go's | {:.1} vs {:.1} MiB = {:.2} | {} |\n",
-            s.clusters,
-            s.peak_rss_kib[0] as f64 / 1024.0,
-            s.peak_rss_kib[1] as f64 / 1024.0,
-            mem,
-            met(mem <= 1.0 / 3.0)
-        ));
-        out.push_str(&format!(
-            "| {} clusters | 100 % placement agreement | {}/{} | {} |\n",
-            s.clusters,
-            s.agree,
-            s.pairs,
-            met(s.agree == s.pairs)
-        ));
-        let row = |fault: &str| {
-            s.faults
-                .iter()
-                .find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
+        let measured = format!("{ours:.1} vs {go:.1} MiB = {mem:.2}");
+        row("peak RSS ≤ 1/3 of Go's", measured, mem <= 1.0 / 3.0);
+        let measured = format!("{}/{}", s.agree, s.pairs);
+        row("100 % placement agreement", measured, s.agree == s.pairs);
+        let fault = |fault: &str| {
+            (s.faults.iter()).find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
         };
-        if let (Some(h), Some(r)) = (row("1 estimator hung"), row("none")) {
+        if let (Some(h), Some(r)) = (fault("1 estimator hung"), fault("none")) {
             // At most one timeout more than the same batch without the fault (each binding
             // alone in the queue), and every other estimator's answer still asked for.
             let bound = r.decide_max_s.map(|p| p + ESTIMATOR_TIMEOUT_S);
             let time_ok = matches!((h.decide_max_s, bound), (Some(p), Some(b)) if p <= b);
             let answers_ok = h.healthy_answers_per_binding >= r.healthy_answers_per_binding;
-            out.push_str(&format!(
-                "| {} clusters | 1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers | slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it | {} |\n",
-                s.clusters,
-                s.clusters,
-                num(h.decide_max_s, 2),
-                num(r.decide_max_s, 2),
-                num(bound, 2),
-                h.healthy_answers_per_binding,
-                r.healthy_answers_per_binding,
-                h.same_as_fault_free,
-                h.phase.bindings,
-                met(time_ok && answers_ok)
-            ));
+            row(
+                &format!(
+                    "1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers",
+                    s.clusters
+                ),
+                format!(
+                    "slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it",
+                    num(h.decide_max_s, 2),
+                    num(r.decide_max_s, 2),
+                    num(bound, 2),
+                    h.healthy_answers_per_binding,
+                    r.healthy_answers_per_binding,
+                    h.same_as_fault_free,
+                    h.phase.bindings,
+                ),
+                time_ok && answers_ok,
+            );
         }
     }
     out.push_str(&misses(b));

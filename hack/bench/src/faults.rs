@@ -90,29 +90,24 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
         simulate_bin: flags.bins.scheduler.clone(),
     };
     let mut sides = Vec::new();
-    for (tag, program) in [("rust", flags.bins.scheduler.clone()), ("go", go_bin)] {
+    // Side by side with the Go v1.18.2 scheduler: ours with v1.18.2's queue.
+    let as_go = testenv::AS_V1_18_2.iter().map(|s| s.to_string()).collect();
+    for (tag, program, extra_args) in [
+        ("rust", flags.bins.scheduler.clone(), as_go),
+        ("go", go_bin, Vec::new()),
+    ] {
         log(t0, format!("fault scenario against the {tag} scheduler"));
-        let report = testenv::faults::run(
-            &env,
-            &cfg,
-            SchedulerUnderTest {
-                tag: tag.into(),
-                program,
-                // Side by side with the Go v1.18.2 scheduler: ours with v1.18.2's queue.
-                extra_args: if tag == "rust" {
-                    testenv::AS_V1_18_2.iter().map(|s| s.to_string()).collect()
-                } else {
-                    Vec::new()
-                },
-            },
-        )
-        .await?;
+        let under_test = SchedulerUnderTest {
+            tag: tag.into(),
+            program,
+            extra_args,
+        };
+        let report = testenv::faults::run(&env, &cfg, under_test).await?;
         println!("{}", report.summary());
         sides.push(FaultSide::from(report));
     }
     env.stop();
-    let go = sides.pop().unwrap_or_default();
-    let rust = sides.pop().unwrap_or_default();
+    let [rust, go] = crate::run::two(sides);
     Ok(FaultBench {
         seed: flags.workload.seed,
         bindings: BINDINGS,
@@ -122,11 +117,6 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
         go,
         ..Default::default()
     })
-}
-
-fn recovered(s: &FaultSide) -> String {
-    s.recovered_after_s
-        .map_or("not within 60 s".into(), |d| format!("{d:.1} s"))
 }
 
 /// The report: the row, then what each side lost.
@@ -145,42 +135,36 @@ pub fn markdown(b: &FaultBench) -> String {
         b.bindings, b.kills, b.date, b.machine, b.git_commit, b.seed, b.bindings, b.kills, b.pauses,
     );
     md.push_str("| | Rust | Go |\n|---|---|---|\n");
-    let row = |name: &str, r: String, g: String| format!("| {name} | {r} | {g} |\n");
-    md.push_str(&row(
-        &format!("bindings stuck after {} API server kills", b.kills),
-        b.rust.stuck.len().to_string(),
-        b.go.stuck.len().to_string(),
-    ));
-    md.push_str(&row(
-        "half-written when the scheduler was killed",
-        b.rust.half_written_at_kill.len().to_string(),
-        b.go.half_written_at_kill.len().to_string(),
-    ));
-    md.push_str(&row(
-        "placements other than simulate's",
-        b.rust.simulate_mismatches.len().to_string(),
-        b.go.simulate_mismatches.len().to_string(),
-    ));
-    md.push_str(&row(
-        "generations written with two placements",
-        b.rust.double_placements.len().to_string(),
-        b.go.double_placements.len().to_string(),
-    ));
-    md.push_str(&row(
-        "scheduler exits",
-        b.rust.exits.len().to_string(),
-        b.go.exits.len().to_string(),
-    ));
-    md.push_str(&row(
-        "all complete after the last fault",
-        recovered(&b.rust),
-        recovered(&b.go),
-    ));
-    md.push_str(&row(
-        "faults injected by the proxy (cuts / dropped responses)",
-        format!("{} / {}", b.rust.cut_mid_request, b.rust.dropped_responses),
-        format!("{} / {}", b.go.cut_mid_request, b.go.dropped_responses),
-    ));
+    let stuck = format!("bindings stuck after {} API server kills", b.kills);
+    // One row a line: what, and each side's cell.
+    type Cell = fn(&FaultSide) -> String;
+    let rows: [(&str, Cell); 7] = [
+        (&stuck, |s| s.stuck.len().to_string()),
+        ("half-written when the scheduler was killed", |s| {
+            s.half_written_at_kill.len().to_string()
+        }),
+        ("placements other than simulate's", |s| {
+            s.simulate_mismatches.len().to_string()
+        }),
+        ("generations written with two placements", |s| {
+            s.double_placements.len().to_string()
+        }),
+        ("scheduler exits", |s| s.exits.len().to_string()),
+        ("all complete after the last fault", |s| {
+            (s.recovered_after_s).map_or("not within 60 s".into(), |d| format!("{d:.1} s"))
+        }),
+        (
+            "faults injected by the proxy (cuts / dropped responses)",
+            |s| format!("{} / {}", s.cut_mid_request, s.dropped_responses),
+        ),
+    ];
+    for (what, cell) in rows {
+        md.push_str(&format!(
+            "| {what} | {} | {} |\n",
+            cell(&b.rust),
+            cell(&b.go)
+        ));
+    }
     for (name, side) in [("Rust", &b.rust), ("Go", &b.go)] {
         if side.stuck.is_empty() {
             continue;

@@ -165,6 +165,64 @@ impl Histogram {
     }
 }
 
+/// Sums of the samples named `name` by the key `key` gives each (samples it gives none are
+/// left out).
+pub fn sums_by(
+    samples: &[Sample],
+    name: &str,
+    key: impl Fn(&Sample) -> Option<String>,
+) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.name == name) {
+        if let Some(k) = key(s) {
+            *out.entry(k).or_insert(0.0) += s.value;
+        }
+    }
+    out
+}
+
+/// What grew between two readings of the same counters: `after - before` per key, the keys
+/// that did not grow left out.
+pub fn growth(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    let was = |k: &String| before.get(k).copied().unwrap_or(0.0);
+    (after.iter().map(|(k, v)| (k.clone(), v - was(k))))
+        .filter(|(_, d)| *d > 0.0)
+        .collect()
+}
+
+impl Sample {
+    /// The value of label `k` ("" when absent).
+    pub fn label(&self, k: &str) -> &str {
+        self.labels.get(k).map_or("", String::as_str)
+    }
+}
+
+impl Histogram {
+    /// The observations since `before` (an earlier reading of the same histogram), bucket by
+    /// bucket.
+    pub fn since(&self, before: &Histogram) -> Histogram {
+        let was = |le: f64| {
+            let b = before
+                .buckets
+                .iter()
+                .find(|(l, _)| l.to_bits() == le.to_bits());
+            b.map_or(0.0, |(_, c)| *c)
+        };
+        Histogram {
+            buckets: self
+                .buckets
+                .iter()
+                .map(|&(le, c)| (le, c - was(le)))
+                .collect(),
+            sum: self.sum - before.sum,
+            count: self.count - before.count,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
