@@ -27,7 +27,7 @@
 //!   schedulable: at seed 1, 100 or 1,000 clusters, about 92 in 100 are (the others find no
 //!   cluster, no term, no spread or no room: unschedulable by design).
 //!
-//! The same code draws both; [`Mix::p`] gives a corner its own odds in each. The same seed
+//! The same code draws both; `Mix::p` gives a corner its own odds in each. The same seed
 //! gives the same inputs on every machine; keep the oracle's draws as they are (its files are
 //! what the differential test has been agreeing on).
 
@@ -128,7 +128,7 @@ impl Workload {
 
 /// Which inputs are drawn.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Mix {
+enum Mix {
     /// The differential test's files ([`oracle_file`]).
     Oracle,
     /// The bench's workload ([`generate`]).
@@ -137,7 +137,7 @@ pub enum Mix {
 
 impl Mix {
     /// The percent chance of a corner in this mix (0: never, and nothing drawn).
-    pub fn p(self, oracle: u32, bench: u32) -> u32 {
+    fn p(self, oracle: u32, bench: u32) -> u32 {
         match self {
             Mix::Oracle => oracle,
             Mix::Bench => bench,
