@@ -24,8 +24,8 @@
 //!   tolerations and workload affinity groups. What a new binding does not carry (previous
 //!   placements, eviction tasks, reschedule requests, a status) is left out, as are deletion
 //!   timestamps, which the API server drops on create. Its odds keep most bindings
-//!   schedulable: at seed 1, 100 or 1,000 clusters, about 92 in 100 are (the others find no
-//!   cluster, no term, no spread or no room: unschedulable by design).
+//!   schedulable: at seed 1, 94 to 95 in 100 with 100 or 1,000 clusters, 91 with 10 (the
+//!   others find no cluster, no spread or no room: unschedulable by design).
 //!
 //! The same code draws both; `Mix::p` gives a corner its own odds in each. The same seed
 //! gives the same inputs on every machine; keep the oracle's draws as they are (its files are
@@ -614,8 +614,10 @@ impl Gen {
             placement.insert("replicaScheduling".into(), rs);
         }
         // present-but-empty lists, which a stored object can carry (CRDs keep `[]`)
-        if rng.percent(3) && !placement.contains_key("clusterAffinity") {
-            // "present" clusterAffinities with no term at all: the driver loop never runs
+        if rng.percent(mix.p(3, 0)) && !placement.contains_key("clusterAffinity") {
+            // "present" clusterAffinities with no term at all: the driver loop never runs (not
+            // in the bench: once it has scheduled such a binding, Go v1.18.2 panics on the
+            // next cluster event, in `enqueueAffectedBindings`)
             placement.insert("clusterAffinities".into(), json!([]));
         }
         for field in ["clusterTolerations", "spreadConstraints"] {
