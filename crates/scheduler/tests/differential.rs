@@ -1,8 +1,8 @@
 //! Differential test: `karmada-scheduler simulate` against the upstream v1.18.2 scheduler.
 //!
-//! A seeded generator (tests/support/gen.rs) writes random but valid inputs; each file is run
-//! through `simulate -o json` and through the oracle (hack/oracle: the upstream scheduler driven
-//! in-process with fake clients, built by `hack/build-oracle.sh` into
+//! A seeded generator (`testenv::inputs::oracle_file`) writes random but valid inputs; each
+//! file is run through `simulate -o json` and through the oracle (hack/oracle: the upstream
+//! scheduler driven in-process with fake clients, built by `hack/build-oracle.sh` into
 //! `_output/bin/karmada-oracle`). Results must agree binding by binding: result class, the
 //! target clusters (as a set) and the condition message.
 //!
@@ -21,14 +21,12 @@
 //! `<target tmp>/differential/<seed>/` and printed; commit it under
 //! `tests/conformance/regressions/` once understood.
 
-#[path = "support/gen.rs"]
-mod generator;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
+use testenv::inputs::{self, Workload};
 
 const DEFAULT_SEED: u64 = 0x6b61_726d_6164_6121;
 const DEFAULT_CASES: usize = 3000;
@@ -78,12 +76,7 @@ fn oracle() -> Option<PathBuf> {
 }
 
 /// Runs `bin [simulate] -f file [--estimator-replicas ...] -o json` and parses the array.
-fn run(
-    bin: &Path,
-    file: &Path,
-    case: &generator::Case,
-    extra: &[&str],
-) -> Result<Vec<Value>, String> {
+fn run(bin: &Path, file: &Path, case: &Workload, extra: &[&str]) -> Result<Vec<Value>, String> {
     let mut args = case.estimator_args();
     args.extend(extra.iter().map(|a| a.to_string()));
     testenv::simulate::run_json(bin, file, &args)
@@ -146,7 +139,7 @@ fn disagreement(ours: &Value, theirs: &Value) -> Option<String> {
 
 /// A conformance vector holding the clusters and one binding, expecting the oracle's answer.
 fn regression_vector(
-    case: &generator::Case,
+    case: &Workload,
     binding: &Value,
     oracle: &Value,
     simulate: &Value,
@@ -234,8 +227,7 @@ fn differential(extra: &[&str], label: &str, default_cases: usize) {
     let mut failures: Vec<String> = Vec::new();
     for file in 0..files {
         let n = per_file.min(cases - file * per_file);
-        let mut rng = generator::Rng::derive(seed, file as u64);
-        let case = generator::generate(&mut rng, n);
+        let case = inputs::oracle_file(seed, file as u64, n);
         let input = dir.join(format!("input-{file:04}.yaml"));
         std::fs::write(&input, case.to_yaml()).expect("write an input file");
 
@@ -286,9 +278,10 @@ fn differential(extra: &[&str], label: &str, default_cases: usize) {
                 failures.push(format!("{} binding #{i} ({what})", input.display()));
                 continue;
             }
-            let vector = regression_vector(&case, &case.bindings[i], t, o, seed, file, &what);
+            let binding = case.bindings[i].manifest();
+            let vector = regression_vector(&case, &binding, t, o, seed, file, &what);
             let path = dir.join(format!("regression-{file:04}-{i:03}.yaml"));
-            let text = generator::to_yaml(&vector);
+            let text = inputs::to_yaml(&vector);
             std::fs::write(&path, &text).expect("write a regression vector");
             eprintln!(
                 "differential: DISAGREEMENT ({what}) in {} binding #{i}:\n  simulate: {}\n  oracle:   {}\n  vector:   {}",
@@ -322,10 +315,10 @@ fn differential(extra: &[&str], label: &str, default_cases: usize) {
 /// The generator must be deterministic: same seed, same bytes.
 #[test]
 fn generator_is_deterministic() {
-    let a = generator::generate(&mut generator::Rng::derive(7, 3), 20).to_yaml();
-    let b = generator::generate(&mut generator::Rng::derive(7, 3), 20).to_yaml();
+    let a = inputs::oracle_file(7, 3, 20).to_yaml();
+    let b = inputs::oracle_file(7, 3, 20).to_yaml();
     assert_eq!(a, b);
-    let c = generator::generate(&mut generator::Rng::derive(7, 4), 20).to_yaml();
+    let c = inputs::oracle_file(7, 4, 20).to_yaml();
     assert_ne!(a, c);
 }
 
@@ -333,9 +326,11 @@ fn generator_is_deterministic() {
 /// the input files and the regression vectors mean what the generator built.
 #[test]
 fn yaml_emitter_round_trips() {
-    let case = generator::generate(&mut generator::Rng::derive(11, 0), 30);
-    for obj in case.clusters.iter().chain(&case.bindings) {
-        let text = generator::to_yaml(obj);
+    let case = inputs::oracle_file(11, 0, 30);
+    let bindings = case.bindings.iter().map(|b| b.manifest());
+    for obj in case.clusters.iter().cloned().chain(bindings) {
+        let obj = &obj;
+        let text = inputs::to_yaml(obj);
         let back: Value = serde_yaml::from_str(&text)
             .unwrap_or_else(|e| panic!("emitted YAML does not parse: {e}\n{text}"));
         assert_eq!(&back, obj, "round trip changed the object:\n{text}");
@@ -345,14 +340,14 @@ fn yaml_emitter_round_trips() {
         "message": "Binding has been scheduled successfully."});
     let vector = regression_vector(
         &case,
-        &case.bindings[0],
+        &case.bindings[0].manifest(),
         &oracle,
         &oracle,
         11,
         0,
         "clusters",
     );
-    let text = generator::to_yaml(&vector);
+    let text = inputs::to_yaml(&vector);
     let back: Value = serde_yaml::from_str(&text).expect("the vector parses");
     assert_eq!(back, vector);
 }

@@ -54,6 +54,7 @@ pub mod fixtures;
 pub mod helm;
 pub mod help;
 pub mod hostcluster;
+pub mod inputs;
 pub mod overcommit;
 pub mod pki;
 pub mod podman;

@@ -15,7 +15,7 @@ use karmada_api::Cluster;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use scheduler_core::features::FeatureGates;
 use scheduler_core::general::GeneralEstimator;
-use scheduler_core::schedule::{BindingInput, ScheduleConfig, Scheduler};
+use scheduler_core::schedule::{BindingInput, Outcome, ScheduleConfig, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 use serde_json::Value;
 
@@ -23,6 +23,23 @@ use crate::workload::BindingTemplate;
 
 /// Seconds per binding (second of two passes, so caches are warm as in a running daemon).
 pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow::Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(bindings.len());
+    schedule_each(clusters, bindings, 2, |pass, _, dt| {
+        if pass == 1 {
+            out.push(dt);
+        }
+    })?;
+    Ok(out)
+}
+
+/// Schedules every binding `passes` times in order, giving `each` the pass, the outcome and
+/// the seconds it took.
+pub fn schedule_each(
+    clusters: &[Value],
+    bindings: &[BindingTemplate],
+    passes: usize,
+    mut each: impl FnMut(usize, Outcome, f64),
+) -> anyhow::Result<()> {
     let clusters: Vec<Cluster> = clusters
         .iter()
         .map(|c| {
@@ -55,8 +72,7 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut out = Vec::with_capacity(specs.len());
-    for pass in 0..2 {
+    for pass in 0..passes {
         for spec in &specs {
             let input = BindingInput {
                 snapshot: &snapshot,
@@ -68,11 +84,8 @@ pub fn time_bindings(clusters: &[Value], bindings: &[BindingTemplate]) -> anyhow
             let t = Instant::now();
             let outcome = rt.block_on(scheduler.schedule_binding(input, false));
             let dt = t.elapsed().as_secs_f64();
-            std::hint::black_box(outcome);
-            if pass == 1 {
-                out.push(dt);
-            }
+            each(pass, std::hint::black_box(outcome), dt);
         }
     }
-    Ok(out)
+    Ok(())
 }
