@@ -572,6 +572,16 @@ fn fan_out_matches_the_observed_affinity() {
         &m1,
         "default-scheduler"
     ));
+    // Present but empty: no term to read, so any cluster change requeues it (Go v1.18.2
+    // indexes term 0 here and its cluster event handler panics).
+    assert!(requeue_on_cluster_change(
+        &b(
+            json!({"clusterAffinities": []}),
+            json!({"schedulerObservedGeneration": 2})
+        ),
+        &m1,
+        "default-scheduler"
+    ));
 }
 
 /// A permit of a replica without leader election (never fenced).
