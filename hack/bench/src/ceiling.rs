@@ -20,8 +20,8 @@ use testenv::estimator::{Call, PerCluster, bare_client};
 use tokio::time::Instant;
 
 use crate::jobs::{in_flight, normal_event};
+use crate::observe::binding_api;
 use crate::observe::rb_resource;
-use crate::run::binding_api;
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";

@@ -337,6 +337,14 @@ impl Observer {
     }
 }
 
+/// The ResourceBindings of `ns`, or the ClusterResourceBindings when `ns` is `None`.
+pub fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
+        None => Api::all_with(client.clone(), &crb_resource()),
+    }
+}
+
 /// `spec.clusters` of a binding as `(name, replicas)` pairs.
 pub fn placement_of(d: &Value) -> Placement {
     d.pointer("/spec/clusters")

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::ceiling::BindingWrites;
 use crate::jobs::in_flight;
-use crate::observe::{Obs, Observer, Placement, crb_resource, rb_resource};
+use crate::observe::{Obs, Observer, Placement, binding_api};
 use crate::procs::{RssSampler, Sched, cpu_seconds, memory_kib};
 use crate::promtext::{self, Histogram};
 use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools};
@@ -133,13 +133,6 @@ async fn churn_clusters(
     Ok(std::array::from_fn(|i| {
         quiet_phase(observer, names[i], start, &before[i], &after[i])
     }))
-}
-
-pub fn binding_api(client: &Client, ns: Option<&str>) -> Api<DynamicObject> {
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &rb_resource()),
-        None => Api::all_with(client.clone(), &crb_resource()),
-    }
 }
 
 /// A control plane with the workload's clusters, watched by the bench.
