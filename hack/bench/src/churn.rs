@@ -30,10 +30,10 @@ use crate::observe::{Obs, Observer};
 use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
 use crate::report::num;
-use crate::rng::Rng;
 use crate::run::{self, Config, create_one, delete_one, log, scale_one};
 use crate::stats;
 use crate::workload::BindingTemplate;
+use testenv::rng::Rng;
 
 /// Our gauge of the tasks alive on the tokio runtime.
 const TOKIO_TASKS: &str = "karmada_scheduler_tokio_alive_tasks";

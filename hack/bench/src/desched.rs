@@ -28,10 +28,10 @@ use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::promtext;
 use crate::report::ratio;
-use crate::rng::fnv1a;
 use crate::run::{self, log};
 use crate::scenario::Scenario;
 use crate::workload::cluster_name;
+use testenv::rng::fnv1a;
 
 /// The stub estimator's latency per call.
 const LATENCY: Duration = Duration::from_millis(1);

@@ -210,7 +210,7 @@ impl Estimators {
 /// of the name, the same for every workload, so that both schedulers meet the same answers
 /// and must agree.
 fn max_available_answer(cluster: &str) -> i32 {
-    4 + (crate::rng::fnv1a(&[cluster]) % 60) as i32
+    4 + (testenv::rng::fnv1a(&[cluster]) % 60) as i32
 }
 
 /// The stub: a port per cluster, answering [`max_available_answer`] after `latency`.

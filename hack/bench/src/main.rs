@@ -23,7 +23,6 @@ mod promtext;
 mod replay;
 mod report;
 mod results;
-mod rng;
 mod run;
 mod scenario;
 mod stats;

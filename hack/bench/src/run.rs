@@ -26,9 +26,9 @@ use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools}
 use crate::results::{
     Agreement, ChurnPlan, Disagreement, Hist, MAX_LISTED, Phase, Quiet, Run, Side,
 };
-use crate::rng::Rng;
 use crate::stats;
 use crate::workload::{self, BindingTemplate, NAMESPACES, Workload};
+use testenv::rng::Rng;
 
 const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
 const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
