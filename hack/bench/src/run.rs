@@ -1190,12 +1190,11 @@ fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
         // both cut and the entries only one side has.
         let listed = |order_only: bool| {
             let only = |x: &Placement, y: &Placement| {
-                let v: Placement = x.iter().filter(|e| !y.contains(e)).cloned().collect();
                 if order_only {
-                    String::new()
-                } else {
-                    fmt_placement(&v, 12)
+                    return String::new();
                 }
+                let v: Placement = x.iter().filter(|e| !y.contains(e)).cloned().collect();
+                fmt_placement(&v, 12)
             };
             let max = if order_only { usize::MAX } else { 12 };
             Disagreement {
