@@ -292,9 +292,7 @@ pub fn oracle_file(seed: u64, index: u64, bindings: usize) -> Workload {
         .into_iter()
         .map(String::from)
         .collect();
-    let (clusters, zones): (Vec<Value>, Vec<Vec<String>>) =
-        names.iter().map(|name| g.cluster(name)).unzip();
-    let zones = all_zones(zones);
+    let (clusters, zones) = g.clusters(&names);
 
     let rng = &mut g.rng;
     let mut estimator = BTreeMap::new();
@@ -331,9 +329,7 @@ pub fn generate(seed: u64, clusters: usize, bindings: usize) -> Workload {
         mix: Mix::Bench,
     };
     let names: Vec<String> = (0..clusters).map(cluster_name).collect();
-    let (clusters, zones): (Vec<Value>, Vec<Vec<String>>) =
-        names.iter().map(|name| g.cluster(name)).unzip();
-    let zones = all_zones(zones);
+    let (clusters, zones) = g.clusters(&names);
     g.rng = root.fork("bindings");
     let bindings = (0..bindings)
         .map(|j| g.binding(j, &names, &zones))
@@ -353,6 +349,13 @@ struct Gen {
 }
 
 impl Gen {
+    /// A Cluster object per name, and the zones of them all (as [`all_zones`]).
+    fn clusters(&mut self, names: &[String]) -> (Vec<Value>, Vec<String>) {
+        let (clusters, zones): (Vec<Value>, Vec<Vec<String>>) =
+            names.iter().map(|name| self.cluster(name)).unzip();
+        (clusters, all_zones(zones))
+    }
+
     /// A Cluster object and its zones.
     fn cluster(&mut self, name: &str) -> (Value, Vec<String>) {
         let (rng, mix) = (&mut self.rng, self.mix);
