@@ -420,10 +420,12 @@ pub fn markdown(b: &WholeBench) -> String {
     let over_rounds = |n: &str| -> f64 { b.rounds.iter().map(|r| cpu(r, n)).sum() };
     let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_by(|x, y| over_rounds(y).total_cmp(&over_rounds(x)));
-    names.push("all");
-    out.push_str(&per_round(b, "process", &names, |r, n| {
-        let total = r.cpu.values().sum::<f64>();
-        format!("{:.1}", if n == "all" { total } else { cpu(r, n) })
+    // A row per process, then their sum over every process of the round.
+    let mut rows: Vec<(&str, Option<&str>)> = names.into_iter().map(|n| (n, Some(n))).collect();
+    rows.push(("all", None));
+    out.push_str(&per_round(b, "process", &rows, |r, n| {
+        let seconds = n.map_or_else(|| r.cpu.values().sum::<f64>(), |n| cpu(r, n));
+        format!("{seconds:.1}")
     }));
     out
 }
@@ -433,12 +435,13 @@ fn cpu(r: &RoundRun, n: &str) -> f64 {
     r.cpu.get(n).copied().unwrap_or(0.0)
 }
 
-/// A table with a column per round: a row per name, its cell in a round given by `cell`.
-fn per_round(
+/// A table with a column per round: a row per `(label, key)`, its cell in a round given by
+/// `cell` from the key.
+fn per_round<K>(
     b: &WholeBench,
     first: &str,
-    names: &[&str],
-    cell: impl Fn(&RoundRun, &str) -> String,
+    rows: &[(&str, K)],
+    cell: impl Fn(&RoundRun, &K) -> String,
 ) -> String {
     let mut out = format!("| {first} |");
     for (i, r) in b.rounds.iter().enumerate() {
@@ -447,10 +450,10 @@ fn per_round(
     out.push_str("\n| --- |");
     out.push_str(&" ---: |".repeat(b.rounds.len()));
     out.push('\n');
-    for n in names {
-        out.push_str(&format!("| {n} |"));
+    for (label, key) in rows {
+        out.push_str(&format!("| {label} |"));
         for r in &b.rounds {
-            out.push_str(&format!(" {} |", cell(r, n)));
+            out.push_str(&format!(" {} |", cell(r, key)));
         }
         out.push('\n');
     }
@@ -499,9 +502,9 @@ fn cm_markdown(b: &WholeBench) -> String {
         })
         .map(|(n, _)| n.as_str())
         .collect();
-    let names: Vec<&str> = names.into_iter().collect();
-    out.push_str(&per_round(b, "queue", &names, |r, n| {
-        match r.controller_manager.queues.get(n) {
+    let rows: Vec<(&str, &str)> = names.into_iter().map(|n| (n, n)).collect();
+    out.push_str(&per_round(b, "queue", &rows, |r, n| {
+        match r.controller_manager.queues.get(*n) {
             Some(q) if q.items > 0.0 => format!(
                 "{:.0} · {:.2} · {:.2}",
                 q.items,
