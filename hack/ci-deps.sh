@@ -20,6 +20,11 @@
 # Needs Go >= 1.26.0 on PATH (kwok v0.8.0's go.mod; Debian bookworm's golang-go, 1.19, is too old,
 # and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
 # Cold run on 2 cores: ~26 min (docs/local-control-plane.md); warm: under a second.
+#
+#   hack/ci-deps.sh [--packages]
+#
+# --packages stops after the Debian packages and the Go check: what a Rust build needs (a
+# linker), so that hack/test.sh can compile while the Go binaries build.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,6 +76,7 @@ if ((gmaj < 1 || (gmaj == 1 && gmin < 26))); then
   exit 1
 fi
 log "using Go ${gov}"
+[[ "${1:-}" != --packages ]] || exit 0
 
 # --- Go binaries ----------------------------------------------------------------
 "${ROOT}/hack/build-tools.sh"

@@ -17,6 +17,9 @@
 # for targets whose code keeps no per-process hash state the inputs are the same on every
 # machine (docs/fuzzing.md). hack/test.sh runs that way; open-ended exploration is the timed
 # mode.
+#
+# FUZZ_BUILD_ONLY=1 installs what is missing, builds the targets and stops (hack/test.sh
+# builds them in the background while its tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +61,7 @@ start=$(date +%s)
 log "building ${#targets[@]} targets"
 (cd fuzz && cargo "+${TOOLCHAIN}" fuzz build "${build_flags[@]}")
 log "built in $(($(date +%s) - start))s"
+[[ -z "${FUZZ_BUILD_ONLY:-}" ]] || exit 0
 
 # What bounds each run: a time, or (FUZZ_RUNS) a count of inputs from a fixed seed.
 if [[ -n "${FUZZ_RUNS:-}" ]]; then
