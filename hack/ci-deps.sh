@@ -19,7 +19,7 @@
 #
 # Needs Go >= 1.26.0 on PATH (kwok v0.8.0's go.mod; Debian bookworm's golang-go, 1.19, is too old,
 # and the Go toolchain cannot be fetched here); Rust/cargo are assumed.
-# Cold run on 2 cores: ~26 min (docs/local-control-plane.md); warm: under a second.
+# Cold run on 2 cores: ~30 min (docs/local-control-plane.md); warm: under a second.
 #
 #   hack/ci-deps.sh [--packages]
 #
