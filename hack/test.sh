@@ -23,13 +23,15 @@ step() { printf '\n==> %s\n' "$*"; }
 # children too; each variable is emptied once its job is waited for.
 deps=""
 fuzz_build=""
-trap 'for g in ${deps} ${fuzz_build}; do kill -- "-${g}" 2>/dev/null || true; done' EXIT
+deps_log=""
+fuzz_log=""
+trap 'for g in ${deps} ${fuzz_build}; do kill -- "-${g}" 2>/dev/null || true; done; rm -f ${deps_log} ${fuzz_log}' EXIT
 
 step "installing Debian packages (hack/ci-deps.sh --packages)"
 hack/ci-deps.sh --packages
 
-# The Go peers build while the Rust code compiles: both are needed only once tests run, and
-# together they keep both cores busy through the downloads and links of either.
+# The Go peers build while the Rust code compiles: both are needed only once tests run. On 2
+# cores both are CPU-bound and the overlap gains little (downloads and links); more cores gain.
 deps_log="$(mktemp)"
 step "building the Go peers in the background (hack/ci-deps.sh, log ${deps_log})"
 setsid hack/ci-deps.sh >"${deps_log}" 2>&1 &
@@ -42,7 +44,6 @@ BENCH=(--manifest-path hack/bench/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-t
 # servers: the targets build meanwhile, in the background at the lowest CPU priority, and run
 # at the end. A failed background build is only reported; the last step builds again.
 FUZZ_RUNS="${FUZZ_RUNS:-10000}"
-fuzz_log=""
 if [[ "${FUZZ_RUNS}" != 0 ]]; then
   fuzz_log="$(mktemp)"
   step "building the fuzz targets in the background (hack/fuzz.sh, log ${fuzz_log})"
