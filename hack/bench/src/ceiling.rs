@@ -2,7 +2,7 @@
 //! sustains for a tight client (no client-side rate limit, many requests in flight). Each
 //! patch changes the object, so each is a real etcd write and a watch event, as a scheduler's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -22,6 +22,8 @@ use tokio::time::Instant;
 use crate::jobs::{in_flight, normal_event};
 use crate::observe::binding_api;
 use crate::observe::rb_resource;
+use crate::plane::{cpu_since, cpu_snapshot, log};
+use crate::workload::BindingTemplate;
 
 /// Scheduler name that no scheduler answers to.
 pub const NOBODY: &str = "bench-nobody";
@@ -362,4 +364,66 @@ pub async fn replay(
     )
     .await;
     Ok(ok as f64 / elapsed)
+}
+
+/// Copies of the solo batch written by the replay ceiling.
+const REPLAY: &str = "-rc";
+
+/// The rate (bindings/s, per number of requests in flight) at which a bare client writes what
+/// a scheduler wrote for `bindings` (named `name + suffix`): their PATCHes and Events, in
+/// order per binding, with no decision to make. With `calls`, each binding first makes its
+/// share of the estimator calls the scheduler made (the fair ceiling of the estimator bench).
+pub async fn replay_ceiling(
+    client: &Client,
+    bindings: &[BindingTemplate],
+    suffix: &str,
+    concurrency: &[usize],
+    calls: Option<&EstimatorCalls>,
+    busy: &[(&str, u32)],
+    t0: Instant,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let what = if calls.is_some() {
+        "fair ceiling (estimator calls and writes"
+    } else {
+        "replay ceiling (writes"
+    };
+    let mut writes = Vec::new();
+    for b in bindings {
+        let api = binding_api(client, b.namespace.as_deref());
+        let done = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
+        writes.push(BindingWrites::from_scheduled(
+            &done,
+            &format!("{}{REPLAY}", b.name),
+        ));
+    }
+    let mut by = BTreeMap::new();
+    let pids: Vec<u32> = busy.iter().map(|(_, pid)| *pid).collect();
+    for &c in concurrency {
+        let cpu0 = cpu_snapshot(&pids);
+        let started = Instant::now();
+        match replay(client, &writes, calls, c).await {
+            Ok(r) => {
+                let used = cpu_since(&pids, &cpu0).into_iter().zip(busy);
+                let used: Vec<String> = used
+                    .map(|(s, (name, _))| format!("{name} {s:.1}"))
+                    .collect();
+                let cpu = if used.is_empty() {
+                    String::new()
+                } else {
+                    format!("; CPU seconds: {}", used.join(", "))
+                };
+                log(
+                    t0,
+                    format!(
+                        "{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s \
+                         ({:.1} s{cpu})",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
+                by.insert(c.to_string(), r);
+            }
+            Err(e) => log(t0, format!("{what}) with {c} in flight failed: {e:#}")),
+        }
+    }
+    Ok(by)
 }

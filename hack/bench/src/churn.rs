@@ -27,10 +27,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
 use crate::observe::{Obs, Observer};
+use crate::plane::{self, create_one, delete_one, log, scale_one};
 use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
 use crate::report::num;
-use crate::run::{self, Config, create_one, delete_one, log, scale_one};
+use crate::scenario::Scenario;
 use crate::stats;
 use crate::workload::BindingTemplate;
 use testenv::rng::Rng;
@@ -391,7 +392,13 @@ fn spawn<P: Send + 'static>(permit: P, task: impl Future<Output = ()> + Send + '
 
 /// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
 /// reached), a pair scaled every `2 / scale_rate` s, until `until`.
-async fn drive(ctx: Ctx, flags: &Config, templates: &[BindingTemplate], seed: u64, until: Instant) {
+async fn drive(
+    ctx: Ctx,
+    flags: &Scenario,
+    templates: &[BindingTemplate],
+    seed: u64,
+    until: Instant,
+) {
     let sem = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut rng = Rng::new(seed).fork("churn-stream");
     let live_pairs = (flags.workload.live / 2).max(1);
@@ -577,7 +584,7 @@ impl Probe {
 /// Kills and restarts the API server every `api_kill_every` until `until`.
 async fn fault_loop(
     env: &testenv::TestEnv,
-    flags: &Config,
+    flags: &Scenario,
     start: Instant,
     until: Instant,
     t0: Instant,
@@ -618,15 +625,15 @@ async fn fault_loop(
 }
 
 /// Runs the churn bench.
-pub async fn run(flags: &Config) -> anyhow::Result<ChurnRun> {
+pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
     let t0 = Instant::now();
     let (w, f) = (&flags.workload, &flags.faults);
     let mut cfg = flags.clone();
     cfg.workload.clusters = flags.estimators.members;
     cfg.workload.bindings = TEMPLATES;
     cfg.flags.estimator = true;
-    let plane = run::start_plane(&cfg, t0).await?;
-    let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
+    let plane = plane::start_plane(&cfg, t0).await?;
+    let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
     let sides = [rust.name.clone(), go.name.clone()];
     let state: Shared = Arc::default();
     let ctx = Ctx {
@@ -699,7 +706,7 @@ pub async fn run(flags: &Config) -> anyhow::Result<ChurnRun> {
     let ok = exited.iter().all(Option::is_none)
         && plane
             .observer
-            .settle(&live_keys.concat(), &names, settled, run::QUIET, SETTLE)
+            .settle(&live_keys.concat(), &names, settled, plane::QUIET, SETTLE)
             .await;
     let settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
     log(

@@ -25,10 +25,10 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
+use crate::plane::{self, log};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::promtext;
 use crate::report::ratio;
-use crate::run::{self, log};
 use crate::scenario::Scenario;
 use crate::workload::cluster_name;
 use testenv::rng::fnv1a;
@@ -92,18 +92,14 @@ pub struct OwnMetrics {
 
 impl OwnMetrics {
     fn read(text: &str) -> Option<Self> {
-        use crate::promtext::{Histogram, parse};
+        use crate::promtext::{ESTIMATOR_CALL, Histogram, parse};
         let samples = parse(text);
         let work = Histogram::read(
             &samples,
             "workqueue_work_duration_seconds",
             &[("name", "descheduler")],
         );
-        let calls = Histogram::read(
-            &samples,
-            "karmada_scheduler_estimator_client_request_duration_seconds",
-            &[],
-        );
+        let calls = Histogram::read(&samples, ESTIMATOR_CALL, &[]);
         (work.count > 0.0).then_some(Self {
             work_sum_s: work.sum,
             work_count: work.count,
@@ -334,7 +330,7 @@ async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
             .filter_map(|m| m.metadata.name)
             .collect();
     let jobs = names.into_iter().map(|name| async move {
-        retrying(|| run::delete_binding(client, Some(ns), &name))
+        retrying(|| plane::delete_binding(client, Some(ns), &name))
             .await
             .with_context(|| format!("deleting {ns}/{name}"))
     });
@@ -737,8 +733,8 @@ async fn side(
 /// Runs the descheduler bench.
 pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     let t0 = Instant::now();
-    run::ensure_built(&flags.bins.descheduler, "karmada-descheduler")?;
-    let env = run::start_env(t0, |b| b.members(0)).await?;
+    plane::ensure_built(&flags.bins.descheduler, "karmada-descheduler")?;
+    let env = plane::start_env(t0, |b| b.members(0)).await?;
     let go_bin = env.tools().bin("karmada-descheduler");
     let client = env.client().await?;
     let stub = start_stub(LATENCY).await?;
@@ -801,7 +797,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
         ceilings.push(ceiling(&cx, concurrency).await?);
     }
     env.stop();
-    let [(go, _), (rust, _)] = run::two(sides);
+    let [(go, _), (rust, _)] = plane::two(sides);
     Ok(DeschedBench {
         bindings: flags.workload.bindings,
         clusters: flags.workload.clusters,

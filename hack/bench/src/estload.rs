@@ -29,23 +29,18 @@ use tokio::time::Instant;
 
 use crate::jobs::apply_all;
 use crate::observe::Placement;
+use crate::plane::{self, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle};
 use crate::procs::{RssSampler, Sched, connections_to};
-use crate::promtext::{self, Histogram};
+use crate::promtext::{self, ALGO, ATTEMPTS, E2E, ESTIMATOR_CALL, Histogram};
 use crate::report::{list, met, num, ratio};
 use crate::results::Phase;
-use crate::run::{
-    self, Config, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle,
-};
+use crate::scenario::Scenario;
 use crate::workload::BindingTemplate;
 
 /// Batch suffixes of the alone phase, ours then Go's.
 const ALONE: [&str; 2] = ["-ar", "-ag"];
 /// The schedulers' default `--scheduler-estimator-timeout`.
 const ESTIMATOR_TIMEOUT_S: f64 = estimator_client::options::DEFAULT_TIMEOUT.as_secs_f64();
-const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
-const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
-/// Our estimator client's call latency (the Go scheduler has none).
-const ESTIMATOR_CALL: &str = "karmada_scheduler_estimator_client_request_duration_seconds";
 const ESTIMATOR_REQUESTS: &str = "karmada_scheduler_estimator_estimating_request_total";
 
 /// One scheduler in one phase.
@@ -284,7 +279,7 @@ impl<'a> Meter<'a> {
         }
         Meter {
             scheds: scheds.to_vec(),
-            cpu: run::cpu_snapshot(&pids),
+            cpu: plane::cpu_snapshot(&pids),
             pids,
             metrics,
             calls: est.counts().await,
@@ -296,7 +291,7 @@ impl<'a> Meter<'a> {
     async fn stop(self, est: &Estimators) -> Measured {
         self.conns.1.abort();
         let wall_s = self.start.elapsed().as_secs_f64();
-        let cpu = run::cpu_since(&self.pids, &self.cpu);
+        let cpu = plane::cpu_since(&self.pids, &self.cpu);
         let mut metrics = Vec::new();
         for (s, before) in self.scheds.iter().zip(self.metrics) {
             metrics.push([before, scrape(s).await]);
@@ -334,7 +329,7 @@ impl Measured {
 /// and `queue/<event>`, and its algorithm passes.
 fn attempts(m: &Measured, i: usize) -> BTreeMap<String, f64> {
     let counters = |s: &[promtext::Sample]| {
-        let mut c = promtext::sums_by(s, "karmada_scheduler_schedule_attempts_total", |s| {
+        let mut c = promtext::sums_by(s, ATTEMPTS, |s| {
             Some(format!(
                 "{}/{}",
                 s.label("result"),
@@ -359,22 +354,22 @@ fn attempts(m: &Measured, i: usize) -> BTreeMap<String, f64> {
 /// One scheduler alone on `items`: its figures, and the calls each cluster answered.
 async fn alone(
     plane: &Plane,
-    cfg: &Config,
+    cfg: &Scenario,
     est: &Estimators,
     sched: &Sched,
     items: &[(String, String, Value)],
 ) -> anyhow::Result<(SideFigures, Vec<[u64; 2]>)> {
     let perf = if cfg.samples.perf && sched.label == "rust" {
-        run::start_perf(&plane.env, &[("rust", sched.pid())])
+        plane::start_perf(&plane.env, &[("rust", sched.pid())])
     } else {
         Vec::new()
     };
     let meter = Meter::start(plane, est, &[sched]).await;
     let (client, observer) = (&plane.client, &plane.observer);
     let batch =
-        run::create_and_settle(cfg, client, observer, items, &[sched.name.as_str()]).await?;
+        plane::create_and_settle(cfg, client, observer, items, &[sched.name.as_str()]).await?;
     let m = meter.stop(est).await;
-    let (profile, _) = run::stop_perf(perf).await;
+    let (profile, _) = plane::stop_perf(perf).await;
     let mut attempt_ms = BTreeMap::new();
     let mut put = |label: &str, name: &str, filter: &[(&str, &str)]| {
         let h = m.histogram(0, name, filter);
@@ -461,7 +456,7 @@ impl Fault {
 /// create, and the run's start.
 struct Rows<'a> {
     plane: &'a Plane,
-    cfg: &'a Config,
+    cfg: &'a Scenario,
     est: &'a Estimators,
     stub: &'a PerCluster,
     fault_free: BTreeMap<String, Placement>,
@@ -474,7 +469,7 @@ impl Rows<'_> {
     async fn decided(&self, keys: &[String]) {
         let timeout = self.cfg.settle_timeout;
         (self.plane.observer)
-            .settle(keys, &[], run::decided, Duration::ZERO, timeout)
+            .settle(keys, &[], plane::decided, Duration::ZERO, timeout)
             .await;
     }
 
@@ -491,7 +486,7 @@ impl Rows<'_> {
         let (cfg, stub) = (self.cfg, self.stub);
         let (client, observer) = (&self.plane.client, &self.plane.observer);
         fault.set(stub, faulty, true).await?;
-        let items = run::items(&self.templates, suffix, |_| &sched.name);
+        let items = plane::items(&self.templates, suffix, |_| &sched.name);
         let keys = keys_of(&items, &sched.name);
         let meter = Meter::start(self.plane, self.est, &[sched]).await;
         let start = Instant::now();
@@ -532,7 +527,7 @@ impl Rows<'_> {
         let second_half = Instant::now();
         create_bindings(client, observer, &items[half..], cfg.create_concurrency).await?;
         let names = [sched.name.as_str()];
-        let settled = run::settle_sides(observer, &items, &names, start, cfg.settle_timeout);
+        let settled = plane::settle_sides(observer, &items, &names, start, cfg.settle_timeout);
         let [(_, mut phase)] = settled.await.try_into().expect("one side");
         if fault == Fault::Moved {
             // The move itself (and its pause) is not the scheduler's time.
@@ -580,7 +575,7 @@ impl Rows<'_> {
 
 /// One scale on a fresh control plane.
 async fn scale(
-    base: &Config,
+    base: &Scenario,
     clusters: usize,
     with_faults: bool,
     t0: Instant,
@@ -591,7 +586,7 @@ async fn scale(
     cfg.workload.bindings = base.workload.bindings.max(base.workload.alone);
     cfg.flags.estimator = true;
     cfg.estimators.members = if real { clusters } else { 0 };
-    let plane = run::start_plane(&cfg, t0).await?;
+    let plane = plane::start_plane(&cfg, t0).await?;
     let (est, estimators) = if real {
         let members = plane.env.members().iter();
         let metrics = |m: &testenv::MemberInfo| format!("127.0.0.1:{}", m.estimator_metrics_port);
@@ -613,7 +608,7 @@ async fn scale(
     };
     log(t0, format!("{clusters} clusters, estimators: {estimators}"));
 
-    let (mut rust, mut go) = run::start_schedulers(&cfg, &plane, t0).await?;
+    let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
     // Connected to every estimator, nothing to schedule yet: what the connections cost.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle_rss_kib =
@@ -622,14 +617,14 @@ async fn scale(
     let (client, observer) = (&plane.client, &plane.observer);
 
     // ---- Together: both schedulers on their halves at once.
-    let mut together_wl = run::originals(&plane.wl, &[rust.name.clone(), go.name.clone()]);
+    let mut together_wl = plane::originals(&plane.wl, &[rust.name.clone(), go.name.clone()]);
     together_wl.truncate(base.workload.bindings);
     let meter = Meter::start(&plane, &est, &[&rust, &go]).await;
     let names = [rust.name.as_str(), go.name.as_str()];
-    let batch = run::create_and_settle(&cfg, client, observer, &together_wl, &names).await?;
+    let batch = plane::create_and_settle(&cfg, client, observer, &together_wl, &names).await?;
     let m = meter.stop(&est).await;
     let together = batch.sides.into_iter().enumerate();
-    let together: [SideFigures; 2] = run::two(
+    let together: [SideFigures; 2] = plane::two(
         (together.map(|(i, (_, phase))| SideFigures {
             phase,
             connections: m.connections[i],
@@ -662,8 +657,8 @@ async fn scale(
     // The estimator calls of our alone batch, for the fair ceiling (stub only).
     let mut recorded = Vec::new();
     for (i, s) in both.into_iter().enumerate() {
-        wait_queues_idle(&both, crate::run::QUIET, cfg.settle_timeout).await;
-        let items = run::items(templates, ALONE[i], |_| &s.name);
+        wait_queues_idle(&both, crate::plane::QUIET, cfg.settle_timeout).await;
+        let items = plane::items(templates, ALONE[i], |_| &s.name);
         let ours_stub = match &est {
             Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
             _ => None,
@@ -717,8 +712,9 @@ async fn scale(
         ("etcd", plane.etcd_pid),
     ];
     let concurrency = &cfg.ceiling.concurrency;
-    let ceiling =
-        |calls| run::replay_ceiling(client, templates, ALONE[0], concurrency, calls, &busy, t0);
+    let ceiling = |calls| {
+        crate::ceiling::replay_ceiling(client, templates, ALONE[0], concurrency, calls, &busy, t0)
+    };
     let replay_ceiling = ceiling(None).await?;
     // The fair ceiling: the same writes, each binding first making its share of the very
     // estimator calls our batch made, against the same stub, with no scheduling logic.
@@ -798,7 +794,7 @@ async fn scale(
         ];
         for (k, (first, set, second)) in faulted.into_iter().enumerate() {
             for (i, s) in [&rust, &go].into_iter().enumerate() {
-                wait_queues_idle(&[&rust, &go], crate::run::QUIET, cfg.settle_timeout).await;
+                wait_queues_idle(&[&rust, &go], crate::plane::QUIET, cfg.settle_timeout).await;
                 let label = ["ours", "Go"][i];
                 let suffix = format!("-f{k}{}", ["r", "g"][i]);
                 let fault = if i == 0 { first } else { second };
@@ -835,7 +831,7 @@ async fn scale(
         bindings,
         alone_bindings: pairs,
         together,
-        alone: run::two(alone_figs),
+        alone: plane::two(alone_figs),
         replay_ceiling,
         fair_ceiling,
         fair_ceiling_calls,
@@ -860,7 +856,7 @@ pub fn chart_point(s: &Scale) -> crate::chart::Point {
 }
 
 /// Runs every scale.
-pub async fn run(base: &Config) -> anyhow::Result<EstBench> {
+pub async fn run(base: &Scenario) -> anyhow::Result<EstBench> {
     let t0 = Instant::now();
     let largest_stub = base
         .workload

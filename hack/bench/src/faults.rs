@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use serde::{Deserialize, Serialize};
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
-use crate::run::log;
+use crate::plane::log;
 use crate::scenario::Scenario;
 
 /// The scenario's size: bindings in a stream of this long, API server kills and pauses.
@@ -75,9 +75,9 @@ pub struct FaultBench {
 
 pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
     let t0 = Instant::now();
-    crate::run::ensure_built(&flags.bins.scheduler, "karmada-scheduler")?;
-    let env = crate::run::start_env(t0, |b| b.members(2)).await?;
-    let go_bin = crate::run::go_scheduler(flags, &env);
+    crate::plane::ensure_built(&flags.bins.scheduler, "karmada-scheduler")?;
+    let env = crate::plane::start_env(t0, |b| b.members(2)).await?;
+    let go_bin = crate::plane::go_scheduler(flags, &env);
     let cfg = FaultConfig {
         seed: flags.workload.seed,
         bindings: BINDINGS,
@@ -107,7 +107,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
         sides.push(FaultSide::from(report));
     }
     env.stop();
-    let [rust, go] = crate::run::two(sides);
+    let [rust, go] = crate::plane::two(sides);
     Ok(FaultBench {
         seed: flags.workload.seed,
         bindings: BINDINGS,

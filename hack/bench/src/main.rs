@@ -18,6 +18,7 @@ mod jobs;
 mod memory;
 mod observe;
 mod overcommit;
+mod plane;
 mod procs;
 mod promtext;
 mod replay;

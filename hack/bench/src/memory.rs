@@ -13,8 +13,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::plane::{create_bindings, keys_of, log, originals, start_plane, start_schedulers};
 use crate::procs::{RssSampler, Sched, memory_kib};
-use crate::run::{Config, create_bindings, keys_of, log, originals, start_plane, start_schedulers};
+use crate::scenario::Scenario;
 
 /// One scheduler's side of a memory run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -60,7 +61,7 @@ impl MemoryRun {
 }
 
 /// Runs the memory mode.
-pub async fn run(cfg: &Config) -> anyhow::Result<MemoryRun> {
+pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
     let cap = cfg.samples.cap;
     let t0 = Instant::now();
     let plane = start_plane(cfg, t0).await?;

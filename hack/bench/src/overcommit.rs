@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_runs};
 use tokio::time::Instant;
 
-use crate::run::log;
+use crate::plane::log;
 use crate::scenario::Scenario;
 
 /// Bindings per burst as a multiple of the room (in bindings of 2 replicas).
@@ -31,11 +31,11 @@ pub struct OvercommitBench {
 /// Runs the six bursts.
 pub async fn run(flags: &Scenario) -> anyhow::Result<OvercommitBench> {
     let t0 = Instant::now();
-    let env = crate::run::start_env(t0, |b| {
+    let env = crate::plane::start_env(t0, |b| {
         b.members(flags.estimators.members).estimator_args(&[GATE])
     })
     .await?;
-    let go = crate::run::go_scheduler(flags, &env);
+    let go = crate::plane::go_scheduler(flags, &env);
     let room: i64 = room(&env).await?.values().sum();
     let bindings = usize::try_from(room).unwrap_or(1).max(1) * DEMAND_FACTOR / 2;
     log(

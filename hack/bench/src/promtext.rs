@@ -3,6 +3,13 @@
 
 use std::collections::BTreeMap;
 
+/// The scheduler metrics the scenarios read (the reference's names).
+pub const ALGO: &str = "karmada_scheduler_scheduling_algorithm_duration_seconds";
+pub const E2E: &str = "karmada_scheduler_e2e_scheduling_duration_seconds";
+pub const ATTEMPTS: &str = "karmada_scheduler_schedule_attempts_total";
+/// Our estimator client's call latency (the Go scheduler has none).
+pub const ESTIMATOR_CALL: &str = "karmada_scheduler_estimator_client_request_duration_seconds";
+
 /// One sample line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {

@@ -15,10 +15,10 @@ use testenv::whole::WholeKarmada;
 use testenv::whole_bench::{self, Round, Sample};
 use tokio::time::Instant;
 
+use crate::plane::log;
 use crate::procs::cpu_seconds;
 use crate::promtext;
 use crate::report::num;
-use crate::run::log;
 use crate::stats::percentile;
 
 /// What the flags ask for.
