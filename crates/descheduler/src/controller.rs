@@ -100,7 +100,7 @@ impl ObjectWriter<ObjectKey, ResourceBinding> for KubeWriter {
 /// The aggregated status is the bulk of a binding spread over many clusters (an entry per
 /// cluster, each with its workload status) and the rules only ever read `readyReplicas` from
 /// it. Kept whole, 1,000 bindings over 100 clusters peaked 18 MiB higher in the descheduler
-/// bench (81.6 against 63.3 MiB, docs/bench/scale/descheduler-100c-1000b.md). Reduced once
+/// bench on the day this cache came in (81.6 against 63.3 MiB). Reduced once
 /// here, which also spares each pass decoding every entry's status again.
 #[derive(Debug)]
 struct Cached {

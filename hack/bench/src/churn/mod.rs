@@ -1,0 +1,1295 @@
+//! `--churn-only`: the churn (soak) bench. Ours and the Go scheduler side by side on one
+//! control plane whose members run real Go estimators (`--enable-scheduler-estimator=true`),
+//! under a steady stream of binding creations, scale changes and deletions at a constant live
+//! count, for `--churn-minutes`; optionally with the API server SIGKILLed and restarted every
+//! `--churn-fault-every` seconds. Every `--churn-sample-seconds`: each scheduler's RSS, open
+//! file descriptors and threads (`/proc`), its established connections to the estimators'
+//! ports (`/proc/<pid>/net/tcp`), and from its `/metrics` the binding queue's depth, its tasks
+//! (ours: `karmada_scheduler_tokio_alive_tasks`; Go: `go_goroutines`) and (ours) the estimator
+//! client's connected gauge; plus the live bindings of each that the bench sees unscheduled.
+//!
+//! The stream is made of pairs: every creation is a pair of bindings of the same template,
+//! one for each scheduler (so each gets half of the creations), scale changes patch both
+//! members of a pair to the same replicas (preferably a pair both have placed at its current
+//! generation, so that both see the same history), deletions delete both. At the end, once
+//! both have settled, the members of every pair must agree; pairs scaled before both had
+//! placed them are compared apart.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
+use crate::observe::{Obs, Observer};
+use crate::plane::{self, create_one, delete_one, log, scale_one};
+use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
+use crate::promtext;
+use crate::report::num;
+use crate::scenario::Scenario;
+use crate::stats;
+use crate::workload::BindingTemplate;
+use testenv::rng::Rng;
+
+/// Our gauge of the tasks alive on the tokio runtime.
+const TOKIO_TASKS: &str = "karmada_scheduler_tokio_alive_tasks";
+/// The Go runtime's goroutines.
+const GOROUTINES: &str = "go_goroutines";
+/// Our estimator client's per-cluster connected gauge (the Go scheduler has none).
+const ESTIMATOR_CONNECTED: &str = "karmada_scheduler_estimator_client_connected";
+/// Requests of the stream in flight at most; a tick finding them all taken is skipped.
+const IN_FLIGHT: usize = 64;
+/// A request of the stream without an answer after this long counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// A pair is not scaled again before this long.
+const SCALE_GAP: Duration = Duration::from_secs(5);
+/// Binding templates the stream cycles through.
+const TEMPLATES: usize = 500;
+/// Disagreements and incomplete bindings listed in the report, at most.
+const LISTED: usize = 10;
+
+/// How long the API server stays down at each fault.
+const FAULT_DOWN: Duration = Duration::from_secs(2);
+/// How long to wait, after the stream, for every live binding to be settled.
+const SETTLE: Duration = Duration::from_secs(180);
+
+/// One sampling instant; pairs of values are `[ours, Go]`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnSample {
+    /// Seconds since the stream started.
+    pub t_s: f64,
+    /// Bindings alive (created, not yet deleted), both schedulers.
+    pub live: usize,
+    pub rss_kib: [u64; 2],
+    pub fds: [usize; 2],
+    pub threads: [u64; 2],
+    /// `workqueue_depth{name="scheduler-queue"}`.
+    pub queue_depth: [Option<f64>; 2],
+    /// Ours: tokio tasks alive; Go: goroutines.
+    pub tasks: [Option<f64>; 2],
+    /// Established TCP connections to the estimators' ports.
+    pub estimator_sockets: [usize; 2],
+    /// Ours only: clusters whose estimator the client reports connected.
+    pub estimator_connected: Option<f64>,
+    /// Live bindings without a `Scheduled` condition, or `Scheduled=True` for an older
+    /// generation, as the bench's watch sees them.
+    pub backlog: [usize; 2],
+    /// CPU seconds (user + system) used by each process so far.
+    #[serde(default)]
+    pub cpu_s: [f64; 2],
+    /// The machine's 1-minute load average (other work on the cores shows here).
+    #[serde(default)]
+    pub load1: f64,
+}
+
+/// Requests of the stream (bindings, both schedulers).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ops {
+    pub created: u64,
+    pub create_failed: u64,
+    pub scaled: u64,
+    pub scale_failed: u64,
+    pub deleted: u64,
+    pub delete_failed: u64,
+    /// Ticks skipped because `IN_FLIGHT` requests were still running (API server down).
+    pub skipped_ticks: u64,
+    /// Scale ticks that found no pair to scale.
+    pub no_scale_candidate: u64,
+    /// Creation ticks without a creation: a pair whose deletion had failed was deleted again
+    /// instead (the live count would grow otherwise).
+    #[serde(default)]
+    pub creations_held: u64,
+    /// Of the scale changes, those made to a pair a member of which was not placed at its
+    /// generation yet (no pair was): they may not see the same history.
+    #[serde(default)]
+    pub scaled_before_placed: u64,
+}
+
+/// One fault.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultMark {
+    pub t_s: f64,
+    /// Seconds until the API server served again.
+    pub back_after_s: f64,
+    pub error: Option<String>,
+}
+
+/// One scheduler's figures besides the samples.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnSide {
+    pub scheduler_name: String,
+    /// Creation to the first `Scheduled` condition, over the bindings deleted during the run
+    /// and those alive at the end.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
+    /// Bindings deleted before the scheduler decided them.
+    pub deleted_undecided: u64,
+    /// At the end: live bindings `Scheduled=True` at their generation, `Scheduled=False`, and
+    /// incomplete (no condition, or `True` for an older generation), with a few listed.
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub incomplete: Vec<String>,
+    pub incomplete_count: usize,
+    /// How the process ended, when it exited during the run.
+    pub exited: Option<String>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChurnRun {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub seed: u64,
+    pub minutes: f64,
+    pub live: usize,
+    pub rate: f64,
+    pub scale_rate: f64,
+    pub sample_s: f64,
+    pub members: usize,
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    pub faults_enabled: bool,
+    pub fault_every_s: f64,
+    pub fault_down_s: f64,
+    pub faults: Vec<FaultMark>,
+    pub ops: Ops,
+    /// Seconds the stream ran (shorter than asked when a scheduler exited).
+    pub stream_s: f64,
+    /// Seconds after the stream until every live binding was settled (`None`: not within
+    /// the settle time).
+    pub settled_after_s: Option<f64>,
+    pub settle_s: f64,
+    /// `[ours, Go]`.
+    pub sides: [ChurnSide; 2],
+    /// Live pairs compared at the end (both members created and scaled without an error).
+    pub pairs: usize,
+    pub agree: usize,
+    pub disagreements: Vec<String>,
+    /// Pairs scaled while a member was not placed yet, compared apart: the lagging scheduler
+    /// may have seen two generations as one, and a Divided placement depends on the history.
+    #[serde(default)]
+    pub unplaced_pairs: usize,
+    #[serde(default)]
+    pub unplaced_agree: usize,
+    /// Pairs left out of the comparison: a request of theirs failed (during a fault).
+    pub broken_pairs: usize,
+    pub samples: Vec<ChurnSample>,
+    /// The sample taken after the settle.
+    pub end_sample: Option<ChurnSample>,
+}
+
+/// A live pair of the stream.
+#[derive(Clone, Debug)]
+struct Pair {
+    /// `[ours, Go]`: `(key, object)`.
+    members: [(String, Value); 2],
+    template: usize,
+    /// Current `spec.replicas` (0: not a workload, never scaled).
+    replicas: i64,
+    last_scaled: Option<Instant>,
+    /// A request for it failed: its members' histories may differ.
+    broken: bool,
+    /// Scaled while a member was not placed at its generation: that member's scheduler may
+    /// see the two generations as one.
+    scaled_unplaced: bool,
+}
+
+/// State shared by the stream's tasks and the sampler.
+#[derive(Default)]
+struct State {
+    live: VecDeque<Pair>,
+    /// Pairs being created.
+    creating: usize,
+    /// Pairs whose deletion failed, deleted again first.
+    retry: VecDeque<Pair>,
+    ops: Ops,
+    /// Creation-to-decision latencies (ms) of deleted bindings, `[ours, Go]`.
+    latencies: [Vec<f64>; 2],
+    deleted_undecided: [u64; 2],
+}
+
+impl State {
+    /// Keys of the live pairs compared at the end (not broken), `[ours, Go]`.
+    fn keys(&self) -> [Vec<String>; 2] {
+        let pairs = || self.live.iter().chain(&self.retry).filter(|p| !p.broken);
+        [0, 1].map(|i| pairs().map(|p| p.members[i].0.clone()).collect())
+    }
+}
+
+type Shared = Arc<Mutex<State>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, State> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `Scheduled=True` for the current generation.
+fn placed(o: &Obs) -> bool {
+    o.condition.as_ref().is_some_and(|c| c.0 == "True") && o.observed_generation >= o.generation
+}
+
+/// `Scheduled` seen, and when `True`, for the current generation.
+fn settled(o: &Obs) -> bool {
+    placed(o) || o.condition.as_ref().is_some_and(|c| c.0 != "True")
+}
+
+fn latency_ms(o: &Obs) -> Option<f64> {
+    Some(
+        o.decided_at?
+            .saturating_duration_since(o.created_at?)
+            .as_secs_f64()
+            * 1000.0,
+    )
+}
+
+/// The pair of stream number `n`.
+fn new_pair(n: u64, templates: &[BindingTemplate], sides: &[String; 2]) -> Pair {
+    let template = (n as usize) % templates.len();
+    let b = &templates[template];
+    let member = |i: usize| {
+        let suffix = format!("-c{n}{}", ["r", "g"][i]);
+        (b.key(&suffix), b.object(&suffix, &sides[i]))
+    };
+    Pair {
+        members: [member(0), member(1)],
+        template,
+        replicas: b.spec.get("replicas").and_then(Value::as_i64).unwrap_or(0),
+        last_scaled: None,
+        broken: false,
+        scaled_unplaced: false,
+    }
+}
+
+/// Whether `e` comes from a 404 answer.
+fn not_found(e: &anyhow::Error) -> bool {
+    e.chain().any(
+        |c| matches!(c.downcast_ref::<kube::Error>(), Some(kube::Error::Api(a)) if a.code == 404),
+    )
+}
+
+/// `one(0)` and `one(1)`, a request for each member of a pair, at once; each given up after
+/// [`REQUEST_TIMEOUT`] (a hung API server). Failures but 404s are logged.
+async fn both<T, F>(one: impl Fn(usize) -> F) -> [anyhow::Result<T>; 2]
+where
+    F: Future<Output = anyhow::Result<T>>,
+{
+    let bounded = |i| tokio::time::timeout(REQUEST_TIMEOUT, one(i));
+    let (a, b) = tokio::join!(bounded(0), bounded(1));
+    [a, b].map(|r| {
+        let r = r.unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {REQUEST_TIMEOUT:?}")));
+        if let Err(e) = &r
+            && !not_found(e)
+        {
+            eprintln!("bench churn: {e:#}");
+        }
+        r
+    })
+}
+
+fn failures<T>(results: &[anyhow::Result<T>; 2]) -> u64 {
+    results.iter().filter(|r| r.is_err()).count() as u64
+}
+
+/// Everything a stream task needs.
+#[derive(Clone)]
+struct Ctx {
+    client: kube::Client,
+    observer: Observer,
+    state: Shared,
+    sides: [String; 2],
+}
+
+impl Ctx {
+    async fn create(self, pair: Pair) {
+        let (client, observer) = (&self.client, &self.observer);
+        let results = both(|i| {
+            let (key, obj) = &pair.members[i];
+            create_one(client, observer, key, &self.sides[i], obj)
+        })
+        .await;
+        let failed = failures(&results);
+        let mut st = lock(&self.state);
+        st.creating -= 1;
+        st.ops.created += 2 - failed;
+        st.ops.create_failed += failed;
+        // Even when a POST failed (its answer may have been lost with the object created), the
+        // pair is deleted in its turn.
+        st.live.push_back(Pair {
+            broken: failed > 0,
+            ..pair
+        });
+    }
+
+    async fn delete(self, pair: Pair) {
+        let client = &self.client;
+        let results = both(|i| {
+            let (key, obj) = &pair.members[i];
+            delete_one(client, key, obj)
+        })
+        .await;
+        let failed = failures(&results);
+        let mut st = lock(&self.state);
+        if failed > 0 {
+            // Deleted again in its turn (a member already gone counts as deleted then).
+            st.ops.delete_failed += failed;
+            st.retry.push_back(pair);
+            return;
+        }
+        st.ops.deleted += 2;
+        for (i, (key, _)) in pair.members.iter().enumerate() {
+            if let Some(o) = self.observer.get(key) {
+                match latency_ms(&o) {
+                    Some(ms) if !pair.broken => st.latencies[i].push(ms),
+                    Some(_) => {}
+                    None => st.deleted_undecided[i] += 1,
+                }
+            }
+            self.observer.forget(key);
+        }
+    }
+
+    async fn scale(self, pair: Pair, replicas: i64) {
+        let (client, observer) = (&self.client, &self.observer);
+        let results = both(|i| {
+            let (key, obj) = &pair.members[i];
+            let (name, ns) = (&obj["metadata"]["name"], &obj["metadata"]["namespace"]);
+            let (name, ns) = (name.as_str().unwrap_or_default(), ns.as_str());
+            scale_one(client, observer, key, name, ns, replicas)
+        })
+        .await;
+        // Deleted meanwhile: not a failure, and nothing left to compare.
+        if results.iter().any(|r| r.as_ref().is_err_and(not_found)) {
+            return;
+        }
+        let ok = failures(&results) == 0;
+        let mut st = lock(&self.state);
+        if ok {
+            st.ops.scaled += 2;
+        } else {
+            st.ops.scale_failed += 2;
+        }
+        let key = &pair.members[0].0;
+        if let Some(p) = st.live.iter_mut().find(|p| &p.members[0].0 == key) {
+            p.replicas = replicas;
+            p.broken |= !ok;
+        }
+    }
+}
+
+/// Runs `task` on its own, holding `permit` until it ends.
+fn spawn<P: Send + 'static>(permit: P, task: impl Future<Output = ()> + Send + 'static) {
+    tokio::spawn(async move {
+        task.await;
+        drop(permit);
+    });
+}
+
+/// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
+/// reached), a pair scaled every `2 / scale_rate` s, until `until`.
+async fn drive(
+    ctx: Ctx,
+    flags: &Scenario,
+    templates: &[BindingTemplate],
+    seed: u64,
+    until: Instant,
+) {
+    let sem = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut rng = Rng::new(seed).fork("churn-stream");
+    let live_pairs = (flags.workload.live / 2).max(1);
+    let every = |rate: f64| Duration::from_secs_f64(2.0 / rate.max(1e-3));
+    let mut create_tick = tokio::time::interval(every(flags.workload.rate));
+    create_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut scale_tick = tokio::time::interval(every(flags.workload.scale_rate));
+    scale_tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    scale_tick.tick().await;
+    let mut n: u64 = 0;
+    loop {
+        let create = tokio::select! {
+            _ = tokio::time::sleep_until(until) => break,
+            _ = create_tick.tick() => true,
+            _ = scale_tick.tick(), if flags.workload.scale_rate > 0.0 => false,
+        };
+        let Ok(permit) = sem.clone().try_acquire_owned() else {
+            lock(&ctx.state).ops.skipped_ticks += 1;
+            continue;
+        };
+        if create {
+            let (gone, make) = {
+                let mut st = lock(&ctx.state);
+                // Pairs whose deletion failed are still alive: they count, and go first. While
+                // deletions fail (the API server down), no pair is added in their place, so
+                // that the live count stays put.
+                let full = st.live.len() + st.retry.len() + st.creating >= live_pairs;
+                let gone = match st.retry.pop_front() {
+                    Some(p) => Some(p),
+                    None if full => st.live.pop_front(),
+                    None => None,
+                };
+                let make = st.live.len() + st.retry.len() + st.creating < live_pairs;
+                if make {
+                    st.creating += 1;
+                } else {
+                    st.ops.creations_held += 1;
+                }
+                (gone, make)
+            };
+            if let Some(p) = gone {
+                spawn(sem.clone().try_acquire_owned(), ctx.clone().delete(p));
+            }
+            if make {
+                spawn(
+                    permit,
+                    ctx.clone().create(new_pair(n, templates, &ctx.sides)),
+                );
+                n += 1;
+            }
+        } else {
+            let pick = {
+                let mut st = lock(&ctx.state);
+                let now = Instant::now();
+                // Not the oldest tenth: they are about to be deleted.
+                let candidates: Vec<usize> = st
+                    .live
+                    .iter()
+                    .enumerate()
+                    .skip(live_pairs / 10)
+                    .filter(|(_, p)| {
+                        p.replicas > 0
+                            && !p.broken
+                            && p.last_scaled
+                                .is_none_or(|t| now.duration_since(t) >= SCALE_GAP)
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                // Those both schedulers have placed at their generation, so that both members
+                // see the same history; else any (a scheduler behind sees another history).
+                let ready: Vec<usize> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        st.live[i]
+                            .members
+                            .iter()
+                            .all(|(k, _)| ctx.observer.get(k).is_some_and(|o| placed(&o)))
+                    })
+                    .collect();
+                let (ready, unplaced) = if ready.is_empty() {
+                    (candidates, true)
+                } else {
+                    (ready, false)
+                };
+                if ready.is_empty() {
+                    st.ops.no_scale_candidate += 1;
+                    None
+                } else {
+                    if unplaced {
+                        st.ops.scaled_before_placed += 2;
+                    }
+                    let i = *rng.pick(&ready);
+                    let p = &mut st.live[i];
+                    p.last_scaled = Some(now);
+                    p.scaled_unplaced |= unplaced;
+                    let base = templates[p.template].spec["replicas"]
+                        .as_i64()
+                        .unwrap_or(1)
+                        .max(1);
+                    let mut r = rng.range(1, 2 * base + 1);
+                    if r == p.replicas {
+                        r = if r > 1 { r - 1 } else { r + 1 };
+                    }
+                    Some((p.clone(), r))
+                }
+            };
+            if let Some((pair, replicas)) = pick {
+                spawn(permit, ctx.clone().scale(pair, replicas));
+            }
+        }
+    }
+    // Let the requests in flight end (each gives up after `REQUEST_TIMEOUT`).
+    let _ = tokio::time::timeout(REQUEST_TIMEOUT * 3, sem.acquire_many(IN_FLIGHT as u32)).await;
+}
+
+impl ChurnSample {
+    /// One log line: every figure, ours / Go.
+    fn line(&self) -> String {
+        let cells = FIGURES.iter().map(|(_, [a, b], digits, get)| {
+            let v = |i| num(get(self, i), *digits);
+            format!("{a} {} / {b} {}", v(0), v(1))
+        });
+        let cells: Vec<String> = cells.collect();
+        format!("live {} | {}", self.live, cells.join(" | "))
+    }
+}
+
+/// What the sampler reads: each scheduler's pid and `/metrics` address, the estimators'
+/// ports, the bench's watch and the stream's pairs.
+struct Probe {
+    scheds: [(u32, String); 2],
+    ports: HashSet<u16>,
+    observer: Observer,
+    state: Shared,
+}
+
+impl Probe {
+    async fn sample(&self, t_s: f64) -> ChurnSample {
+        let (keys, live) = {
+            let st = lock(&self.state);
+            (st.keys(), (st.live.len() + st.retry.len()) * 2)
+        };
+        let mut s = ChurnSample {
+            t_s,
+            live,
+            load1: load_1m(),
+            ..Default::default()
+        };
+        for (i, (pid, metrics)) in self.scheds.iter().enumerate() {
+            let pid = *pid;
+            s.rss_kib[i] = memory_kib(pid).map_or(0, |m| m.0);
+            s.fds[i] = open_fds(pid).unwrap_or(0);
+            s.threads[i] = threads(pid).unwrap_or(0);
+            s.estimator_sockets[i] = connections_to(pid, &self.ports);
+            s.cpu_s[i] = cpu_seconds(pid).unwrap_or(0.0);
+            let snap = self.observer.snapshot(&keys[i]);
+            s.backlog[i] = snap.iter().filter(|o| !settled(o)).count();
+            let Ok((200, text)) = http_get(metrics, "/metrics").await else {
+                continue;
+            };
+            let m = promtext::parse(&text);
+            let gauge = |name: &str, filter: &[(&str, &str)]| {
+                let has = m.iter().any(|x| x.name == name);
+                has.then(|| promtext::sum(&m, name, filter))
+            };
+            s.queue_depth[i] = gauge("workqueue_depth", &[("name", "scheduler-queue")]);
+            s.tasks[i] = gauge([TOKIO_TASKS, GOROUTINES][i], &[]);
+            if i == 0 {
+                s.estimator_connected = gauge(ESTIMATOR_CONNECTED, &[]);
+            }
+        }
+        s
+    }
+
+    /// Whether a scheduler has exited.
+    fn gone(&self) -> bool {
+        let gone = |pid: &u32| std::fs::metadata(format!("/proc/{pid}")).is_err();
+        self.scheds.iter().any(|(pid, _)| gone(pid))
+    }
+}
+
+/// Kills and restarts the API server every `api_kill_every` until `until`.
+async fn fault_loop(
+    env: &testenv::TestEnv,
+    flags: &Scenario,
+    start: Instant,
+    until: Instant,
+    t0: Instant,
+) -> Vec<FaultMark> {
+    if !flags.faults.api_kills {
+        return vec![];
+    }
+    // `api` hands a restarted server over to the environment's teardown when dropped.
+    let mut api = match testenv::faults::ApiServer::new(env, "churn") {
+        Ok(a) => a,
+        Err(e) => {
+            return vec![FaultMark {
+                error: Some(format!("{e:#}")),
+                ..Default::default()
+            }];
+        }
+    };
+    let mut marks = Vec::new();
+    let mut next = start + flags.faults.api_kill_every;
+    while next + FAULT_DOWN < until {
+        tokio::time::sleep_until(next).await;
+        let at = Instant::now();
+        log(t0, "fault: SIGKILL of the API server");
+        let r = api.kill_and_restart(FAULT_DOWN).await;
+        let back_after_s = at.elapsed().as_secs_f64();
+        log(
+            t0,
+            format!("fault: API server serving again after {back_after_s:.1}s"),
+        );
+        marks.push(FaultMark {
+            t_s: at.duration_since(start).as_secs_f64(),
+            back_after_s,
+            error: r.err().map(|e| format!("{e:#}")),
+        });
+        next += flags.faults.api_kill_every;
+    }
+    marks
+}
+
+/// Runs the churn bench.
+pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
+    let t0 = Instant::now();
+    let (w, f) = (&flags.workload, &flags.faults);
+    let mut cfg = flags.clone();
+    cfg.workload.clusters = flags.estimators.members;
+    cfg.workload.bindings = TEMPLATES;
+    cfg.flags.estimator = true;
+    let plane = plane::start_plane(&cfg, t0).await?;
+    let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
+    let sides = [rust.name.clone(), go.name.clone()];
+    let state: Shared = Arc::default();
+    let ctx = Ctx {
+        client: plane.client.clone(),
+        observer: plane.observer.clone(),
+        state: state.clone(),
+        sides: sides.clone(),
+    };
+    let probe = Probe {
+        scheds: [&rust, &go].map(|s| (s.pid(), s.metrics.clone())),
+        ports: plane
+            .env
+            .members()
+            .iter()
+            .map(|m| m.estimator_port)
+            .collect(),
+        observer: plane.observer.clone(),
+        state: state.clone(),
+    };
+    let kills = match f.api_kills {
+        true => format!(", API server killed every {:?}", f.api_kill_every),
+        false => String::new(),
+    };
+    log(
+        t0,
+        format!(
+            "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{kills}",
+            w.minutes, w.live, w.rate, w.scale_rate
+        ),
+    );
+    let start = Instant::now();
+    let until = start + Duration::from_secs_f64(w.minutes * 60.0);
+    // Stops the stream early when a scheduler exits.
+    let stop = tokio::sync::Notify::new();
+    let mut samples = Vec::new();
+    let sampler = async {
+        let mut tick = tokio::time::interval(flags.samples.every);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                _ = tick.tick() => {}
+            }
+            let s = probe.sample(start.elapsed().as_secs_f64()).await;
+            log(t0, s.line());
+            samples.push(s);
+            if probe.gone() {
+                stop.notify_waiters();
+                break;
+            }
+        }
+    };
+    let stream = async {
+        tokio::select! {
+            _ = drive(ctx.clone(), flags, &plane.wl.bindings, w.seed, until) => {}
+            _ = stop.notified() => {}
+        }
+    };
+    let faults = fault_loop(&plane.env, flags, start, until, t0);
+    let ((), (), faults) = tokio::join!(sampler, stream, faults);
+    let stream_s = start.elapsed().as_secs_f64();
+    log(t0, format!("stream ended after {stream_s:.0}s"));
+    let exited = [rust.proc.try_wait(), go.proc.try_wait()]
+        .map(|r| r.ok().flatten().map(|status| format!("exited ({status})")));
+
+    // ---- Settle: every live binding decided, and placed at its generation when `True`.
+    let live_keys = lock(&state).keys();
+    let settle_start = Instant::now();
+    let names = [sides[0].as_str(), sides[1].as_str()];
+    let ok = exited.iter().all(Option::is_none)
+        && plane
+            .observer
+            .settle(&live_keys.concat(), &names, settled, plane::QUIET, SETTLE)
+            .await;
+    let settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
+    log(
+        t0,
+        match settled_after_s {
+            Some(s) => format!("every live binding settled {s:.1}s after the stream"),
+            None => format!("not every live binding settled within {SETTLE:?}"),
+        },
+    );
+    let end = probe.sample(start.elapsed().as_secs_f64()).await;
+    log(t0, format!("after the settle: {}", end.line()));
+
+    // ---- Each side's state, and the agreement of the pairs.
+    let st = lock(&state);
+    let side = |i: usize| {
+        let snap = plane.observer.snapshot(&live_keys[i]);
+        let mut lat = st.latencies[i].clone();
+        lat.extend(snap.iter().filter_map(latency_ms));
+        let mut side = ChurnSide {
+            scheduler_name: sides[i].clone(),
+            latency_p50_ms: stats::percentile(&lat, 0.5),
+            latency_p99_ms: stats::percentile(&lat, 0.99),
+            latency_max_ms: stats::percentile(&lat, 1.0),
+            deleted_undecided: st.deleted_undecided[i],
+            exited: exited[i].clone(),
+            ..Default::default()
+        };
+        for (k, o) in live_keys[i].iter().zip(&snap) {
+            if placed(o) {
+                side.scheduled += 1;
+            } else if settled(o) {
+                side.unschedulable += 1;
+            } else {
+                side.incomplete_count += 1;
+                if side.incomplete.len() < LISTED {
+                    side.incomplete.push(format!(
+                        "{k}: condition {:?}, observed generation {} of {}",
+                        o.condition, o.observed_generation, o.generation
+                    ));
+                }
+            }
+        }
+        side
+    };
+    let mut out = ChurnRun {
+        seed: w.seed,
+        minutes: w.minutes,
+        live: w.live,
+        rate: w.rate,
+        scale_rate: w.scale_rate,
+        sample_s: flags.samples.every.as_secs_f64(),
+        members: flags.estimators.members,
+        kube_api_qps: cfg.flags.qps,
+        kube_api_burst: cfg.flags.burst,
+        faults_enabled: f.api_kills,
+        fault_every_s: f.api_kill_every.as_secs_f64(),
+        fault_down_s: FAULT_DOWN.as_secs_f64(),
+        faults,
+        ops: st.ops.clone(),
+        stream_s,
+        settled_after_s,
+        settle_s: SETTLE.as_secs_f64(),
+        sides: [side(0), side(1)],
+        samples,
+        end_sample: Some(end),
+        ..Default::default()
+    };
+    let view = |k: &str| {
+        plane.observer.get(k).map(|o| {
+            let mut c = o.clusters;
+            c.sort();
+            (c, o.condition.map(|c| c.0))
+        })
+    };
+    for p in st.live.iter().chain(&st.retry) {
+        if p.broken {
+            out.broken_pairs += 1;
+            continue;
+        }
+        let (a, b) = (view(&p.members[0].0), view(&p.members[1].0));
+        let (pairs, agree) = match p.scaled_unplaced {
+            true => (&mut out.unplaced_pairs, &mut out.unplaced_agree),
+            false => (&mut out.pairs, &mut out.agree),
+        };
+        *pairs += 1;
+        if a.is_some() && a == b {
+            *agree += 1;
+        } else if out.disagreements.len() < LISTED {
+            let unplaced = match p.scaled_unplaced {
+                true => ", scaled before both had placed it",
+                false => "",
+            };
+            out.disagreements.push(format!(
+                "{} [{}, {} replicas{unplaced}]: ours {a:?}, Go {b:?}",
+                p.members[0].0, plane.wl.bindings[p.template].strategy, p.replicas,
+            ));
+        }
+    }
+    drop(st);
+    log(
+        t0,
+        format!(
+            "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
+            out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
+        ),
+    );
+    rust.proc.kill();
+    go.proc.kill();
+    plane.stop();
+    Ok(out)
+}
+
+/// The samples' `(seconds, value)` points of one figure of side `i`.
+fn series(samples: &[ChurnSample], f: &Figure, i: usize) -> Vec<(f64, f64)> {
+    samples
+        .iter()
+        .filter_map(|s| (f.3)(s, i).map(|v| (s.t_s, v)))
+        .collect()
+}
+
+/// Growth figures of one series.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Growth {
+    pub first: Option<f64>,
+    /// First point of the second half.
+    pub mid: Option<f64>,
+    pub last: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    /// Least-squares slope per minute over the second half, and over the whole run.
+    pub per_min_second_half: Option<f64>,
+    pub per_min_whole: Option<f64>,
+}
+
+impl Growth {
+    pub fn of(points: &[(f64, f64)], stream_s: f64) -> Growth {
+        // After the warm-up.
+        let half: Vec<(f64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|p| p.0 >= stream_s / 2.0)
+            .collect();
+        let n = points.len() as f64;
+        Growth {
+            first: points.first().map(|p| p.1),
+            mid: half.first().map(|p| p.1),
+            last: points.last().map(|p| p.1),
+            max: points.iter().map(|p| p.1).reduce(f64::max),
+            mean: (!points.is_empty()).then(|| points.iter().map(|p| p.1).sum::<f64>() / n),
+            per_min_second_half: stats::slope_per_minute(&half),
+            per_min_whole: stats::slope_per_minute(points),
+        }
+    }
+}
+
+/// A sampled figure of each side: its name, its columns in the samples table, its decimals,
+/// and its value in a sample for side `i`.
+type Figure = (
+    &'static str,
+    [&'static str; 2],
+    usize,
+    fn(&ChurnSample, usize) -> Option<f64>,
+);
+
+/// What the log, the report and the chart show of each side.
+const FIGURES: [Figure; 7] = [
+    ("RSS (MiB)", ["RSS ours", "RSS Go"], 1, |s, i| {
+        Some(s.rss_kib[i] as f64 / 1024.0)
+    }),
+    (
+        "open file descriptors",
+        ["FDs ours", "FDs Go"],
+        0,
+        |s, i| Some(s.fds[i] as f64),
+    ),
+    ("threads", ["threads ours", "threads Go"], 0, |s, i| {
+        Some(s.threads[i] as f64)
+    }),
+    (
+        "tasks (ours: tokio tasks alive; Go: goroutines)",
+        ["tasks ours", "goroutines Go"],
+        0,
+        |s, i| s.tasks[i],
+    ),
+    (
+        "binding queue depth (`workqueue_depth{name=\"scheduler-queue\"}`)",
+        ["queue ours", "queue Go"],
+        0,
+        |s, i| s.queue_depth[i],
+    ),
+    (
+        "established connections to the estimators",
+        ["est. conns ours", "est. conns Go"],
+        0,
+        |s, i| Some(s.estimator_sockets[i] as f64),
+    ),
+    (
+        "live bindings unscheduled, as the bench sees them",
+        ["backlog ours", "backlog Go"],
+        0,
+        |s, i| Some(s.backlog[i] as f64),
+    ),
+];
+
+/// Figures (indices into [`FIGURES`]) of the chart's panels, left to right, top to bottom.
+const PANELS: [usize; 6] = [0, 1, 4, 6, 3, 5];
+
+/// A row of the growth table: label, value, decimals (`None`: the figure's own).
+type GrowthRow = (&'static str, fn(&Growth) -> Option<f64>, Option<usize>);
+
+const GROWTH_ROWS: [GrowthRow; 7] = [
+    ("first sample", |g| g.first, None),
+    ("start of the second half", |g| g.mid, None),
+    ("last sample", |g| g.last, None),
+    ("max", |g| g.max, None),
+    ("mean", |g| g.mean, Some(1)),
+    (
+        "per minute, second half",
+        |g| g.per_min_second_half,
+        Some(3),
+    ),
+    ("per minute, whole run", |g| g.per_min_whole, Some(3)),
+];
+
+/// Draws the chart; returns each panel's axis and the time gridline step (seconds).
+pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>, f64)> {
+    // Ours wider, under Go's: where they are equal, an orange rim around blue.
+    let line = |k: usize, i: usize| Line {
+        color: [RUST, GO][i],
+        width: [4, 2][i],
+        points: series(&r.samples, &FIGURES[k], i),
+    };
+    let panels: Vec<Panel> = PANELS
+        .iter()
+        .map(|&k| Panel {
+            lines: vec![line(k, 0), line(k, 1)],
+        })
+        .collect();
+    let x_max = r.stream_s.max(1.0);
+    let x_step = linear_step(x_max / 60.0).max(0.5) * 60.0;
+    let marks: Vec<f64> = r.faults.iter().map(|f| f.t_s).collect();
+    let axes = timeseries(path, &panels, 2, x_max, x_step, &marks)?;
+    Ok((axes, x_step))
+}
+
+/// A row of the sides table: name, a side's cell.
+type SideRow = (&'static str, fn(&ChurnSide) -> String);
+
+/// The Markdown report; `chart` is the PNG's file name with its axes and time step.
+pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
+    let growth: Vec<[Growth; 2]> = FIGURES
+        .iter()
+        .map(|f| [0, 1].map(|i| Growth::of(&series(&r.samples, f, i), r.stream_s)))
+        .collect();
+    let (title, faults, flags) = match r.faults_enabled {
+        true => (
+            " with API server kills",
+            format!(
+                ", the API server SIGKILLed and restarted every {:.0} s ({:.0} s down)",
+                r.fault_every_s, r.fault_down_s
+            ),
+            format!(" --churn-faults --churn-fault-every {:.0}", r.fault_every_s),
+        ),
+        false => Default::default(),
+    };
+    let mut md = format!(
+        "# Churn bench: ours vs the Go karmada-scheduler v1.18.2, {} min{title}\n\n",
+        r.minutes
+    );
+    md += &format!(
+        "Run {} on {}, **commit `{}`** (the scheduler measured is the one built from it), seed \
+         {}. Reproduce: `hack/bench.sh --churn-only --churn-minutes {} --churn-live {} \
+         --churn-rate {} --churn-scale-rate {} --churn-members {}{flags}`.\n\n",
+        r.date, r.machine, r.git_commit, r.seed, r.minutes, r.live, r.rate, r.scale_rate, r.members,
+    );
+    md += &format!(
+        "Both schedulers ran at the same time on one control plane (crates/testenv: etcd, \
+         kube-apiserver, {m} member clusters each with a real Go karmada-scheduler-estimator), \
+         with `--enable-scheduler-estimator=true --kube-api-qps={q} --kube-api-burst={b}` and \
+         each its own `--scheduler-name`. For {min} min ({s:.0} s), a steady stream: {rate} \
+         binding creations/s, {sr} scale changes/s and, once {live} bindings were alive, \
+         {rate} deletions/s (the oldest first), the live count staying at {live}{faults}. \
+         Creations come in pairs, one binding of the same template for each scheduler, so each \
+         got half of the stream; a scale change patches both members of a pair to the same \
+         replicas, choosing among the pairs both have placed at their current generation \
+         when there are any; a deletion deletes both. \
+         Every {every:.0} s the bench sampled both processes.\n\n",
+        m = r.members,
+        q = r.kube_api_qps,
+        b = r.kube_api_burst,
+        min = r.minutes,
+        s = r.stream_s,
+        rate = r.rate,
+        sr = r.scale_rate,
+        live = r.live,
+        every = r.sample_s,
+    );
+    if let (Some(a), Some(b)) = (r.samples.first(), r.samples.last()) {
+        let dt = (b.t_s - a.t_s).max(1e-9);
+        let cores = |i: usize| (b.cpu_s[i] - a.cpu_s[i]) / dt;
+        let load = r.samples.iter().map(|s| s.load1).sum::<f64>() / r.samples.len() as f64;
+        md += &format!(
+            "CPU used during the stream: ours {:.2} cores, Go {:.2} cores. The machine's \
+             1-minute load average over the samples: {load:.1} (mean; other work shared the \
+             cores: a scheduler that falls behind here may only be starved).\n\n",
+            cores(0),
+            cores(1)
+        );
+    }
+    md += "## Growth after warm-up\n\n";
+    md += &format!(
+        "The first half of the run is the warm-up; growth is the least-squares slope over the \
+         samples of the second half (from {:.0} s). *Flat* means that slope, held for an hour, \
+         adds at most 5 % of the RSS at the start of the second half.\n\n",
+        r.stream_s / 2.0
+    );
+    // The verdict: flat or growing.
+    let rss = growth[0].map(|g| {
+        let word = match (g.per_min_second_half, g.mid) {
+            (Some(s), Some(mid)) if mid > 0.0 && s * 60.0 <= 0.05 * mid => "flat",
+            (Some(_), Some(mid)) if mid > 0.0 => "**growing**",
+            _ => "not enough samples",
+        };
+        format!("{word} ({} MiB/min)", num(g.per_min_second_half, 3))
+    });
+    md += &format!("* RSS: ours {}, Go {}.\n", rss[0], rss[1]);
+    md += &format!(
+        "* Open file descriptors: ours {} /min, Go {} /min (first → last: {} → {}, {} → {}).\n\n",
+        num(growth[1][0].per_min_second_half, 2),
+        num(growth[1][1].per_min_second_half, 2),
+        num(growth[1][0].first, 0),
+        num(growth[1][0].last, 0),
+        num(growth[1][1].first, 0),
+        num(growth[1][1].last, 0),
+    );
+    md += "| figure | | ours | Go |\n|---|---|---:|---:|\n";
+    for ((name, _, digits, _), [a, b]) in FIGURES.iter().zip(&growth) {
+        for (label, value, d) in GROWTH_ROWS {
+            let d = d.unwrap_or(*digits);
+            let (x, y) = (num(value(a), d), num(value(b), d));
+            md += &format!("| {name} | {label} | {x} | {y} |\n");
+        }
+    }
+    md += "\n";
+    if let Some(e) = &r.end_sample {
+        let [rss, fds, threads, tasks] = [0, 1, 2, 3].map(|k| {
+            let (_, _, digits, get) = FIGURES[k];
+            [0, 1].map(|i| num(get(e, i), digits))
+        });
+        md += &format!(
+            "After the stream and the settle: RSS ours {} MiB, Go {} MiB; FDs {} / {}; \
+             threads {} / {}; tasks {} / goroutines {}. Our estimator client reported {} of \
+             {} estimators connected (the Go scheduler exports no such figure; the socket \
+             counts above are read from `/proc` for both).\n\n",
+            rss[0],
+            rss[1],
+            fds[0],
+            fds[1],
+            threads[0],
+            threads[1],
+            tasks[0],
+            tasks[1],
+            num(e.estimator_connected, 0),
+            r.members,
+        );
+    }
+    if let Some((png, axes, x_step)) = chart {
+        md += &format!("## Over time\n\n![churn chart]({png})\n\n");
+        md += &format!(
+            "Orange: ours (the wider line: where both are equal, blue with an orange rim); \
+             blue: Go. Vertical gridlines every {:.0} s{}. Panels, left to \
+             right and top to bottom (each y axis from 0, the gridline step and the top given):\n\n",
+            x_step,
+            if r.faults.is_empty() {
+                String::new()
+            } else {
+                "; red lines: API server kills".into()
+            }
+        );
+        for (k, a) in PANELS.iter().zip(axes) {
+            let (name, step, top) = (FIGURES[*k].0, a.step, a.top);
+            md += &format!("* {name}: gridlines every {step}, top {top}\n");
+        }
+        md += "\n";
+    }
+    // The sampled figures, ours and Go side by side.
+    md += "| s | live |";
+    for (_, [a, b], _, _) in &FIGURES {
+        md += &format!(" {a} | {b} |");
+    }
+    md += " load |\n|---:|---:|";
+    md += &"---:|---:|".repeat(FIGURES.len());
+    md += "---:|\n";
+    let step = r.samples.len().div_ceil(30).max(1);
+    for (i, s) in r.samples.iter().enumerate() {
+        if i % step == 0 || i + 1 == r.samples.len() {
+            md += &format!("| {:.0} | {} |", s.t_s, s.live);
+            for (_, _, digits, get) in &FIGURES {
+                let (a, b) = (num(get(s, 0), *digits), num(get(s, 1), *digits));
+                md += &format!(" {a} | {b} |");
+            }
+            md += &format!(" {:.1} |\n", s.load1);
+        }
+    }
+    md += "\n";
+
+    // ---- Correctness at the end.
+    md += "## At the end\n\n";
+    md += &match r.settled_after_s {
+        Some(s) => format!(
+            "Every live binding of both schedulers was settled {s:.1} s after the stream \
+             stopped (a `Scheduled` condition; when `True`, `schedulerObservedGeneration` equal \
+             to the generation).\n\n"
+        ),
+        None => format!(
+            "**Not every live binding was settled within {:.0} s after the stream.**\n\n",
+            r.settle_s
+        ),
+    };
+    md += &format!(
+        "Placement agreement of the live pairs with the same history (sorted `spec.clusters` \
+         and the `Scheduled` status of both members): **{}/{}**{}.\n\n",
+        r.agree,
+        r.pairs,
+        if r.broken_pairs > 0 {
+            format!(
+                " ({} more pairs left out: a request of theirs failed during a fault, so \
+                 their members may have seen different histories)",
+                r.broken_pairs
+            )
+        } else {
+            String::new()
+        }
+    );
+    if r.unplaced_pairs > 0 {
+        md += &format!(
+            "Pairs scaled while one member was not yet placed at its generation (the stream \
+             keeps its scale rate when no pair is placed by both; {} of the {} scale changes \
+             were so), compared apart since the scheduler behind may have seen two \
+             generations as one, and a Divided placement depends on its history: **{}/{}** \
+             agree.\n\n",
+            r.ops.scaled_before_placed, r.ops.scaled, r.unplaced_agree, r.unplaced_pairs
+        );
+    }
+    for d in &r.disagreements {
+        md += &format!("* {d}\n");
+    }
+    if !r.disagreements.is_empty() {
+        md += "\n";
+    }
+    md += "| | ours | Go |\n|---|---:|---:|\n";
+    let [a, b] = &r.sides;
+    let lat = |s: &ChurnSide| {
+        let [p50, p99, max] = [s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms];
+        format!("{} / {} / {}", num(p50, 0), num(p99, 0), num(max, 0))
+    };
+    let exited = |s: &ChurnSide| s.exited.clone().unwrap_or_else(|| "no".into());
+    let rows: [SideRow; 6] = [
+        ("live: `Scheduled=True` at their generation", |s| {
+            s.scheduled.to_string()
+        }),
+        ("live: `Scheduled=False`", |s| s.unschedulable.to_string()),
+        ("live: incomplete", |s| s.incomplete_count.to_string()),
+        ("creation → `Scheduled` p50 / p99 / max (ms)", lat),
+        ("deleted before being decided", |s| {
+            s.deleted_undecided.to_string()
+        }),
+        ("exited during the run", exited),
+    ];
+    for (name, cell) in rows {
+        md += &format!("| {name} | {} | {} |\n", cell(a), cell(b));
+    }
+    md += "\n";
+    for s in [a, b] {
+        for i in &s.incomplete {
+            md += &format!("* {} incomplete: {i}\n", s.scheduler_name);
+        }
+    }
+    let o = &r.ops;
+    md += &format!(
+        "Requests of the stream (bindings): {} created, {} scale changes, {} deleted; failed: \
+         {} creations, {} scale changes, {} deletions; {} ticks skipped with {IN_FLIGHT} \
+         requests in flight; {} scale ticks found no pair to scale; {} creation ticks held \
+         back while a failed deletion was retried.\n\n",
+        o.created,
+        o.scaled,
+        o.deleted,
+        o.create_failed,
+        o.scale_failed,
+        o.delete_failed,
+        o.skipped_ticks,
+        o.no_scale_candidate,
+        o.creations_held
+    );
+    if !r.faults.is_empty() {
+        md += "| fault at (s) | API server serving again after (s) | error |\n|---:|---:|---|\n";
+        for f in &r.faults {
+            md += &format!(
+                "| {:.0} | {:.1} | {} |\n",
+                f.t_s,
+                f.back_after_s,
+                f.error.as_deref().unwrap_or("")
+            );
+        }
+        md += "\n";
+    }
+    md += &format!(
+        "## Method\n\n\
+         * Bindings: {TEMPLATES} templates of the bench's seeded workload over the {} member \
+         clusters (every replica strategy, affinities, spread constraints, tolerations; some \
+         unschedulable by design), cycled; each pair's members are named `<template>-c<n>r` \
+         (ours) and `-c<n>g` (Go).\n\
+         * RSS: `VmRSS`, threads: `Threads` of `/proc/<pid>/status`; file descriptors: entries \
+         of `/proc/<pid>/fd`; estimator connections: established TCP connections of the \
+         process to the estimators' ports (`/proc/<pid>/net/tcp`, matched by socket inode).\n\
+         * From `/metrics`: `workqueue_depth{{name=\"scheduler-queue\"}}` (both); ours \
+         `{TOKIO_TASKS}` (tokio's alive tasks, our own gauge) and \
+         `{ESTIMATOR_CONNECTED}`; Go `{GOROUTINES}`.\n\
+         * Backlog: live bindings of the scheduler without a `Scheduled` condition, or \
+         `Scheduled=True` for an older generation (a scale change not placed yet), from the \
+         bench's own watch.\n\
+         * Growth per minute: least-squares slope of the samples, over the second half of the \
+         stream and over all of it.\n",
+        r.members
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_over_the_second_half() {
+        // 10 MiB flat for 5 minutes, then 1 MiB/min.
+        let p: Vec<(f64, f64)> = (0..=20)
+            .map(|i| {
+                let t = f64::from(i) * 30.0;
+                (
+                    t,
+                    if t < 300.0 {
+                        10.0
+                    } else {
+                        10.0 + (t - 300.0) / 60.0
+                    },
+                )
+            })
+            .collect();
+        let g = Growth::of(&p, 600.0);
+        assert_eq!(g.first, Some(10.0));
+        assert_eq!(g.mid, Some(10.0));
+        assert_eq!(g.last, Some(15.0));
+        assert!((g.per_min_second_half.unwrap() - 1.0).abs() < 1e-9, "{g:?}");
+        assert!(g.per_min_whole.unwrap() < 1.0);
+    }
+
+    #[test]
+    fn report_of_a_run() {
+        let sample = |t: f64, rss: u64| ChurnSample {
+            t_s: t,
+            live: 300,
+            rss_kib: [rss, 2 * rss],
+            fds: [30, 40],
+            tasks: [Some(50.0), Some(200.0)],
+            ..Default::default()
+        };
+        let r = ChurnRun {
+            minutes: 1.0,
+            stream_s: 60.0,
+            live: 300,
+            members: 3,
+            samples: (0..5)
+                .map(|i| sample(f64::from(i) * 15.0, 20_480))
+                .collect(),
+            pairs: 150,
+            agree: 150,
+            ..Default::default()
+        };
+        let md = markdown(&r, None);
+        assert!(
+            md.contains("RSS: ours flat (0.000 MiB/min), Go flat"),
+            "{md}"
+        );
+        assert!(md.contains("**150/150**"), "{md}");
+    }
+}

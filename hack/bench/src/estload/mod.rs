@@ -1,0 +1,1262 @@
+//! `--estimators-only`: the schedulers with the accurate estimators on, at several scales, ours
+//! and the Go v1.18.2 one in the same run, every cluster's estimator behind an `ExternalName`
+//! Service `karmada-scheduler-estimator-<cluster>` (the deployment this project exists for).
+//!
+//! At small scale the estimators are the real Go ones of the control plane's members; above
+//! that, one [`PerCluster`] fake of this process serves a port per cluster and answers from a
+//! per-cluster formula after a fixed latency, so that the schedulers, not the estimators, are
+//! measured. Per scale: both schedulers together on their halves of the workload, then each
+//! alone on the same batch (bindings/s, creation-to-`Scheduled` latency, estimator RPCs per
+//! binding, open estimator connections, CPU, placement agreement), the replay ceiling of our
+//! batch, and peak RSS. At the largest stub scale, fault rows: one estimator hung, a tenth
+//! refusing connections, a tenth of the VIPs moved mid-run.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Context as _;
+// The estimator Services' name, namespace and port (the schedulers' defaults).
+use estimator_client::options::{
+    DEFAULT_PORT as SERVICE_PORT, DEFAULT_SERVICE_NAMESPACE as SERVICE_NAMESPACE,
+    DEFAULT_SERVICE_PREFIX as SERVICE_PREFIX,
+};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use testenv::estimator::{Behaviour, FakeEstimator, PerCluster, external_name_service};
+use tokio::time::Instant;
+
+use crate::jobs::apply_all;
+use crate::observe::Placement;
+use crate::plane::{self, Plane, create_bindings, keys_of, log, rate_after, wait_queues_idle};
+use crate::procs::{RssSampler, Sched, connections_to};
+use crate::promtext::{self, ALGO, ATTEMPTS, E2E, ESTIMATOR_CALL, Histogram};
+use crate::report::{list, met, num, ratio};
+use crate::results::Phase;
+use crate::scenario::Scenario;
+use crate::workload::BindingTemplate;
+
+/// Batch suffixes of the alone phase, ours then Go's.
+const ALONE: [&str; 2] = ["-ar", "-ag"];
+/// The schedulers' default `--scheduler-estimator-timeout`.
+const ESTIMATOR_TIMEOUT_S: f64 = estimator_client::options::DEFAULT_TIMEOUT.as_secs_f64();
+const ESTIMATOR_REQUESTS: &str = "karmada_scheduler_estimator_estimating_request_total";
+
+/// One scheduler in one phase.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SideFigures {
+    pub phase: Phase,
+    /// Estimator calls answered during the phase, per binding of the phase (alone phases and
+    /// fault rows only: the together phase shares the estimators).
+    pub rpcs_per_binding: Option<f64>,
+    /// Most established estimator connections seen during the phase.
+    pub connections: usize,
+    pub cpu_s: f64,
+    /// Alone phases: wall seconds of the phase and CPU seconds of every process on the cores
+    /// meanwhile (the scheduler, the apiserver, etcd, the bench with its stub estimators):
+    /// where the time goes.
+    #[serde(default)]
+    pub wall_s: f64,
+    #[serde(default)]
+    pub cpu_by_process: BTreeMap<String, f64>,
+    /// Alone phases: mean milliseconds per attempt from the scheduler's own histograms over
+    /// the batch: `e2e`, each algorithm step, and (ours) one estimator call (`estimator call`,
+    /// `estimator call p99`).
+    #[serde(default)]
+    pub attempt_ms: BTreeMap<String, f64>,
+    /// Alone phases: the scheduler's attempts over the batch by `result/schedule_type`
+    /// (`karmada_scheduler_schedule_attempts_total`) and the bindings queued by event
+    /// (`queue/<event>`, `karmada_scheduler_queue_incoming_bindings_total`): why a binding
+    /// cost more than one attempt.
+    #[serde(default)]
+    pub attempts: BTreeMap<String, f64>,
+    /// `perf report` of our scheduler during its alone batch (`--perf`).
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// The key of [`SideFigures::attempts`] that counts algorithm passes.
+const PASSES: &str = "algorithm passes";
+
+impl SideFigures {
+    /// Attempts over the batch, whatever their result and type (the `result/type` keys of
+    /// [`SideFigures::attempts`]).
+    fn attempts_made(&self) -> f64 {
+        self.attempts
+            .iter()
+            .filter(|(k, _)| !k.starts_with("queue/") && k.as_str() != PASSES)
+            .map(|(_, v)| v)
+            .sum()
+    }
+}
+
+/// One scale.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Scale {
+    pub clusters: usize,
+    /// `real Go estimators` or `stub, N ms`.
+    pub estimators: String,
+    pub bindings: usize,
+    pub alone_bindings: usize,
+    /// `[ours, Go]`.
+    pub together: [SideFigures; 2],
+    pub alone: [SideFigures; 2],
+    /// Bindings/s of a bare client writing what ours wrote in its alone batch, per requests in
+    /// flight.
+    pub replay_ceiling: BTreeMap<String, f64>,
+    /// Bindings/s of a bare client doing the whole work of ours's alone batch: the same
+    /// estimator calls (recorded by the stub, replayed to it) and the same writes, with no
+    /// scheduling logic; per requests in flight. Stub scales only.
+    #[serde(default)]
+    pub fair_ceiling: BTreeMap<String, f64>,
+    /// Estimator calls the fair ceiling made (those of ours's alone batch).
+    #[serde(default)]
+    pub fair_ceiling_calls: usize,
+    /// The machine's 1-minute load average just before ours's alone batch and at the end of
+    /// the scale (other work on the shared machine makes figures noisy).
+    #[serde(default)]
+    pub load_1m: [f64; 2],
+    pub peak_rss_kib: [u64; 2],
+    /// RSS once started and connected to every estimator, before any binding.
+    #[serde(default)]
+    pub idle_rss_kib: [u64; 2],
+    /// Alone batches: templates both placed the same way, of all.
+    pub agree: usize,
+    pub pairs: usize,
+    pub disagreements: Vec<String>,
+    pub faults: Vec<FaultRow>,
+}
+
+/// One fault, one scheduler.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FaultRow {
+    pub fault: String,
+    /// `ours` or `Go`.
+    pub scheduler: String,
+    pub phase: Phase,
+    /// Attempt durations (the scheduler's own e2e histogram over the row): p50, p99, seconds.
+    pub attempt_p50_s: Option<f64>,
+    pub attempt_p99_s: Option<f64>,
+    /// Creation to the first `Scheduled` condition, per binding: median and worst, seconds.
+    /// With `sequential` (each binding created once the previous one was decided) this is one
+    /// attempt and its writes.
+    pub decide_p50_s: Option<f64>,
+    pub decide_max_s: Option<f64>,
+    pub sequential: bool,
+    /// Answers per binding from the estimators the fault did not touch.
+    pub healthy_answers_per_binding: f64,
+    /// Answers per binding from the faulty estimators (a moved one answering at its new
+    /// address counts here).
+    pub faulty_answers_per_binding: f64,
+    /// Calls per binding that reached a hung estimator.
+    pub hung_calls_per_binding: f64,
+    /// Placements equal to the same templates' in the fault-free alone phase, of all.
+    pub same_as_fault_free: usize,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EstBench {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+    pub latency_ms: f64,
+    pub scales: Vec<Scale>,
+}
+
+/// Where the estimators are and how many calls they answered.
+enum Estimators {
+    /// The members' Go estimators: `(gRPC port, metrics address)`.
+    Real(Vec<(u16, String)>),
+    Stub(PerCluster),
+}
+
+impl Estimators {
+    fn ports(&self) -> HashSet<u16> {
+        match self {
+            Estimators::Real(m) => m.iter().map(|(p, _)| *p).collect(),
+            Estimators::Stub(s) => s.ports().into_iter().collect(),
+        }
+    }
+
+    /// Estimating calls answered so far and calls that reached a hung estimator, per cluster
+    /// (the real ones hang none).
+    async fn counts(&self) -> Vec<[u64; 2]> {
+        match self {
+            Estimators::Stub(s) => s.counts().iter().map(|c| [c.answered(), c.hung]).collect(),
+            Estimators::Real(m) => {
+                let mut out = Vec::new();
+                for (_, metrics) in m {
+                    let text = match crate::procs::http_get(metrics, "/metrics").await {
+                        Ok((200, text)) => text,
+                        _ => String::new(),
+                    };
+                    let n = promtext::sum(&promtext::parse(&text), ESTIMATOR_REQUESTS, &[]);
+                    out.push([n as u64, 0]);
+                }
+                out
+            }
+        }
+    }
+}
+
+/// `MaxAvailableReplicas` (and component sets) answer of a stub cluster: 4 to 63, from a hash
+/// of the name, the same for every workload, so that both schedulers meet the same answers
+/// and must agree.
+fn max_available_answer(cluster: &str) -> i32 {
+    4 + (testenv::rng::fnv1a(&[cluster]) % 60) as i32
+}
+
+/// The stub: a port per cluster, answering [`max_available_answer`] after `latency`.
+async fn start_stub(clusters: &[String], latency: Duration) -> anyhow::Result<PerCluster> {
+    FakeEstimator::from_fn(move |call| {
+        Behaviour::AnswerAfter(max_available_answer(&call.cluster), latency)
+    })
+    .unrecorded()
+    .serve_per_cluster(clusters)
+    .await
+}
+
+/// Points the Service of `cluster` at `port` (a moved VIP).
+async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<()> {
+    let api: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), SERVICE_NAMESPACE);
+    let patch = json!({"spec": {"ports": [{"name": "grpc", "protocol": "TCP", "port": SERVICE_PORT, "targetPort": port}]}});
+    api.patch(
+        &format!("{SERVICE_PREFIX}-{cluster}"),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .with_context(|| format!("moving the estimator Service of {cluster}"))?;
+    Ok(())
+}
+
+/// The Prometheus samples of a scheduler's `/metrics` now (none when it does not answer).
+async fn scrape(s: &Sched) -> Vec<promtext::Sample> {
+    (s.scrape().await)
+        .map(|t| promtext::parse(&t))
+        .unwrap_or_default()
+}
+
+/// Every step of the bench (both schedulers together, one alone, a fault row), measured the
+/// same way: the schedulers' CPU seconds and own metrics, and the calls the estimators
+/// answered, before and after it, and the schedulers' estimator connections sampled during it.
+struct Meter<'a> {
+    scheds: Vec<&'a Sched>,
+    /// The schedulers', then the kube-apiserver's, etcd's and the bench's.
+    pids: Vec<u32>,
+    cpu: Vec<f64>,
+    metrics: Vec<Vec<promtext::Sample>>,
+    calls: Vec<[u64; 2]>,
+    conns: (RssSampler, tokio::task::JoinHandle<()>),
+    start: Instant,
+}
+
+/// What a step did: its wall seconds, CPU seconds by [`Meter::pids`], each scheduler's
+/// metrics before and after, the calls answered and hung per cluster, and each scheduler's
+/// most estimator connections.
+struct Measured {
+    wall_s: f64,
+    cpu: Vec<f64>,
+    metrics: Vec<[Vec<promtext::Sample>; 2]>,
+    calls: Vec<[u64; 2]>,
+    connections: Vec<usize>,
+}
+
+impl<'a> Meter<'a> {
+    async fn start(plane: &Plane, est: &Estimators, scheds: &[&'a Sched]) -> Meter<'a> {
+        let mut pids: Vec<u32> = scheds.iter().map(|s| s.pid()).collect();
+        let ports = est.ports();
+        let conns = RssSampler::start_with(pids.clone(), Duration::from_millis(500), move |p| {
+            connections_to(p, &ports) as u64
+        });
+        pids.extend([plane.apiserver_pid, plane.etcd_pid, std::process::id()]);
+        let mut metrics = Vec::new();
+        for s in scheds {
+            metrics.push(scrape(s).await);
+        }
+        Meter {
+            scheds: scheds.to_vec(),
+            cpu: plane::cpu_snapshot(&pids),
+            pids,
+            metrics,
+            calls: est.counts().await,
+            conns,
+            start: Instant::now(),
+        }
+    }
+
+    async fn stop(self, est: &Estimators) -> Measured {
+        self.conns.1.abort();
+        let wall_s = self.start.elapsed().as_secs_f64();
+        let cpu = plane::cpu_since(&self.pids, &self.cpu);
+        let mut metrics = Vec::new();
+        for (s, before) in self.scheds.iter().zip(self.metrics) {
+            metrics.push([before, scrape(s).await]);
+        }
+        let calls = (est.counts().await.iter().zip(&self.calls))
+            .map(|(a, b)| [a[0] - b[0], a[1] - b[1]])
+            .collect();
+        let connections = (0..self.scheds.len())
+            .map(|i| self.conns.0.max(i) as usize)
+            .collect();
+        Measured {
+            wall_s,
+            cpu,
+            metrics,
+            calls,
+            connections,
+        }
+    }
+}
+
+impl Measured {
+    /// Scheduler `i`'s histogram `name` (series matching `filter`) over the step.
+    fn histogram(&self, i: usize, name: &str, filter: &[(&str, &str)]) -> Histogram {
+        let [before, after] = &self.metrics[i];
+        Histogram::read(after, name, filter).since(&Histogram::read(before, name, filter))
+    }
+
+    /// Estimator calls answered over the step, by every cluster.
+    fn answered(&self) -> u64 {
+        self.calls.iter().map(|c| c[0]).sum()
+    }
+}
+
+/// Scheduler `i`'s attempt and queue counters over the step, keyed `result/schedule_type`
+/// and `queue/<event>`, and its algorithm passes.
+fn attempts(m: &Measured, i: usize) -> BTreeMap<String, f64> {
+    let counters = |s: &[promtext::Sample]| {
+        let mut c = promtext::sums_by(s, ATTEMPTS, |s| {
+            Some(format!(
+                "{}/{}",
+                s.label("result"),
+                s.label("schedule_type")
+            ))
+        });
+        let queued = "karmada_scheduler_queue_incoming_bindings_total";
+        c.extend(promtext::sums_by(s, queued, |s| {
+            Some(format!("queue/{}", s.label("event")))
+        }));
+        c
+    };
+    let [before, after] = &m.metrics[i];
+    let mut attempts = promtext::growth(&counters(before), &counters(after));
+    let passes = m.histogram(i, ALGO, &[("schedule_step", "Filter")]).count;
+    if passes > 0.0 {
+        attempts.insert(PASSES.into(), passes);
+    }
+    attempts
+}
+
+/// One scheduler alone on `items`: its figures, and the calls each cluster answered.
+async fn alone(
+    plane: &Plane,
+    cfg: &Scenario,
+    est: &Estimators,
+    sched: &Sched,
+    items: &[(String, String, Value)],
+) -> anyhow::Result<(SideFigures, Vec<[u64; 2]>)> {
+    let perf = if cfg.samples.perf && sched.label == "rust" {
+        plane::start_perf(&plane.env, &[("rust", sched.pid())])
+    } else {
+        Vec::new()
+    };
+    let meter = Meter::start(plane, est, &[sched]).await;
+    let (client, observer) = (&plane.client, &plane.observer);
+    let batch =
+        plane::create_and_settle(cfg, client, observer, items, &[sched.name.as_str()]).await?;
+    let m = meter.stop(est).await;
+    let (profile, _) = plane::stop_perf(perf).await;
+    let mut attempt_ms = BTreeMap::new();
+    let mut put = |label: &str, name: &str, filter: &[(&str, &str)]| {
+        let h = m.histogram(0, name, filter);
+        if let Some(mean) = h.mean() {
+            attempt_ms.insert(label.to_string(), mean * 1000.0);
+        }
+        h
+    };
+    put("e2e", E2E, &[]);
+    for step in ["Filter", "Score", "Select", "AssignReplicas"] {
+        put(step, ALGO, &[("schedule_step", step)]);
+    }
+    if let Some(q) = put("estimator call", ESTIMATOR_CALL, &[]).quantile(0.99) {
+        attempt_ms.insert("estimator call p99".into(), q * 1000.0);
+    }
+    let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+    phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
+    let processes = [
+        "scheduler",
+        "kube-apiserver",
+        "etcd",
+        "bench (stub estimators, watches)",
+    ];
+    let figures = SideFigures {
+        phase,
+        rpcs_per_binding: Some(m.answered() as f64 / keys.len().max(1) as f64),
+        connections: m.connections[0],
+        cpu_s: m.cpu[0],
+        wall_s: m.wall_s,
+        attempts: attempts(&m, 0),
+        attempt_ms,
+        cpu_by_process: (processes.iter().zip(&m.cpu))
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        profile,
+    };
+    Ok((figures, m.calls))
+}
+
+/// A row of the fault table: what is done to the stub ([`PerCluster`]) around one scheduler's batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Nothing: the reference row (its "faulty" clusters are the hung row's).
+    None,
+    /// One estimator accepts calls and never answers.
+    Hung,
+    /// A tenth of the estimators refuse connections.
+    Refusing,
+    /// A tenth of the estimators move to new ports halfway through the batch; their Services
+    /// follow, the old ports then refuse.
+    Moved,
+    /// The batch after [`Fault::Moved`], for the other scheduler: the estimators already at
+    /// their new addresses, the old ones refusing.
+    AfterMove,
+}
+
+impl Fault {
+    fn label(self) -> &'static str {
+        match self {
+            Fault::None => "none (reference)",
+            Fault::Hung => "1 estimator hung",
+            Fault::Refusing => "10 % refusing connections",
+            Fault::Moved | Fault::AfterMove => "10 % of the VIPs moved mid-run",
+        }
+    }
+
+    /// Applies the fault to the `faulty` clusters of `stub` (`on`) or undoes it (moved
+    /// estimators stay moved: the move is made during the batch).
+    async fn set(self, stub: &PerCluster, faulty: &HashSet<usize>, on: bool) -> anyhow::Result<()> {
+        for &i in faulty {
+            match self {
+                Fault::Hung => stub.set_hang(i, on),
+                Fault::Refusing if on => stub.refuse(i).await,
+                Fault::Refusing => stub.restore(i).await?,
+                Fault::None | Fault::Moved | Fault::AfterMove => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What every fault row shares: the control plane, the scenario, the estimators (the stub),
+/// the fault-free placements of our alone batch by template, the Divided templates the rows
+/// create, and the run's start.
+struct Rows<'a> {
+    plane: &'a Plane,
+    cfg: &'a Scenario,
+    est: &'a Estimators,
+    stub: &'a PerCluster,
+    fault_free: BTreeMap<String, Placement>,
+    templates: Vec<BindingTemplate>,
+    t0: Instant,
+}
+
+impl Rows<'_> {
+    /// Waits until every one of `keys` is decided.
+    async fn decided(&self, keys: &[String]) {
+        let timeout = self.cfg.settle_timeout;
+        (self.plane.observer)
+            .settle(keys, &[], plane::decided, Duration::ZERO, timeout)
+            .await;
+    }
+
+    /// Applies `fault` to the `faulty` clusters around one scheduler's batch (named with
+    /// `suffix`) and measures the row.
+    async fn row(
+        &self,
+        fault: Fault,
+        faulty: &HashSet<usize>,
+        sched: &Sched,
+        label: &str,
+        suffix: &str,
+    ) -> anyhow::Result<FaultRow> {
+        let (cfg, stub) = (self.cfg, self.stub);
+        let (client, observer) = (&self.plane.client, &self.plane.observer);
+        fault.set(stub, faulty, true).await?;
+        let items = plane::items(&self.templates, suffix, |_| &sched.name);
+        let keys = keys_of(&items, &sched.name);
+        let meter = Meter::start(self.plane, self.est, &[sched]).await;
+        let start = Instant::now();
+        // The reference and hung rows create one at a time, so that each binding's
+        // creation-to-decision time is one attempt (no queueing behind the others): what a
+        // hung estimator costs a cycle. The others at once, in two halves.
+        let sequential = matches!(fault, Fault::None | Fault::Hung);
+        let half = if sequential {
+            items.len()
+        } else {
+            items.len() / 2
+        };
+        if sequential {
+            for (item, key) in items.iter().zip(&keys) {
+                create_bindings(client, observer, std::slice::from_ref(item), 1).await?;
+                self.decided(std::slice::from_ref(key)).await;
+            }
+        } else {
+            create_bindings(client, observer, &items[..half], cfg.create_concurrency).await?;
+        }
+        if fault == Fault::Moved {
+            // Let the first half be decided against the old addresses first.
+            self.decided(&keys[..half]).await;
+            for &i in faulty {
+                let port = stub.move_port(i).await?;
+                retarget(client, &stub.clusters()[i], port).await?;
+            }
+            // The Services are written; a moment for watchers, then the old addresses go away.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for &i in faulty {
+                stub.close_previous(i).await;
+            }
+            log(
+                self.t0,
+                format!("{label}: {} estimators moved", faulty.len()),
+            );
+        }
+        let second_half = Instant::now();
+        create_bindings(client, observer, &items[half..], cfg.create_concurrency).await?;
+        let names = [sched.name.as_str()];
+        let settled = plane::settle_sides(observer, &items, &names, start, cfg.settle_timeout);
+        let [(_, mut phase)] = settled.await.try_into().expect("one side");
+        if fault == Fault::Moved {
+            // The move itself (and its pause) is not the scheduler's time.
+            phase.whole_rate_per_s = rate_after(observer, &keys[half..], second_half);
+        }
+        let decide: Vec<f64> = (observer.snapshot(&keys).iter())
+            .filter_map(|o| Some(o.decided_at?.saturating_duration_since(o.created_at?)))
+            .map(|d| d.as_secs_f64())
+            .collect();
+        fault.set(stub, faulty, false).await?;
+        let m = meter.stop(self.est).await;
+        let h = m.histogram(0, E2E, &[]);
+        // Answered by the healthy and by the faulty clusters, and calls hung by the faulty.
+        let (mut healthy, mut sick, mut hung) = (0, 0, 0);
+        for (i, [answered, hung_calls]) in m.calls.iter().enumerate() {
+            if faulty.contains(&i) {
+                (sick, hung) = (sick + answered, hung + hung_calls);
+            } else {
+                healthy += answered;
+            }
+        }
+        let same = (self.templates.iter())
+            .filter(|t| {
+                let got = observer.get(&t.key(suffix)).map(|o| o.clusters);
+                got.is_some() && got.as_ref() == self.fault_free.get(&t.key(""))
+            })
+            .count();
+        let n = keys.len().max(1) as f64;
+        Ok(FaultRow {
+            fault: fault.label().to_string(),
+            scheduler: label.to_string(),
+            phase,
+            attempt_p50_s: h.quantile(0.5),
+            attempt_p99_s: h.quantile(0.99),
+            decide_p50_s: crate::stats::percentile(&decide, 0.5),
+            decide_max_s: decide.iter().copied().reduce(f64::max),
+            sequential,
+            healthy_answers_per_binding: healthy as f64 / n,
+            faulty_answers_per_binding: sick as f64 / n,
+            hung_calls_per_binding: hung as f64 / n,
+            same_as_fault_free: same,
+        })
+    }
+}
+
+/// One scale on a fresh control plane.
+async fn scale(
+    base: &Scenario,
+    clusters: usize,
+    with_faults: bool,
+    t0: Instant,
+) -> anyhow::Result<Scale> {
+    let real = clusters <= base.estimators.real_max;
+    let mut cfg = base.clone();
+    cfg.workload.clusters = clusters;
+    cfg.workload.bindings = base.workload.bindings.max(base.workload.alone);
+    cfg.flags.estimator = true;
+    cfg.estimators.members = if real { clusters } else { 0 };
+    let plane = plane::start_plane(&cfg, t0).await?;
+    let (est, estimators) = if real {
+        let members = plane.env.members().iter();
+        let metrics = |m: &testenv::MemberInfo| format!("127.0.0.1:{}", m.estimator_metrics_port);
+        let members = members.map(|m| (m.estimator_port, metrics(m))).collect();
+        (Estimators::Real(members), "real Go estimators".to_string())
+    } else {
+        let stub = start_stub(&plane.wl.cluster_names, base.estimators.latency).await?;
+        let services = (0..clusters)
+            .map(|i| {
+                let service = external_name_service(&stub.clusters()[i], "127.0.0.1", stub.port(i));
+                serde_json::to_value(service)
+            })
+            .collect::<Result<Vec<Value>, _>>()?;
+        apply_all(&plane.client, services, cfg.create_concurrency)
+            .await
+            .context("creating the estimator Services")?;
+        let ms = base.estimators.latency.as_secs_f64() * 1000.0;
+        (Estimators::Stub(stub), format!("stub, {ms:.0} ms"))
+    };
+    log(t0, format!("{clusters} clusters, estimators: {estimators}"));
+
+    let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
+    // Connected to every estimator, nothing to schedule yet: what the connections cost.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_rss_kib =
+        [rust.pid(), go.pid()].map(|p| crate::procs::memory_kib(p).map_or(0, |m| m.0));
+    let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
+    let (client, observer) = (&plane.client, &plane.observer);
+
+    // ---- Together: both schedulers on their halves at once.
+    let mut together_wl = plane::originals(&plane.wl, &[rust.name.clone(), go.name.clone()]);
+    together_wl.truncate(base.workload.bindings);
+    let meter = Meter::start(&plane, &est, &[&rust, &go]).await;
+    let names = [rust.name.as_str(), go.name.as_str()];
+    let batch = plane::create_and_settle(&cfg, client, observer, &together_wl, &names).await?;
+    let m = meter.stop(&est).await;
+    let together = batch.sides.into_iter().enumerate();
+    let together: [SideFigures; 2] = plane::two(
+        (together.map(|(i, (_, phase))| SideFigures {
+            phase,
+            connections: m.connections[i],
+            cpu_s: m.cpu[i],
+            ..Default::default()
+        }))
+        .collect(),
+    );
+    let rate = |f: &SideFigures| f.phase.steady_rate_per_s.unwrap_or(0.0);
+    log(
+        t0,
+        format!(
+            "together: ours {:.1}/s, Go {:.1}/s",
+            rate(&together[0]),
+            rate(&together[1])
+        ),
+    );
+    rust.check_alive()?;
+    go.check_alive()?;
+
+    // ---- Alone: the same batch for each, the other idle.
+    let both = [&rust, &go];
+    let wl = &plane.wl;
+    let templates = wl.bindings[..base.workload.alone.min(wl.bindings.len())].to_vec();
+    let templates = &templates[..];
+    let mut alone_figs = Vec::new();
+    // Calls per cluster during our alone batch (stub only).
+    let mut asked: Vec<u64> = Vec::new();
+    let mut load_1m = [0.0; 2];
+    // The estimator calls of our alone batch, for the fair ceiling (stub only).
+    let mut recorded = Vec::new();
+    for (i, s) in both.into_iter().enumerate() {
+        wait_queues_idle(&both, crate::plane::QUIET, cfg.settle_timeout).await;
+        let items = plane::items(templates, ALONE[i], |_| &s.name);
+        let ours_stub = match &est {
+            Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
+            _ => None,
+        };
+        if i == 0 {
+            load_1m[0] = crate::procs::load_1m();
+        }
+        if let Some(fake) = ours_stub {
+            fake.start_recording();
+        }
+        let (f, calls) = alone(&plane, &cfg, &est, s, &items).await?;
+        if let Some(fake) = ours_stub {
+            (recorded, asked) = (fake.take_recording(), calls.iter().map(|c| c[0]).collect());
+        }
+        log(
+            t0,
+            format!(
+                "alone {}: {:.1}/s steady, p99 {:.0} ms, {:.1} estimator calls/binding, {} connections",
+                s.label,
+                rate(&f),
+                f.phase.latency_p99_ms.unwrap_or(0.0),
+                f.rpcs_per_binding.unwrap_or(0.0),
+                f.connections
+            ),
+        );
+        alone_figs.push(f);
+    }
+    // The fair ceiling opens a connection per cluster of its own: with both schedulers still
+    // connected, the stub's and the ceiling's sockets can pass the open-files limit (5,000
+    // clusters: 5,000 listeners, 10,000 schedulers' and 10,000 ceiling's connections ends).
+    // Then the schedulers are measured and stopped first, and the fault rows skipped.
+    let stopped_early = clusters * 5 > crate::procs::open_files_limit();
+    let mut peak_early = None;
+    if stopped_early {
+        rss_task.abort();
+        peak_early = Some([rss.max(0), rss.max(1)]);
+        rust.proc.kill();
+        go.proc.kill();
+        log(
+            t0,
+            format!(
+                "{clusters} clusters: schedulers stopped before the ceilings (open-files limit {}), no fault rows",
+                crate::procs::open_files_limit()
+            ),
+        );
+    }
+    // What the ceilings cost, for the log: the bench holds the stub and the bare client.
+    let busy = [
+        ("bench (stub estimators, bare client)", std::process::id()),
+        ("kube-apiserver", plane.apiserver_pid),
+        ("etcd", plane.etcd_pid),
+    ];
+    let concurrency = &cfg.ceiling.concurrency;
+    let ceiling = |calls| {
+        crate::ceiling::replay_ceiling(client, templates, ALONE[0], concurrency, calls, &busy, t0)
+    };
+    let replay_ceiling = ceiling(None).await?;
+    // The fair ceiling: the same writes, each binding first making its share of the very
+    // estimator calls our batch made, against the same stub, with no scheduling logic.
+    let mut fair_ceiling = BTreeMap::new();
+    let mut fair_ceiling_calls = 0;
+    if let Estimators::Stub(stub) = &est
+        && !recorded.is_empty()
+    {
+        let calls =
+            crate::ceiling::EstimatorCalls::connect(stub, recorded, templates.len()).await?;
+        fair_ceiling_calls = calls.len();
+        log(
+            t0,
+            format!(
+                "our alone batch made {} estimator calls, {} of them distinct (cluster, method, request)",
+                calls.len(),
+                calls.distinct()
+            ),
+        );
+        fair_ceiling = ceiling(Some(&calls)).await?;
+    }
+    let mut disagreements = Vec::new();
+    let mut agree = 0;
+    for t in templates {
+        let [a, b] = ALONE.map(|s| observer.get(&t.key(s)).map(|o| (o.clusters, o.condition)));
+        // Placed alike, with the same `Scheduled` status.
+        let status = |c: &Option<(String, String)>| c.as_ref().map(|c| c.0.clone());
+        let same = match (&a, &b) {
+            (Some((pa, ca)), Some((pb, cb))) => pa == pb && status(ca) == status(cb),
+            _ => false,
+        };
+        if same {
+            agree += 1;
+        } else if disagreements.len() < 10 {
+            let (key, strategy) = (t.key(""), &t.strategy);
+            disagreements.push(format!("{key} [{strategy}]: ours {a:?}, Go {b:?}"));
+        }
+    }
+    log(
+        t0,
+        format!("alone batches agree: {agree}/{}", templates.len()),
+    );
+
+    // ---- Faults (stub only).
+    let mut faults = Vec::new();
+    if let (true, false, Estimators::Stub(stub)) = (with_faults, stopped_early, &est) {
+        let fault_free = (templates.iter())
+            .filter_map(|t| Some((t.key(""), observer.get(&t.key(ALONE[0]))?.clusters)))
+            .collect();
+        // Only the templates that ask the estimators (replicas to divide) say something.
+        let divided = |t: &&BindingTemplate| {
+            t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
+        };
+        let rows = Rows {
+            plane: &plane,
+            cfg: &cfg,
+            est: &est,
+            stub,
+            fault_free,
+            templates: (templates.iter().filter(divided))
+                .take(base.faults.estimator_row_bindings)
+                .cloned()
+                .collect(),
+            t0,
+        };
+        // The clusters the batch asks most come first: a fault there matters.
+        let mut ranked: Vec<usize> = (0..asked.len()).collect();
+        ranked.sort_by_key(|&i| std::cmp::Reverse(asked[i]));
+        let hung: HashSet<usize> = ranked.iter().copied().take(1).collect();
+        let tenth: HashSet<usize> = ranked.iter().copied().step_by(10).collect();
+        let faulted = [
+            (Fault::None, &hung, Fault::None),
+            (Fault::Hung, &hung, Fault::Hung),
+            (Fault::Refusing, &tenth, Fault::Refusing),
+            // A move is one event: the second scheduler meets the moved addresses.
+            (Fault::Moved, &tenth, Fault::AfterMove),
+        ];
+        for (k, (first, set, second)) in faulted.into_iter().enumerate() {
+            for (i, s) in [&rust, &go].into_iter().enumerate() {
+                wait_queues_idle(&[&rust, &go], crate::plane::QUIET, cfg.settle_timeout).await;
+                let label = ["ours", "Go"][i];
+                let suffix = format!("-f{k}{}", ["r", "g"][i]);
+                let fault = if i == 0 { first } else { second };
+                let row = rows.row(fault, set, s, label, &suffix).await?;
+                log(
+                    t0,
+                    format!(
+                        "fault '{}' {label}: {}/{} decided, attempt p99 {:.2}s, {:.1} healthy answers/binding, {:.1} hung calls/binding, {}/{} as without the fault",
+                        row.fault,
+                        row.phase.done,
+                        row.phase.bindings,
+                        row.attempt_p99_s.unwrap_or(0.0),
+                        row.healthy_answers_per_binding,
+                        row.hung_calls_per_binding,
+                        row.same_as_fault_free,
+                        row.phase.bindings
+                    ),
+                );
+                faults.push(row);
+            }
+        }
+    }
+
+    rss_task.abort();
+    load_1m[1] = crate::procs::load_1m();
+    let peak = peak_early.unwrap_or_else(|| [rss.max(0), rss.max(1)]);
+    rust.proc.kill();
+    go.proc.kill();
+    let (bindings, pairs) = (together_wl.len(), templates.len());
+    plane.stop();
+    Ok(Scale {
+        clusters,
+        estimators,
+        bindings,
+        alone_bindings: pairs,
+        together,
+        alone: plane::two(alone_figs),
+        replay_ceiling,
+        fair_ceiling,
+        fair_ceiling_calls,
+        load_1m,
+        peak_rss_kib: peak,
+        idle_rss_kib,
+        agree,
+        pairs,
+        disagreements,
+        faults,
+    })
+}
+
+/// The chart's bars of one scale: alone bindings/s and alone p99 latency.
+pub fn chart_point(s: &Scale) -> crate::chart::Point {
+    crate::chart::Point {
+        rust_rate: s.alone[0].phase.steady_rate_per_s.unwrap_or(0.0),
+        go_rate: s.alone[1].phase.steady_rate_per_s.unwrap_or(0.0),
+        rust_p99_ms: s.alone[0].phase.latency_p99_ms.unwrap_or(0.0),
+        go_p99_ms: s.alone[1].phase.latency_p99_ms.unwrap_or(0.0),
+    }
+}
+
+/// Runs every scale.
+pub async fn run(base: &Scenario) -> anyhow::Result<EstBench> {
+    let t0 = Instant::now();
+    let largest_stub = base
+        .workload
+        .scales
+        .iter()
+        .copied()
+        .filter(|&c| c > base.estimators.real_max)
+        .max();
+    let mut scales = Vec::new();
+    for &c in &base.workload.scales {
+        let with_faults = base.faults.estimator_rows && Some(c) == largest_stub;
+        scales.push(scale(base, c, with_faults, t0).await?);
+    }
+    Ok(EstBench {
+        latency_ms: base.estimators.latency.as_secs_f64() * 1000.0,
+        scales,
+        ..Default::default()
+    })
+}
+
+/// The best of the ceilings measured (by requests in flight).
+fn best(ceilings: &BTreeMap<String, f64>) -> Option<f64> {
+    ceilings.values().copied().reduce(f64::max)
+}
+
+/// `ours / ceiling`, when both are known.
+fn share_of(ours: Option<f64>, ceiling: Option<f64>) -> Option<f64> {
+    match (ours, ceiling) {
+        (Some(a), Some(c)) if c > 0.0 => Some(a / c),
+        _ => None,
+    }
+}
+
+impl Scale {
+    /// Ours alone (after the last creation, else the steady rate) over the best fair ceiling.
+    pub fn fair_share(&self) -> Option<f64> {
+        let r = &self.alone[0].phase;
+        share_of(
+            r.rate_after_creation_per_s.or(r.steady_rate_per_s),
+            best(&self.fair_ceiling),
+        )
+    }
+}
+
+/// Bindings our scheduler schedules at once in this bench (it runs with the default).
+const CONCURRENT_SYNCS: usize = 16;
+
+/// Where the alone batches' time went, per scale with a measured split: the arithmetic behind
+/// a missed throughput or memory target, from the run's own figures.
+fn misses(b: &EstBench) -> String {
+    let mut out = String::new();
+    for s in &b.scales {
+        let (r, g) = (&s.alone[0], &s.alone[1]);
+        let (Some(e2e), Some(rate)) = (r.attempt_ms.get("e2e"), r.phase.steady_rate_per_s) else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str("\n## Where the time goes\n\n");
+        }
+        let select = r.attempt_ms.get("Select").copied().unwrap_or(0.0);
+        let call = r.attempt_ms.get("estimator call").copied().unwrap_or(0.0);
+        let passes = r.attempts.get(PASSES).copied().unwrap_or(0.0);
+        let attempts = r.attempts_made();
+        let used: f64 = r.cpu_by_process.values().sum();
+        let go_attempts = g.attempts_made();
+        out.push_str(&format!(
+            "- **{} clusters.** Ours alone works on up to {CONCURRENT_SYNCS} bindings at once \
+             (`--concurrent-binding-syncs`' default) and an attempt took {e2e:.0} ms on average \
+             (the e2e histogram: from taking the binding off the queue to its written status): \
+             by Little's law about {:.1} bindings/s with every worker busy; measured {rate:.1}/s \
+             (10–90 % window). \
+             Of the attempt, {select:.0} ms were the estimator fan-out (Select; one call took \
+             {call:.1} ms on average{}) and most of the rest the writes, which queue at the \
+             apiserver. The machine was busy: {used:.1} \
+             of the {:.1} CPU-seconds two cores offer in the {:.1} s phase ({}). {}Go made \
+             {go_attempts:.0} attempts in its window (its echo attempts queue behind the \
+             batch's first attempts, one binding at a time, and some fall after the last \
+             binding is decided); estimator RPCs per binding in the window: Go {:.1}, ours {:.1}.\n",
+            s.clusters,
+            CONCURRENT_SYNCS as f64 * 1000.0 / e2e,
+            if s.estimators.starts_with("stub") {
+                format!(
+                    " where the stub answers after {:.0} ms: the rest is waiting for a core",
+                    b.latency_ms
+                )
+            } else {
+                String::new()
+            },
+            2.0 * r.wall_s,
+            r.wall_s,
+            list(r.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1}"))),
+            if passes > 0.0 {
+                format!(
+                    "{passes:.0} algorithm passes ran for {attempts:.0} attempts of {} \
+                     bindings: the extra passes are the echo pass of Duplicated and \
+                     non-workload bindings, which the reference runs as a second attempt on \
+                     the watch event of its own write. ",
+                    r.phase.bindings
+                )
+            } else {
+                String::new()
+            },
+            g.rpcs_per_binding.unwrap_or(0.0),
+            r.rpcs_per_binding.unwrap_or(0.0),
+        ));
+    }
+    out
+}
+
+/// The Markdown report.
+pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
+    let mut out = format!(
+        "# The estimator path: ours vs Go v1.18.2 with the accurate estimators on\n\n\
+         {} · {} · commit {}\n\n\
+         Both schedulers run with `--enable-scheduler-estimator=true` against one local \
+         kube-apiserver; every cluster's estimator is published as an `ExternalName` Service \
+         `{SERVICE_PREFIX}-<cluster>` in `{SERVICE_NAMESPACE}` (externalName `127.0.0.1`, the \
+         estimator's port in `targetPort`). Small scales use the members' real Go \
+         karmada-scheduler-estimator; larger ones a stub of the bench serving one port per \
+         cluster that answers `MaxAvailableReplicas`/`MaxAvailableComponentSets` with 4–63 \
+         (a hash of the cluster name) after {:.0} ms. *Together*: both at once, each on half of \
+         the workload. *Alone*: each on the same batch while the other is idle; agreement \
+         compares the two batches. Latency runs from the bench's POST to `Scheduled=True`. \
+         Estimator RPCs are the calls the estimators answered during the alone phase, per \
+         binding; connections are the most established TCP connections from the scheduler \
+         process to estimator ports seen in a phase.\n\n",
+        b.date, b.machine, b.git_commit, b.latency_ms
+    );
+    out.push_str("## Targets\n\n| scale | target | measured | verdict |\n|---|---|---|---|\n");
+    for s in &b.scales {
+        let mut row = |target: &str, measured: String, ok: bool| {
+            let verdict = met(ok);
+            let c = s.clusters;
+            out.push_str(&format!(
+                "| {c} clusters | {target} | {measured} | {verdict} |\n"
+            ));
+        };
+        let (r, g) = (&s.alone[0].phase, &s.alone[1].phase);
+        let (rr, gr) = (r.steady_rate_per_s, g.steady_rate_per_s);
+        if s.clusters >= 100 {
+            let x = share_of(rr, gr);
+            let measured = format!("alone {} vs {} /s = {}×", num(rr, 1), num(gr, 1), num(x, 1));
+            row(
+                "≥ 10× Go's bindings/s",
+                measured,
+                x.is_some_and(|x| x >= 10.0),
+            );
+            let ours = r.rate_after_creation_per_s.or(rr);
+            let of = |ceiling: Option<f64>, share: Option<f64>| {
+                let (ours, ceiling) = (num(ours, 1), num(ceiling, 1));
+                let share = num(share.map(|s| s * 100.0), 0);
+                format!("{ours} /s after the last creation vs {ceiling} /s: {share} %")
+            };
+            if let Some(fair) = s.fair_share() {
+                row(
+                    "≥ 90 % of the fair ceiling (the same estimator calls and writes)",
+                    of(best(&s.fair_ceiling), Some(fair)),
+                    fair >= 0.9,
+                );
+            }
+            let ceiling = best(&s.replay_ceiling);
+            let share = share_of(ours, ceiling);
+            let beside = if s.fair_ceiling.is_empty() {
+                ""
+            } else {
+                "(beside it) "
+            };
+            row(
+                &format!("{beside}≥ 90 % of the replay ceiling (writes only)"),
+                of(ceiling, share),
+                share.is_some_and(|s| s >= 0.9),
+            );
+        }
+        let [ours, go] = s.peak_rss_kib.map(|k| k as f64 / 1024.0);
+        let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
+        let measured = format!("{ours:.1} vs {go:.1} MiB = {mem:.2}");
+        row("peak RSS ≤ 1/3 of Go's", measured, mem <= 1.0 / 3.0);
+        let measured = format!("{}/{}", s.agree, s.pairs);
+        row("100 % placement agreement", measured, s.agree == s.pairs);
+        let fault = |fault: &str| {
+            (s.faults.iter()).find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
+        };
+        if let (Some(h), Some(r)) = (fault("1 estimator hung"), fault("none")) {
+            // At most one timeout more than the same batch without the fault (each binding
+            // alone in the queue), and every other estimator's answer still asked for.
+            let bound = r.decide_max_s.map(|p| p + ESTIMATOR_TIMEOUT_S);
+            let time_ok = matches!((h.decide_max_s, bound), (Some(p), Some(b)) if p <= b);
+            let answers_ok = h.healthy_answers_per_binding >= r.healthy_answers_per_binding;
+            row(
+                &format!(
+                    "1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers",
+                    s.clusters
+                ),
+                format!(
+                    "slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it",
+                    num(h.decide_max_s, 2),
+                    num(r.decide_max_s, 2),
+                    num(bound, 2),
+                    h.healthy_answers_per_binding,
+                    r.healthy_answers_per_binding,
+                    h.same_as_fault_free,
+                    h.phase.bindings,
+                ),
+                time_ok && answers_ok,
+            );
+        }
+    }
+    out.push_str(&misses(b));
+    if let Some((path, step)) = chart {
+        out.push_str(&format!(
+            "\n![alone bindings/s (left) and alone p99 latency (right) per scale]({path})\n\n\
+             Chart: per scale (left to right: {}), ours (orange) and Go (blue); left, alone \
+             bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n",
+            list(b.scales.iter().map(|s| format!("{} clusters", s.clusters)))
+        ));
+    }
+    for s in &b.scales {
+        out.push_str(&format!(
+            "\n## {} clusters ({}), {} bindings together, {} alone\n\n\
+             | figure | ours | Go | ratio |\n|---|---:|---:|---:|\n",
+            s.clusters, s.estimators, s.bindings, s.alone_bindings
+        ));
+        let row =
+            |out: &mut String, name: &str, a: Option<f64>, b: Option<f64>, d: usize, inv: bool| {
+                let r = if inv { ratio(b, a) } else { ratio(a, b) };
+                let r = if inv && r != "–" {
+                    format!("{r} (Go/ours)")
+                } else {
+                    r
+                };
+                out.push_str(&format!(
+                    "| {name} | {} | {} | {r} |\n",
+                    num(a, d),
+                    num(b, d)
+                ));
+            };
+        let mib = |k: u64| Some(k as f64 / 1024.0);
+        // One row a line: name, ours, Go, decimals, whether lower is better (the ratio is then
+        // Go's over ours).
+        macro_rules! rows {
+            ($($name:expr, $a:expr, $b:expr, $d:expr, $low:expr;)*) => {
+                $(row(&mut out, &$name, $a, $b, $d, $low);)*
+            };
+        }
+        for (title, [a, b]) in [("together", &s.together), ("alone", &s.alone)] {
+            let (p, q) = (&a.phase, &b.phase);
+            let decided = |p: &Phase| Some(p.done as f64 / p.bindings.max(1) as f64);
+            rows!(
+                format!("{title}: bindings/s (10–90 %)"), p.steady_rate_per_s, q.steady_rate_per_s, 1, false;
+                format!("{title}: p50 creation→Scheduled (ms)"), p.latency_p50_ms, q.latency_p50_ms, 0, true;
+                format!("{title}: p99 creation→Scheduled (ms)"), p.latency_p99_ms, q.latency_p99_ms, 0, true;
+                format!("{title}: decided / bindings"), decided(p), decided(q), 2, false;
+                format!("{title}: CPU seconds"), Some(a.cpu_s), Some(b.cpu_s), 2, true;
+                format!("{title}: open estimator connections (max)"), Some(a.connections as f64), Some(b.connections as f64), 0, false;
+            );
+        }
+        let [a, b] = &s.alone;
+        rows!(
+            "alone: bindings/s after the last creation", a.phase.rate_after_creation_per_s, b.phase.rate_after_creation_per_s, 1, false;
+            "alone: estimator RPCs per binding", a.rpcs_per_binding, b.rpcs_per_binding, 1, false;
+            "RSS connected, idle (MiB)", mib(s.idle_rss_kib[0]), mib(s.idle_rss_kib[1]), 1, true;
+            "peak RSS (MiB)", mib(s.peak_rss_kib[0]), mib(s.peak_rss_kib[1]), 1, true;
+        );
+        for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
+            if f.wall_s > 0.0 {
+                out.push_str(&format!(
+                    "\nWhere the time goes, {who} alone ({:.1} s wall, {:.1} CPU seconds available on 2 cores): {}.\n",
+                    f.wall_s,
+                    2.0 * f.wall_s,
+                    list(f.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1} s")))
+                ));
+            }
+            if !f.attempt_ms.is_empty() {
+                out.push_str(&format!(
+                    "Mean per attempt from {who}'s own histograms over the batch (ms): {}.\n",
+                    list(f.attempt_ms.iter().map(|(k, v)| format!("{k} {v:.1}")))
+                ));
+            }
+            if !f.attempts.is_empty() {
+                out.push_str(&format!(
+                    "Attempts and queued bindings over the batch ({who}'s counters): {}.\n",
+                    list(f.attempts.iter().map(|(k, v)| format!("{k} {v:.0}")))
+                ));
+            }
+            if let Some(p) = &f.profile {
+                out.push_str(&format!(
+                    "\n<details><summary>perf profile of our scheduler, alone batch</summary>\n\n```text\n{p}\n```\n</details>\n"
+                ));
+            }
+        }
+        let rates = |m: &BTreeMap<String, f64>| {
+            list(
+                m.iter()
+                    .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight")),
+            )
+        };
+        out.push_str(&format!(
+            "\nReplay ceiling (a bare client writing our alone batch's results): {}. ",
+            rates(&s.replay_ceiling)
+        ));
+        if !s.fair_ceiling.is_empty() {
+            out.push_str(&format!(
+                "Fair ceiling (the same writes, each binding first making its share of the \
+                 {} estimator calls our batch made, {:.1} per binding, replayed to the same \
+                 stub all at once): {}; ours after the last creation: {} % of it. ",
+                s.fair_ceiling_calls,
+                s.fair_ceiling_calls as f64 / s.alone_bindings.max(1) as f64,
+                rates(&s.fair_ceiling),
+                num(s.fair_share().map(|x| x * 100.0), 0)
+            ));
+        }
+        out.push_str(&format!(
+            "Placement agreement of the alone batches: {}/{}. 1-minute load average of the \
+             machine: {:.2} before our alone batch, {:.2} at the end of the scale.\n",
+            s.agree, s.pairs, s.load_1m[0], s.load_1m[1]
+        ));
+        for d in &s.disagreements {
+            out.push_str(&format!("- {d}\n"));
+        }
+        let reasons =
+            |f: &SideFigures| list(f.phase.by_reason.iter().map(|(r, n)| format!("{r} {n}")));
+        out.push_str(&format!(
+            "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
+             A binding that does not fit is retried with backoff by both, so its failed \
+             attempts count in the attempt figures above.\n",
+            reasons(&s.alone[0]),
+            reasons(&s.alone[1])
+        ));
+        if !s.faults.is_empty() {
+            out.push_str(&format!(
+                "\n### Faults at {} clusters\n\n\
+                 Each row: one scheduler alone on the same {} Divided bindings, the other \
+                 idle. The reference and hung rows create them one at a time (each once the \
+                 previous one was decided), so that creation→decision is one attempt; the \
+                 others at once (the moved VIPs: half before the move, half after). *Attempt* \
+                 is the scheduler's own `{E2E}` over the row (bucket resolution); *healthy \
+                 answers* are answers from the estimators the fault did not touch, *faulty \
+                 answers* from the others (the hung one, the refusing tenth, the moved tenth at \
+                 either address); *as without* counts placements equal to the fault-free alone \
+                 batch's (a missing answer makes a scheduler fall back to the general estimate \
+                 for that cluster). The faulty clusters are those our alone batch asked most \
+                 (the hung one) and every tenth of them in that order. The estimator timeout is \
+                 {ESTIMATOR_TIMEOUT_S:.0} s (both defaults). The VIPs move during our row; Go's \
+                 row runs after it, against the moved addresses.\n\n\
+                 | fault | scheduler | decided | bindings/s | creation→decision p50 / max (s) | attempt p50 / p99 (s, histogram) | healthy answers / binding | faulty answers / binding | hung calls / binding | as without |\n\
+                 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                s.clusters,
+                s.faults.first().map_or(0, |f| f.phase.bindings),
+            ));
+            for f in &s.faults {
+                out.push_str(&format!(
+                    "| {}{} | {} | {}/{} | {} | {} / {} | {} / {} | {:.1} | {:.1} | {:.1} | {}/{} |\n",
+                    f.fault,
+                    if f.sequential { " (one at a time)" } else { "" },
+                    f.scheduler,
+                    f.phase.done,
+                    f.phase.bindings,
+                    num(f.phase.whole_rate_per_s, 1),
+                    num(f.decide_p50_s, 2),
+                    num(f.decide_max_s, 2),
+                    num(f.attempt_p50_s, 2),
+                    num(f.attempt_p99_s, 2),
+                    f.healthy_answers_per_binding,
+                    f.faulty_answers_per_binding,
+                    f.hung_calls_per_binding,
+                    f.same_as_fault_free,
+                    f.phase.bindings
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each cluster's port answers that cluster's figure, and the calls are counted per
+    /// cluster.
+    #[tokio::test]
+    async fn the_stub_serves_a_port_per_cluster() {
+        use estimator_client::pb::messages as pb;
+        let clusters = vec!["member1".to_string(), "member2".to_string()];
+        let stub = start_stub(&clusters, Duration::ZERO).await.unwrap();
+        assert_ne!(stub.port(0), stub.port(1));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], stub.port(1)));
+        let mut client = testenv::estimator::bare_client(addr).await.unwrap();
+        let request = pb::MaxAvailableReplicasRequest {
+            cluster: "member2".into(),
+            ..Default::default()
+        };
+        let got = client
+            .max_available_replicas(tonic::Request::new(request))
+            .await
+            .unwrap()
+            .into_inner()
+            .max_replicas;
+        assert_eq!(got, max_available_answer("member2"));
+        let answered: Vec<u64> = stub.counts().iter().map(|c| c.answered()).collect();
+        assert_eq!(answered, [0, 1]);
+    }
+}

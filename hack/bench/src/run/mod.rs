@@ -1,0 +1,701 @@
+//! The side-by-side run: PATCH ceiling, both schedulers, load, mirrors and agreement, solo
+//! batches with the replay ceiling, a paced stream, churn, agreement again with the history
+//! replay of pairs that disagree, memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Event as KubeEvent;
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::ceiling::replay_ceiling;
+use crate::observe::{Obs, Observer, Placement, binding_api};
+use crate::plane::{
+    Plane, QUIET, cluster_api, cluster_name, cpu_since, cpu_snapshot, create_and_settle,
+    create_one, delete_bindings, items, log, originals, phase, rate_after, scale_one, secs,
+    settle_keys, settle_sides, start_perf, start_plane, start_schedulers, stop_perf, two,
+    wait_queues_idle,
+};
+use crate::procs::{RssSampler, Sched, cpu_seconds, memory_kib};
+use crate::promtext::{self, ALGO, ATTEMPTS, E2E, Histogram};
+use crate::replay::{CHURN_TAINT_KEY, ChurnOp, Member, OpKind, PairReplay, Tools};
+use crate::results::{
+    Agreement, ChurnPlan, Disagreement, Hist, MAX_LISTED, Phase, Quiet, Run, Side,
+};
+use crate::scenario::Scenario;
+use crate::stats;
+use crate::workload::{NAMESPACES, Workload};
+use testenv::rng::Rng;
+
+const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
+const MIRROR: &str = "-m";
+const STREAM: &str = "-s";
+const SOLO: [&str; 2] = ["-rs", "-gs"];
+const HOLD: &str = "bench.karmada.io/hold";
+
+/// Bindings each scheduler schedules alone in the solo phase (capped at the workload's).
+const SOLO_COUNT: usize = 1000;
+/// Fractions of workload pairs scaled, and of clusters tainted and deleted, in the churn phase.
+const SCALE_FRACTION: f64 = 0.2;
+const TAINT_FRACTION: f64 = 0.1;
+const DELETE_FRACTION: f64 = 0.05;
+
+/// Sets a cluster's finalizers to `finalizers` (the bench's hold, or none).
+async fn hold(capi: &Api<DynamicObject>, name: &str, finalizers: Value) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"finalizers": finalizers}});
+    capi.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("holding cluster {name}"))?;
+    Ok(())
+}
+
+/// A churn step on the clusters `idx`: taint them (`NoSchedule`), or delete them while a
+/// finalizer holds them so that the schedulers see them terminating; then waits until both
+/// schedulers' bindings and queues are quiet. Each side's attempts and settle time.
+async fn churn_clusters(
+    cfg: &Scenario,
+    plane: &Plane,
+    scheds: [&Sched; 2],
+    kind: OpKind,
+    idx: &[usize],
+    ops: &mut Vec<ChurnOp>,
+) -> anyhow::Result<[Quiet; 2]> {
+    let capi = cluster_api(&plane.client);
+    let clusters = idx.iter().map(|&i| &plane.wl.clusters[i]);
+    if kind == OpKind::Delete {
+        for c in clusters.clone() {
+            hold(&capi, cluster_name(c), json!([HOLD])).await?;
+        }
+    }
+    let before = scrape(scheds).await?;
+    let start = Instant::now();
+    for c in clusters {
+        let name = cluster_name(c);
+        let (started, cluster) = (Instant::now(), name.to_string());
+        ops.push(ChurnOp {
+            started,
+            cluster,
+            kind,
+        });
+        match kind {
+            OpKind::Taint => {
+                let mut taints = c["spec"]["taints"].as_array().cloned().unwrap_or_default();
+                taints.push(
+                    json!({"key": CHURN_TAINT_KEY, "value": "taint", "effect": "NoSchedule"}),
+                );
+                let patch = Patch::Merge(json!({"spec": {"taints": taints}}));
+                capi.patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .with_context(|| format!("tainting cluster {name}"))?;
+            }
+            OpKind::Delete => {
+                capi.delete(name, &DeleteParams::default())
+                    .await
+                    .with_context(|| format!("deleting cluster {name}"))?;
+            }
+        }
+    }
+    let names = scheds.map(|s| s.name.as_str());
+    let timeout = cfg.settle_timeout;
+    let observer = &plane.observer;
+    settle_keys(observer, &[], &names, start, |_, _| true, timeout).await;
+    wait_queues_idle(&scheds, QUIET, timeout).await;
+    let after = scrape(scheds).await?;
+    Ok(std::array::from_fn(|i| {
+        quiet_phase(observer, names[i], start, &before[i], &after[i])
+    }))
+}
+
+/// `rust <a>, go <b>` for the console.
+fn per_side(side: &[Side; 2], f: impl Fn(&Side) -> String) -> String {
+    format!("rust {}, go {}", f(&side[0]), f(&side[1]))
+}
+
+/// Runs every phase and returns the figures.
+pub async fn run(cfg: &Scenario) -> anyhow::Result<Run> {
+    let t0 = Instant::now();
+    let plane = start_plane(cfg, t0).await?;
+    let (client, wl, observer) = (&plane.client, &plane.wl, &plane.observer);
+
+    // The ceiling, before any scheduler runs.
+    let mut ceiling_by = BTreeMap::new();
+    for c in cfg.ceiling.concurrency {
+        let secs = Duration::from_secs(cfg.ceiling.seconds);
+        let r = crate::ceiling::measure(client, NAMESPACES[0], c, secs).await?;
+        log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
+        ceiling_by.insert(c.to_string(), r);
+    }
+
+    let (mut rust, mut go) = start_schedulers(cfg, &plane, t0).await?;
+    // The schedulers, kube-apiserver, etcd and (for the solo phases) the bench itself, whose
+    // watch decodes every write on the same cores.
+    let pids = [
+        rust.pid(),
+        go.pid(),
+        plane.apiserver_pid,
+        plane.etcd_pid,
+        std::process::id(),
+    ];
+    let (sampler, sampler_task) = RssSampler::start(pids[..4].to_vec(), Duration::from_millis(250));
+    let sides = [rust.name.clone(), go.name.clone()];
+    let both = [sides[0].as_str(), sides[1].as_str()];
+    // Writes to a side's bindings (but the bench's own) and its Event writes, per binding.
+    let writes = |i: usize, keys: &[String], ev0: &[f64], ev1: &[f64]| {
+        let n = keys.len().max(1) as f64;
+        let own = observer.snapshot(keys).into_iter();
+        let binding = own
+            .map(|o| (o.modifications - o.own_writes) as f64)
+            .sum::<f64>();
+        (binding / n, (ev1[i] - ev0[i]) / n)
+    };
+    // Each side's figures, filled in phase by phase.
+    let mut side: [Side; 2] = Default::default();
+
+    // ---- Load: all originals, as fast as the creator goes.
+    let ev0 = event_writes(client, &sides).await?;
+    let cpu0 = cpu_snapshot(&pids[..4]);
+    let perf = if cfg.samples.perf {
+        start_perf(&plane.env, &[("rust", rust.pid())])
+    } else {
+        vec![]
+    };
+    let originals = originals(wl, &sides);
+    let load = create_and_settle(cfg, client, observer, &originals, &both).await?;
+    let create_rate = originals.len() as f64 / (load.created - load.start).as_secs_f64();
+    let (profile_rust, profile_apiserver) = stop_perf(perf).await;
+    let load_wall_s = load.start.elapsed().as_secs_f64();
+    let cpu = cpu_since(&pids[..4], &cpu0);
+    let ev1 = event_writes(client, &sides).await?;
+    rust.check_alive()?;
+    go.check_alive()?;
+    for (i, (keys, phase)) in load.sides.into_iter().enumerate() {
+        let s = &mut side[i];
+        (s.binding_writes_per_binding, s.event_writes_per_binding) = writes(i, &keys, &ev0, &ev1);
+        (s.cpu_load_s, s.load) = (cpu[i], phase);
+    }
+    let rate_p99 = |p: &Phase| {
+        let (r, p99) = (p.steady_rate_per_s, p.latency_p99_ms);
+        format!("{:.0}/s p99 {:.0} ms", r.unwrap_or(0.0), p99.unwrap_or(0.0))
+    };
+    let n = originals.len();
+    let load_log = per_side(&side, |s| rate_p99(&s.load));
+    log(
+        t0,
+        format!("{n} bindings created ({create_rate:.0}/s); load: {load_log}"),
+    );
+
+    // ---- Mirrors: every binding again, for the other scheduler, same spec.
+    let mirrors = items(&wl.bindings, MIRROR, |j| &sides[(j + 1) % 2]);
+    let mirror = create_and_settle(cfg, client, observer, &mirrors, &both).await?;
+    for (s, (_, phase)) in side.iter_mut().zip(mirror.sides) {
+        s.mirror = phase;
+    }
+    let fresh = agreement(observer, wl, &sides[0]);
+    log(
+        t0,
+        format!("agreement on fresh placements: {}", fresh.summary()),
+    );
+
+    // ---- Solo: each scheduler alone with a batch of its own while the other is idle, so that
+    // neither shares the apiserver (the figure the PATCH ceiling is compared with).
+    let solo = &wl.bindings[..SOLO_COUNT.min(wl.bindings.len())];
+    let mut replay_by = BTreeMap::new();
+    for (i, sched) in sides.iter().enumerate() {
+        // Both queues idle first: the Go scheduler re-runs a Duplicated binding on the echo of
+        // its own write (about half a second of CPU each at 1,000 clusters), work that outlasts
+        // the quiet spell which ends a phase and would otherwise take the cores from the
+        // apiserver while the other scheduler is measured alone.
+        wait_queues_idle(&[&rust, &go], QUIET, cfg.settle_timeout).await;
+        let items = items(solo, SOLO[i], |_| sched);
+        let ev0 = event_writes(client, &sides).await?;
+        let cpu0 = cpu_snapshot(&pids);
+        let batch = create_and_settle(cfg, client, observer, &items, &[sched]).await?;
+        let wall = batch.start.elapsed().as_secs_f64();
+        let cpu = cpu_since(&pids, &cpu0);
+        let ev1 = event_writes(client, &sides).await?;
+        let [(keys, mut phase)] = batch.sides.try_into().expect("one side");
+        phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
+        let (steady, after) = (phase.steady_rate_per_s, phase.rate_after_creation_per_s);
+        let (steady, after) = (steady.unwrap_or(0.0), after.unwrap_or(0.0));
+        log(
+            t0,
+            format!("solo {sched}: {steady:.0}/s steady, {after:.0}/s after creation"),
+        );
+        let s = &mut side[i];
+        (
+            s.solo_binding_writes_per_binding,
+            s.solo_event_writes_per_binding,
+        ) = writes(i, &keys, &ev0, &ev1);
+        (s.solo, s.solo_wall_s, s.solo_cpu_s) = (phase, wall, cpu);
+        if i == 0 {
+            // The ceiling for these very writes: a client that only writes what the Rust
+            // scheduler wrote, with no decision to make.
+            let concurrency = &cfg.ceiling.concurrency;
+            replay_by = replay_ceiling(client, solo, SOLO[0], concurrency, None, &[], t0).await?;
+        }
+        // Gone again, so that the churn phases meet the same bindings as without this phase.
+        delete_bindings(client, &items, cfg.create_concurrency).await?;
+    }
+
+    // ---- Stream: copies of the first bindings created at a pace both schedulers can follow,
+    // so that latency measures reaction time rather than the backlog of a burst.
+    let slowest = side.iter().filter_map(|s| s.load.steady_rate_per_s);
+    let slowest = slowest.fold(f64::INFINITY, f64::min);
+    // A quarter of the slower scheduler's sustained rate for each of them.
+    let pace = if slowest.is_finite() {
+        (slowest / 2.0).max(1.0)
+    } else {
+        10.0
+    };
+    let stream_n = cfg.workload.stream.min(wl.bindings.len());
+    let stream_items = items(&wl.bindings[..stream_n], STREAM, |j| &sides[j % 2]);
+    // Start from idle queues (retries of unschedulable bindings back off exponentially).
+    wait_queues_idle(&[&rust, &go], QUIET, Duration::from_secs(120)).await;
+    let stream_start = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / pace));
+    for item in &stream_items {
+        tick.tick().await;
+        let (client, observer, (key, sched, obj)) =
+            (client.clone(), observer.clone(), item.clone());
+        tokio::spawn(async move {
+            if let Err(e) = create_one(&client, &observer, &key, &sched, &obj).await {
+                eprintln!("bench: {e:#}");
+            }
+        });
+    }
+    let timeout = cfg.settle_timeout;
+    let stream = settle_sides(observer, &stream_items, &both, stream_start, timeout).await;
+    for (s, (_, phase)) in side.iter_mut().zip(stream) {
+        s.stream = phase;
+    }
+    let latency = |s: &Side| {
+        let (p50, p99) = (s.stream.latency_p50_ms, s.stream.latency_p99_ms);
+        format!(
+            "p50 {:.0} ms p99 {:.0} ms",
+            p50.unwrap_or(0.0),
+            p99.unwrap_or(0.0)
+        )
+    };
+    log(
+        t0,
+        format!("stream at {pace:.1}/s: {}", per_side(&side, latency)),
+    );
+
+    // ---- Churn: (a) scale changes on pairs of workloads.
+    let mut crng = Rng::new(cfg.workload.seed).fork("churn");
+    let replicas = |j: &usize| wl.bindings[*j].spec.get("replicas").and_then(Value::as_i64);
+    let workloads: Vec<usize> = (0..wl.bindings.len())
+        .filter(|j| replicas(j).unwrap_or(0) > 0)
+        .collect();
+    let scaled = (workloads.len() as f64 * SCALE_FRACTION).round() as usize;
+    let mut scale_targets: Vec<ScaleTarget> = Vec::new();
+    for i in crng.sample(workloads.len(), scaled) {
+        let b = &wl.bindings[workloads[i]];
+        let r = b.spec["replicas"].as_i64().unwrap_or(1);
+        let delta = if crng.chance(0.6) {
+            crng.range(1, r.max(1))
+        } else {
+            -crng.range(1, (r / 2).max(1))
+        };
+        for suffix in ["", MIRROR] {
+            let name = format!("{}{suffix}", b.name);
+            let ns = b.namespace.clone();
+            scale_targets.push((b.key(suffix), name, ns, (r + delta).max(1)));
+        }
+    }
+    // From here on the bench keeps every binding's placement history, and the churn
+    // operations, for the replay of pairs that end up disagreeing.
+    observer.start_history();
+    let mut ops: Vec<ChurnOp> = Vec::new();
+    let scale_start = Instant::now();
+    let targets = patch_replicas(client, observer, &scale_targets, cfg.create_concurrency).await?;
+    let scale_keys = sides.clone().map(|sched| {
+        let owned = |k: &&String| observer.get(k).is_some_and(|o| o.scheduler == sched);
+        (
+            targets.keys().filter(owned).cloned().collect::<Vec<_>>(),
+            sched,
+        )
+    });
+    let oks = futures::future::join_all(scale_keys.iter().map(|(keys, sched)| {
+        let reached =
+            |k: &str, o: &Obs| targets.get(k).is_some_and(|(g, _)| o.reached(*g).is_some());
+        let own = std::slice::from_ref(sched);
+        settle_keys(observer, keys, own, Instant::now(), reached, timeout)
+    }))
+    .await;
+    wait_queues_idle(&[&rust, &go], QUIET, timeout).await;
+    for (s, ((keys, _), ok)) in side.iter_mut().zip(scale_keys.iter().zip(oks)) {
+        s.scale = scale_phase(observer, keys, &targets, scale_start, ok);
+    }
+    let done = per_side(&side, |s| {
+        format!("{}/{} done", s.scale.done, s.scale.bindings)
+    });
+    log(
+        t0,
+        format!("scale churn ({} bindings): {done}", targets.len()),
+    );
+
+    // (b) taints on some clusters, then (c) cluster deletions.
+    let mut churned = Vec::new();
+    for (kind, fraction) in [
+        (OpKind::Taint, TAINT_FRACTION),
+        (OpKind::Delete, DELETE_FRACTION),
+    ] {
+        let n = wl.clusters.len();
+        let idx = crng.sample(n, ((n as f64 * fraction).round() as usize).max(1));
+        let quiet = churn_clusters(cfg, &plane, [&rust, &go], kind, &idx, &mut ops).await?;
+        let (what, step): (_, fn(&mut Side) -> &mut Quiet) = match kind {
+            OpKind::Taint => ("taint", |s| &mut s.taint),
+            OpKind::Delete => ("deletion", |s| &mut s.delete),
+        };
+        for (s, q) in side.iter_mut().zip(quiet) {
+            *step(s) = q;
+        }
+        log(
+            t0,
+            format!("{what} churn on {} clusters settled", idx.len()),
+        );
+        churned.push(idx);
+    }
+    let [tainted, deleted] = two(churned);
+    let mut after = agreement(observer, wl, &sides[0]);
+    log(t0, format!("agreement after churn: {}", after.summary()));
+    if !after.disagreements.is_empty() {
+        let n = after.disagreements.len();
+        log(
+            t0,
+            format!("replaying the history of {n} disagreeing pair(s) through the oracle"),
+        );
+        after.replays = replay_disagreements(cfg, &plane, &after, ops, scale_start, &sides[0])
+            .await
+            .unwrap_or_else(|e| {
+                let error = Some(format!("{e:#}"));
+                vec![PairReplay {
+                    error,
+                    ..Default::default()
+                }]
+            });
+        let explained = after.replays.iter().filter(|r| r.explained).count();
+        let n = after.replays.len();
+        log(
+            t0,
+            format!("replay: {explained}/{n} pair(s) explained by their histories"),
+        );
+    }
+
+    // ---- Memory at rest and totals.
+    let rest_from = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rest_to = Instant::now();
+    let m_end = scrape([&rust, &go]).await?;
+    rust.check_alive()?;
+    go.check_alive()?;
+    sampler_task.abort();
+    for (i, (s, sched)) in side.iter_mut().zip([&rust, &go]).enumerate() {
+        let samples = &m_end[i];
+        let mut means = Vec::new();
+        for step in STEPS {
+            let h = hist(&Histogram::read(samples, ALGO, &[("schedule_step", step)]));
+            means.extend(h.mean_s);
+            s.algorithm.insert(step.to_string(), h);
+        }
+        s.algorithm_mean_total_s = (!means.is_empty()).then(|| means.iter().sum());
+        let (_, hwm) = memory_kib(sched.pid()).unwrap_or((0, 0));
+        s.scheduler_name = sched.name.clone();
+        s.e2e = hist(&Histogram::read(samples, E2E, &[]));
+        s.attempts_total = promtext::sum(samples, ATTEMPTS, &[]);
+        s.rss_peak_kib = hwm.max(sampler.max(i));
+        s.rss_steady_kib = sampler.mean_between(i, rest_from, rest_to).unwrap_or(0);
+        s.cpu_total_s = cpu_seconds(sched.pid()).unwrap_or(0.0);
+    }
+    // Release the held clusters so that the teardown does not leave them terminating.
+    let capi = cluster_api(client);
+    for &i in &deleted {
+        let _ = hold(&capi, cluster_name(&wl.clusters[i]), Value::Null).await;
+    }
+    drop((rust, go));
+    let (clusters, bindings) = (wl.clusters.clone(), wl.bindings.clone());
+    plane.stop();
+    log(
+        t0,
+        "control plane stopped; timing the Rust algorithm in-process on the same workload",
+    );
+    let times =
+        tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))
+            .await??;
+    let [rust, go] = side;
+    Ok(Run {
+        clusters: cfg.workload.clusters,
+        bindings: cfg.workload.bindings,
+        seed: cfg.workload.seed,
+        kube_api_qps: cfg.flags.qps,
+        kube_api_burst: cfg.flags.burst,
+        estimator: cfg.flags.estimator,
+        extra_flags: cfg.flags.extra.clone(),
+        patch_ceiling_per_s: ceiling_by.values().copied().fold(0.0, f64::max),
+        patch_ceiling_by_concurrency: ceiling_by,
+        replay_ceiling_by_concurrency: replay_by,
+        create_rate_per_s: create_rate,
+        stream_rate_per_s: pace,
+        rust,
+        go,
+        agreement_fresh: fresh,
+        agreement_after_churn: after,
+        apiserver_cpu_load_s: cpu[2],
+        etcd_cpu_load_s: cpu[3],
+        load_wall_s,
+        churn: ChurnPlan {
+            scaled_pairs: scale_targets.len() / 2,
+            tainted_clusters: tainted.len(),
+            deleted_clusters: deleted.len(),
+        },
+        profile_rust,
+        profile_apiserver,
+        rust_algorithm_in_process: Hist {
+            count: times.len() as f64,
+            mean_s: (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64),
+            p50_s: stats::percentile(&times, 0.5),
+            p99_s: stats::percentile(&times, 0.99),
+        },
+        ..Default::default()
+    })
+}
+
+fn hist(h: &Histogram) -> Hist {
+    Hist {
+        count: h.count,
+        mean_s: h.mean(),
+        p50_s: h.quantile(0.5),
+        p99_s: h.quantile(0.99),
+    }
+}
+
+/// A binding to scale: key, name, namespace and its new `spec.replicas`.
+type ScaleTarget = (String, String, Option<String>, i64);
+
+/// Patches `spec.replicas`; returns key -> (new generation, patch instant).
+async fn patch_replicas(
+    client: &Client,
+    observer: &Observer,
+    targets: &[ScaleTarget],
+    concurrency: usize,
+) -> anyhow::Result<HashMap<String, (i64, Instant)>> {
+    let results: Vec<anyhow::Result<(String, (i64, Instant))>> =
+        futures::stream::iter(targets.iter())
+            .map(|(key, name, ns, replicas)| async move {
+                let at = Instant::now();
+                let generation =
+                    scale_one(client, observer, key, name, ns.as_deref(), *replicas).await?;
+                Ok((key.clone(), (generation, at)))
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+    results.into_iter().collect()
+}
+
+/// A scale phase: done when the new generation (patched at `targets[key]`) was observed.
+fn scale_phase(
+    observer: &Observer,
+    keys: &[String],
+    targets: &HashMap<String, (i64, Instant)>,
+    start: Instant,
+    settled: bool,
+) -> Phase {
+    phase(observer, keys, start, settled, "", |k, o| {
+        let (g, at) = targets[k];
+        let t = o.reached(g);
+        (t, t.map(|t| t.saturating_duration_since(at)))
+    })
+}
+
+fn quiet_phase(
+    observer: &Observer,
+    sched: &str,
+    start: Instant,
+    before: &[promtext::Sample],
+    after: &[promtext::Sample],
+) -> Quiet {
+    let attempts = promtext::sum(after, ATTEMPTS, &[]) - promtext::sum(before, ATTEMPTS, &[]);
+    let settle = observer
+        .last_write(sched)
+        .filter(|t| *t > start)
+        .map(|t| secs(t, start));
+    Quiet {
+        attempts,
+        settle_s: settle,
+        attempts_per_s: settle.filter(|s| *s > 0.0).map(|s| attempts / s),
+    }
+}
+
+async fn scrape(scheds: [&Sched; 2]) -> anyhow::Result<[Vec<promtext::Sample>; 2]> {
+    let [a, b] = scheds.map(Sched::scrape);
+    Ok([promtext::parse(&a.await?), promtext::parse(&b.await?)])
+}
+
+/// Event writes so far per scheduler: the sum of `count` over its Events (a create, then one
+/// patch per repetition).
+async fn event_writes(client: &Client, scheds: &[String]) -> anyhow::Result<Vec<f64>> {
+    let api: Api<KubeEvent> = Api::all(client.clone());
+    let mut out = Vec::new();
+    for s in scheds {
+        let mut total = 0.0;
+        let mut lp = ListParams::default()
+            .fields(&format!("source={s}"))
+            .limit(2000);
+        loop {
+            let page = api.list(&lp).await?;
+            total += page
+                .items
+                .iter()
+                .map(|e| f64::from(e.count.unwrap_or(1)))
+                .sum::<f64>();
+            match page.metadata.continue_ {
+                Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+                _ => break,
+            }
+        }
+        out.push(total);
+    }
+    Ok(out)
+}
+
+/// Compares every original with its mirror (same spec, the other scheduler).
+fn agreement(observer: &Observer, wl: &Workload, rust_name: &str) -> Agreement {
+    let mut a = Agreement::default();
+    for b in &wl.bindings {
+        let (Some(x), Some(y)) = (observer.get(&b.key("")), observer.get(&b.key(MIRROR))) else {
+            continue;
+        };
+        let (r, g) = if x.scheduler == rust_name {
+            (x, y)
+        } else {
+            (y, x)
+        };
+        a.pairs += 1;
+        let (mut rs, mut gs) = (r.clusters.clone(), g.clusters.clone());
+        let same_order = rs == gs;
+        rs.sort();
+        gs.sort();
+        let cond = |o: &Obs| match &o.condition {
+            Some((s, reason)) => format!("{s}/{reason}: {}", o.message),
+            None => "(no Scheduled condition)".into(),
+        };
+        // An order-only pair is listed with both placements in full, a disagreement with
+        // both cut and the entries only one side has.
+        let listed = |order_only: bool| {
+            let only = |x: &Placement, y: &Placement| {
+                if order_only {
+                    return String::new();
+                }
+                let v: Placement = x.iter().filter(|e| !y.contains(e)).cloned().collect();
+                fmt_placement(&v, 12)
+            };
+            let max = if order_only { usize::MAX } else { 12 };
+            Disagreement {
+                binding: b.key(""),
+                strategy: b.strategy.to_string(),
+                rust: fmt_placement(&r.clusters, max),
+                go: fmt_placement(&g.clusters, max),
+                only_rust: only(&rs, &gs),
+                only_go: only(&gs, &rs),
+                rust_condition: cond(&r),
+                go_condition: cond(&g),
+            }
+        };
+        if rs == gs {
+            a.agree += 1;
+            if !same_order {
+                a.order_only += 1;
+                if a.order_differences.len() < MAX_LISTED {
+                    a.order_differences.push(listed(true));
+                }
+            }
+            if r.condition.as_ref().map(|c| &c.1) != g.condition.as_ref().map(|c| &c.1) {
+                a.condition_differs += 1;
+            }
+        } else {
+            a.disagree += 1;
+            if a.disagreements.len() < MAX_LISTED {
+                a.disagreements.push(listed(false));
+            }
+        }
+    }
+    a
+}
+
+/// Replays the placement histories of the listed disagreeing pairs (see `replay.rs`).
+async fn replay_disagreements(
+    cfg: &Scenario,
+    plane: &Plane,
+    after: &Agreement,
+    ops: Vec<ChurnOp>,
+    origin: Instant,
+    rust_name: &str,
+) -> anyhow::Result<Vec<PairReplay>> {
+    let (client, observer, wl) = (&plane.client, &plane.observer, &plane.wl);
+    anyhow::ensure!(
+        cfg.bins.oracle.exists(),
+        "the oracle {} is missing (hack/build-oracle.sh builds it)",
+        cfg.bins.oracle.display()
+    );
+    let clusters: Vec<Value> = cluster_api(client)
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    let mut pairs = Vec::new();
+    for d in &after.disagreements {
+        let Some(b) = wl.bindings.iter().find(|b| b.key("") == d.binding) else {
+            continue;
+        };
+        let api = binding_api(client, b.namespace.as_deref());
+        let member = async |suffix: &str| -> anyhow::Result<Member> {
+            let object = serde_json::to_value(api.get(&format!("{}{suffix}", b.name)).await?)?;
+            let o = observer.get(&b.key(suffix)).unwrap_or_default();
+            Ok(Member {
+                scheduler: o.scheduler,
+                object,
+                history: o.history,
+            })
+        };
+        let (x, y) = (member("").await?, member(MIRROR).await?);
+        let rust_first = if x.scheduler == rust_name {
+            [x, y]
+        } else {
+            [y, x]
+        };
+        pairs.push((d.binding.clone(), rust_first));
+    }
+    let tools = Tools {
+        simulate: cfg.bins.scheduler.clone(),
+        oracle: cfg.bins.oracle.clone(),
+        dir: cfg.bins.scratch_dir.join("replay"),
+    };
+    Ok(tokio::task::spawn_blocking(move || {
+        crate::replay::replay(&tools, &clusters, &ops, origin, pairs)
+    })
+    .await?)
+}
+
+/// `[cluster:replicas, …]`, cut after `max` entries.
+fn fmt_placement(p: &[(String, i64)], max: usize) -> String {
+    let v: Vec<String> = p
+        .iter()
+        .take(max)
+        .map(|(n, r)| format!("{n}:{r}"))
+        .collect();
+    let more = if p.len() > max {
+        format!(", … {} more", p.len() - max)
+    } else {
+        String::new()
+    };
+    format!("[{}{more}]", v.join(", "))
+}
