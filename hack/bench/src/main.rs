@@ -3,8 +3,15 @@
 //! Normally run through `hack/bench.sh`, which builds everything first.
 //!
 //! One command line selects one scenario (the side-by-side run by default, or one of the
-//! `--*-only` ones); the engine below runs it, or reads its results back (`--from-results`),
-//! stamps them, renders the report (and chart) and writes `<stem>.md` and `.json`.
+//! `--*-only` ones) and becomes one [`scenario::Scenario`]; the engine below runs it, or reads
+//! its results back (`--from-results`), stamps them, renders the report (and chart) and writes
+//! `<stem>.md` and `.json`.
+//!
+//! The scenarios (`run`, `memory`, `faults`, `overcommit`, `desched`, `estload`, `churn`,
+//! `whole`, `growth`) each own what only they measure and their report. They share the steps
+//! in `plane` (control plane, schedulers, bindings created and settled, CPU, perf), the watch
+//! in `observe`, the processes in `procs`, `/metrics` in `promtext`, the ceilings in `ceiling`,
+//! the oracle replay in `replay`, and the figures' helpers in `stats`, `report` and `chart`.
 
 mod algo;
 mod ceiling;
@@ -321,10 +328,14 @@ impl Report for Run {
             Some(o) => chart::draw(&o.join("chart.png"), &points)?,
             None => 0.0,
         };
-        Ok(report::markdown(self, "chart.png", step, &scales))
+        Ok(run::report::markdown(self, "chart.png", step, &scales))
     }
     fn console(&self, _md: &str) -> String {
-        let mut s = format!("{}\n{}", report::targets(self), report::figures(self));
+        let mut s = format!(
+            "{}\n{}",
+            run::report::targets(self),
+            run::report::figures(self)
+        );
         for (title, a) in [
             ("fresh", &self.agreement_fresh),
             ("after churn", &self.agreement_after_churn),
@@ -666,10 +677,7 @@ mod tests {
     /// wrote, or that was annotated by hand afterwards: they must still render.
     const OLDER: &[&str] = &[
         "estimators-1ms.json",
-        "fair-ceiling/estimators-1ms.json",
-        "fair-ceiling/run2/estimators-1ms.json",
         "results-1000c-200b.json",
-        "scale/descheduler-100c-1000b-before.json",
         "scale/estimators-1ms.json",
     ];
 

@@ -153,10 +153,6 @@ pub struct DeschedBench {
     /// The fair ceiling at 16 and 64 bindings in flight.
     #[serde(default)]
     pub ceilings: Vec<DeschedCeiling>,
-    /// Whether the ceiling's bare client PUT the bindings (as the descheduler does since
-    /// 2026-12) rather than merge-patching `spec.clusters` (results before that).
-    #[serde(default)]
-    pub ceiling_puts: bool,
     /// The machine's 1-minute load average before the first pass.
     #[serde(default)]
     pub load_before: f64,
@@ -809,7 +805,6 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
         go,
         agree,
         ceilings,
-        ceiling_puts: true,
         load_before,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ..Default::default()
@@ -818,6 +813,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
 
 #[cfg(test)]
 mod tests {
+    use super::report::deciles_cell;
     use super::*;
 
     #[test]

@@ -32,6 +32,8 @@ use crate::stats;
 use crate::workload::{NAMESPACES, Workload};
 use testenv::rng::Rng;
 
+pub mod report;
+
 const STEPS: &[&str] = &["Filter", "Score", "Select", "AssignReplicas"];
 const MIRROR: &str = "-m";
 const STREAM: &str = "-s";

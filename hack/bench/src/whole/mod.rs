@@ -5,21 +5,22 @@
 //! the binding gives it; reported: Deployments/s, p50/p99 from creation to scheduled and to
 //! the members, the steps in between, and each process's CPU during the round.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use testenv::whole::WholeKarmada;
-use testenv::whole_bench::{self, Round, Sample};
+use testenv::whole_bench::{self, Round};
 use tokio::time::Instant;
 
 use crate::plane::log;
 use crate::procs::cpu_seconds;
 use crate::promtext;
-use crate::report::num;
-use crate::stats::percentile;
+
+mod report;
+pub use report::markdown;
 
 /// What the flags ask for.
 #[derive(Clone, Debug)]
@@ -239,225 +240,12 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
 }
 
 /// Deployments on their members per second, from the first creation to the last arrival.
-fn throughput(r: &Round) -> f64 {
+pub(crate) fn throughput(r: &Round) -> f64 {
     if r.seconds > 0.0 {
         r.complete as f64 / r.seconds
     } else {
         0.0
     }
-}
-
-/// One step of the path: its name and how to read it off a sample.
-type Step = (&'static str, fn(&Sample) -> Option<f64>);
-
-fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(b? - a?)
-}
-
-/// The totals, then the steps between them (which add up per Deployment, not per percentile).
-const STEPS: &[Step] = &[
-    ("creation → `spec.clusters` set (scheduled)", |s| {
-        diff(Some(s.applied), s.placed)
-    }),
-    ("creation → `Scheduled=True`", |s| {
-        diff(Some(s.applied), s.scheduled)
-    }),
-    ("creation → on the members", |s| {
-        diff(Some(s.applied), s.on_members)
-    }),
-    (
-        "1. creation → binding (controller-manager: detector)",
-        |s| diff(Some(s.applied), s.binding),
-    ),
-    ("2. binding → `spec.clusters` (scheduler)", |s| {
-        diff(s.binding, s.placed)
-    }),
-    (
-        "3. `spec.clusters` → Works (controller-manager: binding controller)",
-        |s| diff(s.placed, s.works),
-    ),
-    (
-        "4. Works → on the members (execution controller / agent)",
-        |s| diff(s.works, s.on_members),
-    ),
-    (
-        "`spec.clusters` → `Scheduled=True` (the scheduler's status write)",
-        |s| diff(s.placed, s.scheduled),
-    ),
-    (
-        "server stamps: creation → binding `creationTimestamp`",
-        |s| s.by_server(s.binding_created_unix),
-    ),
-    (
-        "server stamps: creation → `Scheduled` `lastTransitionTime`",
-        |s| s.by_server(s.scheduled_unix),
-    ),
-    (
-        "server stamps: binding `creationTimestamp` → `lastTransitionTime`",
-        |s| diff(s.binding_created_unix, s.scheduled_unix),
-    ),
-];
-
-/// The rounds of scheduler `kind`.
-fn rounds_of<'a>(b: &'a WholeBench, kind: &'a str) -> impl Iterator<Item = &'a Round> {
-    b.rounds
-        .iter()
-        .map(|r| &r.round)
-        .filter(move |r| r.scheduler == kind)
-}
-
-fn pooled<'a>(b: &'a WholeBench, kind: &'a str) -> Vec<&'a Sample> {
-    rounds_of(b, kind).flat_map(|r| &r.samples).collect()
-}
-
-fn quantile(samples: &[&Sample], step: fn(&Sample) -> Option<f64>, q: f64) -> Option<f64> {
-    let v: Vec<f64> = samples.iter().filter_map(|s| step(s)).collect();
-    percentile(&v, q)
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}", a / b),
-        _ => "–".into(),
-    }
-}
-
-fn who(kind: &str) -> &str {
-    if kind == "go" { "Go v1.18.2" } else { "ours" }
-}
-
-fn mean_throughput(b: &WholeBench, kind: &str) -> Option<f64> {
-    let v: Vec<f64> = rounds_of(b, kind).map(throughput).collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-/// The Markdown report.
-pub fn markdown(b: &WholeBench) -> String {
-    let first = b.rounds.first().map(|r| &r.round);
-    let mut out = format!(
-        "# End to end in a whole Karmada: {} Deployments, ours and Go's scheduler\n\n\
-         {} · {} · commit {}\n\n\
-         One whole Karmada v1.18.2 (`hack/karmada-up.sh`: controller-manager, webhook, \
-         aggregated API server, three kwok members with a Go estimator each); per round the \
-         scheduler and descheduler named, swapped on the running Karmada between rounds, and \
-         the last round's objects deleted and gone from the members first. A round creates \
-         {} Deployments with a PropagationPolicy each (a third each: Divided by the estimators' \
-         available replicas, Divided by static weights 2:1:1, Duplicated), {}, and waits until \
-         every member named by each binding's `spec.clusters` holds the Deployment with the \
-         replicas given it. Times are the bench's own, taken as its watch events arrive \
-         (ResourceBindings and Works on Karmada, Deployments on each member), from just \
-         before the Deployment's POST (its policy was created just before); the \
-         *server stamps* rows use the binding's `creationTimestamp` and the condition's \
-         `lastTransitionTime` instead, which have a resolution of one second (the creation's \
-         time is cut to the second as well, so they are within a second of the truth).\n\n",
-        b.deployments,
-        b.date,
-        b.machine,
-        b.git_commit,
-        b.deployments,
-        match first {
-            Some(r) if r.rate > 0.0 => format!("{} a second", r.rate),
-            Some(r) => format!("as fast as {} creations in flight allow", r.concurrency),
-            None => String::new(),
-        },
-    );
-    out.push_str(
-        "| round | scheduler | on their members | creations took (s) | first creation → last \
-         on its members (s) | Deployments/s | binding versions / Deployment | \
-         controller-manager requests to Karmada / Deployment | load before |\n\
-         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-    );
-    for (i, rr) in b.rounds.iter().enumerate() {
-        let r = &rr.round;
-        let n = r.deployments.max(1) as f64;
-        let versions: u64 = r.samples.iter().map(|s| s.binding_versions).sum();
-        let requests: f64 = rr.controller_manager.karmada_requests.values().sum();
-        out.push_str(&format!(
-            "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} |\n",
-            i + 1,
-            who(&r.scheduler),
-            r.complete,
-            r.deployments,
-            r.apply_seconds,
-            r.seconds,
-            throughput(r),
-            versions as f64 / n,
-            requests / n,
-            rr.load_before
-        ));
-    }
-    let (ours, go) = (pooled(b, "ours"), pooled(b, "go"));
-    let (to, tg) = (mean_throughput(b, "ours"), mean_throughput(b, "go"));
-    out.push_str(&format!(
-        "\nDeployments/s, ours/Go: **{}** (above 1: ours faster).\n\n\
-         Seconds per Deployment (all rounds of a scheduler pooled; ours/Go below 1: ours \
-         faster). The numbered steps add up per Deployment, not per percentile.\n\n\
-         | step | ours p50 | Go p50 | ours/Go | ours p99 | Go p99 | ours/Go |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-        ratio(to, tg)
-    ));
-    for (name, step) in STEPS {
-        let [p50, p99] = [0.5, 0.99].map(|q| {
-            let (o, g) = (quantile(&ours, *step, q), quantile(&go, *step, q));
-            format!("{} | {} | {}", num(o, 2), num(g, 2), ratio(o, g))
-        });
-        out.push_str(&format!("| {name} | {p50} | {p99} |\n"));
-    }
-    out.push_str(&cm_markdown(b));
-    out.push_str(
-        "\nCPU seconds per process from a round's first creation to its end (the \
-         schedulers, and the processes above 1 s in some round):\n\n",
-    );
-    let names: BTreeSet<&str> = b
-        .rounds
-        .iter()
-        .flat_map(|r| r.cpu.iter())
-        .filter(|(n, s)| {
-            **s >= 1.0 || matches!(n.as_str(), "karmada-scheduler" | "karmada-descheduler")
-        })
-        .map(|(n, _)| n.as_str())
-        .collect();
-    let over_rounds = |n: &str| -> f64 { b.rounds.iter().map(|r| cpu(r, n)).sum() };
-    let mut names: Vec<&str> = names.into_iter().collect();
-    names.sort_by(|x, y| over_rounds(y).total_cmp(&over_rounds(x)));
-    // A row per process, then their sum over every process of the round.
-    let mut rows: Vec<(&str, Option<&str>)> = names.into_iter().map(|n| (n, Some(n))).collect();
-    rows.push(("all", None));
-    out.push_str(&per_round(b, "process", &rows, |r, n| {
-        let seconds = n.map_or_else(|| r.cpu.values().sum::<f64>(), |n| cpu(r, n));
-        format!("{seconds:.1}")
-    }));
-    out
-}
-
-/// CPU seconds of process `n` in a round.
-fn cpu(r: &RoundRun, n: &str) -> f64 {
-    r.cpu.get(n).copied().unwrap_or(0.0)
-}
-
-/// A table with a column per round: a row per `(label, key)`, its cell in a round given by
-/// `cell` from the key.
-fn per_round<K>(
-    b: &WholeBench,
-    first: &str,
-    rows: &[(&str, K)],
-    cell: impl Fn(&RoundRun, &K) -> String,
-) -> String {
-    let mut out = format!("| {first} |");
-    for (i, r) in b.rounds.iter().enumerate() {
-        out.push_str(&format!(" {} ({}) |", i + 1, who(&r.round.scheduler)));
-    }
-    out.push_str("\n| --- |");
-    out.push_str(&" ---: |".repeat(b.rounds.len()));
-    out.push('\n');
-    for (label, key) in rows {
-        out.push_str(&format!("| {label} |"));
-        for r in &b.rounds {
-            out.push_str(&format!(" {} |", cell(r, key)));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// The report's file name: `whole-karmada-<N>d`, with `-cm-qps<Q>` when the
@@ -474,64 +262,9 @@ pub fn stem(b: &WholeBench) -> String {
     }
 }
 
-/// The controller-manager's queues, per round: items, mean wait in the queue, mean work.
-fn cm_markdown(b: &WholeBench) -> String {
-    let flags: Vec<String> = b
-        .rounds
-        .iter()
-        .map(|r| match r.controller_manager.flags.as_slice() {
-            [] => "defaults".to_string(),
-            f => f.join(" "),
-        })
-        .collect();
-    let mut same = flags.clone();
-    same.dedup();
-    let mut out = format!(
-        "\nkarmada-controller-manager's client flags: {}. Its queues during each round (the \
-         queues with at least a quarter as many items as Deployments): items, then the mean \
-         seconds an item waited in the queue and was worked on. Work that takes long for \
-         little CPU is work waiting on the API: its client's rate limiter or the server.\n\n",
-        same.join(" / ")
-    );
-    let names: BTreeSet<&str> = b
-        .rounds
-        .iter()
-        .flat_map(|r| {
-            let queues = r.controller_manager.queues.iter();
-            queues.filter(|(_, q)| q.items * 4.0 >= r.round.deployments as f64)
-        })
-        .map(|(n, _)| n.as_str())
-        .collect();
-    let rows: Vec<(&str, &str)> = names.into_iter().map(|n| (n, n)).collect();
-    out.push_str(&per_round(b, "queue", &rows, |r, n| {
-        match r.controller_manager.queues.get(*n) {
-            Some(q) if q.items > 0.0 => format!(
-                "{:.0} · {:.2} · {:.2}",
-                q.items,
-                q.waited / q.items,
-                q.worked / q.items
-            ),
-            _ => "–".into(),
-        }
-    }));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sample(applied: f64, binding: f64, placed: f64, works: f64, on: f64) -> Sample {
-        Sample {
-            applied,
-            binding: Some(binding),
-            placed: Some(placed),
-            scheduled: Some(placed + 0.01),
-            works: Some(works),
-            on_members: Some(on),
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn controller_manager_work_is_the_difference_between_scrapes() {
@@ -560,37 +293,5 @@ mod tests {
         let q = &w.queues["binding-controller"];
         assert_eq!((q.items, q.waited, q.worked), (4.0, 8.0, 2.0));
         assert!(!w.queues.contains_key("idle"));
-    }
-
-    #[test]
-    fn steps_add_up_to_the_total_and_ratios_compare_the_kinds() {
-        let s = sample(1.0, 1.5, 1.75, 2.0, 3.0);
-        let total = STEPS[2].1(&s).unwrap();
-        let parts: f64 = STEPS[3..7].iter().map(|(_, f)| f(&s).unwrap()).sum();
-        assert!((total - 2.0).abs() < 1e-9 && (parts - total).abs() < 1e-9);
-        let round = |kind: &str, on: f64| RoundRun {
-            round: Round {
-                scheduler: kind.into(),
-                deployments: 1,
-                complete: 1,
-                seconds: on,
-                samples: vec![sample(0.0, 0.1, 0.2, 0.3, on)],
-                ..Default::default()
-            },
-            cpu: BTreeMap::from([("karmada-scheduler".to_string(), 2.0)]),
-            controller_manager: CmWork::default(),
-            load_before: 0.0,
-        };
-        let b = WholeBench {
-            deployments: 1,
-            rounds: vec![round("ours", 1.0), round("go", 4.0)],
-            ..Default::default()
-        };
-        let md = markdown(&b);
-        assert!(md.contains("Deployments/s, ours/Go: **4.00**"), "{md}");
-        assert!(
-            md.contains("| creation → on the members | 1.00 | 4.00 | 0.25 |"),
-            "{md}"
-        );
     }
 }
