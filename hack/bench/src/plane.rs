@@ -454,8 +454,7 @@ pub async fn wait_queues_idle(scheds: &[&Sched], quiet: Duration, timeout: Durat
         let mut attempts = Vec::new();
         let mut window = quiet;
         for s in scheds {
-            let Ok(text) = s.scrape().await else { continue };
-            let m = promtext::parse(&text);
+            let Ok(m) = s.scrape().await else { continue };
             depth += promtext::sum(&m, "workqueue_depth", &[("name", "scheduler-queue")]);
             attempts.push(promtext::sum(&m, ATTEMPTS, &[]));
             if let Some(mean) = Histogram::read(&m, E2E, &[]).mean() {

@@ -95,10 +95,10 @@ impl Sched {
         }
     }
 
-    /// The Prometheus text of `/metrics`.
-    pub async fn scrape(&self) -> anyhow::Result<String> {
+    /// The samples of its `/metrics`.
+    pub async fn scrape(&self) -> anyhow::Result<Vec<crate::promtext::Sample>> {
         match http_get(&self.metrics, "/metrics").await? {
-            (200, body) => Ok(body),
+            (200, body) => Ok(crate::promtext::parse(&body)),
             (code, _) => Err(anyhow!("{} /metrics answered {code}", self.label)),
         }
     }

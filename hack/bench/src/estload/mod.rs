@@ -235,13 +235,6 @@ async fn retarget(client: &Client, cluster: &str, port: u16) -> anyhow::Result<(
     Ok(())
 }
 
-/// The Prometheus samples of a scheduler's `/metrics` now (none when it does not answer).
-async fn scrape(s: &Sched) -> Vec<promtext::Sample> {
-    (s.scrape().await)
-        .map(|t| promtext::parse(&t))
-        .unwrap_or_default()
-}
-
 /// Every step of the bench (both schedulers together, one alone, a fault row), measured the
 /// same way: the schedulers' CPU seconds and own metrics, and the calls the estimators
 /// answered, before and after it, and the schedulers' estimator connections sampled during it.
@@ -277,7 +270,7 @@ impl<'a> Meter<'a> {
         pids.extend([plane.apiserver_pid, plane.etcd_pid, std::process::id()]);
         let mut metrics = Vec::new();
         for s in scheds {
-            metrics.push(scrape(s).await);
+            metrics.push(s.scrape().await.unwrap_or_default());
         }
         Meter {
             scheds: scheds.to_vec(),
@@ -296,7 +289,7 @@ impl<'a> Meter<'a> {
         let cpu = plane::cpu_since(&self.pids, &self.cpu);
         let mut metrics = Vec::new();
         for (s, before) in self.scheds.iter().zip(self.metrics) {
-            metrics.push([before, scrape(s).await]);
+            metrics.push([before, s.scrape().await.unwrap_or_default()]);
         }
         let calls = (est.counts().await.iter().zip(&self.calls))
             .map(|(a, b)| [a[0] - b[0], a[1] - b[1]])

@@ -537,7 +537,7 @@ fn quiet_phase(
 
 async fn scrape(scheds: [&Sched; 2]) -> anyhow::Result<[Vec<promtext::Sample>; 2]> {
     let [a, b] = scheds.map(Sched::scrape);
-    Ok([promtext::parse(&a.await?), promtext::parse(&b.await?)])
+    Ok([a.await?, b.await?])
 }
 
 /// Event writes so far per scheduler: the sum of `count` over its Events (a create, then one

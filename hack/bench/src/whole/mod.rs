@@ -240,7 +240,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
 }
 
 /// Deployments on their members per second, from the first creation to the last arrival.
-pub(crate) fn throughput(r: &Round) -> f64 {
+fn throughput(r: &Round) -> f64 {
     if r.seconds > 0.0 {
         r.complete as f64 / r.seconds
     } else {
