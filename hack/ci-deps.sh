@@ -26,6 +26,10 @@
 # --packages stops after the Debian packages and the Go check: what a Rust build needs (a
 # linker), so that hack/test.sh can compile while the Go binaries build.
 set -euo pipefail
+case "$*" in
+  "" | --packages) ;;
+  *) echo "usage: hack/ci-deps.sh [--packages]" >&2; exit 2 ;;
+esac
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf '[ci-deps %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
