@@ -33,6 +33,11 @@ INPUT_TIMEOUT="${FUZZ_INPUT_TIMEOUT:-25}"
 
 log() { printf '[fuzz %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+case "${FUZZ_BUILD_ONLY:-0}" in
+  0 | 1) ;;
+  *) log "FUZZ_BUILD_ONLY must be 0 or 1, not '${FUZZ_BUILD_ONLY}'"; exit 2 ;;
+esac
+
 # The fuzz build keeps its own target dir (fuzz/target): its flags differ from every other
 # build, so sharing one would only rebuild both.
 unset CARGO_TARGET_DIR
@@ -61,7 +66,7 @@ start=$(date +%s)
 log "building ${#targets[@]} targets"
 (cd fuzz && cargo "+${TOOLCHAIN}" fuzz build "${build_flags[@]}")
 log "built in $(($(date +%s) - start))s"
-[[ -z "${FUZZ_BUILD_ONLY:-}" ]] || exit 0
+[[ "${FUZZ_BUILD_ONLY:-0}" == 0 ]] || exit 0
 
 # What bounds each run: a time, or (FUZZ_RUNS) a count of inputs from a fixed seed.
 if [[ -n "${FUZZ_RUNS:-}" ]]; then
