@@ -12,11 +12,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::Duration;
 
 use component_base::lru::Lru;
 use karmada_api::Cluster;
 use prometheus_client::registry::Registry;
+use tokio::time::Instant;
 
 use crate::dial::{self, Connection, DialError, DialSettings};
 use crate::metrics::EstimatorMetrics;
@@ -43,9 +44,17 @@ pub enum EstablishError {
     /// No address connected.
     #[error(transparent)]
     Dial(#[from] DialError),
-    /// A dial failed recently; calls do not dial again before `redial_backoff`.
-    #[error("the estimator of cluster {0} failed to connect recently; not dialling again yet")]
-    BackingOff(String),
+    /// A dial failed less than `redial_backoff` ago: the same addresses are not dialled again
+    /// before `retry_in` has passed, whatever asks for them.
+    #[error(
+        "the estimator of cluster {cluster} failed to connect recently; not dialling it again for {retry_in:?}"
+    )]
+    BackingOff {
+        /// The cluster.
+        cluster: String,
+        /// How long the backoff still lasts.
+        retry_in: Duration,
+    },
     /// The cluster was deleted while dialling.
     #[error("cluster {0} was deleted before or while its estimator was being dialled")]
     Deleted(String),
@@ -56,9 +65,10 @@ pub enum EstablishError {
 enum Mode {
     /// Cluster event: connect unless connected.
     Ensure,
-    /// A call needs it: connect unless connected or a dial failed recently.
+    /// A call needs it: connect unless connected.
     OnUse,
-    /// Service event: resolve again, reconnect if the addresses changed.
+    /// Service event: resolve again, reconnect if the addresses changed (addresses other than
+    /// those that failed last are dialled at once, backoff or not).
     Refresh,
 }
 
@@ -78,6 +88,9 @@ struct Entry {
     connection: Option<Arc<Connection>>,
     resolution: Option<Resolution>,
     last_dial_failure: Option<Instant>,
+    /// What the last failed dial resolved to: a Service change to other addresses is dialled
+    /// within the backoff, one that leaves them as they were is not.
+    failed: Option<Resolution>,
     health: Health,
     /// What the last warning about a failed connection was about (the Service's addresses,
     /// or its error): a failure of something else is warned about again even while the
@@ -149,12 +162,14 @@ impl ConnectionCache {
         self.metrics.register(registry);
     }
 
-    /// Cluster added or updated: connect if there is no connection yet (always dials, like
-    /// the reference's worker; retrying a failure is the caller's business). Pull clusters
-    /// are skipped when the pull-mode flag is set, keeping any connection they already have.
+    /// Cluster added or updated: connect if there is no connection yet, unless a dial failed
+    /// less than `redial_backoff` ago ([`EstablishError::BackingOff`]; retrying is the
+    /// caller's business). Pull clusters are skipped when the pull-mode flag is set, keeping
+    /// any connection they already have.
     pub async fn ensure(&self, cluster: &Cluster) -> Result<(), EstablishError> {
         self.forget_deletion(cluster_name(cluster));
-        self.ensure_existing(cluster).await
+        self.ensure_existing(cluster_name(cluster), is_pull(cluster))
+            .await
     }
 
     /// The cluster exists (again): calls may connect to it.
@@ -165,9 +180,12 @@ impl ConnectionCache {
     /// [`ensure`](Self::ensure), unless the cluster was deleted since its last add or update
     /// event ([`EstablishError::Deleted`]): an attempt overtaken by the deletion makes
     /// nothing.
-    pub(crate) async fn ensure_existing(&self, cluster: &Cluster) -> Result<(), EstablishError> {
-        let name = cluster_name(cluster);
-        if !self.register(name, is_pull(cluster)) {
+    pub(crate) async fn ensure_existing(
+        &self,
+        name: &str,
+        pull: bool,
+    ) -> Result<(), EstablishError> {
+        if !self.register(name, pull) {
             return Err(EstablishError::Deleted(name.to_string()));
         }
         if self.pull_disabled(name) {
@@ -298,10 +316,23 @@ impl ConnectionCache {
     }
 
     fn backing_off(&self, cluster: &str) -> bool {
-        self.read()
-            .get(cluster)
-            .and_then(|e| e.last_dial_failure)
-            .is_some_and(|t| t.elapsed() < self.options.redial_backoff)
+        self.backoff_left(cluster).is_some()
+    }
+
+    /// How long the backoff after the cluster's last failed dial still lasts, if it does.
+    fn backoff_left(&self, cluster: &str) -> Option<Duration> {
+        let failed = self.read().get(cluster)?.last_dial_failure?;
+        self.options
+            .redial_backoff
+            .checked_sub(failed.elapsed())
+            .filter(|left| !left.is_zero())
+    }
+
+    fn backing_off_error(&self, cluster: &str, retry_in: Duration) -> EstablishError {
+        EstablishError::BackingOff {
+            cluster: cluster.to_string(),
+            retry_in,
+        }
     }
 
     /// Records the outcome of a call, logging only changes.
@@ -394,9 +425,11 @@ impl ConnectionCache {
     }
 
     /// Resolves and dials `cluster`, one dial per cluster at a time. `Ensure` and `OnUse`
-    /// return an existing connection as is (`OnUse` also gives up while backing off after a
-    /// failure); `Refresh` resolves the Service again and replaces the connection only when
-    /// the addresses changed.
+    /// return an existing connection as is, and give up while backing off after a failed
+    /// dial; `Refresh` resolves the Service again and replaces the connection only when the
+    /// addresses changed, and gives up while backing off only when they are those that
+    /// failed. So no trigger (event, call, Service change) dials the same addresses more
+    /// often than `redial_backoff` allows.
     async fn establish(
         &self,
         cluster: &str,
@@ -408,8 +441,10 @@ impl ConnectionCache {
         if let (Mode::Ensure | Mode::OnUse, Some(connection)) = (mode, &existing) {
             return Ok(connection.clone());
         }
-        if mode == Mode::OnUse && self.backing_off(cluster) {
-            return Err(EstablishError::BackingOff(cluster.to_string()));
+        if mode != Mode::Refresh
+            && let Some(left) = self.backoff_left(cluster)
+        {
+            return Err(self.backing_off_error(cluster, left));
         }
         let result = self.resolve_and_dial(cluster, existing).await;
         let mut entries = self.write();
@@ -421,6 +456,11 @@ impl ConnectionCache {
                 locks.remove(cluster);
             }
             return Err(EstablishError::Deleted(cluster.to_string()));
+        };
+        // Not dialled: nothing to record.
+        let result = match result {
+            Err((e @ EstablishError::BackingOff { .. }, _)) => return Err(e),
+            r => r,
         };
         let (result, attempted) = match result {
             Ok((connection, resolution, fresh)) => (Ok((connection, fresh)), Some(resolution)),
@@ -455,6 +495,7 @@ impl ConnectionCache {
                 entry.connection = Some(connection.clone());
                 entry.resolution = Some(resolution);
                 entry.last_dial_failure = None;
+                entry.failed = None;
                 entry.warned = None;
                 self.metrics.set_connected(cluster, true);
                 Ok(connection)
@@ -464,6 +505,7 @@ impl ConnectionCache {
                 self.metrics
                     .set_connected(cluster, entry.connection.is_some());
                 entry.last_dial_failure = Some(Instant::now());
+                entry.failed = attempted.clone();
                 // Warn once per state change, and again when what failed is something else
                 // (the Service arrived, its address changed): never per retry.
                 let about = match (&attempted, &error) {
@@ -544,6 +586,11 @@ impl ConnectionCache {
             if unchanged {
                 return Ok((connection, resolution, false));
             }
+        }
+        if let Some(left) = self.backoff_left(cluster)
+            && self.read().get(cluster).and_then(|e| e.failed.as_ref()) == Some(&resolution)
+        {
+            return Err((self.backing_off_error(cluster, left), Some(resolution)));
         }
         let tls = match tls::client_config(options) {
             Ok(tls) => tls,

@@ -40,7 +40,7 @@ impl<C: Reflect<Cluster>> Reflect<RawObject> for Clusters<C> {
         match karmada_api::from_json_str::<Cluster>(raw.json()) {
             Ok(c) => {
                 if let Some(e) = &self.1 {
-                    e.ensure(Arc::new(c.clone()), self.2.clone());
+                    e.ensure(&c, &self.2);
                 }
                 self.0.upsert(c);
             }

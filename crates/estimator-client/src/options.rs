@@ -64,8 +64,9 @@ pub struct EstimatorOptions {
     pub failure_policy: FailurePolicy,
     /// Limit for one address to connect (the reference hard-codes 5 s).
     pub connect_timeout: Duration,
-    /// After a failed dial, calls do not dial the cluster again before this elapses (events
-    /// from [`crate::ConnectionCache::ensure`] and Service changes always dial).
+    /// After a failed dial, the same addresses are not dialled again before this elapses,
+    /// whatever asks (a call, a Cluster event, a retry); a Service change to other addresses
+    /// is dialled at once.
     pub redial_backoff: Duration,
 }
 

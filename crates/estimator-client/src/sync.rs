@@ -1,11 +1,17 @@
 //! Keeping the connections current: the Cluster events a daemon sees, and watches of the
 //! estimator Services and their EndpointSlices, turned into [`ConnectionCache`] calls with
 //! retries. Shared by karmada-scheduler and karmada-descheduler.
+//!
+//! Events are merged per cluster as a work queue merges them (the reference's
+//! `scheduler-estimator` worker): a cluster has at most one task, which holds its name and
+//! what was asked, never a copy of the object; events that come while it runs or waits to
+//! retry only add to what it does next. A cluster whose estimator cannot be reached, and
+//! whose object changes all the time (a Pull-mode member writes its own status), costs one
+//! sleeping task and the dials its backoff allows, not a retry chain per event.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use component_base::metrics::WorkqueueMetrics;
 use component_base::store::OnChange;
@@ -18,24 +24,71 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use tokio::sync::watch as tokio_watch;
 
-use crate::cache::{ConnectionCache, EstablishError};
+use crate::cache::{ConnectionCache, EstablishError, PULL};
 
 /// The current Cluster object of a name, if it still exists (a failed connection is retried
 /// only while its cluster does).
 pub type ClusterLookup = Arc<dyn Fn(&str) -> Option<Arc<Cluster>> + Send + Sync>;
 
+/// First delay after a failed attempt; it doubles with each further failure.
+const RETRY_BASE: Duration = Duration::from_millis(5);
+/// Longest delay between attempts.
+const RETRY_MAX: Duration = Duration::from_secs(300);
+/// Added to a redial backoff's remaining time, so that the attempt after it finds it over.
+const BACKOFF_MARGIN: Duration = Duration::from_millis(1);
+
+/// The delay after `failures` consecutive failed attempts.
+fn retry_delay(failures: u32) -> Duration {
+    RETRY_BASE
+        .saturating_mul(1 << failures.min(16))
+        .min(RETRY_MAX)
+}
+
+/// What was asked of a cluster's connection since its task last took the asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Asks {
+    /// A Cluster event: connect unless connected.
+    ensure: bool,
+    /// Its Service or EndpointSlices changed: resolve again, reconnect if the addresses moved.
+    refresh: bool,
+}
+
+impl Asks {
+    fn any(self) -> bool {
+        self.ensure || self.refresh
+    }
+
+    fn merge(&mut self, other: Asks) {
+        self.ensure |= other.ensure;
+        self.refresh |= other.refresh;
+    }
+}
+
+/// One cluster's pending work; the cluster has a task exactly while it has one of these.
+struct Pending {
+    asks: Asks,
+    /// Whether the cluster is in Pull mode, as its latest event said: all an attempt needs of
+    /// the object.
+    pull: bool,
+    /// Where a retry reads whether the cluster still exists (from the Cluster events).
+    current: Option<ClusterLookup>,
+    /// When a Cluster event was queued and not yet taken (the workqueue metrics).
+    queued: Option<Instant>,
+}
+
+/// What one attempt takes from a cluster's [`Pending`].
+struct Taken {
+    asks: Asks,
+    pull: bool,
+    current: Option<ClusterLookup>,
+    queued: Option<Instant>,
+}
+
 /// The estimator connections, driven by Cluster and Service events.
 pub struct EstimatorSync {
     cache: Arc<ConnectionCache>,
-    /// Consecutive failed connection attempts per cluster, while its retries run.
-    failures: Mutex<HashMap<String, u32>>,
-    /// Per Service name, the number of its latest change while that change is being
-    /// followed (a retry of an older change stops); dropped when the latest is done, so
-    /// Services that come and go leave nothing.
-    service_seq: Mutex<HashMap<String, u64>>,
-    /// Numbers Service changes, across all names: a number is never reused, so a retry
-    /// can tell its change from a later one even after the entry was dropped and made again.
-    next_change: AtomicU64,
+    /// Clusters with work pending, by name (see the module).
+    pending: Mutex<HashMap<String, Pending>>,
     /// The workqueue metrics of the reference's `scheduler-estimator` worker, which gets the
     /// cluster events that [`ensure`](Self::ensure) handles.
     worker: Arc<WorkqueueMetrics>,
@@ -47,9 +100,7 @@ impl EstimatorSync {
     pub fn new(cache: Arc<ConnectionCache>, worker: Arc<WorkqueueMetrics>) -> Arc<Self> {
         Arc::new(Self {
             cache,
-            failures: Default::default(),
-            service_seq: Default::default(),
-            next_change: AtomicU64::new(0),
+            pending: Default::default(),
             worker,
         })
     }
@@ -59,17 +110,16 @@ impl EstimatorSync {
         &self.cache
     }
 
-    /// A Cluster was deleted: drop its connection.
-    pub fn cluster_deleted(&self, name: &str) {
-        self.worker.process(|| self.cache.on_cluster_deleted(name));
-        self.forget_failures(name);
+    fn pending(&self) -> MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn forget_failures(&self, name: &str) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
+    /// A Cluster was deleted: drop its connection. A task waiting to retry finds it gone.
+    pub fn cluster_deleted(&self, name: &str) {
+        self.worker.process(|| self.cache.on_cluster_deleted(name));
+        if let Some(p) = self.pending().get_mut(name) {
+            p.asks.ensure = false;
+        }
     }
 
     /// Watch the estimator Services in `namespace` and the EndpointSlices of those named
@@ -88,7 +138,7 @@ impl EstimatorSync {
         let e1 = self.clone();
         tasks.push(tokio::spawn(async move {
             let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-            let changed = move |name: &String| e1.service_changed(ns.clone(), name.clone());
+            let changed = move |name: &String| e1.service_changed(&ns, name);
             let services = OnChange::new(
                 |s: &Service| s.metadata.name.clone().unwrap_or_default(),
                 changed,
@@ -109,7 +159,7 @@ impl EstimatorSync {
             // Added, changed or gone: the same re-resolution of the slice's Service.
             let changed = move |key: &String| {
                 if let Some(svc) = slice_service(key, &prefix) {
-                    est.service_changed(ns.clone(), svc.to_string());
+                    est.service_changed(&ns, svc);
                 }
             };
             let slices = OnChange::new(slice_key, changed);
@@ -119,97 +169,142 @@ impl EstimatorSync {
     }
 
     /// An estimator Service changed: re-resolve and reconnect. When the new address does not
-    /// answer yet (an estimator being moved), keep retrying with backoff until it does or the
-    /// Service changes again; the old connection stays in use meanwhile.
-    pub fn service_changed(self: &Arc<Self>, namespace: String, name: String) {
-        let seq = self.next_change.fetch_add(1, Ordering::Relaxed) + 1;
-        self.service_seq
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.clone(), seq);
-        let this = self.clone();
-        tokio::spawn(async move {
-            let mut delay = Duration::from_millis(500);
-            loop {
-                match this.cache.on_service_changed(&namespace, &name).await {
-                    Ok(_) => break,
-                    Err(err) => {
-                        tracing::debug!(service = %name, "estimator Service changed but reconnecting failed (retry in {delay:?}): {err}")
-                    }
-                }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(60));
-                if !this.is_latest_change(&name, seq) {
-                    return;
-                }
-            }
-            // Followed: forget the Service unless a later change is being followed.
-            let mut m = this.service_seq.lock().unwrap_or_else(|p| p.into_inner());
-            if m.get(&name) == Some(&seq) {
-                m.remove(&name);
-            }
-        });
-    }
-
-    fn is_latest_change(&self, name: &str, seq: u64) -> bool {
-        self.service_seq
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            == Some(&seq)
-    }
-
-    /// Services whose latest change is still being followed, and clusters whose connection
-    /// is being retried (tests).
-    #[cfg(test)]
-    fn held(&self) -> (usize, usize) {
-        let services = self.service_seq.lock().unwrap_or_else(|p| p.into_inner());
-        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        (services.len(), failures.len())
+    /// answer yet (an estimator being moved), keep retrying with backoff until it does, the
+    /// Service changes again or its cluster is gone; the old connection stays in use
+    /// meanwhile. Services that name no cluster cost nothing.
+    pub fn service_changed(self: &Arc<Self>, namespace: &str, name: &str) {
+        let Some(cluster) = self.cache.options().cluster_of_service(namespace, name) else {
+            return;
+        };
+        let asks = Asks {
+            refresh: true,
+            ..Default::default()
+        };
+        self.enqueue(cluster, asks, None);
     }
 
     /// Connect (or keep) the cluster's estimator; retry failures with backoff while the
     /// cluster exists (the reference's `scheduler-estimator` worker). Call it on the cluster's
     /// add or update event: the cluster exists, even if it was deleted before.
-    pub fn ensure(self: &Arc<Self>, cluster: Arc<Cluster>, current: ClusterLookup) {
-        self.cache.forget_deletion(cluster.name());
-        self.attempt(cluster, current);
+    pub fn ensure(self: &Arc<Self>, cluster: &Cluster, current: &ClusterLookup) {
+        let name = cluster.metadata.name.as_deref().unwrap_or_default();
+        self.cache.forget_deletion(name);
+        let asks = Asks {
+            ensure: true,
+            ..Default::default()
+        };
+        let pull = cluster.spec.sync_mode == PULL;
+        self.enqueue(name, asks, Some((pull, current)));
     }
 
-    /// One connection attempt on its own task, and its retries. An attempt that runs after
-    /// the cluster's deletion (an add event's attempt overtaken by the delete event) makes
-    /// nothing, so that nothing stays behind for a cluster that is gone.
-    fn attempt(self: &Arc<Self>, cluster: Arc<Cluster>, current: ClusterLookup) {
-        let this = self.clone();
-        let added = self.worker.added();
-        tokio::spawn(async move {
-            let name = cluster.name().to_string();
-            let token = this.worker.started(Some(added));
-            let result = this.cache.ensure_existing(&cluster).await;
-            this.worker.finished(token);
-            match result {
-                Ok(()) => this.forget_failures(&name),
-                Err(EstablishError::Deleted(_)) => this.forget_failures(&name),
+    /// Adds `asks` to the cluster's pending work, starting its task if it has none.
+    fn enqueue(self: &Arc<Self>, name: &str, asks: Asks, event: Option<(bool, &ClusterLookup)>) {
+        let mut pending = self.pending();
+        let fresh = !pending.contains_key(name);
+        let p = pending.entry(name.to_string()).or_insert_with(|| Pending {
+            asks: Asks::default(),
+            pull: false,
+            current: None,
+            queued: None,
+        });
+        p.asks.merge(asks);
+        if let Some((pull, current)) = event {
+            p.pull = pull;
+            p.current.get_or_insert_with(|| current.clone());
+            if p.queued.is_none() {
+                p.queued = Some(self.worker.added());
+            }
+        }
+        drop(pending);
+        if fresh {
+            tokio::spawn(self.clone().work(name.to_string()));
+        }
+    }
+
+    /// The cluster's task: takes what was asked, attempts it, and waits after a failure,
+    /// until nothing is asked; then it ends and forgets the cluster.
+    async fn work(self: Arc<Self>, name: String) {
+        let mut failures = 0u32;
+        while let Some(t) = self.take(&name) {
+            let token = t.queued.map(|at| self.worker.started(Some(at)));
+            let outcome = self.attempt(&name, &t, failures > 0).await;
+            if let Some(token) = token {
+                self.worker.finished(token);
+            }
+            let wait = match outcome {
+                Ok(()) | Err(EstablishError::Deleted(_)) => {
+                    failures = 0;
+                    continue;
+                }
+                // Not dialled: the backoff of the last failed dial decides when to try.
+                Err(EstablishError::BackingOff { retry_in, .. }) => retry_in + BACKOFF_MARGIN,
                 Err(e) => {
-                    this.worker.retried();
-                    let n = {
-                        let mut f = this.failures.lock().unwrap_or_else(|p| p.into_inner());
-                        let n = f.entry(name.clone()).or_insert(0);
-                        *n += 1;
-                        *n
-                    };
-                    let delay = Duration::from_millis(5)
-                        .saturating_mul(1 << n.min(16))
-                        .min(Duration::from_secs(300));
-                    tracing::debug!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
-                    tokio::time::sleep(delay).await;
-                    match current(&name) {
-                        Some(c) => this.attempt(c, current),
-                        None => this.forget_failures(&name),
+                    failures += 1;
+                    if t.asks.ensure {
+                        self.worker.retried();
                     }
+                    let delay = retry_delay(failures);
+                    tracing::debug!(cluster = %name, "estimator connection failed (retry in {delay:?}): {e}");
+                    delay
+                }
+            };
+            tokio::time::sleep(wait).await;
+            self.requeue(&name, t.asks);
+        }
+    }
+
+    /// Takes the cluster's asks, or forgets it when nothing is asked.
+    fn take(&self, name: &str) -> Option<Taken> {
+        let mut pending = self.pending();
+        let p = pending.get_mut(name)?;
+        if !p.asks.any() {
+            pending.remove(name);
+            return None;
+        }
+        Some(Taken {
+            asks: std::mem::take(&mut p.asks),
+            pull: p.pull,
+            current: p.current.clone(),
+            queued: p.queued.take(),
+        })
+    }
+
+    /// Puts back what a failed attempt was asked, merged with what came meanwhile.
+    fn requeue(&self, name: &str, asks: Asks) {
+        if let Some(p) = self.pending().get_mut(name) {
+            p.asks.merge(asks);
+            if asks.ensure && p.queued.is_none() {
+                p.queued = Some(self.worker.added());
+            }
+        }
+    }
+
+    /// One attempt at what was asked. A retry connects only while the cluster exists (its
+    /// Pull mode read again); an attempt that runs after the cluster's deletion (an add
+    /// event's attempt overtaken by the delete event) makes nothing.
+    async fn attempt(&self, name: &str, t: &Taken, retry: bool) -> Result<(), EstablishError> {
+        let mut pull = t.pull;
+        if t.asks.ensure {
+            if retry && let Some(current) = &t.current {
+                match current(name) {
+                    Some(c) => pull = c.spec.sync_mode == PULL,
+                    None => return Err(EstablishError::Deleted(name.to_string())),
                 }
             }
-        });
+            self.cache.ensure_existing(name, pull).await?;
+        }
+        if t.asks.refresh {
+            let namespace = &self.cache.options().service_namespace;
+            let service = self.cache.options().service_name(name);
+            self.cache.on_service_changed(namespace, &service).await?;
+        }
+        Ok(())
+    }
+
+    /// Clusters with work pending (tests).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.pending().len()
     }
 }
 
@@ -261,9 +356,27 @@ mod tests {
         assert_eq!(slice_service("no-slash", prefix), None);
     }
 
+    /// A source that counts its lookups: every connection attempt that is not refused by
+    /// the redial backoff looks its Service up once.
+    struct Counting(crate::InMemoryServiceSource, std::sync::atomic::AtomicUsize);
+
+    impl crate::ServiceSource for Counting {
+        fn lookup<'a>(
+            &'a self,
+            namespace: &'a str,
+            name: &'a str,
+        ) -> scheduler_core::estimator::BoxFuture<
+            'a,
+            Result<crate::ServiceLookup, crate::source::LookupError>,
+        > {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.lookup(namespace, name)
+        }
+    }
+
     /// A cache whose every cluster has an estimator Service that cannot be resolved (no
-    /// port), so connecting fails at once, without the network.
-    fn failing_sync(clusters: usize) -> Arc<EstimatorSync> {
+    /// port), so connecting fails at once, without the network; and its lookup count.
+    fn failing_sync(clusters: usize) -> (Arc<EstimatorSync>, Arc<Counting>) {
         let services = (0..clusters).map(|i| {
             serde_json::from_value::<Service>(json!({
                 "metadata": {"name": format!("karmada-scheduler-estimator-m{i}"), "namespace": "karmada-system"},
@@ -271,10 +384,18 @@ mod tests {
             }))
             .unwrap()
         });
-        let source = Arc::new(crate::InMemoryServiceSource::with_objects(services, []));
-        let cache = Arc::new(ConnectionCache::new(Default::default(), source));
+        let source = Arc::new(Counting(
+            crate::InMemoryServiceSource::with_objects(services, []),
+            Default::default(),
+        ));
+        let cache = Arc::new(ConnectionCache::new(Default::default(), source.clone()));
         let metrics = component_base::metrics::ComponentMetrics::new();
-        EstimatorSync::new(cache, metrics.workqueue("scheduler-estimator"))
+        let sync = EstimatorSync::new(cache, metrics.workqueue("scheduler-estimator"));
+        (sync, source)
+    }
+
+    fn lookups(source: &Counting) -> usize {
+        source.1.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Clusters as the daemon's cache holds them, for the sync's lookups.
@@ -286,31 +407,37 @@ mod tests {
             let live = self.0.clone();
             Arc::new(move |name: &str| live.lock().unwrap().get(name).cloned())
         }
+
+        fn add(&self, name: &str) -> Arc<Cluster> {
+            let cluster = Arc::new(Cluster::new(name, Default::default()));
+            self.0.lock().unwrap().insert(name.into(), cluster.clone());
+            cluster
+        }
     }
 
-    /// Clusters added and deleted, their connections failing, leave no entry, failure count
+    /// Clusters added and deleted, their connections failing, leave no entry, pending work
     /// or dial lock, also when the deletion comes before the connection attempt started (a
     /// spawned attempt that ran after the deletion used to make the entry again, for good).
     #[tokio::test(start_paused = true)]
     async fn deleted_clusters_leave_no_connection_state() {
         let n = 2_000;
-        let sync = failing_sync(n);
+        let (sync, _) = failing_sync(n);
         let live = Live::default();
+        let lookup = live.lookup();
         for i in 0..n {
             let name = format!("m{i}");
-            let cluster = Arc::new(Cluster::new(&name, Default::default()));
-            live.0.lock().unwrap().insert(name.clone(), cluster.clone());
-            sync.ensure(cluster, live.lookup());
+            let cluster = live.add(&name);
+            sync.ensure(&cluster, &lookup);
             if i % 2 == 0 {
                 // Deleted before its attempt ran.
                 live.0.lock().unwrap().remove(&name);
                 sync.cluster_deleted(&name);
             }
         }
-        // Every attempt ran and failed; the survivors are retrying.
+        // Every attempt ran and failed; the survivors wait to retry.
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert_eq!(sync.cache.held().0, n / 2);
-        assert_eq!(sync.held().1, n / 2);
+        assert_eq!(sync.held(), n / 2);
         // Now the others go too, while their retries wait.
         for i in (1..n).step_by(2) {
             let name = format!("m{i}");
@@ -319,50 +446,94 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_secs(600)).await;
         assert_eq!(sync.cache.held(), (0, 0));
-        assert_eq!(sync.held(), (0, 0));
+        assert_eq!(sync.held(), 0);
         assert!(sync.cache.clusters().is_empty());
     }
 
-    /// Service changes are remembered only while they are being followed: many Services
-    /// that come and go (estimator ones or not) leave nothing behind.
+    /// Changes of Services that name no cluster, or a cluster the cache does not know, leave
+    /// nothing behind.
     #[tokio::test(start_paused = true)]
     async fn services_that_come_and_go_leave_nothing() {
-        let sync = failing_sync(0);
+        let (sync, source) = failing_sync(0);
         for i in 0..10_000 {
-            sync.service_changed("karmada-system".into(), format!("svc-{i}"));
+            sync.service_changed("karmada-system", &format!("svc-{i}"));
+            sync.service_changed(
+                "karmada-system",
+                &format!("karmada-scheduler-estimator-x{i}"),
+            );
         }
+        assert!(sync.held() <= 10_000);
         tokio::time::sleep(Duration::from_millis(1)).await;
-        assert_eq!(sync.held(), (0, 0));
+        assert_eq!(sync.held(), 0);
+        assert_eq!(lookups(&source), 0, "unknown clusters are not looked up");
     }
 
-    /// A retry of an older change of a Service stops when a newer change comes, and the
-    /// newer one is still followed after the older one ended.
+    /// A cluster whose estimator cannot be reached and whose object changes twice a second
+    /// (a Pull-mode member writing its status) has one task, whatever the number of events,
+    /// and is dialled as often as the redial backoff allows, not once per event; a deletion
+    /// ends its task.
     #[tokio::test(start_paused = true)]
-    async fn a_newer_change_replaces_the_retries_of_an_older_one() {
-        let sync = failing_sync(1);
-        let cluster = Arc::new(Cluster::new("m0", Default::default()));
+    async fn events_for_an_unreachable_cluster_merge_into_one_task() {
+        let (sync, source) = failing_sync(1);
         let live = Live::default();
-        live.0.lock().unwrap().insert("m0".into(), cluster.clone());
-        sync.ensure(cluster, live.lookup());
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        let service = "karmada-scheduler-estimator-m0".to_string();
-        sync.service_changed("karmada-system".into(), service.clone());
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        let first = sync.service_seq.lock().unwrap().get(&service).copied();
-        assert!(first.is_some(), "its reconnection fails and is retried");
-        sync.service_changed("karmada-system".into(), service.clone());
-        let second = sync.service_seq.lock().unwrap().get(&service).copied();
-        assert!(second > first);
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(
-            sync.service_seq.lock().unwrap().get(&service).copied(),
-            second,
-            "the newer change is still followed"
+        let lookup = live.lookup();
+        let cluster = live.add("m0");
+        for _ in 0..120 {
+            sync.ensure(&cluster, &lookup);
+            assert_eq!(sync.held(), 1);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        // 60 s with a 10 s redial backoff: the first attempt and one every 10 s.
+        let dialled = lookups(&source);
+        assert!((6..=7).contains(&dialled), "{dialled} attempts in 60 s");
+        live.0.lock().unwrap().remove("m0");
+        sync.cluster_deleted("m0");
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(sync.held(), 0);
+        assert_eq!(lookups(&source), dialled, "no attempt after the deletion");
+    }
+
+    /// A call's failed dial holds back the next Cluster event's dial until the backoff is over.
+    #[tokio::test(start_paused = true)]
+    async fn a_cluster_event_waits_for_the_backoff_of_a_failed_call_time_dial() {
+        let (sync, source) = failing_sync(1);
+        let live = Live::default();
+        let cluster = live.add("m0");
+        assert!(
+            sync.cache
+                .connection_for_call("m0", Some(false))
+                .await
+                .is_none()
         );
+        assert_eq!(lookups(&source), 1);
+        sync.ensure(&cluster, &live.lookup());
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert_eq!(lookups(&source), 1, "within the backoff");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(lookups(&source), 2, "after it");
+    }
+
+    /// Changes of one estimator Service while it cannot be followed make one task, which
+    /// ends once its cluster is gone.
+    #[tokio::test(start_paused = true)]
+    async fn service_changes_merge_into_one_task() {
+        let (sync, source) = failing_sync(1);
+        let live = Live::default();
+        let cluster = live.add("m0");
+        sync.ensure(&cluster, &live.lookup());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let service = "karmada-scheduler-estimator-m0";
+        for _ in 0..1_000 {
+            sync.service_changed("karmada-system", service);
+        }
+        assert_eq!(sync.held(), 1);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let seen = lookups(&source);
+        assert!(seen < 20, "{seen} lookups for 1,000 changes");
         live.0.lock().unwrap().remove("m0");
         sync.cluster_deleted("m0");
         // Its cluster is gone: the next retry finds nothing to reconnect, and stops.
-        tokio::time::sleep(Duration::from_secs(120)).await;
-        assert_eq!(sync.held(), (0, 0));
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(sync.held(), 0);
     }
 }
