@@ -46,6 +46,7 @@ use kube::{Client, Config};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod churn;
 pub mod estimator;
 pub mod faultproxy;
 pub mod faults;
