@@ -22,10 +22,10 @@ pub const KNOWN_QPS: f64 = 5.0;
 pub const KNOWN_BURST: f64 = 10.0;
 /// TokenReviews a second of tokens not seen valid, from all addresses, and their burst.
 pub const UNKNOWN_QPS: f64 = 10.0;
-pub const UNKNOWN_BURST: f64 = 20.0;
+pub const UNKNOWN_BURST: f64 = 40.0;
 /// TokenReviews a second of tokens not seen valid, from one address, and their burst.
 pub const SOURCE_QPS: f64 = 0.5;
-pub const SOURCE_BURST: f64 = 2.0;
+pub const SOURCE_BURST: f64 = 5.0;
 /// Addresses whose share is remembered (the least recently used is forgotten, and starts
 /// again with a full share: the total still holds).
 pub const SOURCES: usize = 1024;
