@@ -10,9 +10,13 @@
 //!   cannot lock out a probe, and the accept loop never waits for a slot;
 //! - on stop, connections waiting for a request are closed at once, requests in flight get
 //!   [`Limits::shutdown_grace`] to finish, then every connection is closed.
+//!
+//! Each request carries its peer's address as axum's `ConnectInfo<SocketAddr>` in its
+//! extensions, so that a handler can budget its work per client.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +25,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::response::IntoResponse as _;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -248,10 +253,10 @@ pub(super) async fn serve(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             r = listener.accept() => r,
         };
-        let stream = match stream {
-            Ok((s, _)) => {
+        let (stream, peer) = match stream {
+            Ok(accepted) => {
                 backoff = Duration::ZERO;
-                s
+                accepted
             }
             Err(e) => {
                 // Out of descriptors or memory, or a connection reset before it was taken: wait
@@ -277,7 +282,7 @@ pub(super) async fn serve(
         }
         let (router, drain, registry) = (router.clone(), drain.clone(), registry.clone());
         tasks.spawn(async move {
-            connection(stream, router, limits, &state, drain).await;
+            connection(stream, peer, router, limits, &state, drain).await;
             registry.remove(id);
         });
     }
@@ -300,6 +305,7 @@ pub(super) async fn serve(
 /// One connection, until it ends, is closed, or overstays.
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     limits: Limits,
     state: &Arc<ConnState>,
@@ -307,8 +313,9 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     let shared = state.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let (router, state) = (router.clone(), shared.clone());
+        req.extensions_mut().insert(ConnectInfo(peer));
         async move { Ok::<_, Infallible>(answer(router, req, limits, state).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -410,7 +417,6 @@ impl http_body::Body for Tracked {
 mod tests {
     use super::*;
     use axum::routing::get;
-    use std::net::SocketAddr;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     const HALF: &[u8] = b"GET /ok HTTP/1.1\r\nHost: x\r\n";
@@ -437,6 +443,10 @@ mod tests {
                 }),
             )
             .route("/big", get(|| async { vec![b'x'; 64 << 20] }))
+            .route(
+                "/peer",
+                get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }),
+            )
     }
 
     async fn start(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<()>) {
@@ -491,6 +501,28 @@ mod tests {
             .get(9..12)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn handlers_see_the_address_each_request_came_from() {
+        let (addr, stop, _) = start(limits()).await;
+        for from in ["127.0.0.2:0", "127.0.0.3:0"] {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(from.parse().unwrap()).unwrap();
+            let mut s = socket.connect(addr).await.unwrap();
+            let local = s.local_addr().unwrap();
+            s.write_all(b"GET /peer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = String::new();
+            tokio::time::timeout(PATIENCE, s.read_to_string(&mut out))
+                .await
+                .expect("an answer")
+                .unwrap();
+            assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+            assert!(out.ends_with(&local.to_string()), "{out} from {local}");
+        }
+        stop.cancel();
     }
 
     #[tokio::test]

@@ -2,20 +2,22 @@
 //! on the live cache, served at `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`
 //! to callers the Karmada API server vouches for ([`crate::explain::guard`]).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::Path;
+use axum::extract::{ConnectInfo, Path};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::controller::{Context, ExplainSlot};
 use crate::explain::ReadOnly;
+use crate::explain::budget::Source;
 use crate::explain::guard::{CheckError, Guard, Verdict};
 use crate::model::binding::BindingKey;
 use crate::store::Cached;
@@ -78,20 +80,52 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Response {
-    let Some(token) = bearer(&headers) else {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "Unauthorized: a bearer token is required\n",
-        )
-            .into_response();
-    };
-    let Ok(_permit) = ep.in_flight.clone().try_acquire_owned() else {
-        return plain(
+fn unauthorized(why: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        format!("Unauthorized: {why}\n"),
+    )
+        .into_response()
+}
+
+/// A slot for the explanation of `key`, once the holder of `token` is known and allowed to
+/// `get` it; else the answer refusing the caller. Callers not yet known never hold a slot.
+async fn admit(
+    ep: &Endpoint,
+    client: &kube::Client,
+    token: &str,
+    source: Source,
+    key: &BindingKey,
+) -> Result<OwnedSemaphorePermit, Response> {
+    match ep.guard.check(client, token, source, key).await {
+        Ok(Verdict::Allowed) => {}
+        Ok(Verdict::Unauthenticated(why)) => return Err(unauthorized(&why)),
+        Ok(Verdict::Forbidden(why)) => return Err(plain(StatusCode::FORBIDDEN, why)),
+        Err(e @ CheckError::TooMany) => {
+            return Err(plain(StatusCode::TOO_MANY_REQUESTS, e.to_string()));
+        }
+        Err(e) => {
+            ep.log_failure(&e);
+            return Err(plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string()));
+        }
+    }
+    ep.in_flight.clone().try_acquire_owned().map_err(|_| {
+        plain(
             StatusCode::TOO_MANY_REQUESTS,
             format!("{MAX_IN_FLIGHT} explanations are already being computed; try again shortly"),
-        );
+        )
+    })
+}
+
+async fn answer(
+    ep: Arc<Endpoint>,
+    headers: HeaderMap,
+    peer: Option<SocketAddr>,
+    key: BindingKey,
+) -> Response {
+    let Some(token) = bearer(&headers) else {
+        return unauthorized("a bearer token is required");
     };
     let Some((ctx, client, runtime)) = ep.slot.get() else {
         return plain(
@@ -99,23 +133,10 @@ async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Respo
             "not scheduling yet (a standby, or the caches are not synced)".into(),
         );
     };
-    match ep.guard.check(client, token, &key).await {
-        Ok(Verdict::Allowed) => {}
-        Ok(Verdict::Unauthenticated(why)) => {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                format!("Unauthorized: {why}\n"),
-            )
-                .into_response();
-        }
-        Ok(Verdict::Forbidden(why)) => return plain(StatusCode::FORBIDDEN, why),
-        Err(e @ CheckError::TooMany) => return plain(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-        Err(e) => {
-            ep.log_failure(&e);
-            return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
-        }
-    }
+    let _permit = match admit(&ep, client, token, Source::of(peer), &key).await {
+        Ok(permit) => permit,
+        Err(refused) => return refused,
+    };
     let (ctx, k) = (ctx.clone(), key.clone());
     let explained = runtime
         .spawn(async move { explain_binding(&ctx, &k).await })
@@ -142,7 +163,7 @@ async fn answer(ep: Arc<Endpoint>, headers: HeaderMap, key: BindingKey) -> Respo
 
 /// `/debug/explain/<namespace>/<name>` and `/debug/explain/<name>`, for callers whose bearer
 /// token the Karmada API server accepts and who may `get` the binding ([`Guard`]); at most
-/// [`MAX_IN_FLIGHT`] at once (429 beyond).
+/// [`MAX_IN_FLIGHT`] at once (429 beyond), counting only callers known and allowed.
 pub fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
     routes(Arc::new(Endpoint {
         slot,
@@ -152,22 +173,29 @@ pub fn explain_routes(slot: Arc<ExplainSlot>) -> Router {
     }))
 }
 
+/// The peer's address, which the server puts in each request (component-base's `serve`).
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
 fn routes(ep: Arc<Endpoint>) -> Router {
     let a = ep.clone();
     Router::new()
         .route(
             "/debug/explain/{namespace}/{name}",
             get(
-                move |headers: HeaderMap, Path((ns, name)): Path<(String, String)>| {
-                    answer(a.clone(), headers, BindingKey::rb(&ns, &name))
+                move |peer: Peer, headers: HeaderMap, Path((ns, name)): Path<(String, String)>| {
+                    let peer = peer.map(|Extension(ConnectInfo(p))| p);
+                    answer(a.clone(), headers, peer, BindingKey::rb(&ns, &name))
                 },
             ),
         )
         .route(
             "/debug/explain/{name}",
-            get(move |headers: HeaderMap, Path(name): Path<String>| {
-                answer(ep.clone(), headers, BindingKey::crb(&name))
-            }),
+            get(
+                move |peer: Peer, headers: HeaderMap, Path(name): Path<String>| {
+                    let peer = peer.map(|Extension(ConnectInfo(p))| p);
+                    answer(ep.clone(), headers, peer, BindingKey::crb(&name))
+                },
+            ),
         )
 }
 
@@ -216,16 +244,29 @@ mod tests {
         assert_eq!(resp.headers()[header::WWW_AUTHENTICATE], "Bearer");
     }
 
+    /// The bound counts only callers known and allowed: the slot is taken after the checks
+    /// (before them, a standby can only say so), and a caller refused holds none.
     #[tokio::test]
     async fn callers_beyond_the_bound_get_429() {
-        assert_eq!(
-            status(&endpoint(0), "/debug/explain/ns/rb", Some("t")).await,
-            StatusCode::TOO_MANY_REQUESTS
-        );
-        // Within the bound, a standby (nothing to explain with yet) says so.
-        assert_eq!(
-            status(&endpoint(1), "/debug/explain/ns/rb", Some("t")).await,
-            StatusCode::SERVICE_UNAVAILABLE
-        );
+        for permits in [0, 1] {
+            assert_eq!(
+                status(&endpoint(permits), "/debug/explain/ns/rb", Some("t")).await,
+                StatusCode::SERVICE_UNAVAILABLE
+            );
+        }
+        let client = crate::explain::guard::tests::client(Default::default());
+        let (ep, key, from) = (endpoint(1), BindingKey::rb("ns", "b"), Source::of(None));
+        let held = admit(&ep, &client, "good", from, &key)
+            .await
+            .expect("a slot");
+        let beyond = admit(&ep, &client, "good", from, &key).await.unwrap_err();
+        assert_eq!(beyond.status(), StatusCode::TOO_MANY_REQUESTS);
+        let unknown = admit(&ep, &client, "made-up", from, &key)
+            .await
+            .unwrap_err();
+        assert_eq!(unknown.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(unknown.headers()[header::WWW_AUTHENTICATE], "Bearer");
+        drop(held);
+        assert!(admit(&ep, &client, "good", from, &key).await.is_ok());
     }
 }

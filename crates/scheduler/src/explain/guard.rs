@@ -1,14 +1,15 @@
 //! Who may ask `/debug/explain`: the caller's bearer token is checked with the Karmada API
 //! server (a TokenReview), then its right to `get` the binding (a SubjectAccessReview), as
 //! Kubernetes components check callers of their own endpoints. Answers are kept for
-//! [`VERDICT_TTL`] in bounded caches, and the reviews sent on a cache miss are rate-limited,
-//! so a caller with made-up tokens cannot turn the endpoint into load on the API server.
+//! [`VERDICT_TTL`] in bounded caches (refusals too), and the reviews sent on a cache miss come
+//! out of [`Budgets`]: callers it cannot vouch for yet (new or made-up tokens) have their own,
+//! per source address and in all, so they can neither turn the endpoint into load on the API
+//! server nor lock out the callers it knows.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use component_base::lru::Lru;
-use component_base::ratelimit::TokenBucket;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
@@ -16,16 +17,14 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 
+use crate::explain::budget::{Budgets, SEEN_VALID_FOR, Source};
 use crate::model::binding::{BindingKey, BindingKind};
 
 /// How long a review's answer is reused (Kubernetes' delegated authentication and
 /// authorization keep theirs 10 s by default).
 pub const VERDICT_TTL: Duration = Duration::from_secs(10);
-/// Tokens and (token, binding) pairs remembered at most.
+/// Tokens, (token, binding) pairs and tokens seen valid remembered at most.
 const CACHE_ENTRIES: usize = 1024;
-/// Reviews sent per second on cache misses, and the burst.
-const REVIEW_QPS: f64 = 5.0;
-const REVIEW_BURST: f64 = 10.0;
 
 /// What the reviews say about a caller and a binding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,11 +58,14 @@ fn token_id(token: &str) -> TokenId {
     id
 }
 
-/// The caches and the review budget of one daemon.
+/// The caches and the review budgets of one daemon.
 pub struct Guard {
     users: Mutex<Lru<TokenId, Entry<Result<UserInfo, String>>>>,
     rights: Mutex<Lru<(TokenId, BindingKey), Entry<Verdict>>>,
-    reviews: Mutex<TokenBucket>,
+    /// When the API server last accepted a token: its re-reviews are a known caller's. Only
+    /// accepted tokens get in, so made-up ones cannot push them out.
+    seen_valid: Mutex<Lru<TokenId, Instant>>,
+    budgets: Mutex<Budgets>,
 }
 
 impl Default for Guard {
@@ -71,9 +73,18 @@ impl Default for Guard {
         Self {
             users: Mutex::new(Lru::new(CACHE_ENTRIES)),
             rights: Mutex::new(Lru::new(CACHE_ENTRIES)),
-            reviews: Mutex::new(TokenBucket::new(REVIEW_QPS, REVIEW_BURST)),
+            seen_valid: Mutex::new(Lru::new(CACHE_ENTRIES)),
+            budgets: Mutex::new(Budgets::default()),
         }
     }
+}
+
+/// Which budget a review comes out of.
+enum Budget {
+    /// A SubjectAccessReview, or a TokenReview of a token seen valid lately.
+    Known,
+    /// A TokenReview of any other token, from this source.
+    Unknown(Source),
 }
 
 fn fresh<K: std::hash::Hash + Eq + Clone, T: Clone>(
@@ -99,11 +110,12 @@ fn keep<K: std::hash::Hash + Eq + Clone, T>(cache: &Mutex<Lru<K, Entry<T>>>, key
 }
 
 impl Guard {
-    /// May the holder of `token` `get` the binding `key`?
+    /// May the holder of `token`, asking from `source`, `get` the binding `key`?
     pub async fn check(
         &self,
         client: &kube::Client,
         token: &str,
+        source: Source,
         key: &BindingKey,
     ) -> Result<Verdict, CheckError> {
         let pair = (token_id(token), key.clone());
@@ -113,7 +125,7 @@ impl Guard {
         let user = match fresh(&self.users, &pair.0) {
             Some(u) => u,
             None => {
-                let u = self.authenticate(client, token).await?;
+                let u = self.authenticate(client, token, &pair.0, source).await?;
                 keep(&self.users, pair.0, u.clone());
                 u
             }
@@ -126,13 +138,23 @@ impl Guard {
         Ok(verdict)
     }
 
-    fn spend(&self) -> Result<(), CheckError> {
-        let mut bucket = self.reviews.lock().unwrap_or_else(|e| e.into_inner());
-        if bucket.allow_at(Instant::now()) {
+    fn spend(&self, budget: Budget) -> Result<(), CheckError> {
+        let mut budgets = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let allowed = match budget {
+            Budget::Known => budgets.known(),
+            Budget::Unknown(source) => budgets.unknown(source),
+        };
+        if allowed {
             Ok(())
         } else {
             Err(CheckError::TooMany)
         }
+    }
+
+    /// Whether the API server accepted the token `id` within [`SEEN_VALID_FOR`].
+    fn seen_valid(&self, id: &TokenId) -> bool {
+        let seen = self.seen_valid.lock().unwrap_or_else(|e| e.into_inner());
+        seen.peek(id).is_some_and(|t| t.elapsed() < SEEN_VALID_FOR)
     }
 
     /// The token's user, or why the API server does not accept it.
@@ -140,8 +162,14 @@ impl Guard {
         &self,
         client: &kube::Client,
         token: &str,
+        id: &TokenId,
+        source: Source,
     ) -> Result<Result<UserInfo, String>, CheckError> {
-        self.spend()?;
+        self.spend(if self.seen_valid(id) {
+            Budget::Known
+        } else {
+            Budget::Unknown(source)
+        })?;
         let review = TokenReview {
             spec: TokenReviewSpec {
                 token: Some(token.to_string()),
@@ -153,12 +181,19 @@ impl Guard {
             .create(&PostParams::default(), &review)
             .await?;
         let status = answer.status.unwrap_or_default();
+        let mut seen = self.seen_valid.lock().unwrap_or_else(|e| e.into_inner());
         Ok(match (status.authenticated, status.user) {
-            (Some(true), Some(user)) => Ok(user),
-            _ => Err(status
-                .error
-                .filter(|e| !e.is_empty())
-                .unwrap_or_else(|| "the token is not valid".to_string())),
+            (Some(true), Some(user)) => {
+                seen.insert(*id, Instant::now());
+                Ok(user)
+            }
+            _ => {
+                seen.remove(id);
+                Err(status
+                    .error
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "the token is not valid".to_string()))
+            }
         })
     }
 
@@ -168,7 +203,7 @@ impl Guard {
         user: UserInfo,
         key: &BindingKey,
     ) -> Result<Verdict, CheckError> {
-        self.spend()?;
+        self.spend(Budget::Known)?;
         let name = user.username.clone().unwrap_or_default();
         let namespace = match key.kind {
             BindingKind::ResourceBinding => Some(key.object.namespace.clone()),
@@ -215,26 +250,38 @@ impl Guard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::net::SocketAddr;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A client whose API server accepts the token `good` (user `alice`, who may get
-    /// everything) and counts the reviews it is sent.
-    fn client(reviews: Arc<AtomicUsize>) -> kube::Client {
+    /// The reviews a fake API server was sent: all, and the TokenReviews of made-up tokens.
+    #[derive(Debug, Default)]
+    pub(crate) struct Reviews {
+        pub all: AtomicUsize,
+        pub made_up: AtomicUsize,
+    }
+
+    /// A client whose API server accepts the tokens `good` and `good-*` (user `alice`, who may
+    /// get everything), and counts the reviews it is sent.
+    pub(crate) fn client(reviews: Arc<Reviews>) -> kube::Client {
         let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
             let reviews = reviews.clone();
             async move {
-                reviews.fetch_add(1, Ordering::SeqCst);
+                reviews.all.fetch_add(1, Ordering::SeqCst);
                 let path = req.uri().path().to_string();
                 let body = req.into_body().collect_bytes().await.unwrap_or_default();
                 let sent: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
                 let mut answer = sent.clone();
+                let token = sent["spec"]["token"].as_str().unwrap_or_default();
                 answer["status"] = if path.ends_with("/tokenreviews") {
-                    if sent["spec"]["token"] == "good" {
+                    if token == "good" || token.starts_with("good-") {
                         serde_json::json!({"authenticated": true, "user": {"username": "alice"}})
                     } else {
+                        if token.starts_with("made-up") {
+                            reviews.made_up.fetch_add(1, Ordering::SeqCst);
+                        }
                         serde_json::json!({"authenticated": false, "error": "invalid bearer token"})
                     }
                 } else {
@@ -251,34 +298,38 @@ mod tests {
         kube::Client::new(svc, "default")
     }
 
+    pub(crate) fn from(last: u8) -> Source {
+        Source::of(Some(SocketAddr::from(([127, 0, 0, last], 4242))))
+    }
+
     #[tokio::test(start_paused = true)]
     async fn verdicts_are_reused_for_their_lifetime_and_reviews_are_budgeted() {
-        let reviews = Arc::new(AtomicUsize::new(0));
+        let reviews = Arc::new(Reviews::default());
         let client = client(reviews.clone());
         let guard = Guard::default();
         let rb = BindingKey::rb("ns", "b");
         let check = |token: &'static str| {
             let (guard, client, rb) = (&guard, &client, &rb);
-            async move { guard.check(client, token, rb).await }
+            async move { guard.check(client, token, Source::of(None), rb).await }
         };
         assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
-        assert_eq!(reviews.load(Ordering::SeqCst), 2);
+        assert_eq!(reviews.all.load(Ordering::SeqCst), 2);
         let Verdict::Unauthenticated(why) = check("bad").await.unwrap() else {
             panic!("a bad token passed");
         };
         assert!(why.contains("invalid bearer token"), "{why}");
-        assert_eq!(reviews.load(Ordering::SeqCst), 3);
+        assert_eq!(reviews.all.load(Ordering::SeqCst), 3);
         // Asked again: from the caches.
         assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
         assert!(matches!(
             check("bad").await,
             Ok(Verdict::Unauthenticated(_))
         ));
-        assert_eq!(reviews.load(Ordering::SeqCst), 3);
+        assert_eq!(reviews.all.load(Ordering::SeqCst), 3);
         // After their lifetime, asked again.
         tokio::time::advance(VERDICT_TTL).await;
         assert_eq!(check("good").await.unwrap(), Verdict::Allowed);
-        assert_eq!(reviews.load(Ordering::SeqCst), 5);
+        assert_eq!(reviews.all.load(Ordering::SeqCst), 5);
         // Made-up tokens spend the review budget, then get "too many" without a review.
         let mut refused = 0;
         for i in 0..100 {
@@ -286,6 +337,58 @@ mod tests {
             refused += usize::from(matches!(check(token).await, Err(CheckError::TooMany)));
         }
         assert!(refused >= 90, "{refused}");
-        assert!(reviews.load(Ordering::SeqCst) <= 5 + 10, "{reviews:?}");
+        assert!(reviews.all.load(Ordering::SeqCst) <= 5 + 10, "{reviews:?}");
+    }
+
+    /// For 60 s, eight addresses and the reader's own send a new made-up token every 10 ms
+    /// each. A new valid token from another address each second (once the flood has spent its
+    /// bursts) is let through, the
+    /// reader's token (seen valid before) each time its verdict has expired, and the made-up
+    /// tokens cost at most the total for unknown tokens; a new token from the flooding
+    /// address itself is refused, as documented.
+    #[tokio::test(start_paused = true)]
+    async fn made_up_tokens_lock_out_neither_known_callers_nor_other_addresses() {
+        use crate::explain::budget::{UNKNOWN_BURST, UNKNOWN_QPS};
+        let reviews = Arc::new(Reviews::default());
+        let client = client(reviews.clone());
+        let guard = Guard::default();
+        let rb = BindingKey::rb("ns", "b");
+        let check = |token: String, source: Source| {
+            let (guard, client, rb) = (&guard, &client, &rb);
+            async move { guard.check(client, &token, source, rb).await }
+        };
+        let reader = from(1);
+        assert_eq!(
+            check("good".into(), reader).await.unwrap(),
+            Verdict::Allowed
+        );
+        let (mut n, mut fresh_from_reader) = (0, Vec::new());
+        for tick in 0..6000 {
+            for last in 1..10 {
+                n += 1;
+                let _ = check(format!("made-up-{n}"), from(last)).await;
+            }
+            // After the flood's first bursts (9 x 5 reviews, more than the total's 40).
+            if tick >= 200 && tick % 100 == 50 {
+                let elsewhere = from(100 + (tick / 100) as u8);
+                let fresh = check(format!("good-{tick}"), elsewhere).await;
+                assert_eq!(fresh.unwrap(), Verdict::Allowed, "tick {tick}");
+                fresh_from_reader.push(check(format!("good-r{tick}"), reader).await);
+            }
+            if tick % 1100 == 1050 {
+                let again = check("good".into(), reader).await;
+                assert_eq!(again.unwrap(), Verdict::Allowed, "tick {tick}");
+            }
+            tokio::time::advance(Duration::from_millis(10)).await;
+        }
+        let made_up = reviews.made_up.load(Ordering::SeqCst);
+        assert!(
+            made_up as f64 <= UNKNOWN_BURST + UNKNOWN_QPS * 60.0,
+            "{made_up}"
+        );
+        // Nine addresses at their share: 9 x (5 + 0.5 x 60) at most, and they got most of it.
+        assert!(made_up >= 9 * 25, "{made_up}");
+        let let_through = fresh_from_reader.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(let_through, 0, "{fresh_from_reader:?}");
     }
 }

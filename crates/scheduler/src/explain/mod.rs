@@ -4,6 +4,7 @@
 //! through [`ReadOnly`], so they report exactly what the daemon does; the endpoint itself is
 //! [`endpoint`], the text the subcommands print [`render`].
 
+pub mod budget;
 pub mod endpoint;
 pub mod guard;
 pub mod render;
