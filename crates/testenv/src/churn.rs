@@ -113,6 +113,8 @@ pub async fn metric_sum(addr: &str, metric: &str, labels: &[(&str, &str)]) -> an
 
 /// A daemon under watch: its process and its metrics address.
 pub struct Watched<'a> {
+    /// For the printout.
+    pub name: &'a str,
     pub process: &'a GoProcess,
     pub metrics: String,
     /// Whether it is Go's: its failed dials are counted from its log (`Failed to dial
@@ -165,38 +167,43 @@ impl Watched<'_> {
     }
 }
 
-/// With both daemons running and the unreachable Cluster made ([`unreachable_cluster`]):
-/// lets both fail their first dials, churns the Cluster's status and reads what each did
-/// meanwhile. Prints both.
-pub async fn side_by_side(
-    env: &TestEnv,
-    ours: &Watched<'_>,
-    go: &Watched<'_>,
-) -> anyhow::Result<(Figures, Figures)> {
-    crate::wait_for("both daemons' metrics", Duration::from_secs(60), || async {
-        let up = ours.read().await.is_ok() && go.read().await.is_ok();
-        Ok(up.then_some(()))
+/// With the daemons running and the unreachable Cluster made ([`unreachable_cluster`]): lets
+/// each fail its first dials, churns the Cluster's status once and reads what each did
+/// meanwhile, in the order given. Prints them.
+pub async fn side_by_side(env: &TestEnv, daemons: &[Watched<'_>]) -> anyhow::Result<Vec<Figures>> {
+    crate::wait_for("the daemons' metrics", Duration::from_secs(60), || async {
+        for d in daemons {
+            if d.read().await.is_err() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
     })
     .await?;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let (a, b) = (ours.read().await?, go.read().await?);
+    let mut before = Vec::new();
+    for d in daemons {
+        before.push(d.read().await?);
+    }
     let started = std::time::Instant::now();
     churn_status(env, CLUSTER, EVENTS).await?;
     let took = started.elapsed();
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let figures = |before: Reading, after: Reading| Figures {
-        grew_mib: (after.rss - before.rss) / MIB,
-        retries: after.retries - before.retries,
-        dial_errors: after.dial_errors - before.dial_errors,
-    };
-    let mine = figures(a, ours.read().await?);
-    let theirs = figures(b, go.read().await?);
     println!(
         "{EVENTS} status updates of the Cluster {CLUSTER} in {took:?}, estimator unreachable:"
     );
-    println!("  Go:   {theirs:?}");
-    println!("  ours: {mine:?}");
-    Ok((mine, theirs))
+    let mut figures = Vec::new();
+    for (d, b) in daemons.iter().zip(before) {
+        let a = d.read().await?;
+        let f = Figures {
+            grew_mib: (a.rss - b.rss) / MIB,
+            retries: a.retries - b.retries,
+            dial_errors: a.dial_errors - b.dial_errors,
+        };
+        println!("  {:<16} {f:?}", d.name);
+        figures.push(f);
+    }
+    Ok(figures)
 }
 
 /// Ours grew less than [`GROWTH_LIMIT_MIB`], retried at most twice as often as Go, and kept
