@@ -1,16 +1,19 @@
-//! Decoding an estimator's answer as the client does: the HTTP/2 response body (gRPC
-//! length-prefixed frames, delivered in arbitrary chunks, then trailers) through tonic's
-//! decoder with our codec (`estimator_client::codec::EstimatorCodec`) and our size limit
-//! (`MAX_RESPONSE_SIZE`), into each of the three response messages.
+//! Reading an estimator's answer as every call reads it: the HTTP/2 response body (gRPC
+//! length-prefixed frames, delivered in arbitrary chunks, then trailers) through
+//! `estimator_client::unary::answer_from_body` (the body held to one frame, tonic's decoder with
+//! our codec and size limit `MAX_RESPONSE_SIZE`, then one message and the end of the stream),
+//! into each of the three response messages.
 //!
 //! Input: a control byte (which response type, how the body is chunked, which trailers),
 //! then the body bytes.
 //!
 //! Checks besides "no panic" and bounded allocation (hack/fuzz.sh runs this target with a
-//! malloc limit far below what a hostile length prefix claims): a body that is exactly one
-//! well-formed frame decodes to what prost decodes from its payload; a frame longer than the
-//! limit is refused with the size error grpc-go would give; decoded messages survive an
-//! encode/decode round trip.
+//! malloc limit far below what a hostile length prefix claims), the shape of a unary answer:
+//! an answer only for a body of exactly one well-formed frame with an OK status, and then what
+//! prost decodes from its payload; a second frame always fails, at its header, with grpc-go's
+//! words; no message with an OK status fails with grpc-go's words; a frame longer than the limit
+//! is refused with the size error grpc-go would give; every failure prints as grpc-go prints a
+//! status; decoded messages survive an encode/decode round trip.
 
 #![no_main]
 
@@ -23,12 +26,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use estimator_client::codec::{EstimatorCodec, MAX_RESPONSE_SIZE};
+use estimator_client::codec::MAX_RESPONSE_SIZE;
 use estimator_client::fanout::{as_grpc_go, format_status};
 use estimator_client::pb::messages as pb;
+use estimator_client::unary::{self, answer_from_body};
 use http_body::Frame;
 use libfuzzer_sys::fuzz_target;
-use tonic::codec::{Codec, Streaming};
 use tonic::{Code, Status};
 
 /// A response body that hands out its chunks, then its trailers.
@@ -90,34 +93,15 @@ fn trailer_map(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
     map
 }
 
-/// Every message of the body, then the trailers, as a unary call reads them; the messages
-/// and the first error.
-fn drain<M>(control: u8, payload: &[u8]) -> (Vec<M>, Option<Status>)
-where
-    M: prost::Message + Default + Send + Sync + 'static,
-{
-    let mut codec = EstimatorCodec::<pb::MaxAvailableReplicasRequest, M>::default();
-    let mut stream: Streaming<M> = Streaming::new_response(
-        codec.decoder(),
-        body(control, payload),
-        http::StatusCode::OK,
-        None,
-        Some(MAX_RESPONSE_SIZE),
-    );
-    futures::executor::block_on(async {
-        let mut messages = Vec::new();
-        loop {
-            match stream.message().await {
-                Ok(Some(m)) => messages.push(m),
-                Ok(None) => break,
-                Err(e) => return (messages, Some(e)),
-            }
-        }
-        match stream.trailers().await {
-            Ok(_) => (messages, None),
-            Err(e) => (messages, Some(e)),
-        }
-    })
+/// The trailers `body` ends with: none, OK, a failure, or an unreadable status.
+fn ends_ok(control: u8) -> bool {
+    (control >> 5) & 0x3 == 1
+}
+
+/// The header of the frame at `at`: its flag and length.
+fn header(payload: &[u8], at: usize) -> Option<(u8, usize)> {
+    let h = payload.get(at..at + 5)?;
+    Some((h[0], u32::from_be_bytes([h[1], h[2], h[3], h[4]]) as usize))
 }
 
 fn check<M>(control: u8, payload: &[u8])
@@ -129,37 +113,80 @@ where
         assert_eq!(M::decode(m.encode_to_vec().as_slice()).as_ref(), Ok(&m));
     }
 
-    let (messages, error) = drain::<M>(control, payload);
-    // At most one message per 5-byte frame header.
-    assert!(messages.len() <= payload.len() / 5);
-    for m in &messages {
-        assert_eq!(M::decode(m.encode_to_vec().as_slice()).as_ref(), Ok(m));
-    }
-    if let Some(e) = &error {
+    let result = futures::executor::block_on(answer_from_body::<M, _>(body(control, payload)));
+    if let Err(e) = &result {
         let shown = format_status(&as_grpc_go(e.clone()));
         assert!(shown.starts_with("rpc error: code = "), "{shown}");
     }
 
-    if payload.len() >= 5 && payload[0] == 0 {
-        let len = u32::from_be_bytes([payload[1], payload[2], payload[3], payload[4]]) as usize;
-        if len > MAX_RESPONSE_SIZE {
-            // Refused at the length prefix, with grpc-go's code and words.
-            let e = error.expect("an oversized frame is refused");
-            assert!(messages.is_empty());
-            let e = as_grpc_go(e);
-            assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let first = header(payload, 0);
+    // The payload of a first frame that is whole and within the limit.
+    let whole = first.and_then(|(flag, len)| {
+        (len <= MAX_RESPONSE_SIZE)
+            .then(|| payload.get(5..5 + len).map(|p| (flag, p)))
+            .flatten()
+    });
+    let well_formed = whole.and_then(|(flag, p)| (flag == 0).then(|| M::decode(p).ok()).flatten());
+
+    match &result {
+        Ok(m) => {
+            // Only exactly one well-formed frame with an OK status is an answer.
+            assert!(ends_ok(control), "an answer without an OK status");
+            let (_, p) = whole.expect("an answer has a whole frame");
             assert_eq!(
-                e.message(),
-                format!("grpc: received message larger than max ({len} vs. {MAX_RESPONSE_SIZE})")
+                payload.len(),
+                5 + p.len(),
+                "an answer with bytes after its frame"
             );
-        } else if payload.len() == 5 + len {
-            // Exactly one whole frame: the stream yields what prost makes of the payload.
-            match M::decode(&payload[5..]) {
-                Ok(expected) => assert_eq!(messages.first(), Some(&expected)),
-                Err(_) => {
-                    assert!(messages.is_empty());
-                    assert!(error.is_some(), "an undecodable frame passed");
-                }
+            assert_eq!(well_formed.as_ref(), Some(m));
+            assert_eq!(M::decode(m.encode_to_vec().as_slice()).as_ref(), Ok(m));
+        }
+        Err(e) => {
+            if let (true, Some(expected), Some((_, p))) = (ends_ok(control), &well_formed, whole)
+                && payload.len() == 5 + p.len()
+            {
+                panic!(
+                    "exactly one well-formed frame ({expected:?}) and an OK status failed: {e:?}"
+                );
+            }
+        }
+    }
+
+    if payload.is_empty() && ends_ok(control) {
+        let e = result.as_ref().expect_err("no message is no answer");
+        assert_eq!(e.code(), Code::Internal);
+        assert_eq!(e.message(), unary::NO_MESSAGE);
+    }
+    if let Some((_, len)) = first
+        && len > MAX_RESPONSE_SIZE
+    {
+        // Refused at the length prefix, with grpc-go's code and words.
+        let e = as_grpc_go(
+            result
+                .as_ref()
+                .expect_err("an oversized frame is refused")
+                .clone(),
+        );
+        assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+        assert_eq!(
+            e.message(),
+            format!("grpc: received message larger than max ({len} vs. {MAX_RESPONSE_SIZE})")
+        );
+    }
+    // A second frame always fails; after a well-formed first one, at its header, as grpc-go
+    // fails it (a second message, or one over the limit), whatever the trailers.
+    if let Some((_, p)) = whole
+        && let Some((_, second)) = header(payload, 5 + p.len())
+    {
+        let e = result
+            .as_ref()
+            .expect_err("a second message fails the call");
+        if well_formed.is_some() {
+            if second > MAX_RESPONSE_SIZE {
+                assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+            } else {
+                assert_eq!(e.code(), Code::Internal, "{e:?}");
+                assert_eq!(e.message(), unary::ANOTHER_MESSAGE);
             }
         }
     }

@@ -46,6 +46,7 @@ use crate::options::FailurePolicy;
 use crate::pb::messages as pb;
 use crate::request::{self, OBJECT_METADATA_KEY};
 use crate::transport::Channel;
+use crate::unary;
 
 /// Registry name of the accurate estimator.
 pub const NAME: &str = "scheduler-estimator";
@@ -86,7 +87,8 @@ pub trait Rpc: prost::Message + Default + Clone + Send + Sync + 'static {
 }
 
 /// Sends one pre-encoded request of `R` on `channel` (as the generated client would, without
-/// encoding the message again).
+/// encoding the message again) and reads the answer held to its unary shape
+/// ([`unary::read_answer`]; tonic's `unary` would read on past the first message).
 async fn call<R: Rpc>(channel: Channel, request: tonic::Request<Encoded>) -> Result<i32, Status> {
     let origin = channel.origin().clone();
     let mut grpc = tonic::client::Grpc::with_origin(channel, origin)
@@ -96,9 +98,9 @@ async fn call<R: Rpc>(channel: Channel, request: tonic::Request<Encoded>) -> Res
         .map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;
     let path = http::uri::PathAndQuery::from_static(R::PATH);
     let response = grpc
-        .unary(request, path, EncodedCodec::<R::Response>::default())
+        .server_streaming(request, path, EncodedCodec::<R::Response>::default())
         .await?;
-    Ok(R::answer(response.into_inner()))
+    Ok(R::answer(unary::read_answer(response.into_inner()).await?))
 }
 
 /// The gRPC service of the estimator protocol, for [`Rpc::PATH`].

@@ -14,6 +14,7 @@
 //!   connecting with its 5 s limit per address; [`transport`]: the HTTP/2 connection calls
 //!   go over (h2 directly, dialled again when it ends).
 //! * [`cache`]: one connection per cluster, re-resolved when the Service changes.
+//! * [`unary`]: an answer held to one message, as grpc-go holds a unary call's.
 //! * [`fanout`]: concurrent calls bounded by one timeout, implementing scheduler-core's
 //!   [`Estimator`](scheduler_core::Estimator) trait as [`SchedulerEstimator`].
 //!
@@ -39,6 +40,7 @@ pub mod source;
 pub mod sync;
 pub mod tls;
 pub mod transport;
+pub mod unary;
 
 pub use cache::{ConnectionCache, EstablishError};
 pub use fanout::SchedulerEstimator;

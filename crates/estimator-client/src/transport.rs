@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 use tonic::ConnectError;
 
 use crate::resolver::{Address, check_ip};
+use crate::unary::UnaryBody;
 
 /// Errors as tonic's client expects them from a service.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -141,10 +142,17 @@ impl Channel {
 
     /// Sends one request (its body is short: one gRPC message) and returns the response
     /// whose body streams the answer and its trailers.
+    ///
+    /// The body is held to one gRPC frame here ([`UnaryBody`]), not only by the fan-out's
+    /// reading of it: every estimator method is unary, and this is where the bytes arrive and
+    /// flow-control capacity is given back. Whatever reads the body (the fan-out's calls, the
+    /// generated client of tests and benches, which reads on to the trailers) reads at most
+    /// one message of [`MAX_RESPONSE_SIZE`](crate::codec::MAX_RESPONSE_SIZE) and the next
+    /// frame's header, and the estimator can send no more than one stream window beyond that.
     async fn send(
         &self,
         request: http::Request<tonic::body::Body>,
-    ) -> Result<http::Response<ResponseBody>, BoxError> {
+    ) -> Result<http::Response<UnaryBody<ResponseBody>>, BoxError> {
         let (mut parts, body) = request.into_parts();
         let data = body.collect().await?.to_bytes();
         parts
@@ -163,15 +171,17 @@ impl Channel {
             stream.send_data(data, true).map_err(classify)?;
         }
         let response = response.await.map_err(classify)?;
-        Ok(response.map(|recv| ResponseBody {
-            recv,
-            data_done: false,
+        Ok(response.map(|recv| {
+            UnaryBody::new(ResponseBody {
+                recv,
+                data_done: false,
+            })
         }))
     }
 }
 
 impl tower::Service<http::Request<tonic::body::Body>> for Channel {
-    type Response = http::Response<ResponseBody>;
+    type Response = http::Response<UnaryBody<ResponseBody>>;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
 

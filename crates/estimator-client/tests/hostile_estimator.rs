@@ -8,6 +8,10 @@
 //! answered; the error says what happened. Memory is bounded by the client's response
 //! limit ([`MAX_RESPONSE_SIZE`]): a response over it is refused at its length prefix, which
 //! the oversized-response test shows with a prefix of 512 MiB followed by a stream of data.
+//!
+//! An answer is held to the shape of a unary call, as grpc-go holds it: a second message, an
+//! endless stream of them, or no message with an OK status fail the call at once with
+//! grpc-go's code and words, and never take the timeout.
 
 mod common;
 
@@ -18,17 +22,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::cluster;
 use estimator_client::codec::MAX_RESPONSE_SIZE;
-use estimator_client::pb::messages as pb;
 use estimator_client::{
     ConnectionCache, EstimatorOptions, FailurePolicy, InMemoryServiceSource, SchedulerEstimator,
 };
 use karmada_api::Cluster;
 use karmada_api::work::ObjectReference;
-use prost::Message;
 use scheduler_core::estimator::{Ask, EstimateRequest, Estimator};
+use testenv::estimator::hostile::{
+    Broken, BrokenEstimator, frame, h2_server, ok_trailers, padded_response, raw_server, send,
+};
 use testenv::estimator::{FakeEstimator, Running, external_name_service};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// `--scheduler-estimator-timeout` of these tests.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -101,8 +106,13 @@ fn assert_contained(answers: &[(String, i32)], took: Duration) {
 /// The error of a call to `m1` alone under the default policy (the per-cluster fan-out hides
 /// it behind `-1`), and the time it took.
 async fn error_for(port: u16) -> (String, Duration) {
+    error_within(port, TIMEOUT).await
+}
+
+/// [`error_for`] with this estimator timeout.
+async fn error_within(port: u16, timeout: Duration) -> (String, Duration) {
     let options = EstimatorOptions {
-        timeout: TIMEOUT,
+        timeout,
         ..Default::default()
     };
     let source = Arc::new(InMemoryServiceSource::with_objects(
@@ -131,112 +141,10 @@ async fn error_for(port: u16) -> (String, Duration) {
     (err, started.elapsed())
 }
 
-/// A TCP server that hands every connection to `serve_one`.
-async fn raw_server<F, Fut>(serve_one: F) -> u16
-where
-    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            tokio::spawn(serve_one(socket));
-        }
-    });
-    port
-}
-
 /// Reads what the client sends (its preface), without answering it.
 async fn swallow(socket: &mut TcpStream) {
     let mut buf = [0u8; 1024];
     let _ = tokio::time::timeout(Duration::from_millis(200), socket.read(&mut buf)).await;
-}
-
-/// An HTTP/2 server whose every gRPC call is answered by `respond` (given the response
-/// stream after the 200 headers); connections are kept open.
-async fn h2_server<F, Fut>(respond: F) -> u16
-where
-    F: Fn(h2::SendStream<Bytes>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    raw_server(move |socket| {
-        let respond = respond.clone();
-        async move {
-            let Ok(mut connection) = h2::server::handshake(socket).await else {
-                return;
-            };
-            while let Some(Ok((_request, mut reply))) = connection.accept().await {
-                let headers = http::Response::builder()
-                    .status(200)
-                    .header("content-type", "application/grpc")
-                    .body(())
-                    .unwrap();
-                if let Ok(stream) = reply.send_response(headers, false) {
-                    tokio::spawn(respond.clone()(stream));
-                }
-            }
-        }
-    })
-    .await
-}
-
-/// Sends `data`, waiting for flow-control capacity; false once the client has gone.
-async fn send(stream: &mut h2::SendStream<Bytes>, mut data: Bytes) -> bool {
-    while !data.is_empty() {
-        stream.reserve_capacity(data.len());
-        let granted = match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
-            Some(Ok(n)) if n > 0 => n,
-            Some(Ok(_)) => continue,
-            _ => return false,
-        };
-        let chunk = data.split_to(granted.min(data.len()));
-        if stream.send_data(chunk, false).is_err() {
-            return false;
-        }
-    }
-    true
-}
-
-/// gRPC framing: uncompressed flag, big-endian length, message.
-fn frame(message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(5 + message.len());
-    out.push(0);
-    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    out.extend_from_slice(message);
-    out.into()
-}
-
-fn ok_trailers() -> http::HeaderMap {
-    let mut trailers = http::HeaderMap::new();
-    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
-    trailers
-}
-
-/// A response message of exactly `size` encoded bytes answering `replicas`: the answer plus
-/// an unknown bytes field as padding (which a decoder must skip).
-fn padded_response(replicas: i32, size: usize) -> Vec<u8> {
-    let mut message = pb::MaxAvailableReplicasResponse {
-        max_replicas: replicas,
-    }
-    .encode_to_vec();
-    // Field 15, wire type 2: tag 0x7a, varint length, bytes; the padding length is the one
-    // whose total, its own varint included, comes out at `size`.
-    let rest = size - message.len() - 1;
-    let padding = (1..=5)
-        .map(|varint| rest - varint)
-        .find(|p| prost::encoding::encoded_len_varint(*p as u64) == rest - p)
-        .expect("a padding length");
-    message.push(0x7a);
-    prost::encoding::encode_varint(padding as u64, &mut message);
-    message.resize(size, 0xab);
-    assert_eq!(
-        pb::MaxAvailableReplicasResponse::decode(message.as_slice())
-            .unwrap()
-            .max_replicas,
-        replicas
-    );
-    message
 }
 
 #[tokio::test]
@@ -252,7 +160,8 @@ async fn bytes_that_are_not_http2_cost_at_most_one_timeout() {
         // Keep the connection open: the client must notice by itself.
         tokio::time::sleep(Duration::from_secs(60)).await;
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(port).await;
     assert_contained(&answers, took);
     let (err, took) = error_for(port).await;
@@ -274,7 +183,8 @@ async fn a_forbidden_http2_frame_costs_at_most_one_timeout() {
         let _ = socket.write_all(&bytes).await;
         tokio::time::sleep(Duration::from_secs(60)).await;
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(port).await;
     assert_contained(&answers, took);
     let (err, took) = error_for(port).await;
@@ -288,7 +198,7 @@ async fn a_forbidden_http2_frame_costs_at_most_one_timeout() {
 async fn a_response_claiming_512_mib_is_refused_at_its_length_prefix() {
     let sent = Arc::new(AtomicU64::new(0));
     let counter = sent.clone();
-    let port = h2_server(move |mut stream| {
+    let port = h2_server(move |_, mut stream| {
         let counter = counter.clone();
         async move {
             // A frame header claiming 512 MiB, then data for as long as the client reads it.
@@ -306,7 +216,8 @@ async fn a_response_claiming_512_mib_is_refused_at_its_length_prefix() {
             }
         }
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(port).await;
     assert_contained(&answers, took);
     let (err, took) = error_for(port).await;
@@ -332,13 +243,14 @@ async fn a_response_claiming_512_mib_is_refused_at_its_length_prefix() {
 
 #[tokio::test]
 async fn a_valid_response_over_the_limit_is_refused_and_one_under_it_is_read() {
-    let over = h2_server(|mut stream| async move {
+    let over = h2_server(|_, mut stream| async move {
         let message = padded_response(3, MAX_RESPONSE_SIZE + 1);
         if send(&mut stream, frame(&message)).await {
             let _ = stream.send_trailers(ok_trailers());
         }
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(over).await;
     assert_contained(&answers, took);
     let (err, _) = error_for(over).await;
@@ -352,13 +264,14 @@ async fn a_valid_response_over_the_limit_is_refused_and_one_under_it_is_read() {
 
     // 3 MiB: big, but under the limit (and over the client's 2 MiB stream window), so it
     // is read whole and its answer used, as grpc-go would.
-    let under = h2_server(|mut stream| async move {
+    let under = h2_server(|_, mut stream| async move {
         let message = padded_response(5, 3 * 1024 * 1024);
         if send(&mut stream, frame(&message)).await {
             let _ = stream.send_trailers(ok_trailers());
         }
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(under).await;
     assert_eq!(
         answers,
@@ -369,7 +282,7 @@ async fn a_valid_response_over_the_limit_is_refused_and_one_under_it_is_read() {
 
 #[tokio::test]
 async fn a_response_trickled_byte_by_byte_costs_one_timeout() {
-    let port = h2_server(|mut stream| async move {
+    let port = h2_server(|_, mut stream| async move {
         // A plausible 1 KiB answer, one byte every 50 ms: it would take a minute.
         let message = padded_response(9, 1024);
         for byte in frame(&message) {
@@ -379,7 +292,8 @@ async fn a_response_trickled_byte_by_byte_costs_one_timeout() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, metrics) = ask_with_hostile_m1(port).await;
     assert_contained(&answers, took);
     assert!(
@@ -414,10 +328,128 @@ async fn a_connection_trickling_its_http2_preface_costs_one_timeout() {
         }
         tokio::time::sleep(Duration::from_secs(60)).await;
     })
-    .await;
+    .await
+    .unwrap();
     let (answers, took, _) = ask_with_hostile_m1(port).await;
     assert_contained(&answers, took);
     let (err, took) = error_for(port).await;
     assert!(took < TIMEOUT + SLACK, "{took:?}");
     assert!(err.contains("m1"), "{err}");
+}
+
+/// The default `--scheduler-estimator-timeout`, for the tests that show a call ends long
+/// before it.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// grpc-go's error for a unary answer with a second message.
+const ANOTHER_MESSAGE: &str = "gRPC request cluster(m1) estimator error when calling MaxAvailableReplicas: \
+     rpc error: code = Internal desc = cardinality violation: expected <EOF> for non \
+     server-streaming RPCs, but received another message";
+
+/// CPU time this thread has used (user and system). A `#[tokio::test]` runs its client and
+/// its servers on its own thread, apart from the other tests.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("/proc/thread-self/stat");
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime, fields 14 and 15 of the whole line, in clock ticks (100 a second on
+    // Linux).
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+#[tokio::test]
+async fn two_messages_fail_the_call_at_once() {
+    let server = BrokenEstimator::serve(Broken::Messages(vec![1, 9]))
+        .await
+        .unwrap();
+    let (answers, took, metrics) = ask_with_hostile_m1(server.port).await;
+    assert_contained(&answers, took);
+    assert!(
+        metrics.contains(
+            r#"karmada_scheduler_estimator_client_requests_total{cluster="m1",method="MaxAvailableReplicas",result="error"} 1"#
+        ),
+        "{metrics}"
+    );
+    let (err, took) = error_within(server.port, DEFAULT_TIMEOUT).await;
+    println!("two messages: failed after {took:?}: {err}");
+    assert_eq!(err, ANOTHER_MESSAGE);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+#[tokio::test]
+async fn an_endless_stream_fails_fast_having_read_little() {
+    let server = BrokenEstimator::serve(Broken::Endless(9)).await.unwrap();
+    let (answers, took, _) = ask_with_hostile_m1(server.port).await;
+    assert_contained(&answers, took);
+
+    let cpu = cpu_time();
+    let (err, took) = error_within(server.port, DEFAULT_TIMEOUT).await;
+    // The server notices the reset and stops.
+    let served = testenv::wait_for("the endless answer cut off", SLACK, || async {
+        let served = server.served();
+        Ok((served.len() == 2).then_some(served))
+    })
+    .await
+    .unwrap();
+    let cpu = cpu_time().saturating_sub(cpu);
+    let last = &served[1];
+    println!(
+        "endless stream: failed after {took:?}; the server sent {} bytes in {:?} (cut off: {}); \
+         {cpu:?} of CPU (client and server, 10 ms ticks)",
+        last.sent, last.open, last.cut_off
+    );
+    assert_eq!(err, ANOTHER_MESSAGE);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(last.cut_off, "{last:?}");
+    assert_eq!(last.call.cluster, "m1");
+    assert!(
+        last.call.user_agent.starts_with("karmada-scheduler-rs/"),
+        "{last:?}"
+    );
+    // What flow control lets out: the client's 2 MiB stream window beyond the two small
+    // messages it read (before, the server sent for the whole timeout, as fast as the client
+    // decoded).
+    assert!(last.sent <= 2 * 1024 * 1024 + 1024, "{last:?}");
+    assert!(cpu < Duration::from_millis(500), "{cpu:?}");
+}
+
+#[tokio::test]
+async fn no_message_with_an_ok_status_fails_the_call() {
+    for broken in [Broken::Messages(vec![]), Broken::TrailersOnly] {
+        let server = BrokenEstimator::serve(broken.clone()).await.unwrap();
+        let (answers, took, _) = ask_with_hostile_m1(server.port).await;
+        assert_contained(&answers, took);
+        let (err, took) = error_within(server.port, DEFAULT_TIMEOUT).await;
+        assert_eq!(
+            err,
+            "gRPC request cluster(m1) estimator error when calling MaxAvailableReplicas: \
+             rpc error: code = Internal desc = cardinality violation: received no response \
+             message from non-server-streaming RPC",
+            "{broken:?}"
+        );
+        assert!(took < Duration::from_secs(1), "{broken:?}: {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn one_message_is_still_the_answer() {
+    let server = BrokenEstimator::serve(Broken::Messages(vec![5]))
+        .await
+        .unwrap();
+    let (answers, took, _) = ask_with_hostile_m1(server.port).await;
+    assert_eq!(
+        answers,
+        [("m1".to_string(), 5), ("m2".to_string(), HEALTHY)]
+    );
+    assert!(took < TIMEOUT + SLACK, "{took:?}");
+    let served = server.served();
+    assert_eq!(served.len(), 1);
+    assert!(!served[0].cut_off, "{served:?}");
+    assert_eq!(served[0].call.method(), "MaxAvailableReplicas");
 }

@@ -8,6 +8,11 @@
 //! with TLS ([`FakeEstimator::serve_on`]), or one per cluster as the schedulers see real
 //! estimators ([`FakeEstimator::serve_per_cluster`]), where a port can refuse connections,
 //! come back or move.
+//!
+//! Answers no well-behaved server gives (several messages to a unary call, an endless
+//! stream, bytes that are not HTTP/2) come from raw servers in [`hostile`].
+
+pub mod hostile;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
