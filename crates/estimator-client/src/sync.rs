@@ -119,6 +119,10 @@ impl EstimatorSync {
         self.worker.process(|| self.cache.on_cluster_deleted(name));
         if let Some(p) = self.pending().get_mut(name) {
             p.asks.ensure = false;
+            // Its queued event is done with: taken out of the queue's depth.
+            if let Some(at) = p.queued.take() {
+                self.worker.finished(self.worker.started(Some(at)));
+            }
         }
     }
 
@@ -376,7 +380,13 @@ mod tests {
 
     /// A cache whose every cluster has an estimator Service that cannot be resolved (no
     /// port), so connecting fails at once, without the network; and its lookup count.
-    fn failing_sync(clusters: usize) -> (Arc<EstimatorSync>, Arc<Counting>) {
+    fn failing_sync(
+        clusters: usize,
+    ) -> (
+        Arc<EstimatorSync>,
+        Arc<Counting>,
+        component_base::metrics::ComponentMetrics,
+    ) {
         let services = (0..clusters).map(|i| {
             serde_json::from_value::<Service>(json!({
                 "metadata": {"name": format!("karmada-scheduler-estimator-m{i}"), "namespace": "karmada-system"},
@@ -391,7 +401,7 @@ mod tests {
         let cache = Arc::new(ConnectionCache::new(Default::default(), source.clone()));
         let metrics = component_base::metrics::ComponentMetrics::new();
         let sync = EstimatorSync::new(cache, metrics.workqueue("scheduler-estimator"));
-        (sync, source)
+        (sync, source, metrics)
     }
 
     fn lookups(source: &Counting) -> usize {
@@ -421,7 +431,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn deleted_clusters_leave_no_connection_state() {
         let n = 2_000;
-        let (sync, _) = failing_sync(n);
+        let (sync, _, metrics) = failing_sync(n);
         let live = Live::default();
         let lookup = live.lookup();
         for i in 0..n {
@@ -448,13 +458,21 @@ mod tests {
         assert_eq!(sync.cache.held(), (0, 0));
         assert_eq!(sync.held(), 0);
         assert!(sync.cache.clusters().is_empty());
+        // Every queued event was taken out of the queue's depth again.
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains(
+                r#"workqueue_depth{controller="scheduler-estimator",name="scheduler-estimator",priority=""} 0"#
+            ),
+            "{text}"
+        );
     }
 
     /// Changes of Services that name no cluster, or a cluster the cache does not know, leave
     /// nothing behind.
     #[tokio::test(start_paused = true)]
     async fn services_that_come_and_go_leave_nothing() {
-        let (sync, source) = failing_sync(0);
+        let (sync, source, _) = failing_sync(0);
         for i in 0..10_000 {
             sync.service_changed("karmada-system", &format!("svc-{i}"));
             sync.service_changed(
@@ -474,7 +492,7 @@ mod tests {
     /// ends its task.
     #[tokio::test(start_paused = true)]
     async fn events_for_an_unreachable_cluster_merge_into_one_task() {
-        let (sync, source) = failing_sync(1);
+        let (sync, source, _) = failing_sync(1);
         let live = Live::default();
         let lookup = live.lookup();
         let cluster = live.add("m0");
@@ -496,7 +514,7 @@ mod tests {
     /// A call's failed dial holds back the next Cluster event's dial until the backoff is over.
     #[tokio::test(start_paused = true)]
     async fn a_cluster_event_waits_for_the_backoff_of_a_failed_call_time_dial() {
-        let (sync, source) = failing_sync(1);
+        let (sync, source, _) = failing_sync(1);
         let live = Live::default();
         let cluster = live.add("m0");
         assert!(
@@ -517,7 +535,7 @@ mod tests {
     /// ends once its cluster is gone.
     #[tokio::test(start_paused = true)]
     async fn service_changes_merge_into_one_task() {
-        let (sync, source) = failing_sync(1);
+        let (sync, source, _) = failing_sync(1);
         let live = Live::default();
         let cluster = live.add("m0");
         sync.ensure(&cluster, &live.lookup());
