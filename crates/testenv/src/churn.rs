@@ -80,14 +80,10 @@ pub async fn churn_status(env: &TestEnv, name: &str, times: usize) -> anyhow::Re
 }
 
 /// The resident memory of process `pid`, in bytes (`VmRSS`).
-pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
+pub fn rss_bytes(pid: u32) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .with_context(|| format!("no VmRSS for process {pid}"))?;
-    Ok(kib * 1024)
+    component_base::metrics::parse_status_rss(&status)
+        .with_context(|| format!("no VmRSS for process {pid}"))
 }
 
 /// The sum of the samples of `metric` whose labels include every pair of `labels`, scraped
@@ -160,7 +156,7 @@ impl Watched<'_> {
             .await?
         };
         Ok(Reading {
-            rss: rss_bytes(self.process.pid())? as f64,
+            rss: rss_bytes(self.process.pid())?,
             retries,
             dial_errors,
         })
