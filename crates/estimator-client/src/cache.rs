@@ -44,8 +44,8 @@ pub enum EstablishError {
     /// No address connected.
     #[error(transparent)]
     Dial(#[from] DialError),
-    /// A dial failed less than `redial_backoff` ago: the same addresses are not dialled again
-    /// before `retry_in` has passed, whatever asks for them.
+    /// A dial failed less than `redial_backoff` ago: a call does not dial again, nor does a
+    /// Service change that leaves the addresses as they were, before `retry_in` has passed.
     #[error(
         "the estimator of cluster {cluster} failed to connect recently; not dialling it again for {retry_in:?}"
     )]
@@ -63,9 +63,10 @@ pub enum EstablishError {
 /// Why a connection is being established.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    /// Cluster event: connect unless connected.
+    /// Cluster event (merged and backed off per cluster by the caller): connect unless
+    /// connected.
     Ensure,
-    /// A call needs it: connect unless connected.
+    /// A call needs it: connect unless connected or a dial failed recently.
     OnUse,
     /// Service event: resolve again, reconnect if the addresses changed (addresses other than
     /// those that failed last are dialled at once, backoff or not).
@@ -162,10 +163,10 @@ impl ConnectionCache {
         self.metrics.register(registry);
     }
 
-    /// Cluster added or updated: connect if there is no connection yet, unless a dial failed
-    /// less than `redial_backoff` ago ([`EstablishError::BackingOff`]; retrying is the
-    /// caller's business). Pull clusters are skipped when the pull-mode flag is set, keeping
-    /// any connection they already have.
+    /// Cluster added or updated: connect if there is no connection yet (backing off and
+    /// merging events is the caller's business: [`crate::sync::EstimatorSync`]). Pull
+    /// clusters are skipped when the pull-mode flag is set, keeping any connection they
+    /// already have.
     pub async fn ensure(&self, cluster: &Cluster) -> Result<(), EstablishError> {
         self.forget_deletion(cluster_name(cluster));
         self.ensure_existing(cluster_name(cluster), is_pull(cluster))
@@ -425,11 +426,10 @@ impl ConnectionCache {
     }
 
     /// Resolves and dials `cluster`, one dial per cluster at a time. `Ensure` and `OnUse`
-    /// return an existing connection as is, and give up while backing off after a failed
-    /// dial; `Refresh` resolves the Service again and replaces the connection only when the
-    /// addresses changed, and gives up while backing off only when they are those that
-    /// failed. So no trigger (event, call, Service change) dials the same addresses more
-    /// often than `redial_backoff` allows.
+    /// return an existing connection as is (`OnUse` also gives up while backing off after a
+    /// failed dial); `Refresh` resolves the Service again and replaces the connection only
+    /// when the addresses changed, and gives up while backing off when they are those that
+    /// failed.
     async fn establish(
         &self,
         cluster: &str,
@@ -441,12 +441,12 @@ impl ConnectionCache {
         if let (Mode::Ensure | Mode::OnUse, Some(connection)) = (mode, &existing) {
             return Ok(connection.clone());
         }
-        if mode != Mode::Refresh
+        if mode == Mode::OnUse
             && let Some(left) = self.backoff_left(cluster)
         {
             return Err(self.backing_off_error(cluster, left));
         }
-        let result = self.resolve_and_dial(cluster, existing).await;
+        let result = self.resolve_and_dial(cluster, existing, mode).await;
         let mut entries = self.write();
         let Some(entry) = entries.get_mut(cluster) else {
             // Deleted meanwhile: the lock taken above may have been made after the deletion
@@ -554,6 +554,7 @@ impl ConnectionCache {
         &self,
         cluster: &str,
         existing: Option<Arc<Connection>>,
+        mode: Mode,
     ) -> Result<(Arc<Connection>, Resolution, bool), (EstablishError, Option<Resolution>)> {
         let options = &self.options;
         let namespace = options.service_namespace.as_str();
@@ -587,7 +588,8 @@ impl ConnectionCache {
                 return Ok((connection, resolution, false));
             }
         }
-        if let Some(left) = self.backoff_left(cluster)
+        if mode == Mode::Refresh
+            && let Some(left) = self.backoff_left(cluster)
             && self.read().get(cluster).and_then(|e| e.failed.as_ref()) == Some(&resolution)
         {
             return Err((self.backing_off_error(cluster, left), Some(resolution)));

@@ -64,9 +64,9 @@ pub struct EstimatorOptions {
     pub failure_policy: FailurePolicy,
     /// Limit for one address to connect (the reference hard-codes 5 s).
     pub connect_timeout: Duration,
-    /// After a failed dial, the same addresses are not dialled again before this elapses,
-    /// whatever asks (a call, a Cluster event, a retry); a Service change to other addresses
-    /// is dialled at once.
+    /// After a failed dial, calls do not dial the cluster again before this elapses, nor does
+    /// a Service change that leaves its addresses as they were (Cluster events and their
+    /// retries follow the per-cluster backoff of [`crate::sync::EstimatorSync`]).
     pub redial_backoff: Duration,
 }
 

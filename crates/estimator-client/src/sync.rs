@@ -7,7 +7,9 @@
 //! what was asked, never a copy of the object; events that come while it runs or waits to
 //! retry only add to what it does next. A cluster whose estimator cannot be reached, and
 //! whose object changes all the time (a Pull-mode member writes its own status), costs one
-//! sleeping task and the dials its backoff allows, not a retry chain per event.
+//! sleeping task and the dials its backoff allows, not a retry chain per event. The backoff
+//! is the reference's rate limiter's (5 ms doubling, here to 5 min); a Service change that
+//! moves the estimator cuts a wait short, since other addresses are worth a dial at once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,6 +24,7 @@ use karmada_api::Cluster;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
+use tokio::sync::Notify;
 use tokio::sync::watch as tokio_watch;
 
 use crate::cache::{ConnectionCache, EstablishError, PULL};
@@ -67,6 +70,9 @@ impl Asks {
 /// One cluster's pending work; the cluster has a task exactly while it has one of these.
 struct Pending {
     asks: Asks,
+    /// Wakes the task from a retry wait when a Service change asks for a refresh: other
+    /// addresses are dialled at once, whatever the backoff of the old ones.
+    wake: Arc<Notify>,
     /// Whether the cluster is in Pull mode, as its latest event said: all an attempt needs of
     /// the object.
     pull: bool,
@@ -79,6 +85,7 @@ struct Pending {
 /// What one attempt takes from a cluster's [`Pending`].
 struct Taken {
     asks: Asks,
+    wake: Arc<Notify>,
     pull: bool,
     current: Option<ClusterLookup>,
     queued: Option<Instant>,
@@ -207,11 +214,15 @@ impl EstimatorSync {
         let fresh = !pending.contains_key(name);
         let p = pending.entry(name.to_string()).or_insert_with(|| Pending {
             asks: Asks::default(),
+            wake: Arc::default(),
             pull: false,
             current: None,
             queued: None,
         });
         p.asks.merge(asks);
+        if asks.refresh {
+            p.wake.notify_one();
+        }
         if let Some((pull, current)) = event {
             p.pull = pull;
             p.current.get_or_insert_with(|| current.clone());
@@ -252,8 +263,25 @@ impl EstimatorSync {
                     delay
                 }
             };
-            tokio::time::sleep(wait).await;
+            self.wait(&name, &t.wake, wait).await;
             self.requeue(&name, t.asks);
+        }
+    }
+
+    /// Waits `wait` before the next attempt, or less if a Service change asks for a refresh
+    /// meanwhile (a wake-up left from a refresh already taken does not count).
+    async fn wait(&self, name: &str, wake: &Notify, wait: Duration) {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return,
+                _ = wake.notified() => {
+                    let refresh = self.pending().get(name).is_some_and(|p| p.asks.refresh);
+                    if refresh {
+                        return;
+                    }
+                }
+            }
         }
     }
 
@@ -267,6 +295,7 @@ impl EstimatorSync {
         }
         Some(Taken {
             asks: std::mem::take(&mut p.asks),
+            wake: p.wake.clone(),
             pull: p.pull,
             current: p.current.clone(),
             queued: p.queued.take(),
@@ -501,9 +530,10 @@ mod tests {
             assert_eq!(sync.held(), 1);
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        // 60 s with a 10 s redial backoff: the first attempt and one every 10 s.
+        // 60 s of the backoff (5 ms doubling): attempts after 0, 10 ms, 30 ms, ... 20.47 s and
+        // 40.95 s, 13 in all, whatever the number of events.
         let dialled = lookups(&source);
-        assert!((6..=7).contains(&dialled), "{dialled} attempts in 60 s");
+        assert_eq!(dialled, 13, "{dialled} attempts in 60 s");
         live.0.lock().unwrap().remove("m0");
         sync.cluster_deleted("m0");
         tokio::time::sleep(Duration::from_secs(600)).await;
@@ -511,24 +541,27 @@ mod tests {
         assert_eq!(lookups(&source), dialled, "no attempt after the deletion");
     }
 
-    /// A call's failed dial holds back the next Cluster event's dial until the backoff is over.
+    /// A Service change cuts a long retry wait short: its addresses may be new, and are worth
+    /// a dial at once.
     #[tokio::test(start_paused = true)]
-    async fn a_cluster_event_waits_for_the_backoff_of_a_failed_call_time_dial() {
+    async fn a_service_change_cuts_a_retry_wait_short() {
         let (sync, source, _) = failing_sync(1);
         let live = Live::default();
         let cluster = live.add("m0");
-        assert!(
-            sync.cache
-                .connection_for_call("m0", Some(false))
-                .await
-                .is_none()
-        );
-        assert_eq!(lookups(&source), 1);
         sync.ensure(&cluster, &live.lookup());
-        tokio::time::sleep(Duration::from_secs(9)).await;
-        assert_eq!(lookups(&source), 1, "within the backoff");
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(lookups(&source), 2, "after it");
+        // 14 failures in 100 s: the next retry is 81.92 s after the last.
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        let before = lookups(&source);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(lookups(&source), before, "waiting");
+        sync.service_changed("karmada-system", "karmada-scheduler-estimator-m0");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        // The refresh (and the connection asked before it) tried at once.
+        assert!(
+            lookups(&source) > before,
+            "the change was not followed at once"
+        );
+        assert_eq!(sync.held(), 1, "still one task");
     }
 
     /// Changes of one estimator Service while it cannot be followed make one task, which
