@@ -39,7 +39,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -337,12 +337,9 @@ pub fn resolve(
 }
 
 /// Whether a ClusterIP (not headless) Service of this spec has its endpoints dialled.
-pub fn routes_endpoints(
-    spec: &k8s_openapi::api::core::v1::ServiceSpec,
-    endpoint_routing: bool,
-) -> bool {
+pub fn routes_endpoints(spec: &ServiceSpec, endpoint_routing: bool) -> bool {
     endpoint_routing
-        && spec.type_.as_deref().unwrap_or("ClusterIP") == "ClusterIP"
+        && spec.type_.as_deref().unwrap_or(CLUSTER_IP) == CLUSTER_IP
         && !cluster_ips(spec).iter().any(|ip| ip == "None")
 }
 
@@ -382,6 +379,41 @@ impl Skipped {
     }
 }
 
+/// `spec.type` values: the ones an estimator can be published as, `ClusterIP` the default.
+const EXTERNAL_NAME: &str = "ExternalName";
+const CLUSTER_IP: &str = "ClusterIP";
+const NODE_PORT: &str = "NodePort";
+const LOAD_BALANCER: &str = "LoadBalancer";
+
+/// The Service being resolved, for errors that name it.
+struct Target<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    port: u16,
+}
+
+impl Target<'_> {
+    fn fail(&self, problem: Problem) -> ResolveError {
+        ResolveError {
+            namespace: self.namespace.into(),
+            name: self.name.into(),
+            port: self.port,
+            problem,
+        }
+    }
+
+    /// The Service's port entry for the estimator port.
+    fn service_port<'s>(&self, spec: &'s ServiceSpec) -> Result<&'s ServicePort, ResolveError> {
+        spec.ports
+            .iter()
+            .flatten()
+            .find(|p| p.port == i32::from(self.port))
+            .ok_or_else(|| self.fail(Problem::NoServicePort(self.port)))
+    }
+}
+
+/// The addresses of each Service shape: none (the DNS names), `ExternalName`, or one with
+/// cluster IPs (headless or not, endpoints routed or not).
 fn addresses(
     namespace: &str,
     name: &str,
@@ -390,14 +422,13 @@ fn addresses(
     endpoint_slices: &[EndpointSlice],
     endpoint_routing: bool,
 ) -> Result<Resolution, ResolveError> {
-    let fail = |problem| ResolveError {
-        namespace: namespace.into(),
-        name: name.into(),
+    let t = Target {
+        namespace,
+        name,
         port,
-        problem,
     };
     if port == 0 {
-        return Err(fail(Problem::ZeroPort));
+        return Err(t.fail(Problem::ZeroPort));
     }
     let Some(service) = service else {
         return Ok(Resolution::new(
@@ -407,101 +438,116 @@ fn addresses(
         ));
     };
     let spec = service.spec.clone().unwrap_or_default();
-    let service_port = || {
-        spec.ports
-            .iter()
-            .flatten()
-            .find(|p| p.port == i32::from(port))
-            .ok_or_else(|| fail(Problem::NoServicePort(port)))
-    };
-    let service_type = spec.type_.as_deref().unwrap_or("ClusterIP");
-    match service_type {
-        "ExternalName" => {
-            let host = spec.external_name.as_deref().unwrap_or_default().trim();
-            if host.is_empty() {
-                return Err(fail(Problem::EmptyExternalName));
-            }
-            if let Err(reason) = check_host(host) {
-                return Err(fail(Problem::Refused {
-                    field: "spec.externalName".into(),
-                    value: host.into(),
-                    reason,
-                }));
-            }
-            let entry = service_port()?;
-            let target = match &entry.target_port {
-                None => entry.port,
-                Some(IntOrString::Int(0)) => entry.port,
-                Some(IntOrString::Int(n)) => *n,
-                Some(IntOrString::String(s)) => {
-                    // Kubernetes accepts "8080" in the string form; a real name is an error.
-                    match s.parse::<i32>() {
-                        Ok(n) => n,
-                        Err(_) => return Err(fail(Problem::NamedTargetPort(s.clone()))),
-                    }
-                }
-            };
-            let target = valid_port(target).ok_or_else(|| fail(Problem::InvalidPort(target)))?;
-            Ok(Resolution::new(
-                vec![Address::new(host, target)],
-                DialStrategy::FirstReachable,
-                Origin::ExternalName,
-            ))
+    match spec.type_.as_deref().unwrap_or(CLUSTER_IP) {
+        EXTERNAL_NAME => external_name(&t, &spec),
+        CLUSTER_IP | NODE_PORT | LOAD_BALANCER => {
+            with_cluster_ips(&t, service, &spec, endpoint_slices, endpoint_routing)
         }
-        "ClusterIP" | "NodePort" | "LoadBalancer" => {
-            let entry = service_port()?;
-            let cluster_ips = cluster_ips(&spec);
-            if service_type == "ClusterIP" && cluster_ips.iter().any(|ip| ip == "None") {
-                return headless(name, entry, endpoint_slices, Origin::Endpoints)
-                    .map_err(|refused| fail(refused.unwrap_or(Problem::NoReadyEndpoints)));
-            }
-            if routes_endpoints(&spec, endpoint_routing) {
-                return headless(name, entry, endpoint_slices, Origin::RoutedEndpoints)
-                    .map_err(|refused| fail(refused.unwrap_or(Problem::NoRoutableEndpoints)));
-            }
-            let mut skipped = Skipped::default();
-            let ingress = service
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .and_then(|lb| lb.ingress.as_ref())
-                .filter(|i| !i.is_empty());
-            if ingress.is_some() {
-                skipped.note(
-                    "status.loadBalancer.ingress is not dialled (publish such an address in an ExternalName Service)"
-                        .into(),
-                );
-            }
-            let mut addresses = Vec::new();
-            let mut beyond = 0;
-            for (i, ip) in cluster_ips.iter().enumerate() {
-                if ip == "None" {
-                    continue;
-                }
-                if addresses.len() == MAX_CLUSTER_IPS {
-                    beyond += 1;
-                    continue;
-                }
-                match check_host(ip) {
-                    Ok(()) => push_unique(&mut addresses, Address::new(ip.as_str(), port)),
-                    Err(reason) => skipped.refuse(format!("spec.clusterIPs[{i}]"), ip, reason),
-                }
-            }
-            if beyond > 0 {
-                skipped.note(format!(
-                    "{beyond} more spec.clusterIPs not dialled (a Service has one per IP family)"
-                ));
-            }
-            for dns in dns_fallback(name, namespace, port) {
-                push_unique(&mut addresses, dns);
-            }
-            let mut resolution =
-                Resolution::new(addresses, DialStrategy::FirstReachable, Origin::ClusterIp);
-            resolution.notes = skipped.into_notes();
-            Ok(resolution)
-        }
-        other => Err(fail(Problem::UnsupportedType(other.to_string()))),
+        other => Err(t.fail(Problem::UnsupportedType(other.to_string()))),
     }
+}
+
+/// `spec.externalName` with the target port of the estimator port's entry.
+fn external_name(t: &Target, spec: &ServiceSpec) -> Result<Resolution, ResolveError> {
+    let host = spec.external_name.as_deref().unwrap_or_default().trim();
+    if host.is_empty() {
+        return Err(t.fail(Problem::EmptyExternalName));
+    }
+    if let Err(reason) = check_host(host) {
+        return Err(t.fail(Problem::Refused {
+            field: "spec.externalName".into(),
+            value: host.into(),
+            reason,
+        }));
+    }
+    let entry = t.service_port(spec)?;
+    let target = match &entry.target_port {
+        None => entry.port,
+        Some(IntOrString::Int(0)) => entry.port,
+        Some(IntOrString::Int(n)) => *n,
+        Some(IntOrString::String(s)) => {
+            // Kubernetes accepts "8080" in the string form; a real name is an error.
+            match s.parse::<i32>() {
+                Ok(n) => n,
+                Err(_) => return Err(t.fail(Problem::NamedTargetPort(s.clone()))),
+            }
+        }
+    };
+    let target = valid_port(target).ok_or_else(|| t.fail(Problem::InvalidPort(target)))?;
+    Ok(Resolution::new(
+        vec![Address::new(host, target)],
+        DialStrategy::FirstReachable,
+        Origin::ExternalName,
+    ))
+}
+
+/// A `ClusterIP`, `NodePort` or `LoadBalancer` Service: its endpoints when it is headless or
+/// its endpoints are routed, else its cluster IPs and then its DNS names.
+fn with_cluster_ips(
+    t: &Target,
+    service: &Service,
+    spec: &ServiceSpec,
+    endpoint_slices: &[EndpointSlice],
+    endpoint_routing: bool,
+) -> Result<Resolution, ResolveError> {
+    let entry = t.service_port(spec)?;
+    let ips = cluster_ips(spec);
+    let is_cluster_ip = spec.type_.as_deref().unwrap_or(CLUSTER_IP) == CLUSTER_IP;
+    if is_cluster_ip && ips.iter().any(|ip| ip == "None") {
+        return headless(t.name, entry, endpoint_slices, Origin::Endpoints)
+            .map_err(|refused| t.fail(refused.unwrap_or(Problem::NoReadyEndpoints)));
+    }
+    if routes_endpoints(spec, endpoint_routing) {
+        return headless(t.name, entry, endpoint_slices, Origin::RoutedEndpoints)
+            .map_err(|refused| t.fail(refused.unwrap_or(Problem::NoRoutableEndpoints)));
+    }
+    let mut skipped = Skipped::default();
+    let ingress = service
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .filter(|i| !i.is_empty());
+    if ingress.is_some() {
+        skipped.note(
+            "status.loadBalancer.ingress is not dialled (publish such an address in an ExternalName Service)"
+                .into(),
+        );
+    }
+    let mut addresses = virtual_ips(&ips, t.port, &mut skipped);
+    for dns in dns_fallback(t.name, t.namespace, t.port) {
+        push_unique(&mut addresses, dns);
+    }
+    let mut resolution =
+        Resolution::new(addresses, DialStrategy::FirstReachable, Origin::ClusterIp);
+    resolution.notes = skipped.into_notes();
+    Ok(resolution)
+}
+
+/// The first [`MAX_CLUSTER_IPS`] cluster IPs that can be an estimator's, with `port`; the
+/// others are noted in `skipped`.
+fn virtual_ips(ips: &[String], port: u16, skipped: &mut Skipped) -> Vec<Address> {
+    let mut addresses = Vec::new();
+    let mut beyond = 0;
+    for (i, ip) in ips.iter().enumerate() {
+        if ip == "None" {
+            continue;
+        }
+        if addresses.len() == MAX_CLUSTER_IPS {
+            beyond += 1;
+            continue;
+        }
+        match check_host(ip) {
+            Ok(()) => push_unique(&mut addresses, Address::new(ip.as_str(), port)),
+            Err(reason) => skipped.refuse(format!("spec.clusterIPs[{i}]"), ip, reason),
+        }
+    }
+    if beyond > 0 {
+        skipped.note(format!(
+            "{beyond} more spec.clusterIPs not dialled (a Service has one per IP family)"
+        ));
+    }
+    addresses
 }
 
 fn valid_port(n: i32) -> Option<u16> {
@@ -514,7 +560,7 @@ fn push_unique(list: &mut Vec<Address>, address: Address) {
     }
 }
 
-fn cluster_ips(spec: &k8s_openapi::api::core::v1::ServiceSpec) -> Vec<String> {
+fn cluster_ips(spec: &ServiceSpec) -> Vec<String> {
     let mut ips: Vec<String> = spec.cluster_ips.clone().unwrap_or_default();
     if let Some(ip) = &spec.cluster_ip
         && !ip.is_empty()
