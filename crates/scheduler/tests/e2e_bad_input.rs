@@ -35,12 +35,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use testenv::{GoProcess, TestEnv, free_port, tools_or_skip, wait_for};
+use testenv::{GoProcess, TestEnv, tools_or_skip, wait_for};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::*;
@@ -457,21 +456,6 @@ async fn has_failure_event(env: &TestEnv, name: &str, message: &str) -> anyhow::
         }))
 }
 
-fn spawn_ours(env: &TestEnv) -> anyhow::Result<(GoProcess, String)> {
-    let health = format!("127.0.0.1:{}", free_port());
-    let mut args = vec![
-        format!("--kubeconfig={}", env.kubeconfig().display()),
-        "--leader-elect=false".to_string(),
-        "--enable-scheduler-estimator=true".to_string(),
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
-        format!("--health-probe-bind-address={health}"),
-    ];
-    // Compared with the Go v1.18.2 scheduler.
-    args.extend(testenv::AS_V1_18_2.iter().map(|s| s.to_string()));
-    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
-    Ok((env.spawn_process("rs-scheduler", bin, &args)?, health))
-}
-
 async fn http_ok(addr: &str, path: &str) -> bool {
     let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
         return false;
@@ -485,9 +469,6 @@ async fn http_ok(addr: &str, path: &str) -> bool {
     buf.starts_with("HTTP/1.1 200")
 }
 
-fn log_of(p: &GoProcess) -> String {
-    std::fs::read_to_string(p.log_path()).unwrap_or_default()
-}
 
 /// Fail with the end of the Rust scheduler's log (and whether it still runs).
 fn ours_explain(ours: &mut GoProcess, e: anyhow::Error) -> anyhow::Error {
@@ -534,7 +515,7 @@ async fn bad_input_is_reported_like_the_go_scheduler() -> anyhow::Result<()> {
         "--scheduler-name=go-scheduler",
     ])?;
     go.wait_healthy(Duration::from_secs(60)).await?;
-    let (mut ours, health) = spawn_ours(&env)?;
+    let (mut ours, health) = spawn_ours(&env, testenv::AS_V1_18_2)?;
     let ready = wait_for("our scheduler ready", WAIT, || async {
         Ok(http_ok(&health, "/readyz").await.then_some(()))
     })

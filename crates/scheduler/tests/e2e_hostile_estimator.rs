@@ -14,14 +14,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use testenv::estimator::hostile::{Broken, BrokenEstimator, Served};
-use testenv::{GoProcess, TestEnv, free_port, tools_or_skip, wait_for};
+use testenv::{GoProcess, TestEnv, tools_or_skip, wait_for};
 
 use common::*;
 
@@ -52,26 +51,6 @@ async fn point_estimator(env: &TestEnv, member: &str, port: u16) -> anyhow::Resu
     Ok(())
 }
 
-/// Our binary with `--scheduler-name=rs-scheduler`, and its health address.
-fn spawn_ours(env: &TestEnv) -> anyhow::Result<(GoProcess, String)> {
-    let health = format!("127.0.0.1:{}", free_port());
-    let mut args = vec![
-        format!("--kubeconfig={}", env.kubeconfig().display()),
-        "--leader-elect=false".to_string(),
-        "--scheduler-name=rs-scheduler".to_string(),
-        "--enable-scheduler-estimator=true".to_string(),
-        format!("--metrics-bind-address=127.0.0.1:{}", free_port()),
-        format!("--health-probe-bind-address={health}"),
-    ];
-    // Compared with the Go v1.18.2 scheduler.
-    args.extend(testenv::AS_V1_18_2.iter().map(|s| s.to_string()));
-    let bin = Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
-    Ok((env.spawn_process("rs-scheduler", bin, &args)?, health))
-}
-
-fn log_of(p: &GoProcess) -> String {
-    std::fs::read_to_string(p.log_path()).unwrap_or_default()
-}
 
 /// Dynamic weights by available replicas over `clusters`: the estimators' answers decide
 /// the division.
@@ -106,7 +85,8 @@ async fn broken_unary_answers_fail_the_estimator_as_in_go() -> anyhow::Result<()
         "--scheduler-name=go-scheduler",
     ])?;
     go.wait_healthy(Duration::from_secs(60)).await?;
-    let (mut ours, health) = spawn_ours(&env)?;
+    let extra = [&["--scheduler-name=rs-scheduler"], testenv::AS_V1_18_2].concat();
+    let (mut ours, health) = spawn_ours(&env, &extra)?;
     wait_for("our scheduler healthy", WAIT, || async {
         Ok(matches!(testenv::http_get(&health, "/healthz").await, Ok((200, _))).then_some(()))
     })

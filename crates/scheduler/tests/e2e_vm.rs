@@ -40,7 +40,7 @@ use testenv::pki;
 use testenv::vm::{self, VmNet, VmTopology, set_estimator_service};
 use testenv::{GoProcess, TestEnv, fixtures, free_port, tools_or_skip};
 
-use common::{cluster_api, rb_api, scheduled_condition};
+use common::{cluster_api, log_of, rb_api, scheduled_condition};
 
 /// The whole test, control plane included.
 const OVERALL: Duration = Duration::from_secs(300);
@@ -279,10 +279,6 @@ fn errors_about(log: &str, cluster: &str, n: usize) -> Vec<String> {
         .collect();
     v.drain(..v.len().saturating_sub(n));
     v
-}
-
-fn log_of(p: &GoProcess) -> String {
-    std::fs::read_to_string(p.log_path()).unwrap_or_default()
 }
 
 /// Straight to stderr: visible even when libtest captures the test's output.

@@ -14,6 +14,27 @@ pub mod image;
 
 pub const WAIT: Duration = Duration::from_secs(90);
 
+/// Everything a process has logged so far.
+pub fn log_of(p: &testenv::GoProcess) -> String {
+    std::fs::read_to_string(p.log_path()).unwrap_or_default()
+}
+
+/// Our `karmada-scheduler` as its own process, without leader election, with estimators,
+/// metrics and probes on free loopback ports, and `extra` flags; its probe address.
+pub fn spawn_ours(env: &TestEnv, extra: &[&str]) -> anyhow::Result<(testenv::GoProcess, String)> {
+    let health = format!("127.0.0.1:{}", testenv::free_port());
+    let mut args = vec![
+        format!("--kubeconfig={}", env.kubeconfig().display()),
+        "--leader-elect=false".to_string(),
+        "--enable-scheduler-estimator=true".to_string(),
+        format!("--metrics-bind-address=127.0.0.1:{}", testenv::free_port()),
+        format!("--health-probe-bind-address={health}"),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_karmada-scheduler"));
+    Ok((env.spawn_process("rs-scheduler", bin, &args)?, health))
+}
+
 #[allow(unused_imports)]
 pub use testenv::fixtures::{binding, cluster_binding, extra_cluster};
 
