@@ -469,7 +469,6 @@ async fn http_ok(addr: &str, path: &str) -> bool {
     buf.starts_with("HTTP/1.1 200")
 }
 
-
 /// Fail with the end of the Rust scheduler's log (and whether it still runs).
 fn ours_explain(ours: &mut GoProcess, e: anyhow::Error) -> anyhow::Error {
     let exited = ours.try_wait().ok().flatten();

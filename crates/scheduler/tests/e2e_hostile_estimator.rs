@@ -51,7 +51,6 @@ async fn point_estimator(env: &TestEnv, member: &str, port: u16) -> anyhow::Resu
     Ok(())
 }
 
-
 /// Dynamic weights by available replicas over `clusters`: the estimators' answers decide
 /// the division.
 fn dynamic(clusters: [&str; 2]) -> Value {
