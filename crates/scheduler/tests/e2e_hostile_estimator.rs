@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use testenv::estimator::hostile::{Broken, BrokenEstimator, Served};
-use testenv::{GoProcess, TestEnv, tools_or_skip, wait_for};
+use testenv::{TestEnv, tools_or_skip, wait_for};
 
 use common::*;
 
