@@ -501,42 +501,53 @@ impl ConnectionCache {
                 Ok(connection)
             }
             Err(error) => {
-                self.metrics.observe_dial(cluster, false);
-                self.metrics
-                    .set_connected(cluster, entry.connection.is_some());
-                entry.last_dial_failure = Some(Instant::now());
-                entry.failed = attempted.clone();
-                // Warn once per state change, and again when what failed is something else
-                // (the Service arrived, its address changed): never per retry.
-                let about = match (&attempted, &error) {
-                    (Some(r), _) => format!("{} {}", r.origin, r.targets()),
-                    (None, EstablishError::Lookup(_)) => "lookup".to_string(),
-                    (None, e) => e.to_string(),
-                };
-                if entry.health != Health::Unreachable || entry.warned.as_ref() != Some(&about) {
-                    let service = self.service_key(cluster);
-                    match &attempted {
-                        Some(r) => tracing::warn!(
-                            cluster,
-                            service,
-                            origin = %r.origin,
-                            addresses = r.targets(),
-                            error = %error,
-                            "Failed to connect to the estimator"
-                        ),
-                        None => tracing::warn!(
-                            cluster,
-                            service,
-                            error = %error,
-                            "Failed to connect to the estimator"
-                        ),
-                    }
-                    entry.warned = Some(about);
-                }
-                entry.health = Health::Unreachable;
+                self.note_failed_dial(cluster, entry, attempted, &error);
                 Err(error)
             }
         }
+    }
+
+    /// Records a failed dial of `cluster` (of `attempted`, when the Service resolved): the
+    /// metrics, the backoff, and a warning once per state change, again when what failed is
+    /// something else (the Service arrived, its address changed), never per retry.
+    fn note_failed_dial(
+        &self,
+        cluster: &str,
+        entry: &mut Entry,
+        attempted: Option<Resolution>,
+        error: &EstablishError,
+    ) {
+        self.metrics.observe_dial(cluster, false);
+        self.metrics
+            .set_connected(cluster, entry.connection.is_some());
+        entry.last_dial_failure = Some(Instant::now());
+        let about = match (&attempted, error) {
+            (Some(r), _) => format!("{} {}", r.origin, r.targets()),
+            (None, EstablishError::Lookup(_)) => "lookup".to_string(),
+            (None, e) => e.to_string(),
+        };
+        if entry.health != Health::Unreachable || entry.warned.as_ref() != Some(&about) {
+            let service = self.service_key(cluster);
+            match &attempted {
+                Some(r) => tracing::warn!(
+                    cluster,
+                    service,
+                    origin = %r.origin,
+                    addresses = r.targets(),
+                    error = %error,
+                    "Failed to connect to the estimator"
+                ),
+                None => tracing::warn!(
+                    cluster,
+                    service,
+                    error = %error,
+                    "Failed to connect to the estimator"
+                ),
+            }
+            entry.warned = Some(about);
+        }
+        entry.health = Health::Unreachable;
+        entry.failed = attempted;
     }
 
     /// `namespace/name` of the cluster's estimator Service, for logs.
