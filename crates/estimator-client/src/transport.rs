@@ -36,7 +36,7 @@ use crate::resolver::{Address, check_ip};
 use crate::unary::UnaryBody;
 
 /// Errors as tonic's client expects them from a service.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type BoxError = tonic::codegen::StdError;
 
 /// hyper's client defaults, which the estimator calls had before: receive windows large
 /// enough that an answer never waits for a window update, a 16 KiB header list at most.

@@ -20,7 +20,7 @@ use tonic::Status;
 use tonic::codec::{Codec as _, Streaming};
 
 use crate::codec::{EncodedCodec, MAX_RESPONSE_SIZE};
-use crate::transport::BoxError;
+use tonic::codegen::StdError as BoxError;
 
 /// Bytes of a gRPC frame header: the compression flag and the message length (big-endian u32).
 pub const FRAME_HEADER: usize = 5;
