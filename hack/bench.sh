@@ -4,21 +4,25 @@
 # as Rust vs Go with the ratio, checks placement agreement, and writes a Markdown report, the
 # JSON results and a chart under docs/bench/.
 #
-# Usage: hack/bench.sh [--clusters N] [--bindings M] [--seed S] [--perf] [more karmada-bench flags]
-#        hack/bench.sh --help      (all flags of the bench binary)
+# Usage: hack/bench.sh [SUBCOMMAND] [its flags]   (default: run, at the default scale)
+#        hack/bench.sh --help      (the subcommands; `hack/bench.sh SUBCOMMAND --help` for their flags)
 #
-# Default scale: 10 clusters x 1,000 bindings (a few minutes on 2 cores). Other scales:
-#   hack/bench.sh --clusters 1000 --bindings 10000
-# Descheduler: hack/bench.sh --descheduler-only [--desched-bindings N --desched-clusters M]
-# Overcommit:  hack/bench.sh --overcommit-only [--overcommit-members M]
-# Growth:      hack/bench.sh --growth-from a.json,b.json (CPU/binding and RSS vs clusters, chart)
-# Churn/soak:  hack/bench.sh --churn-only [--churn-minutes N] [--churn-live 300] [--churn-rate 15]
+# Side by side: hack/bench.sh run [--clusters N] [--bindings M] [--seed S] [--perf]
+#              (default 10 clusters x 1,000 bindings, a few minutes on 2 cores)
+#              [--phases memory [--memory-cap S]] (originals only, RSS until both halves are placed)
+# Faults:      hack/bench.sh faults
+# Descheduler: hack/bench.sh descheduler [--desched-bindings N --desched-clusters M]
+# Overcommit:  hack/bench.sh overcommit [--overcommit-members M]
+# Estimators:  hack/bench.sh estimators [--est-scales 10,100,1000] [--est-bindings N] [--est-alone N]
+# Churn/soak:  hack/bench.sh churn [--churn-minutes N] [--churn-live 300] [--churn-rate 15]
 #              [--churn-scale-rate 7] [--churn-sample-seconds 15] [--churn-faults [--churn-fault-every 300]]
 #              (ours and Go side by side, real Go estimators; RSS, FDs, threads, queue depth,
 #              tasks and estimator connections sampled; docs/bench/churn-<N>m[-faults].md/.json/.png)
-# Whole Karmada: hack/bench.sh --whole-karmada-only [--whole-deployments 100] [--whole-rounds ours,go]
+# Whole Karmada: hack/bench.sh whole [--whole-deployments 100] [--whole-rounds ours,go]
 #              [--whole-state-dir DIR] (end to end, docs/bench/whole-karmada.md)
-# Re-render:   hack/bench.sh --from-results docs/bench/<results>.json (a report again from its JSON)
+# Re-render:   hack/bench.sh render docs/bench/<results>.json ... (a report again from its JSON)
+# Growth:      hack/bench.sh render --growth a.json b.json (CPU/binding and RSS vs clusters, from
+#              `estimators` results)
 # Environment: BENCH_KEEP=1 keeps the control plane's state dir (logs) after the run;
 #              BENCH_NO_BUILD=1 skips building (binaries must exist);
 #              CARGO_TARGET_DIR is honoured (binaries taken from there).
@@ -32,7 +36,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ROOT}/target}"
 BENCH_MANIFEST="${ROOT}/hack/bench/Cargo.toml"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,25p' "${BASH_SOURCE[0]}"
+  sed -n '2,28p' "${BASH_SOURCE[0]}"
   echo
   exec cargo run -q --release --locked --manifest-path "${BENCH_MANIFEST}" -- --help
 fi
@@ -45,6 +49,11 @@ if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   "${ROOT}/hack/build-oracle.sh" >/dev/null
   cargo build --release --locked -p karmada-scheduler -p karmada-descheduler
   cargo build --release --locked --manifest-path "${BENCH_MANIFEST}"
+fi
+
+# No subcommand, or flags only: the side-by-side run.
+if [[ $# == 0 || "${1}" == -* ]]; then
+  set -- run "$@"
 fi
 
 TARGET="${CARGO_TARGET_DIR}"

@@ -1,5 +1,5 @@
 //! The load and the stopwatch of the end-to-end bench in a whole Karmada
-//! (`karmada-bench --whole-karmada-only`, docs/bench/whole-karmada.md): N Deployments, each
+//! (`karmada-bench whole`, docs/bench/whole-karmada.md): N Deployments, each
 //! with its own PropagationPolicy (Divided by the estimators' available replicas, Divided by
 //! static weights, Duplicated, in turn), created on the Karmada API server of a
 //! [`WholeKarmada`] while the bench's own watches note when each step of the user's path is

@@ -1,4 +1,4 @@
-//! `--faults-only`: bindings lost to failures, ours vs Go, in one run.
+//! `faults`: bindings lost to failures, ours vs Go, in one run.
 //!
 //! The scenario is the fault suite's (`testenv::faults`, also run by
 //! `crates/scheduler/tests/e2e_faults.rs`), at a size given by the flags: a stream of bindings

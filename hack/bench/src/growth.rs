@@ -1,5 +1,5 @@
-//! `--growth-from a.json,b.json,...`: how CPU per binding and peak RSS grow with the number of
-//! clusters, ours and Go, from the results of earlier `--estimators-only` runs (a later file's
+//! `render --growth a.json b.json …`: how CPU per binding and peak RSS grow with the number of
+//! clusters, ours and Go, from the results of earlier `estimators` runs (a later file's
 //! scale replaces an earlier one's). Drawn on log-log axes with the n·log n line through our
 //! smallest scale for reference; writes `growth.md`, `growth.json` and `growth.png`.
 
@@ -124,9 +124,9 @@ pub fn markdown(g: &Growth, png: &str) -> String {
     let mut out = String::from(
         "# Growth with the number of clusters: the estimator path, ours and Go v1.18.2\n\n\
          CPU seconds per binding and peak RSS of each scheduler alone on the same batch \
-         (`hack/bench.sh --estimators-only`, stub estimators answering after 1 ms behind \
+         (`hack/bench.sh estimators`, stub estimators answering after 1 ms behind \
          `ExternalName` Services), per scale, from the results files named below; \
-         `hack/bench.sh --growth-from <files>` redraws it.\n\n",
+         `hack/bench.sh render --growth <files>` redraws it.\n\n",
     );
     out.push_str(&format!(
         "![CPU seconds per binding (left) and peak RSS (right) against clusters]({png})\n\n\

@@ -1,4 +1,4 @@
-//! `--memory-only`: both schedulers' resident memory at a large scale, in bounded time.
+//! `run --phases memory`: both schedulers' resident memory at a large scale, in bounded time.
 //!
 //! At 1,000 clusters the Go scheduler needs about a second per binding, so the full bench of
 //! 10,000 bindings (with mirrors and churn) would take hours. This mode creates the originals
@@ -176,7 +176,7 @@ pub fn markdown(r: &MemoryRun) -> String {
     md += &format!(
         "Run {} on {} (commit `{}`), seed {}. Both schedulers ran at the same time against one \
          kube-apiserver with `--kube-api-qps={} --kube-api-burst={}`, each owning half of the \
-         bindings. Reproduce: `hack/bench.sh --memory-only --clusters {} --bindings {} --memory-cap {}`.\n\n",
+         bindings. Reproduce: `hack/bench.sh run --phases memory --clusters {} --bindings {} --memory-cap {}`.\n\n",
         r.date,
         r.machine,
         r.git_commit,

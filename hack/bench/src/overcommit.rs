@@ -1,4 +1,4 @@
-//! `--overcommit-only`: the overcommit burst of `testenv::overcommit` (also run by
+//! `overcommit`: the overcommit burst of `testenv::overcommit` (also run by
 //! `crates/scheduler/tests/e2e_overcommit.rs`) for ours at 1 and 16 workers and for the Go
 //! scheduler, `SchedulingOvercommitProtection` off and on, on one control plane whose Go
 //! estimators run with the gate. Reported: replicas placed beyond what the clusters' nodes

@@ -1,4 +1,4 @@
-//! `--churn-only`: the churn (soak) bench. Ours and the Go scheduler side by side on one
+//! `churn`: the churn (soak) bench. Ours and the Go scheduler side by side on one
 //! control plane whose members run real Go estimators (`--enable-scheduler-estimator=true`),
 //! under a steady stream of binding creations, scale changes and deletions at a constant live
 //! count, for `--churn-minutes`; optionally with the API server SIGKILLed and restarted every

@@ -117,7 +117,7 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     );
     md += &format!(
         "Run {} on {}, **commit `{}`** (the scheduler measured is the one built from it), seed \
-         {}. Reproduce: `hack/bench.sh --churn-only --churn-minutes {} --churn-live {} \
+         {}. Reproduce: `hack/bench.sh churn --churn-minutes {} --churn-live {} \
          --churn-rate {} --churn-scale-rate {} --churn-members {}{flags}`.\n\n",
         r.date, r.machine, r.git_commit, r.seed, r.minutes, r.live, r.rate, r.scale_rate, r.members,
     );

@@ -1,4 +1,4 @@
-//! `--descheduler-only`: one descheduling pass over N bindings × M clusters, the Go
+//! `descheduler`: one descheduling pass over N bindings × M clusters, the Go
 //! karmada-descheduler v1.18.2 and ours in turn on the same control plane, with a stub
 //! estimator ([`testenv::estimator::FakeEstimator`]) answering `GetUnschedulableReplicas` from
 //! a formula ([`unschedulable_answer`]) behind M `ExternalName` Services.

@@ -1,4 +1,4 @@
-//! `--estimators-only`: the schedulers with the accurate estimators on, at several scales, ours
+//! `estimators`: the schedulers with the accurate estimators on, at several scales, ours
 //! and the Go v1.18.2 one in the same run, every cluster's estimator behind an `ExternalName`
 //! Service `karmada-scheduler-estimator-<cluster>` (the deployment this project exists for).
 //!

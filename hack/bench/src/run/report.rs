@@ -450,7 +450,7 @@ pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> St
         s,
         "Run {} on {} (commit `{}`), seed {}. Both schedulers ran at the same time against one kube-apiserver \
         with `--kube-api-qps={} --kube-api-burst={} --enable-scheduler-estimator={}`{}; each owned half of the bindings \
-        through `--scheduler-name` (`bench-rust`, `bench-go`). Reproduce: `hack/bench.sh --clusters {} --bindings {} --seed {}`.\n",
+        through `--scheduler-name` (`bench-rust`, `bench-go`). Reproduce: `hack/bench.sh run --clusters {} --bindings {} --seed {}`.\n",
         run.date,
         run.machine,
         run.git_commit,

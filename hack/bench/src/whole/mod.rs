@@ -1,4 +1,4 @@
-//! `--whole-karmada-only`: the user's path end to end in one whole Karmada
+//! `whole`: the user's path end to end in one whole Karmada
 //! (`hack/karmada-up.sh`), with our scheduler and descheduler and then with Go's, swapped on
 //! the running Karmada between rounds. Each round creates the Deployments and policies of
 //! `testenv::whole_bench` and waits until every member holds its Deployment with the replicas
