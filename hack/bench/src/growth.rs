@@ -37,8 +37,9 @@ pub struct Growth {
     pub points: Vec<GrowthPoint>,
 }
 
-/// Reads the results files; a later file's scale replaces an earlier one's.
-pub fn collect(files: &[PathBuf]) -> anyhow::Result<Growth> {
+/// Reads the results files (named relative to `base` in the report); a later file's scale
+/// replaces an earlier one's.
+pub fn collect(files: &[PathBuf], base: &Path) -> anyhow::Result<Growth> {
     let mut by: BTreeMap<usize, GrowthPoint> = BTreeMap::new();
     for f in files {
         let b: EstBench = crate::read_results(f)?;
@@ -55,7 +56,7 @@ pub fn collect(files: &[PathBuf]) -> anyhow::Result<Growth> {
                     .map(|a| a.phase.steady_rate_per_s.unwrap_or(0.0)),
                 source: format!(
                     "{} ({})",
-                    f.file_name().unwrap_or_default().to_string_lossy(),
+                    f.strip_prefix(base).unwrap_or(f).display(),
                     b.git_commit
                 ),
             };

@@ -262,20 +262,18 @@ enum Kind {
     Overcommit,
     Descheduler,
     Estimators,
-    Growth,
     Churn,
     Whole,
 }
 
 /// Each scenario's results file prefix.
-const PREFIXES: [(Kind, &str); 9] = [
+const PREFIXES: [(Kind, &str); 8] = [
     (Kind::Run, "results-"),
     (Kind::Memory, "memory-"),
     (Kind::Faults, "faults-"),
     (Kind::Overcommit, "overcommit-"),
     (Kind::Descheduler, "descheduler-"),
     (Kind::Estimators, "estimators-"),
-    (Kind::Growth, "growth"),
     (Kind::Churn, "churn-"),
     (Kind::Whole, "whole-karmada-"),
 ];
@@ -305,16 +303,52 @@ where
             .with_context(|| format!("writing {}", json.display()))?;
         println!("wrote {}", json.display());
     }
-    write_report(g, &r, &out)
+    write_report(g, Rendered::of(&r, (!g.no_write).then_some(&out))?, &out)
 }
 
-/// Renders `r`'s report (and chart) into `out`, or prints it only.
-fn write_report<R: Report>(g: &Global, r: &R, out: &Path) -> anyhow::Result<()> {
-    let md = r.render((!g.no_write).then_some(out))?;
-    println!("\n{}", r.console(&md));
+/// A report: its file's stem, its Markdown and what the console shows.
+struct Rendered {
+    stem: String,
+    md: String,
+    console: String,
+}
+
+impl Rendered {
+    /// `r`'s report; its charts are drawn into `out` when given.
+    fn of<R: Report>(r: &R, out: Option<&Path>) -> anyhow::Result<Self> {
+        let md = r.render(out)?;
+        let console = r.console(&md);
+        Ok(Self {
+            stem: r.stem(),
+            md,
+            console,
+        })
+    }
+
+    /// The report of the results in `path`, by the scenario its name gives.
+    fn of_file(path: &Path, out: Option<&Path>) -> anyhow::Result<Self> {
+        fn one<R: Report>(path: &Path, out: Option<&Path>) -> anyhow::Result<Rendered> {
+            Rendered::of(&read_results::<R>(path)?, out)
+        }
+        match kind_of(path) {
+            Kind::Run => one::<Run>(path, out),
+            Kind::Memory => one::<memory::MemoryRun>(path, out),
+            Kind::Faults => one::<faults::FaultBench>(path, out),
+            Kind::Overcommit => one::<overcommit::OvercommitBench>(path, out),
+            Kind::Descheduler => one::<desched::DeschedBench>(path, out),
+            Kind::Estimators => one::<estload::EstBench>(path, out),
+            Kind::Churn => one::<churn::ChurnRun>(path, out),
+            Kind::Whole => one::<whole::WholeBench>(path, out),
+        }
+    }
+}
+
+/// Prints a report and writes it into `out`, unless told to write nothing.
+fn write_report(g: &Global, r: Rendered, out: &Path) -> anyhow::Result<()> {
+    println!("\n{}", r.console);
     if !g.no_write {
-        let md_path = out.join(format!("{}.md", r.stem()));
-        std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+        let md_path = out.join(format!("{}.md", r.stem));
+        std::fs::write(&md_path, r.md).with_context(|| format!("writing {}", md_path.display()))?;
         println!("wrote {}", md_path.display());
     }
     Ok(())
@@ -325,26 +359,16 @@ fn render(g: &Global, args: &RenderArgs) -> anyhow::Result<()> {
     let out = |f: &Path| {
         (g.out_dir.clone()).unwrap_or_else(|| f.parent().unwrap_or(Path::new(".")).to_path_buf())
     };
+    let charts = |out: &Path| (!g.no_write).then(|| out.to_path_buf());
     if args.growth {
-        let growth = growth::collect(&args.files)?;
-        return write_report(g, &growth, &out(&args.files[0]));
+        let out = out(&args.files[0]);
+        let base = args.files[0].parent().unwrap_or(Path::new("."));
+        let growth = growth::collect(&args.files, base)?;
+        return write_report(g, Rendered::of(&growth, charts(&out).as_deref())?, &out);
     }
     for f in &args.files {
-        fn one<R: Report>(g: &Global, f: &Path, out: &Path) -> anyhow::Result<()> {
-            write_report(g, &read_results::<R>(f)?, out)
-        }
         let out = out(f);
-        match kind_of(f) {
-            Kind::Run => one::<Run>(g, f, &out)?,
-            Kind::Memory => one::<memory::MemoryRun>(g, f, &out)?,
-            Kind::Faults => one::<faults::FaultBench>(g, f, &out)?,
-            Kind::Overcommit => one::<overcommit::OvercommitBench>(g, f, &out)?,
-            Kind::Descheduler => one::<desched::DeschedBench>(g, f, &out)?,
-            Kind::Estimators => one::<estload::EstBench>(g, f, &out)?,
-            Kind::Growth => one::<growth::Growth>(g, f, &out)?,
-            Kind::Churn => one::<churn::ChurnRun>(g, f, &out)?,
-            Kind::Whole => one::<whole::WholeBench>(g, f, &out)?,
-        }
+        write_report(g, Rendered::of_file(f, charts(&out).as_deref())?, &out)?;
     }
     Ok(())
 }
@@ -413,28 +437,9 @@ async fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::path::PathBuf;
 
-    /// The report of a results file, by the scenario its name gives.
-    fn render_file(path: &Path, out: &Path) -> anyhow::Result<(String, String)> {
-        fn one<R: Report>(path: &Path, out: &Path) -> anyhow::Result<(String, String)> {
-            let r: R = read_results(path)?;
-            Ok((r.stem(), r.render(Some(out))?))
-        }
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let kind = PREFIXES.iter().find(|(_, p)| name.starts_with(p));
-        match kind.map(|(s, _)| *s).unwrap_or(Kind::Run) {
-            Kind::Run => one::<Run>(path, out),
-            Kind::Memory => one::<memory::MemoryRun>(path, out),
-            Kind::Faults => one::<faults::FaultBench>(path, out),
-            Kind::Overcommit => one::<overcommit::OvercommitBench>(path, out),
-            Kind::Descheduler => one::<desched::DeschedBench>(path, out),
-            Kind::Estimators => one::<estload::EstBench>(path, out),
-            Kind::Growth => one::<growth::Growth>(path, out),
-            Kind::Churn => one::<churn::ChurnRun>(path, out),
-            Kind::Whole => one::<whole::WholeBench>(path, out),
-        }
-    }
+    use super::*;
 
     /// Results under docs/bench whose committed report an older wording of the renderer
     /// wrote, or that was annotated by hand afterwards: they must still render.
@@ -444,49 +449,68 @@ mod tests {
         "scale/estimators-1ms.json",
     ];
 
-    /// `render` of every committed results file renders the committed report byte for
-    /// byte (but for the older ones above), and the report of every scenario is among them.
+    /// Every file under `dir`, depth first: a directory's own files before its folders'.
+    fn files_under(dir: &Path) -> Vec<PathBuf> {
+        let mut files = vec![];
+        let mut dirs = vec![dir.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            entries.sort();
+            files.extend(entries.iter().filter(|p| !p.is_dir()).cloned());
+            dirs.extend(entries.into_iter().filter(|p| p.is_dir()).rev());
+        }
+        files
+    }
+
+    /// `render` of every committed results file renders the committed report byte for byte
+    /// (but for the older ones above), and so does `render --growth` of the estimator
+    /// results under each growth report's folder; the report of every scenario is among them.
     #[test]
     fn committed_results_render_to_their_reports() {
         let docs = testenv::repo_root().join("docs/bench");
-        let mut files = vec![];
-        let mut dirs = vec![docs.clone()];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else if p.extension().is_some_and(|x| x == "json") {
-                    files.push(p);
-                }
-            }
-        }
+        let files = files_under(&docs);
+        let name = |p: &Path| p.file_name().unwrap().to_string_lossy().to_string();
         let mut same = std::collections::BTreeSet::new();
-        for f in files {
+        for f in &files {
             let out = tempfile::tempdir().unwrap();
-            // The side-by-side report lists every scale with results beside it.
-            for e in std::fs::read_dir(f.parent().unwrap()).unwrap().flatten() {
-                let n = e.file_name().to_string_lossy().to_string();
-                if n.starts_with("results-") {
-                    std::fs::copy(e.path(), out.path().join(&n)).unwrap();
+            let r = if name(f) == "growth.md" {
+                let dir = f.parent().unwrap();
+                let est: Vec<PathBuf> = files_under(dir)
+                    .into_iter()
+                    .filter(|p| name(p).starts_with("estimators-") && name(p).ends_with(".json"))
+                    .collect();
+                Rendered::of(&growth::collect(&est, dir).unwrap(), Some(out.path()))
+            } else if f.extension().is_some_and(|x| x == "json") {
+                // The side-by-side report lists every scale with results beside it.
+                for e in files.iter().filter(|p| p.parent() == f.parent()) {
+                    if name(e).starts_with("results-") {
+                        std::fs::copy(e, out.path().join(name(e))).unwrap();
+                    }
                 }
-            }
-            let (stem, md) =
-                render_file(&f, out.path()).unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
+                Rendered::of_file(f, Some(out.path()))
+            } else {
+                continue;
+            };
+            let r = r.unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
             let rel = f.strip_prefix(&docs).unwrap().to_string_lossy().to_string();
             if OLDER.contains(&rel.as_str()) {
                 continue;
             }
-            let report = f.with_file_name(format!("{stem}.md"));
+            let report = f.with_file_name(format!("{}.md", r.stem));
             let committed = std::fs::read_to_string(&report).unwrap();
             assert!(
-                md == committed,
+                r.md == committed,
                 "{} differs from {rel} rendered",
                 report.display()
             );
-            same.insert(stem.split('-').next().unwrap().to_string());
+            same.insert(r.stem.split('-').next().unwrap().to_string());
         }
-        // report (results), memory, faults, overcommit, descheduler, estimators, growth, churn
-        assert!(same.len() >= 8, "{same:?}");
+        // report (results), memory, faults, overcommit, descheduler, estimators, growth, churn,
+        // whole
+        assert!(same.len() >= 9, "{same:?}");
     }
 }
