@@ -65,7 +65,6 @@ pub mod simulate;
 pub mod units;
 pub mod vm;
 pub mod whole;
-pub mod whole_bench;
 pub mod workload;
 
 /// Environment variable that turns "skip when the Go binaries are absent" into

@@ -1,7 +1,7 @@
 //! `whole`: the user's path end to end in one whole Karmada
 //! (`hack/karmada-up.sh`), with our scheduler and descheduler and then with Go's, swapped on
 //! the running Karmada between rounds. Each round creates the Deployments and policies of
-//! `testenv::whole_bench` and waits until every member holds its Deployment with the replicas
+//! `driver` and waits until every member holds its Deployment with the replicas
 //! the binding gives it; reported: Deployments/s, p50/p99 from creation to scheduled and to
 //! the members, the steps in between, and each process's CPU during the round.
 
@@ -12,13 +12,15 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use testenv::whole::WholeKarmada;
-use testenv::whole_bench::{self, Round};
+
+use self::driver::Round;
 use tokio::time::Instant;
 
 use crate::plane::log;
 use crate::procs::cpu_seconds;
 use crate::promtext;
 
+mod driver;
 mod report;
 pub use report::markdown;
 
@@ -177,8 +179,8 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
         }
     };
     log(t0, format!("whole Karmada in {}", k.state_dir().display()));
-    whole_bench::ensure_namespace(&k).await?;
-    let items = whole_bench::mix(f.deployments);
+    driver::ensure_namespace(&k).await?;
+    let items = driver::mix(f.deployments);
     let karmada_host = format!("127.0.0.1:{}", k.port("KARMADA_APISERVER")?);
     let mut rounds = Vec::new();
     for kind in &f.rounds {
@@ -189,7 +191,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
             );
             tokio::task::block_in_place(|| k.set_scheduler(kind, &f.scheduler, &f.descheduler))?;
         }
-        whole_bench::clear(&k, f.timeout).await?;
+        driver::clear(&k, f.timeout).await?;
         // A quiet start: the new scheduler's caches filled, the last round's deletions
         // through the members, the Clusters' status written again.
         tokio::time::sleep(Duration::from_secs(15)).await;
@@ -204,8 +206,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
         let load_before = crate::procs::load_1m();
         let cm_before = cm_metrics(&k).await?;
         let before = cpu_now(&k);
-        let round =
-            whole_bench::run_round(&k, kind, &items, f.rate, f.concurrency, f.timeout).await?;
+        let round = driver::run_round(&k, kind, &items, f.rate, f.concurrency, f.timeout).await?;
         let after = cpu_now(&k);
         let mut controller_manager = cm_work(&cm_before, &cm_metrics(&k).await?, &karmada_host);
         controller_manager.flags = cm_flags(&k);
@@ -231,7 +232,7 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
             load_before,
         });
     }
-    whole_bench::clear(&k, f.timeout).await?;
+    driver::clear(&k, f.timeout).await?;
     Ok(WholeBench {
         deployments: f.deployments,
         rounds,

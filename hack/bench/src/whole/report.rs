@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use testenv::whole_bench::{Round, Sample};
+use super::driver::{Round, Sample};
 
 use super::{RoundRun, WholeBench, throughput};
 use crate::report::num;

@@ -1,5 +1,5 @@
 //! The load and the stopwatch of the end-to-end bench in a whole Karmada
-//! (`karmada-bench whole`, docs/bench/whole-karmada.md): N Deployments, each
+//! (docs/bench/whole-karmada.md): N Deployments, each
 //! with its own PropagationPolicy (Divided by the estimators' available replicas, Divided by
 //! static weights, Duplicated, in turn), created on the Karmada API server of a
 //! [`WholeKarmada`] while the bench's own watches note when each step of the user's path is
@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::whole::WholeKarmada;
+use testenv::whole::WholeKarmada;
 
 /// Where the bench's objects live, on Karmada and (propagated) on the members.
 pub const NAMESPACE: &str = "whole-bench";
@@ -52,16 +52,6 @@ pub enum Strategy {
     StaticWeight,
     /// Duplicated on every member.
     Duplicated,
-}
-
-impl Strategy {
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::DynamicWeight => "Divided, dynamic weight (AvailableReplicas)",
-            Strategy::StaticWeight => "Divided, static weights 2:1:1",
-            Strategy::Duplicated => "Duplicated",
-        }
-    }
 }
 
 /// One Deployment of the load.
@@ -242,7 +232,7 @@ impl Seen {
         if b.created.is_none() {
             b.created = rb.metadata.creation_timestamp.as_ref().map(|t| t.0.into());
         }
-        b.placement = crate::fixtures::placement_in(&rb.data["spec"]["clusters"]);
+        b.placement = testenv::fixtures::placement_in(&rb.data["spec"]["clusters"]);
         if !b.placement.is_empty() {
             b.placed.get_or_insert(at);
         }
@@ -468,7 +458,7 @@ pub async fn ensure_namespace(k: &WholeKarmada) -> anyhow::Result<()> {
     }
     for m in MEMBERS {
         let api: Api<Namespace> = Api::all(k.client(Some(m)).await?);
-        crate::wait_for(
+        testenv::wait_for(
             &format!("namespace {NAMESPACE} on {m}"),
             Duration::from_secs(120),
             || {
