@@ -9,7 +9,7 @@
 //!   network. `rtt10ms/concurrent/{100,1000}` stay near one 10 ms round trip (plus the CPU
 //!   cost above), while `rtt10ms/sequential/10` pays one round trip per cluster.
 //!
-//! Run: `cargo bench -p estimator-client --bench fanout` (under a minute).
+//! Run: `cargo bench --manifest-path hack/bench/Cargo.toml --bench fanout` (under a minute).
 
 use std::sync::Arc;
 use std::time::Duration;
