@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use serde::{Deserialize, Serialize};
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
+use crate::figures::{Row, fill, table};
 use crate::plane::log;
 use crate::scenario::Scenario;
 
@@ -119,60 +120,64 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
     })
 }
 
-/// The report: the row, then what each side lost.
+/// The report: the figures, then what each side left stuck.
 pub fn markdown(b: &FaultBench) -> String {
-    let mut md = format!(
-        "# Fault bench: {} bindings, {} API server kills\n\n\
-         {} · {} · commit {} · seed {}\n\n\
-         Same seeded scenario for both schedulers on one control plane (crates/testenv \
-         `faults`): a stream of {} bindings of every replica strategy with scale changes; the \
-         API server SIGKILLed and restarted {} times and SIGSTOPped {} times at seeded moments; \
-         a proxy between the scheduler and the API server cutting connections mid-request, \
-         dropping responses after forwarding the request and delaying responses; then the \
-         scheduler SIGKILLed between its spec and status writes of a binding and started again. \
-         A binding counts as stuck when, a minute after the last fault, it lacks \
-         `Scheduled=True` or its `schedulerObservedGeneration` is behind its generation.\n\n",
-        b.bindings, b.kills, b.date, b.machine, b.git_commit, b.seed, b.bindings, b.kills, b.pauses,
-    );
-    md.push_str("| | Rust | Go |\n|---|---|---|\n");
+    let (o, g) = (&b.rust, &b.go);
+    // Counts; the proxy's and the half-written one say how hostile the run was, the others
+    // are better lower.
+    let count = |name: &str, f: fn(&FaultSide) -> usize| {
+        Row::new(name, Some(f(o) as f64), Some(f(g) as f64), 0)
+    };
     let stuck = format!("bindings stuck after {} API server kills", b.kills);
-    // One row a line: what, and each side's cell.
-    type Cell = fn(&FaultSide) -> String;
-    let rows: [(&str, Cell); 7] = [
-        (&stuck, |s| s.stuck.len().to_string()),
-        ("half-written when the scheduler was killed", |s| {
-            s.half_written_at_kill.len().to_string()
+    let rows = [
+        count(&stuck, |s| s.stuck.len()).lower(),
+        count("half-written when the scheduler was killed", |s| {
+            s.half_written_at_kill.len()
         }),
-        ("placements other than simulate's", |s| {
-            s.simulate_mismatches.len().to_string()
+        count("placements other than simulate's", |s| {
+            s.simulate_mismatches.len()
+        })
+        .lower(),
+        count("generations written with two placements", |s| {
+            s.double_placements.len()
+        })
+        .lower(),
+        count("scheduler exits", |s| s.exits.len()).lower(),
+        Row::new(
+            "all complete after the last fault (s)",
+            o.recovered_after_s,
+            g.recovered_after_s,
+            1,
+        )
+        .lower(),
+        count("connections the proxy cut", |s| s.cut_mid_request as usize),
+        count("responses the proxy dropped", |s| {
+            s.dropped_responses as usize
         }),
-        ("generations written with two placements", |s| {
-            s.double_placements.len().to_string()
-        }),
-        ("scheduler exits", |s| s.exits.len().to_string()),
-        ("all complete after the last fault", |s| {
-            (s.recovered_after_s).map_or("not within 60 s".into(), |d| format!("{d:.1} s"))
-        }),
-        (
-            "faults injected by the proxy (cuts / dropped responses)",
-            |s| format!("{} / {}", s.cut_mid_request, s.dropped_responses),
-        ),
     ];
-    for (what, cell) in rows {
-        md.push_str(&format!(
-            "| {what} | {} | {} |\n",
-            cell(&b.rust),
-            cell(&b.go)
-        ));
-    }
-    for (name, side) in [("Rust", &b.rust), ("Go", &b.go)] {
-        if side.stuck.is_empty() {
-            continue;
-        }
-        md.push_str(&format!("\n## Stuck with the {name} scheduler\n\n"));
-        for s in &side.stuck {
-            md.push_str(&format!("- {s}\n"));
+    let mut stuck = String::new();
+    for (name, side) in [("our", o), ("the Go", g)] {
+        if !side.stuck.is_empty() {
+            stuck += &format!("\n## Stuck with {name} scheduler\n\n");
+            stuck += &side
+                .stuck
+                .iter()
+                .map(|s| format!("- {s}\n"))
+                .collect::<String>();
         }
     }
-    md
+    fill(
+        include_str!("../templates/faults.md"),
+        &[
+            ("bindings", b.bindings.to_string()),
+            ("kills", b.kills.to_string()),
+            ("pauses", b.pauses.to_string()),
+            ("date", b.date.clone()),
+            ("machine", b.machine.clone()),
+            ("commit", b.git_commit.clone()),
+            ("seed", b.seed.to_string()),
+            ("figures", table(&rows)),
+            ("stuck", stuck),
+        ],
+    )
 }

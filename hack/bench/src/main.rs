@@ -10,7 +10,8 @@
 //! `whole`, `growth`) each own what only they measure and their report. They share the steps
 //! in `plane` (control plane, schedulers, bindings created and settled, CPU, perf), the watch
 //! in `observe`, the processes in `procs`, `/metrics` in `promtext`, the ceilings in `ceiling`,
-//! the oracle replay in `replay`, and the figures' helpers in `stats`, `report` and `chart`.
+//! the oracle replay in `replay`, statistics in `stats`, and the reports' one figures model and
+//! renderer in `figures` (prose in `templates/`) with the charts in `chart`.
 
 mod algo;
 mod ceiling;
@@ -20,6 +21,7 @@ mod cli;
 mod desched;
 mod estload;
 mod faults;
+mod figures;
 mod growth;
 mod jobs;
 mod memory;
@@ -29,7 +31,6 @@ mod plane;
 mod procs;
 mod promtext;
 mod replay;
-mod report;
 mod results;
 mod run;
 mod scenario;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::figures::{self, Row, fill, table};
 use crate::plane::{create_bindings, keys_of, log, originals, start_plane, start_schedulers};
 use crate::procs::{RssSampler, Sched, memory_kib};
 use crate::scenario::Scenario;
@@ -163,91 +164,77 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
     Ok(out)
 }
 
-/// A row of the figures: its name and each side's figure.
-type Row = (&'static str, fn(&MemSide) -> String);
-
 /// The Markdown report of a memory run.
 pub fn markdown(r: &MemoryRun) -> String {
     let mib = |k: u64| k as f64 / 1024.0;
-    let mut md = format!(
-        "# karmada-scheduler: Rust vs Go v1.18.2 — memory at {} clusters × {} bindings\n\n",
-        r.clusters, r.bindings
-    );
-    md += &format!(
-        "Run {} on {} (commit `{}`), seed {}. Both schedulers ran at the same time against one \
-         kube-apiserver with `--kube-api-qps={} --kube-api-burst={}`, each owning half of the \
-         bindings. Reproduce: `hack/bench.sh run --phases memory --clusters {} --bindings {} --memory-cap {}`.\n\n",
-        r.date,
-        r.machine,
-        r.git_commit,
-        r.seed,
-        r.kube_api_qps,
-        r.kube_api_burst,
-        r.clusters,
-        r.bindings,
-        r.cap_s
-    );
-    let verdict = if r.ratio() <= 1.0 / 3.0 {
-        "met"
+    let (o, g) = (&r.rust, &r.go);
+    let side = |f: fn(&MemSide) -> Option<f64>| (f(o), f(g));
+    let row = |name: &str, (ours, go): (Option<f64>, Option<f64>), digits| {
+        Row::new(name, ours, go, digits)
+    };
+    let owned = format!("bindings placed (of {} each)", o.owned);
+    let rows = [
+        row(&owned, side(|s| Some(s.done as f64)), 0).higher(),
+        row(
+            "all of its half placed after (s)",
+            side(|s| s.all_done_s),
+            0,
+        )
+        .lower(),
+        row(
+            "peak RSS (MiB, VmHWM)",
+            side(|s| figures::mib(s.rss_peak_kib)),
+            1,
+        )
+        .lower()
+        .target(r.ratio() <= 1.0 / 3.0),
+        row(
+            "RSS at the end (MiB)",
+            side(|s| figures::mib(s.rss_end_kib)),
+            1,
+        )
+        .lower(),
+    ];
+    let step = r.series.len().div_ceil(30).max(1);
+    let series = r
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0 || i + 1 == r.series.len());
+    let series = series.map(|(_, p)| {
+        let (s, od, gd, orss, grss) = *p;
+        format!(
+            "| {s:.0} | {od} | {gd} | {:.0} | {:.0} |\n",
+            mib(orss),
+            mib(grss)
+        )
+    });
+    let cap = format!("{}", r.cap_s);
+    let unfinished = if r.go_finished() {
+        String::new()
     } else {
-        "**missed**"
+        fill(
+            include_str!("../templates/memory-unfinished.md"),
+            &[("cap", format!("{:.0}", r.cap_s))],
+        )
     };
     let bound = if r.go_finished() { "" } else { "at most " };
-    md += "## Target\n\n| target | measured | verdict |\n|---|---|---|\n";
-    md += &format!(
-        "| ≤ 1/3 of Go's peak RSS at {} clusters × {} bindings | {bound}{:.2} ({:.0} vs {:.0} MiB) | {verdict} |\n\n",
-        r.clusters,
-        r.bindings,
-        r.ratio(),
-        mib(r.rust.rss_peak_kib),
-        mib(r.go.rss_peak_kib)
-    );
-    md += "| figure | Rust | Go |\n|---|---:|---:|\n";
-    let rows: [Row; 4] = [
-        ("bindings placed / owned", |s| {
-            format!("{}/{}", s.done, s.owned)
-        }),
-        ("all of its half placed after (s)", |s| {
-            (s.all_done_s).map_or("not finished".to_string(), |s| format!("{s:.0}"))
-        }),
-        ("peak RSS (MiB, VmHWM)", |s| {
-            format!("{:.1}", s.rss_peak_kib as f64 / 1024.0)
-        }),
-        ("RSS at the end (MiB)", |s| {
-            format!("{:.1}", s.rss_end_kib as f64 / 1024.0)
-        }),
-    ];
-    for (name, f) in rows {
-        md += &format!("| {name} | {} | {} |\n", f(&r.rust), f(&r.go));
-    }
-    md.push('\n');
-    if !r.go_finished() {
-        md += &format!(
-            "The run stopped at the cap ({:.0} s) before the Go scheduler had placed its half. \
-             Its memory grows with every binding it places (each placed binding holds its \
-             `spec.clusters`), so its peak so far is a lower bound of the peak a complete run \
-             would show, and the ratio above is an upper bound. The Rust figure is complete: \
-             its half was placed, and it does not decode the other scheduler's bindings.\n\n",
-            r.cap_s
-        );
-    }
-    md += "## Over time\n\n| s | Rust placed | Go placed | Rust RSS (MiB) | Go RSS (MiB) |\n|---:|---:|---:|---:|---:|\n";
-    let step = r.series.len().div_ceil(30).max(1);
-    for (i, p) in r.series.iter().enumerate() {
-        if i % step == 0 || i + 1 == r.series.len() {
-            md += &format!(
-                "| {:.0} | {} | {} | {:.0} | {:.0} |\n",
-                p.0,
-                p.1,
-                p.2,
-                mib(p.3),
-                mib(p.4)
-            );
-        }
-    }
-    md += "\n## Method\n\n* Same control plane, workload generator and scheduler flags as the full bench \
-           (see `docs/bench/README.md`), originals only: no mirrors, stream or churn.\n\
-           * RSS: VmRSS sampled every 250 ms and VmHWM at the end, from `/proc/<pid>/status`.\n\
-           * A binding counts as placed when its `Scheduled` condition first appears.\n";
-    md
+    fill(
+        include_str!("../templates/memory.md"),
+        &[
+            ("clusters", r.clusters.to_string()),
+            ("bindings", r.bindings.to_string()),
+            ("date", r.date.clone()),
+            ("machine", r.machine.clone()),
+            ("commit", r.git_commit.clone()),
+            ("seed", r.seed.to_string()),
+            ("qps", r.kube_api_qps.to_string()),
+            ("burst", r.kube_api_burst.to_string()),
+            ("cap", cap),
+            ("ratio", format!("{bound}{:.2}", r.ratio())),
+            ("figures", table(&rows)),
+            ("unfinished", unfinished),
+            ("series", series.collect()),
+        ],
+    )
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_runs};
 use tokio::time::Instant;
 
+use crate::figures::fill;
 use crate::plane::log;
 use crate::scenario::Scenario;
 
@@ -64,32 +65,30 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<OvercommitBench> {
     })
 }
 
-/// The Markdown report.
+/// The Markdown report: one row a burst (ours has two worker counts, so no ours-vs-Go rows).
 pub fn markdown(b: &OvercommitBench) -> String {
-    let mut out = format!(
-        "# Overcommit in a burst: {} bindings × 2 replicas into room for {}\n\n\
-         {} · {} · commit {}\n\n\
-         One control plane, {} member clusters whose Go karmada-scheduler-estimator v1.18.2 runs \
-         with `SchedulingOvercommitProtection`; each run creates the burst of Divided \
-         (Aggregated) bindings at once and then starts one scheduler with the accurate \
-         estimators on. Nothing placed ever shows up on the members (no kubelet), so only the \
-         schedulers' assumptions keep the room from being handed out twice. *Overcommitted* is \
-         Σ over clusters of the replicas placed beyond what the cluster's nodes hold.\n\n\
-         | scheduler | workers | gate | overcommitted | scheduled | unschedulable | seconds |\n\
-         | --- | ---: | --- | ---: | ---: | ---: | ---: |\n",
-        b.bindings, b.room, b.date, b.machine, b.git_commit, b.members,
-    );
-    for r in &b.runs {
+    let runs = b.runs.iter().map(|r| {
         let parts: Vec<&str> = r.tag.split('-').collect();
         let (who, workers, gate) = match parts.as_slice() {
             ["rs", w, g] => ("ours", *w, *g),
             ["go", g] => ("Go v1.18.2", "1", *g),
             _ => (r.tag.as_str(), "", ""),
         };
-        out.push_str(&format!(
+        format!(
             "| {who} | {workers} | {gate} | {} | {} | {} | {:.1} |\n",
             r.overcommitted, r.scheduled, r.unschedulable, r.seconds
-        ));
-    }
-    out
+        )
+    });
+    fill(
+        include_str!("../templates/overcommit.md"),
+        &[
+            ("bindings", b.bindings.to_string()),
+            ("room", b.room.to_string()),
+            ("date", b.date.clone()),
+            ("machine", b.machine.clone()),
+            ("commit", b.git_commit.clone()),
+            ("members", b.members.to_string()),
+            ("runs", runs.collect()),
+        ],
+    )
 }

@@ -25,11 +25,11 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::figures::num;
 use crate::observe::{Obs, Observer};
 use crate::plane::{self, create_one, delete_one, log, scale_one};
 use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
-use crate::report::num;
 use crate::scenario::Scenario;
 use crate::stats;
 use crate::workload::BindingTemplate;

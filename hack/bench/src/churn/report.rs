@@ -4,7 +4,7 @@
 use super::{ChurnRun, ChurnSample, ChurnSide, FIGURES, Figure, IN_FLIGHT, TEMPLATES};
 use super::{ESTIMATOR_CONNECTED, GOROUTINES, TOKIO_TASKS};
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
-use crate::report::num;
+use crate::figures::num;
 use crate::stats;
 
 /// The samples' `(seconds, value)` points of one figure of side `i`.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{DeschedBench, DeschedSide, EVENTS_PER_WRITE, READY, REPLICAS, SUCCEED};
-use crate::report::{met, ratio};
+use crate::figures::{met, ratio};
 
 /// The Markdown report.
 pub fn markdown(b: &DeschedBench) -> String {

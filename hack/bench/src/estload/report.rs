@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::{
     ESTIMATOR_TIMEOUT_S, EstBench, PASSES, SERVICE_NAMESPACE, SERVICE_PREFIX, Scale, SideFigures,
 };
+use crate::figures::{list, met, num, ratio};
 use crate::promtext::E2E;
-use crate::report::{list, met, num, ratio};
 use crate::results::Phase;
 
 /// The chart's bars of one scale: alone bindings/s and alone p99 latency.

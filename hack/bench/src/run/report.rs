@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{list, num, ratio};
+use crate::figures::{list, num, ratio};
 use crate::results::{Agreement, Hist, Phase, Run, Side};
 
 fn ms(s: Option<f64>) -> Option<f64> {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::driver::{Round, Sample};
 
 use super::{RoundRun, WholeBench, throughput};
-use crate::report::num;
+use crate::figures::num;
 use crate::stats::percentile;
 
 /// One step of the path: its name and how to read it off a sample.
