@@ -446,7 +446,6 @@ mod tests {
     /// wrote, or that was annotated by hand afterwards: they must still render.
     const OLDER: &[&str] = &[
         "estimators-1ms.json",
-        "results-1000c-200b.json",
         "scale/estimators-1ms.json",
     ];
 
