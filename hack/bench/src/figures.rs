@@ -38,6 +38,11 @@ impl Row {
         }
     }
 
+    pub fn better(mut self, better: Better) -> Self {
+        self.better = better;
+        self
+    }
+
     pub fn higher(mut self) -> Self {
         self.better = Better::Higher;
         self
@@ -63,6 +68,27 @@ impl Row {
         };
         f.is_finite().then_some(f)
     }
+}
+
+/// Rows of one figure of each side, one a line: `name, |side| figure, digits, Better;`.
+macro_rules! side_rows {
+    ($ours:expr, $go:expr; $($name:expr, |$s:ident| $fig:expr, $d:expr, $b:ident;)*) => {
+        [$($crate::figures::side_row(
+            ($ours, $go), $name, |$s| $fig, $d, $crate::figures::Better::$b
+        )),*]
+    };
+}
+pub(crate) use side_rows;
+
+/// The row of one figure of each side.
+pub fn side_row<S>(
+    (ours, go): (&S, &S),
+    name: impl Into<String>,
+    figure: impl Fn(&S) -> Option<f64>,
+    digits: usize,
+    better: Better,
+) -> Row {
+    Row::new(name, figure(ours), figure(go), digits).better(better)
 }
 
 /// A figure with `digits` decimals, "–" when unknown.

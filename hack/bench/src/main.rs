@@ -444,10 +444,7 @@ mod tests {
 
     /// Results under docs/bench whose committed report an older wording of the renderer
     /// wrote, or that was annotated by hand afterwards: they must still render.
-    const OLDER: &[&str] = &[
-        "estimators-1ms.json",
-        "scale/estimators-1ms.json",
-    ];
+    const OLDER: &[&str] = &["estimators-1ms.json", "scale/estimators-1ms.json"];
 
     /// Every file under `dir`, depth first: a directory's own files before its folders'.
     fn files_under(dir: &Path) -> Vec<PathBuf> {
