@@ -4,7 +4,7 @@
 use super::{ChurnRun, ChurnSample, ChurnSide, FIGURES, Figure, IN_FLIGHT, TEMPLATES};
 use super::{ESTIMATOR_CONNECTED, GOROUTINES, TOKIO_TASKS};
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
-use crate::figures::num;
+use crate::figures::{Row, fill, num, side_rows, table};
 use crate::stats;
 
 /// The samples' `(seconds, value)` points of one figure of side `i`.
@@ -91,9 +91,6 @@ pub fn chart(path: &std::path::Path, r: &ChurnRun) -> anyhow::Result<(Vec<Axis>,
     Ok((axes, x_step))
 }
 
-/// A row of the sides table: name, a side's cell.
-type SideRow = (&'static str, fn(&ChurnSide) -> String);
-
 /// The Markdown report; `chart` is the PNG's file name with its axes and time step.
 pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     let growth: Vec<[Growth; 2]> = FIGURES
@@ -111,57 +108,21 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         ),
         false => Default::default(),
     };
-    let mut md = format!(
-        "# Churn bench: ours vs the Go karmada-scheduler v1.18.2, {} min{title}\n\n",
-        r.minutes
-    );
-    md += &format!(
-        "Run {} on {}, **commit `{}`** (the scheduler measured is the one built from it), seed \
-         {}. Reproduce: `hack/bench.sh churn --churn-minutes {} --churn-live {} \
-         --churn-rate {} --churn-scale-rate {} --churn-members {}{flags}`.\n\n",
-        r.date, r.machine, r.git_commit, r.seed, r.minutes, r.live, r.rate, r.scale_rate, r.members,
-    );
-    md += &format!(
-        "Both schedulers ran at the same time on one control plane (crates/testenv: etcd, \
-         kube-apiserver, {m} member clusters each with a real Go karmada-scheduler-estimator), \
-         with `--enable-scheduler-estimator=true --kube-api-qps={q} --kube-api-burst={b}` and \
-         each its own `--scheduler-name`. For {min} min ({s:.0} s), a steady stream: {rate} \
-         binding creations/s, {sr} scale changes/s and, once {live} bindings were alive, \
-         {rate} deletions/s (the oldest first), the live count staying at {live}{faults}. \
-         Creations come in pairs, one binding of the same template for each scheduler, so each \
-         got half of the stream; a scale change patches both members of a pair to the same \
-         replicas, choosing among the pairs both have placed at their current generation \
-         when there are any; a deletion deletes both. \
-         Every {every:.0} s the bench sampled both processes.\n\n",
-        m = r.members,
-        q = r.kube_api_qps,
-        b = r.kube_api_burst,
-        min = r.minutes,
-        s = r.stream_s,
-        rate = r.rate,
-        sr = r.scale_rate,
-        live = r.live,
-        every = r.sample_s,
-    );
-    if let (Some(a), Some(b)) = (r.samples.first(), r.samples.last()) {
-        let dt = (b.t_s - a.t_s).max(1e-9);
-        let cores = |i: usize| (b.cpu_s[i] - a.cpu_s[i]) / dt;
-        let load = r.samples.iter().map(|s| s.load1).sum::<f64>() / r.samples.len() as f64;
-        md += &format!(
-            "CPU used during the stream: ours {:.2} cores, Go {:.2} cores. The machine's \
-             1-minute load average over the samples: {load:.1} (mean; other work shared the \
-             cores: a scheduler that falls behind here may only be starved).\n\n",
-            cores(0),
-            cores(1)
-        );
-    }
-    md += "## Growth after warm-up\n\n";
-    md += &format!(
-        "The first half of the run is the warm-up; growth is the least-squares slope over the \
-         samples of the second half (from {:.0} s). *Flat* means that slope, held for an hour, \
-         adds at most 5 % of the RSS at the start of the second half.\n\n",
-        r.stream_s / 2.0
-    );
+    let cpu = match (r.samples.first(), r.samples.last()) {
+        (Some(a), Some(b)) => {
+            let dt = (b.t_s - a.t_s).max(1e-9);
+            let cores = |i: usize| (b.cpu_s[i] - a.cpu_s[i]) / dt;
+            let load = r.samples.iter().map(|s| s.load1).sum::<f64>() / r.samples.len() as f64;
+            format!(
+                "CPU used during the stream: ours {:.2} cores, Go {:.2} cores. The machine's \
+                 1-minute load average over the samples: {load:.1} (mean; other work shared the \
+                 cores: a scheduler that falls behind here may only be starved).\n\n",
+                cores(0),
+                cores(1)
+            )
+        }
+        _ => String::new(),
+    };
     // The verdict: flat or growing.
     let rss = growth[0].map(|g| {
         let word = match (g.per_min_second_half, g.mid) {
@@ -171,59 +132,102 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         };
         format!("{word} ({} MiB/min)", num(g.per_min_second_half, 3))
     });
-    md += &format!("* RSS: ours {}, Go {}.\n", rss[0], rss[1]);
-    md += &format!(
-        "* Open file descriptors: ours {} /min, Go {} /min (first → last: {} → {}, {} → {}).\n\n",
-        num(growth[1][0].per_min_second_half, 2),
-        num(growth[1][1].per_min_second_half, 2),
-        num(growth[1][0].first, 0),
-        num(growth[1][0].last, 0),
-        num(growth[1][1].first, 0),
-        num(growth[1][1].last, 0),
-    );
-    md += "| figure | | ours | Go |\n|---|---|---:|---:|\n";
-    for ((name, _, digits, _), [a, b]) in FIGURES.iter().zip(&growth) {
+    let fds = &growth[1];
+    let [rss_ours, rss_go] = rss;
+    fill(
+        include_str!("../../templates/churn.md"),
+        &[
+            ("minutes", r.minutes.to_string()),
+            ("title", title.into()),
+            ("date", r.date.clone()),
+            ("machine", r.machine.clone()),
+            ("commit", r.git_commit.clone()),
+            ("seed", r.seed.to_string()),
+            ("live", r.live.to_string()),
+            ("rate", r.rate.to_string()),
+            ("scale_rate", r.scale_rate.to_string()),
+            ("members", r.members.to_string()),
+            ("flags", flags),
+            ("qps", r.kube_api_qps.to_string()),
+            ("burst", r.kube_api_burst.to_string()),
+            ("stream_s", format!("{:.0}", r.stream_s)),
+            ("faults", faults),
+            ("sample_s", format!("{:.0}", r.sample_s)),
+            ("cpu", cpu),
+            ("half_s", format!("{:.0}", r.stream_s / 2.0)),
+            ("rss_ours", rss_ours),
+            ("rss_go", rss_go),
+            ("fds_ours", num(fds[0].per_min_second_half, 2)),
+            ("fds_go", num(fds[1].per_min_second_half, 2)),
+            ("fds_first_ours", num(fds[0].first, 0)),
+            ("fds_last_ours", num(fds[0].last, 0)),
+            ("fds_first_go", num(fds[1].first, 0)),
+            ("fds_last_go", num(fds[1].last, 0)),
+            ("growth", growth_table(&growth)),
+            ("end_sample", end_sample(r)),
+            ("over_time", over_time(r, chart)),
+            ("at_end", at_end(r)),
+            ("templates", TEMPLATES.to_string()),
+            ("tokio_tasks", TOKIO_TASKS.into()),
+            ("estimator_connected", ESTIMATOR_CONNECTED.into()),
+            ("goroutines", GOROUTINES.into()),
+        ],
+    )
+}
+
+/// Each figure's growth, ours and Go.
+fn growth_table(growth: &[[Growth; 2]]) -> String {
+    let mut rows = Vec::new();
+    for ((name, _, digits, _), [a, b]) in FIGURES.iter().zip(growth) {
         for (label, value, d) in GROWTH_ROWS {
             let d = d.unwrap_or(*digits);
-            let (x, y) = (num(value(a), d), num(value(b), d));
-            md += &format!("| {name} | {label} | {x} | {y} |\n");
+            rows.push(Row::new(format!("{name}: {label}"), value(a), value(b), d));
         }
     }
-    md += "\n";
-    if let Some(e) = &r.end_sample {
-        let [rss, fds, threads, tasks] = [0, 1, 2, 3].map(|k| {
-            let (_, _, digits, get) = FIGURES[k];
-            [0, 1].map(|i| num(get(e, i), digits))
-        });
-        md += &format!(
-            "After the stream and the settle: RSS ours {} MiB, Go {} MiB; FDs {} / {}; \
-             threads {} / {}; tasks {} / goroutines {}. Our estimator client reported {} of \
-             {} estimators connected (the Go scheduler exports no such figure; the socket \
-             counts above are read from `/proc` for both).\n\n",
-            rss[0],
-            rss[1],
-            fds[0],
-            fds[1],
-            threads[0],
-            threads[1],
-            tasks[0],
-            tasks[1],
-            num(e.estimator_connected, 0),
-            r.members,
-        );
-    }
+    table(&rows)
+}
+
+/// The figures after the stream and the settle.
+fn end_sample(r: &ChurnRun) -> String {
+    let Some(e) = &r.end_sample else {
+        return String::new();
+    };
+    let [rss, fds, threads, tasks] = [0, 1, 2, 3].map(|k| {
+        let (_, _, digits, get) = FIGURES[k];
+        [0, 1].map(|i| num(get(e, i), digits))
+    });
+    format!(
+        "After the stream and the settle: RSS ours {} MiB, Go {} MiB; FDs {} / {}; \
+         threads {} / {}; tasks {} / goroutines {}. Our estimator client reported {} of \
+         {} estimators connected (the Go scheduler exports no such figure; the socket \
+         counts above are read from `/proc` for both).\n\n",
+        rss[0],
+        rss[1],
+        fds[0],
+        fds[1],
+        threads[0],
+        threads[1],
+        tasks[0],
+        tasks[1],
+        num(e.estimator_connected, 0),
+        r.members,
+    )
+}
+
+/// The chart, when drawn, and the samples, ours and Go side by side.
+fn over_time(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
+    let mut md = String::new();
     if let Some((png, axes, x_step)) = chart {
-        md += &format!("## Over time\n\n![churn chart]({png})\n\n");
+        let kills = if r.faults.is_empty() {
+            ""
+        } else {
+            "; red lines: API server kills"
+        };
         md += &format!(
-            "Orange: ours (the wider line: where both are equal, blue with an orange rim); \
-             blue: Go. Vertical gridlines every {:.0} s{}. Panels, left to \
-             right and top to bottom (each y axis from 0, the gridline step and the top given):\n\n",
-            x_step,
-            if r.faults.is_empty() {
-                String::new()
-            } else {
-                "; red lines: API server kills".into()
-            }
+            "## Over time\n\n![churn chart]({png})\n\nOrange: ours (the wider line: where both \
+             are equal, blue with an orange rim); blue: Go. Vertical gridlines every {x_step:.0} \
+             s{kills}. Panels, left to right and top to bottom (each y axis from 0, the gridline \
+             step and the top given):\n\n"
         );
         for (k, a) in PANELS.iter().zip(axes) {
             let (name, step, top) = (FIGURES[*k].0, a.step, a.top);
@@ -231,7 +235,6 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
         }
         md += "\n";
     }
-    // The sampled figures, ours and Go side by side.
     md += "| s | live |";
     for (_, [a, b], _, _) in &FIGURES {
         md += &format!(" {a} | {b} |");
@@ -250,128 +253,103 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
             md += &format!(" {:.1} |\n", s.load1);
         }
     }
-    md += "\n";
+    md + "\n"
+}
 
-    // ---- Correctness at the end.
-    md += "## At the end\n\n";
-    md += &match r.settled_after_s {
+/// Correctness at the end: settled, agreement, each side's live bindings, the stream's
+/// requests and the faults.
+fn at_end(r: &ChurnRun) -> String {
+    let settled = match r.settled_after_s {
         Some(s) => format!(
             "Every live binding of both schedulers was settled {s:.1} s after the stream \
              stopped (a `Scheduled` condition; when `True`, `schedulerObservedGeneration` equal \
-             to the generation).\n\n"
+             to the generation)."
         ),
         None => format!(
-            "**Not every live binding was settled within {:.0} s after the stream.**\n\n",
+            "**Not every live binding was settled within {:.0} s after the stream.**",
             r.settle_s
         ),
     };
-    md += &format!(
-        "Placement agreement of the live pairs with the same history (sorted `spec.clusters` \
-         and the `Scheduled` status of both members): **{}/{}**{}.\n\n",
-        r.agree,
-        r.pairs,
-        if r.broken_pairs > 0 {
-            format!(
-                " ({} more pairs left out: a request of theirs failed during a fault, so \
-                 their members may have seen different histories)",
-                r.broken_pairs
-            )
-        } else {
-            String::new()
-        }
-    );
-    if r.unplaced_pairs > 0 {
-        md += &format!(
+    let broken = match r.broken_pairs {
+        0 => String::new(),
+        n => format!(
+            " ({n} more pairs left out: a request of theirs failed during a fault, so their \
+             members may have seen different histories)"
+        ),
+    };
+    let unplaced = match r.unplaced_pairs {
+        0 => String::new(),
+        n => format!(
             "Pairs scaled while one member was not yet placed at its generation (the stream \
              keeps its scale rate when no pair is placed by both; {} of the {} scale changes \
              were so), compared apart since the scheduler behind may have seen two \
-             generations as one, and a Divided placement depends on its history: **{}/{}** \
+             generations as one, and a Divided placement depends on its history: **{}/{n}** \
              agree.\n\n",
-            r.ops.scaled_before_placed, r.ops.scaled, r.unplaced_agree, r.unplaced_pairs
-        );
-    }
-    for d in &r.disagreements {
-        md += &format!("* {d}\n");
-    }
-    if !r.disagreements.is_empty() {
-        md += "\n";
-    }
-    md += "| | ours | Go |\n|---|---:|---:|\n";
-    let [a, b] = &r.sides;
-    let lat = |s: &ChurnSide| {
-        let [p50, p99, max] = [s.latency_p50_ms, s.latency_p99_ms, s.latency_max_ms];
-        format!("{} / {} / {}", num(p50, 0), num(p99, 0), num(max, 0))
+            r.ops.scaled_before_placed, r.ops.scaled, r.unplaced_agree
+        ),
     };
+    let list = |items: Vec<String>| match items.is_empty() {
+        true => String::new(),
+        false => items.concat() + "\n",
+    };
+    let disagreements = list(r.disagreements.iter().map(|d| format!("* {d}\n")).collect());
+    let [a, b] = &r.sides;
+    let incomplete = r.sides.iter().flat_map(|s| {
+        s.incomplete
+            .iter()
+            .map(|i| format!("* {} incomplete: {i}\n", s.scheduler_name))
+    });
+    let count = |n: usize| Some(n as f64);
+    let sides = side_rows!(a, b;
+        "live: `Scheduled=True` at their generation", |s| count(s.scheduled), 0, Neither;
+        "live: `Scheduled=False`", |s| count(s.unschedulable), 0, Neither;
+        "live: incomplete", |s| count(s.incomplete_count), 0, Lower;
+        "creation → `Scheduled` p50 (ms)", |s| s.latency_p50_ms, 0, Lower;
+        "creation → `Scheduled` p99 (ms)", |s| s.latency_p99_ms, 0, Lower;
+        "creation → `Scheduled` max (ms)", |s| s.latency_max_ms, 0, Lower;
+        "deleted before being decided", |s| count(s.deleted_undecided as usize), 0, Lower;
+    );
     let exited = |s: &ChurnSide| s.exited.clone().unwrap_or_else(|| "no".into());
-    let rows: [SideRow; 6] = [
-        ("live: `Scheduled=True` at their generation", |s| {
-            s.scheduled.to_string()
-        }),
-        ("live: `Scheduled=False`", |s| s.unschedulable.to_string()),
-        ("live: incomplete", |s| s.incomplete_count.to_string()),
-        ("creation → `Scheduled` p50 / p99 / max (ms)", lat),
-        ("deleted before being decided", |s| {
-            s.deleted_undecided.to_string()
-        }),
-        ("exited during the run", exited),
-    ];
-    for (name, cell) in rows {
-        md += &format!("| {name} | {} | {} |\n", cell(a), cell(b));
-    }
-    md += "\n";
-    for s in [a, b] {
-        for i in &s.incomplete {
-            md += &format!("* {} incomplete: {i}\n", s.scheduler_name);
+    let faults = r.faults.iter().map(|f| {
+        let error = f.error.as_deref().unwrap_or("");
+        format!("| {:.0} | {:.1} | {error} |\n", f.t_s, f.back_after_s)
+    });
+    let faults = match r.faults.is_empty() {
+        true => String::new(),
+        false => {
+            "| fault at (s) | API server serving again after (s) | error |\n|---:|---:|---|\n"
+                .to_string()
+                + &faults.collect::<String>()
+                + "\n"
         }
-    }
+    };
     let o = &r.ops;
-    md += &format!(
-        "Requests of the stream (bindings): {} created, {} scale changes, {} deleted; failed: \
-         {} creations, {} scale changes, {} deletions; {} ticks skipped with {IN_FLIGHT} \
-         requests in flight; {} scale ticks found no pair to scale; {} creation ticks held \
-         back while a failed deletion was retried.\n\n",
-        o.created,
-        o.scaled,
-        o.deleted,
-        o.create_failed,
-        o.scale_failed,
-        o.delete_failed,
-        o.skipped_ticks,
-        o.no_scale_candidate,
-        o.creations_held
-    );
-    if !r.faults.is_empty() {
-        md += "| fault at (s) | API server serving again after (s) | error |\n|---:|---:|---|\n";
-        for f in &r.faults {
-            md += &format!(
-                "| {:.0} | {:.1} | {} |\n",
-                f.t_s,
-                f.back_after_s,
-                f.error.as_deref().unwrap_or("")
-            );
-        }
-        md += "\n";
-    }
-    md += &format!(
-        "## Method\n\n\
-         * Bindings: {TEMPLATES} templates of the bench's seeded workload over the {} member \
-         clusters (every replica strategy, affinities, spread constraints, tolerations; some \
-         unschedulable by design), cycled; each pair's members are named `<template>-c<n>r` \
-         (ours) and `-c<n>g` (Go).\n\
-         * RSS: `VmRSS`, threads: `Threads` of `/proc/<pid>/status`; file descriptors: entries \
-         of `/proc/<pid>/fd`; estimator connections: established TCP connections of the \
-         process to the estimators' ports (`/proc/<pid>/net/tcp`, matched by socket inode).\n\
-         * From `/metrics`: `workqueue_depth{{name=\"scheduler-queue\"}}` (both); ours \
-         `{TOKIO_TASKS}` (tokio's alive tasks, our own gauge) and \
-         `{ESTIMATOR_CONNECTED}`; Go `{GOROUTINES}`.\n\
-         * Backlog: live bindings of the scheduler without a `Scheduled` condition, or \
-         `Scheduled=True` for an older generation (a scale change not placed yet), from the \
-         bench's own watch.\n\
-         * Growth per minute: least-squares slope of the samples, over the second half of the \
-         stream and over all of it.\n",
-        r.members
-    );
-    md
+    fill(
+        include_str!("../../templates/churn-end.md"),
+        &[
+            ("settled", settled),
+            ("agree", r.agree.to_string()),
+            ("pairs", r.pairs.to_string()),
+            ("broken", broken),
+            ("unplaced", unplaced),
+            ("disagreements", disagreements),
+            ("sides", table(&sides)),
+            ("exited_ours", exited(a)),
+            ("exited_go", exited(b)),
+            ("incomplete", list(incomplete.collect())),
+            ("created", o.created.to_string()),
+            ("scaled", o.scaled.to_string()),
+            ("deleted", o.deleted.to_string()),
+            ("create_failed", o.create_failed.to_string()),
+            ("scale_failed", o.scale_failed.to_string()),
+            ("delete_failed", o.delete_failed.to_string()),
+            ("skipped", o.skipped_ticks.to_string()),
+            ("in_flight", IN_FLIGHT.to_string()),
+            ("no_candidate", o.no_scale_candidate.to_string()),
+            ("held", o.creations_held.to_string()),
+            ("faults", faults),
+        ],
+    )
 }
 
 #[cfg(test)]
