@@ -568,6 +568,241 @@ impl Rows<'_> {
     }
 }
 
+/// The clusters' estimators: the members' real Go ones, else the bench's stub behind an
+/// `ExternalName` Service per cluster; and how the report names them.
+async fn estimators(
+    plane: &Plane,
+    cfg: &Scenario,
+    real: bool,
+) -> anyhow::Result<(Estimators, String)> {
+    if real {
+        let members = plane.env.members().iter();
+        let metrics = |m: &testenv::MemberInfo| format!("127.0.0.1:{}", m.estimator_metrics_port);
+        let members = members.map(|m| (m.estimator_port, metrics(m))).collect();
+        return Ok((Estimators::Real(members), "real Go estimators".to_string()));
+    }
+    let stub = start_stub(&plane.wl.cluster_names, cfg.estimators.latency).await?;
+    let services = (0..plane.wl.cluster_names.len())
+        .map(|i| {
+            serde_json::to_value(external_name_service(
+                &stub.clusters()[i],
+                "127.0.0.1",
+                stub.port(i),
+            ))
+        })
+        .collect::<Result<Vec<Value>, _>>()?;
+    apply_all(&plane.client, services, cfg.create_concurrency)
+        .await
+        .context("creating the estimator Services")?;
+    let ms = cfg.estimators.latency.as_secs_f64() * 1000.0;
+    Ok((Estimators::Stub(stub), format!("stub, {ms:.0} ms")))
+}
+
+/// Both schedulers on their halves at once.
+async fn together(
+    plane: &Plane,
+    cfg: &Scenario,
+    est: &Estimators,
+    both: [&Sched; 2],
+    n: usize,
+) -> anyhow::Result<[SideFigures; 2]> {
+    let mut items = plane::originals(&plane.wl, &both.map(|s| s.name.clone()));
+    items.truncate(n);
+    let meter = Meter::start(plane, est, &both).await;
+    let names = both.map(|s| s.name.as_str());
+    let batch =
+        plane::create_and_settle(cfg, &plane.client, &plane.observer, &items, &names).await?;
+    let m = meter.stop(est).await;
+    let figures = batch
+        .sides
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, phase))| SideFigures {
+            phase,
+            connections: m.connections[i],
+            cpu_s: m.cpu[i],
+            ..Default::default()
+        });
+    Ok(plane::two(figures.collect()))
+}
+
+/// What the alone batches leave for the ceilings and the fault rows.
+#[derive(Default)]
+struct AloneBatches {
+    figures: Vec<SideFigures>,
+    /// Calls per cluster during our alone batch (stub only).
+    asked: Vec<u64>,
+    /// The machine's 1-minute load average before our batch.
+    load_1m: f64,
+    /// The estimator calls of our alone batch, for the fair ceiling (stub only).
+    recorded: Vec<testenv::estimator::Call>,
+}
+
+/// The same batch for each scheduler, the other idle.
+async fn alone_batches(
+    plane: &Plane,
+    cfg: &Scenario,
+    est: &Estimators,
+    both: [&Sched; 2],
+    templates: &[BindingTemplate],
+    t0: Instant,
+) -> anyhow::Result<AloneBatches> {
+    let mut out = AloneBatches::default();
+    for (i, s) in both.into_iter().enumerate() {
+        wait_queues_idle(&both, crate::plane::QUIET, cfg.settle_timeout).await;
+        let items = plane::items(templates, ALONE[i], |_| &s.name);
+        let ours_stub = match est {
+            Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
+            _ => None,
+        };
+        if i == 0 {
+            out.load_1m = crate::procs::load_1m();
+        }
+        if let Some(fake) = ours_stub {
+            fake.start_recording();
+        }
+        let (f, calls) = alone(plane, cfg, est, s, &items).await?;
+        if let Some(fake) = ours_stub {
+            (out.recorded, out.asked) =
+                (fake.take_recording(), calls.iter().map(|c| c[0]).collect());
+        }
+        let rate = f.phase.steady_rate_per_s.unwrap_or(0.0);
+        let (p99, rpcs) = (
+            f.phase.latency_p99_ms.unwrap_or(0.0),
+            f.rpcs_per_binding.unwrap_or(0.0),
+        );
+        let c = f.connections;
+        log(
+            t0,
+            format!(
+                "alone {}: {rate:.1}/s steady, p99 {p99:.0} ms, {rpcs:.1} estimator calls/binding, {c} connections",
+                s.label
+            ),
+        );
+        out.figures.push(f);
+    }
+    Ok(out)
+}
+
+/// The replay ceiling of our alone batch's writes, and the fair ceiling: the same writes,
+/// each binding first making its share of the very estimator calls our batch made, against
+/// the same stub, with no scheduling logic (stub only); with the fair ceiling's calls.
+async fn ceilings(
+    plane: &Plane,
+    cfg: &Scenario,
+    est: &Estimators,
+    templates: &[BindingTemplate],
+    recorded: Vec<testenv::estimator::Call>,
+    t0: Instant,
+) -> anyhow::Result<(BTreeMap<String, f64>, BTreeMap<String, f64>, usize)> {
+    // What the ceilings cost, for the log: the bench holds the stub and the bare client.
+    let busy = [
+        ("bench (stub estimators, bare client)", std::process::id()),
+        ("kube-apiserver", plane.apiserver_pid),
+        ("etcd", plane.etcd_pid),
+    ];
+    let concurrency = &cfg.ceiling.concurrency;
+    let ceiling = |calls| {
+        crate::ceiling::replay_ceiling(
+            &plane.client,
+            templates,
+            ALONE[0],
+            concurrency,
+            calls,
+            &busy,
+            t0,
+        )
+    };
+    let replay_ceiling = ceiling(None).await?;
+    let Estimators::Stub(stub) = est else {
+        return Ok((replay_ceiling, BTreeMap::new(), 0));
+    };
+    if recorded.is_empty() {
+        return Ok((replay_ceiling, BTreeMap::new(), 0));
+    }
+    let calls = crate::ceiling::EstimatorCalls::connect(stub, recorded, templates.len()).await?;
+    let (n, distinct) = (calls.len(), calls.distinct());
+    log(
+        t0,
+        format!(
+            "our alone batch made {n} estimator calls, {distinct} of them distinct (cluster, method, request)"
+        ),
+    );
+    Ok((replay_ceiling, ceiling(Some(&calls)).await?, n))
+}
+
+/// Pairs of the alone batches placed alike, with the same `Scheduled` status, and the first
+/// ten that are not.
+fn alone_agreement(plane: &Plane, templates: &[BindingTemplate]) -> (usize, Vec<String>) {
+    let mut disagreements = Vec::new();
+    let mut agree = 0;
+    for t in templates {
+        let [a, b] = ALONE.map(|s| {
+            plane
+                .observer
+                .get(&t.key(s))
+                .map(|o| (o.clusters, o.condition))
+        });
+        let status = |c: &Option<(String, String)>| c.as_ref().map(|c| c.0.clone());
+        let same = match (&a, &b) {
+            (Some((pa, ca)), Some((pb, cb))) => pa == pb && status(ca) == status(cb),
+            _ => false,
+        };
+        if same {
+            agree += 1;
+        } else if disagreements.len() < 10 {
+            let (key, strategy) = (t.key(""), &t.strategy);
+            disagreements.push(format!("{key} [{strategy}]: ours {a:?}, Go {b:?}"));
+        }
+    }
+    (agree, disagreements)
+}
+
+/// The fault rows: each fault against ours, then Go, on the Divided templates.
+async fn fault_rows(
+    rows: &Rows<'_>,
+    both: [&Sched; 2],
+    asked: &[u64],
+) -> anyhow::Result<Vec<FaultRow>> {
+    // The clusters the batch asks most come first: a fault there matters.
+    let mut ranked: Vec<usize> = (0..asked.len()).collect();
+    ranked.sort_by_key(|&i| std::cmp::Reverse(asked[i]));
+    let hung: HashSet<usize> = ranked.iter().copied().take(1).collect();
+    let tenth: HashSet<usize> = ranked.iter().copied().step_by(10).collect();
+    let faulted = [
+        (Fault::None, &hung, Fault::None),
+        (Fault::Hung, &hung, Fault::Hung),
+        (Fault::Refusing, &tenth, Fault::Refusing),
+        // A move is one event: the second scheduler meets the moved addresses.
+        (Fault::Moved, &tenth, Fault::AfterMove),
+    ];
+    let mut faults = Vec::new();
+    for (k, (first, set, second)) in faulted.into_iter().enumerate() {
+        for (i, s) in both.into_iter().enumerate() {
+            wait_queues_idle(&both, crate::plane::QUIET, rows.cfg.settle_timeout).await;
+            let label = ["ours", "Go"][i];
+            let suffix = format!("-f{k}{}", ["r", "g"][i]);
+            let fault = if i == 0 { first } else { second };
+            let row = rows.row(fault, set, s, label, &suffix).await?;
+            let (p99, healthy, hung) = (
+                row.attempt_p99_s.unwrap_or(0.0),
+                row.healthy_answers_per_binding,
+                row.hung_calls_per_binding,
+            );
+            let (done, n, same) = (row.phase.done, row.phase.bindings, row.same_as_fault_free);
+            log(
+                rows.t0,
+                format!(
+                    "fault '{}' {label}: {done}/{n} decided, attempt p99 {p99:.2}s, {healthy:.1} healthy answers/binding, {hung:.1} hung calls/binding, {same}/{n} as without the fault",
+                    row.fault
+                ),
+            );
+            faults.push(row);
+        }
+    }
+    Ok(faults)
+}
+
 /// One scale on a fresh control plane.
 async fn scale(
     base: &Scenario,
@@ -582,110 +817,29 @@ async fn scale(
     cfg.flags.estimator = true;
     cfg.estimators.members = if real { clusters } else { 0 };
     let plane = plane::start_plane(&cfg, t0).await?;
-    let (est, estimators) = if real {
-        let members = plane.env.members().iter();
-        let metrics = |m: &testenv::MemberInfo| format!("127.0.0.1:{}", m.estimator_metrics_port);
-        let members = members.map(|m| (m.estimator_port, metrics(m))).collect();
-        (Estimators::Real(members), "real Go estimators".to_string())
-    } else {
-        let stub = start_stub(&plane.wl.cluster_names, base.estimators.latency).await?;
-        let services = (0..clusters)
-            .map(|i| {
-                let service = external_name_service(&stub.clusters()[i], "127.0.0.1", stub.port(i));
-                serde_json::to_value(service)
-            })
-            .collect::<Result<Vec<Value>, _>>()?;
-        apply_all(&plane.client, services, cfg.create_concurrency)
-            .await
-            .context("creating the estimator Services")?;
-        let ms = base.estimators.latency.as_secs_f64() * 1000.0;
-        (Estimators::Stub(stub), format!("stub, {ms:.0} ms"))
-    };
+    let (est, estimators) = estimators(&plane, &cfg, real).await?;
     log(t0, format!("{clusters} clusters, estimators: {estimators}"));
-
     let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
     // Connected to every estimator, nothing to schedule yet: what the connections cost.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle_rss_kib =
         [rust.pid(), go.pid()].map(|p| crate::procs::memory_kib(p).map_or(0, |m| m.0));
     let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
-    let (client, observer) = (&plane.client, &plane.observer);
-
-    // ---- Together: both schedulers on their halves at once.
-    let mut together_wl = plane::originals(&plane.wl, &[rust.name.clone(), go.name.clone()]);
-    together_wl.truncate(base.workload.bindings);
-    let meter = Meter::start(&plane, &est, &[&rust, &go]).await;
-    let names = [rust.name.as_str(), go.name.as_str()];
-    let batch = plane::create_and_settle(&cfg, client, observer, &together_wl, &names).await?;
-    let m = meter.stop(&est).await;
-    let together = batch.sides.into_iter().enumerate();
-    let together: [SideFigures; 2] = plane::two(
-        (together.map(|(i, (_, phase))| SideFigures {
-            phase,
-            connections: m.connections[i],
-            cpu_s: m.cpu[i],
-            ..Default::default()
-        }))
-        .collect(),
-    );
+    let together = together(&plane, &cfg, &est, [&rust, &go], base.workload.bindings).await?;
     let rate = |f: &SideFigures| f.phase.steady_rate_per_s.unwrap_or(0.0);
-    log(
-        t0,
-        format!(
-            "together: ours {:.1}/s, Go {:.1}/s",
-            rate(&together[0]),
-            rate(&together[1])
-        ),
-    );
+    let (ours, theirs) = (rate(&together[0]), rate(&together[1]));
+    log(t0, format!("together: ours {ours:.1}/s, Go {theirs:.1}/s"));
     rust.check_alive()?;
     go.check_alive()?;
-
-    // ---- Alone: the same batch for each, the other idle.
-    let both = [&rust, &go];
     let wl = &plane.wl;
     let templates = wl.bindings[..base.workload.alone.min(wl.bindings.len())].to_vec();
-    let templates = &templates[..];
-    let mut alone_figs = Vec::new();
-    // Calls per cluster during our alone batch (stub only).
-    let mut asked: Vec<u64> = Vec::new();
-    let mut load_1m = [0.0; 2];
-    // The estimator calls of our alone batch, for the fair ceiling (stub only).
-    let mut recorded = Vec::new();
-    for (i, s) in both.into_iter().enumerate() {
-        wait_queues_idle(&both, crate::plane::QUIET, cfg.settle_timeout).await;
-        let items = plane::items(templates, ALONE[i], |_| &s.name);
-        let ours_stub = match &est {
-            Estimators::Stub(stub) if i == 0 => Some(stub.fake()),
-            _ => None,
-        };
-        if i == 0 {
-            load_1m[0] = crate::procs::load_1m();
-        }
-        if let Some(fake) = ours_stub {
-            fake.start_recording();
-        }
-        let (f, calls) = alone(&plane, &cfg, &est, s, &items).await?;
-        if let Some(fake) = ours_stub {
-            (recorded, asked) = (fake.take_recording(), calls.iter().map(|c| c[0]).collect());
-        }
-        log(
-            t0,
-            format!(
-                "alone {}: {:.1}/s steady, p99 {:.0} ms, {:.1} estimator calls/binding, {} connections",
-                s.label,
-                rate(&f),
-                f.phase.latency_p99_ms.unwrap_or(0.0),
-                f.rpcs_per_binding.unwrap_or(0.0),
-                f.connections
-            ),
-        );
-        alone_figs.push(f);
-    }
+    let alone = alone_batches(&plane, &cfg, &est, [&rust, &go], &templates, t0).await?;
     // The fair ceiling opens a connection per cluster of its own: with both schedulers still
     // connected, the stub's and the ceiling's sockets can pass the open-files limit (5,000
     // clusters: 5,000 listeners, 10,000 schedulers' and 10,000 ceiling's connections ends).
     // Then the schedulers are measured and stopped first, and the fault rows skipped.
-    let stopped_early = clusters * 5 > crate::procs::open_files_limit();
+    let limit = crate::procs::open_files_limit();
+    let stopped_early = clusters * 5 > limit;
     let mut peak_early = None;
     if stopped_early {
         rss_task.abort();
@@ -695,130 +849,48 @@ async fn scale(
         log(
             t0,
             format!(
-                "{clusters} clusters: schedulers stopped before the ceilings (open-files limit {}), no fault rows",
-                crate::procs::open_files_limit()
+                "{clusters} clusters: schedulers stopped before the ceilings (open-files limit {limit}), no fault rows"
             ),
         );
     }
-    // What the ceilings cost, for the log: the bench holds the stub and the bare client.
-    let busy = [
-        ("bench (stub estimators, bare client)", std::process::id()),
-        ("kube-apiserver", plane.apiserver_pid),
-        ("etcd", plane.etcd_pid),
-    ];
-    let concurrency = &cfg.ceiling.concurrency;
-    let ceiling = |calls| {
-        crate::ceiling::replay_ceiling(client, templates, ALONE[0], concurrency, calls, &busy, t0)
-    };
-    let replay_ceiling = ceiling(None).await?;
-    // The fair ceiling: the same writes, each binding first making its share of the very
-    // estimator calls our batch made, against the same stub, with no scheduling logic.
-    let mut fair_ceiling = BTreeMap::new();
-    let mut fair_ceiling_calls = 0;
-    if let Estimators::Stub(stub) = &est
-        && !recorded.is_empty()
-    {
-        let calls =
-            crate::ceiling::EstimatorCalls::connect(stub, recorded, templates.len()).await?;
-        fair_ceiling_calls = calls.len();
-        log(
-            t0,
-            format!(
-                "our alone batch made {} estimator calls, {} of them distinct (cluster, method, request)",
-                calls.len(),
-                calls.distinct()
-            ),
-        );
-        fair_ceiling = ceiling(Some(&calls)).await?;
-    }
-    let mut disagreements = Vec::new();
-    let mut agree = 0;
-    for t in templates {
-        let [a, b] = ALONE.map(|s| observer.get(&t.key(s)).map(|o| (o.clusters, o.condition)));
-        // Placed alike, with the same `Scheduled` status.
-        let status = |c: &Option<(String, String)>| c.as_ref().map(|c| c.0.clone());
-        let same = match (&a, &b) {
-            (Some((pa, ca)), Some((pb, cb))) => pa == pb && status(ca) == status(cb),
-            _ => false,
-        };
-        if same {
-            agree += 1;
-        } else if disagreements.len() < 10 {
-            let (key, strategy) = (t.key(""), &t.strategy);
-            disagreements.push(format!("{key} [{strategy}]: ours {a:?}, Go {b:?}"));
-        }
-    }
+    let (replay_ceiling, fair_ceiling, fair_ceiling_calls) =
+        ceilings(&plane, &cfg, &est, &templates, alone.recorded, t0).await?;
+    let (agree, disagreements) = alone_agreement(&plane, &templates);
     log(
         t0,
         format!("alone batches agree: {agree}/{}", templates.len()),
     );
-
-    // ---- Faults (stub only).
     let mut faults = Vec::new();
     if let (true, false, Estimators::Stub(stub)) = (with_faults, stopped_early, &est) {
         let fault_free = (templates.iter())
-            .filter_map(|t| Some((t.key(""), observer.get(&t.key(ALONE[0]))?.clusters)))
+            .filter_map(|t| Some((t.key(""), plane.observer.get(&t.key(ALONE[0]))?.clusters)))
             .collect();
         // Only the templates that ask the estimators (replicas to divide) say something.
         let divided = |t: &&BindingTemplate| {
             t.spec["placement"]["replicaScheduling"]["replicaSchedulingType"] == "Divided"
         };
+        let n = base.faults.estimator_row_bindings;
+        let templates = templates.iter().filter(divided).take(n).cloned().collect();
         let rows = Rows {
             plane: &plane,
             cfg: &cfg,
             est: &est,
             stub,
             fault_free,
-            templates: (templates.iter().filter(divided))
-                .take(base.faults.estimator_row_bindings)
-                .cloned()
-                .collect(),
+            templates,
             t0,
         };
-        // The clusters the batch asks most come first: a fault there matters.
-        let mut ranked: Vec<usize> = (0..asked.len()).collect();
-        ranked.sort_by_key(|&i| std::cmp::Reverse(asked[i]));
-        let hung: HashSet<usize> = ranked.iter().copied().take(1).collect();
-        let tenth: HashSet<usize> = ranked.iter().copied().step_by(10).collect();
-        let faulted = [
-            (Fault::None, &hung, Fault::None),
-            (Fault::Hung, &hung, Fault::Hung),
-            (Fault::Refusing, &tenth, Fault::Refusing),
-            // A move is one event: the second scheduler meets the moved addresses.
-            (Fault::Moved, &tenth, Fault::AfterMove),
-        ];
-        for (k, (first, set, second)) in faulted.into_iter().enumerate() {
-            for (i, s) in [&rust, &go].into_iter().enumerate() {
-                wait_queues_idle(&[&rust, &go], crate::plane::QUIET, cfg.settle_timeout).await;
-                let label = ["ours", "Go"][i];
-                let suffix = format!("-f{k}{}", ["r", "g"][i]);
-                let fault = if i == 0 { first } else { second };
-                let row = rows.row(fault, set, s, label, &suffix).await?;
-                log(
-                    t0,
-                    format!(
-                        "fault '{}' {label}: {}/{} decided, attempt p99 {:.2}s, {:.1} healthy answers/binding, {:.1} hung calls/binding, {}/{} as without the fault",
-                        row.fault,
-                        row.phase.done,
-                        row.phase.bindings,
-                        row.attempt_p99_s.unwrap_or(0.0),
-                        row.healthy_answers_per_binding,
-                        row.hung_calls_per_binding,
-                        row.same_as_fault_free,
-                        row.phase.bindings
-                    ),
-                );
-                faults.push(row);
-            }
-        }
+        faults = fault_rows(&rows, [&rust, &go], &alone.asked).await?;
     }
-
     rss_task.abort();
-    load_1m[1] = crate::procs::load_1m();
+    let load_1m = [alone.load_1m, crate::procs::load_1m()];
     let peak = peak_early.unwrap_or_else(|| [rss.max(0), rss.max(1)]);
     rust.proc.kill();
     go.proc.kill();
-    let (bindings, pairs) = (together_wl.len(), templates.len());
+    let (bindings, pairs) = (
+        base.workload.bindings.min(wl.bindings.len()),
+        templates.len(),
+    );
     plane.stop();
     Ok(Scale {
         clusters,
@@ -826,7 +898,7 @@ async fn scale(
         bindings,
         alone_bindings: pairs,
         together,
-        alone: plane::two(alone_figs),
+        alone: plane::two(alone.figures),
         replay_ceiling,
         fair_ceiling,
         fair_ceiling_calls,
