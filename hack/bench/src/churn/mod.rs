@@ -27,7 +27,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::figures::num;
 use crate::observe::{Obs, Observer};
-use crate::plane::{self, create_one, delete_one, log, scale_one};
+use crate::plane::{self, Plane, create_one, delete_one, log, scale_one};
 use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
 use crate::promtext;
 use crate::scenario::Scenario;
@@ -392,6 +392,77 @@ fn spawn<P: Send + 'static>(permit: P, task: impl Future<Output = ()> + Send + '
     });
 }
 
+/// At a creation tick: the pair to delete first, if any, and whether to create one.
+fn next_pair(st: &mut State, live_pairs: usize) -> (Option<Pair>, bool) {
+    // Pairs whose deletion failed are still alive: they count, and go first. While deletions
+    // fail (the API server down), no pair is added in their place, so that the live count
+    // stays put.
+    let full = st.live.len() + st.retry.len() + st.creating >= live_pairs;
+    let gone = match st.retry.pop_front() {
+        Some(p) => Some(p),
+        None if full => st.live.pop_front(),
+        None => None,
+    };
+    let make = st.live.len() + st.retry.len() + st.creating < live_pairs;
+    if make {
+        st.creating += 1;
+    } else {
+        st.ops.creations_held += 1;
+    }
+    (gone, make)
+}
+
+/// At a scale tick: a pair to scale and its new replicas, if any pair can be.
+fn pick_scale(
+    ctx: &Ctx,
+    rng: &mut Rng,
+    templates: &[BindingTemplate],
+    live_pairs: usize,
+) -> Option<(Pair, i64)> {
+    let mut st = lock(&ctx.state);
+    let now = Instant::now();
+    // Not the oldest tenth: they are about to be deleted.
+    let candidates: Vec<usize> = (st.live.iter().enumerate().skip(live_pairs / 10))
+        .filter(|(_, p)| {
+            p.replicas > 0
+                && !p.broken
+                && p.last_scaled
+                    .is_none_or(|t| now.duration_since(t) >= SCALE_GAP)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    // Those both schedulers have placed at their generation, so that both members see the
+    // same history; else any (a scheduler behind sees another history).
+    let placed_by_both = |i: &usize| {
+        (st.live[*i].members.iter()).all(|(k, _)| ctx.observer.get(k).is_some_and(|o| placed(&o)))
+    };
+    let ready: Vec<usize> = candidates.iter().copied().filter(placed_by_both).collect();
+    let (ready, unplaced) = match ready.is_empty() {
+        true => (candidates, true),
+        false => (ready, false),
+    };
+    if ready.is_empty() {
+        st.ops.no_scale_candidate += 1;
+        return None;
+    }
+    if unplaced {
+        st.ops.scaled_before_placed += 2;
+    }
+    let i = *rng.pick(&ready);
+    let p = &mut st.live[i];
+    p.last_scaled = Some(now);
+    p.scaled_unplaced |= unplaced;
+    let base = templates[p.template].spec["replicas"]
+        .as_i64()
+        .unwrap_or(1)
+        .max(1);
+    let mut r = rng.range(1, 2 * base + 1);
+    if r == p.replicas {
+        r = if r > 1 { r - 1 } else { r + 1 };
+    }
+    Some((p.clone(), r))
+}
+
 /// The stream: pairs created every `2 / rate` s (the oldest deleted first once `live` is
 /// reached), a pair scaled every `2 / scale_rate` s, until `until`.
 async fn drive(
@@ -422,25 +493,7 @@ async fn drive(
             continue;
         };
         if create {
-            let (gone, make) = {
-                let mut st = lock(&ctx.state);
-                // Pairs whose deletion failed are still alive: they count, and go first. While
-                // deletions fail (the API server down), no pair is added in their place, so
-                // that the live count stays put.
-                let full = st.live.len() + st.retry.len() + st.creating >= live_pairs;
-                let gone = match st.retry.pop_front() {
-                    Some(p) => Some(p),
-                    None if full => st.live.pop_front(),
-                    None => None,
-                };
-                let make = st.live.len() + st.retry.len() + st.creating < live_pairs;
-                if make {
-                    st.creating += 1;
-                } else {
-                    st.ops.creations_held += 1;
-                }
-                (gone, make)
-            };
+            let (gone, make) = next_pair(&mut lock(&ctx.state), live_pairs);
             if let Some(p) = gone {
                 spawn(sem.clone().try_acquire_owned(), ctx.clone().delete(p));
             }
@@ -452,62 +505,7 @@ async fn drive(
                 n += 1;
             }
         } else {
-            let pick = {
-                let mut st = lock(&ctx.state);
-                let now = Instant::now();
-                // Not the oldest tenth: they are about to be deleted.
-                let candidates: Vec<usize> = st
-                    .live
-                    .iter()
-                    .enumerate()
-                    .skip(live_pairs / 10)
-                    .filter(|(_, p)| {
-                        p.replicas > 0
-                            && !p.broken
-                            && p.last_scaled
-                                .is_none_or(|t| now.duration_since(t) >= SCALE_GAP)
-                    })
-                    .map(|(i, _)| i)
-                    .collect();
-                // Those both schedulers have placed at their generation, so that both members
-                // see the same history; else any (a scheduler behind sees another history).
-                let ready: Vec<usize> = candidates
-                    .iter()
-                    .copied()
-                    .filter(|&i| {
-                        st.live[i]
-                            .members
-                            .iter()
-                            .all(|(k, _)| ctx.observer.get(k).is_some_and(|o| placed(&o)))
-                    })
-                    .collect();
-                let (ready, unplaced) = if ready.is_empty() {
-                    (candidates, true)
-                } else {
-                    (ready, false)
-                };
-                if ready.is_empty() {
-                    st.ops.no_scale_candidate += 1;
-                    None
-                } else {
-                    if unplaced {
-                        st.ops.scaled_before_placed += 2;
-                    }
-                    let i = *rng.pick(&ready);
-                    let p = &mut st.live[i];
-                    p.last_scaled = Some(now);
-                    p.scaled_unplaced |= unplaced;
-                    let base = templates[p.template].spec["replicas"]
-                        .as_i64()
-                        .unwrap_or(1)
-                        .max(1);
-                    let mut r = rng.range(1, 2 * base + 1);
-                    if r == p.replicas {
-                        r = if r > 1 { r - 1 } else { r + 1 };
-                    }
-                    Some((p.clone(), r))
-                }
-            };
+            let pick = pick_scale(&ctx, &mut rng, templates, live_pairs);
             if let Some((pair, replicas)) = pick {
                 spawn(permit, ctx.clone().scale(pair, replicas));
             }
@@ -539,6 +537,35 @@ struct Probe {
 }
 
 impl Probe {
+    /// Samples every `every` until `until`, or until a scheduler is gone (then `stop` tells
+    /// the stream).
+    async fn sample_until(
+        &self,
+        every: Duration,
+        start: Instant,
+        until: Instant,
+        stop: &tokio::sync::Notify,
+        t0: Instant,
+    ) -> Vec<ChurnSample> {
+        let mut samples = Vec::new();
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break,
+                _ = tick.tick() => {}
+            }
+            let s = self.sample(start.elapsed().as_secs_f64()).await;
+            log(t0, s.line());
+            samples.push(s);
+            if self.gone() {
+                stop.notify_waiters();
+                break;
+            }
+        }
+        samples
+    }
+
     async fn sample(&self, t_s: f64) -> ChurnSample {
         let (keys, live) = {
             let st = lock(&self.state);
@@ -626,6 +653,113 @@ async fn fault_loop(
     marks
 }
 
+/// Waits until every live binding is decided, and placed at its generation when `True`;
+/// the seconds that took.
+async fn settle_live(
+    plane: &Plane,
+    keys: &[String],
+    sides: &[String; 2],
+    t0: Instant,
+) -> Option<f64> {
+    let start = Instant::now();
+    let names = [sides[0].as_str(), sides[1].as_str()];
+    let ok = plane
+        .observer
+        .settle(keys, &names, settled, plane::QUIET, SETTLE)
+        .await;
+    let after = ok.then(|| start.elapsed().as_secs_f64());
+    log(
+        t0,
+        match after {
+            Some(s) => format!("every live binding settled {s:.1}s after the stream"),
+            None => format!("not every live binding settled within {SETTLE:?}"),
+        },
+    );
+    after
+}
+
+/// A side's live bindings at the end: placed, unschedulable or incomplete, and its latencies.
+fn churn_side(
+    plane: &Plane,
+    st: &State,
+    live: &[String],
+    i: usize,
+    name: &str,
+    exited: Option<String>,
+) -> ChurnSide {
+    let snap = plane.observer.snapshot(live);
+    let mut lat = st.latencies[i].clone();
+    lat.extend(snap.iter().filter_map(latency_ms));
+    let mut side = ChurnSide {
+        scheduler_name: name.to_string(),
+        latency_p50_ms: stats::percentile(&lat, 0.5),
+        latency_p99_ms: stats::percentile(&lat, 0.99),
+        latency_max_ms: stats::percentile(&lat, 1.0),
+        deleted_undecided: st.deleted_undecided[i],
+        exited,
+        ..Default::default()
+    };
+    for (k, o) in live.iter().zip(&snap) {
+        if placed(o) {
+            side.scheduled += 1;
+        } else if settled(o) {
+            side.unschedulable += 1;
+        } else {
+            side.incomplete_count += 1;
+            if side.incomplete.len() < LISTED {
+                side.incomplete.push(format!(
+                    "{k}: condition {:?}, observed generation {} of {}",
+                    o.condition, o.observed_generation, o.generation
+                ));
+            }
+        }
+    }
+    side
+}
+
+/// The agreement of the live pairs: with the same history, or scaled before both had placed
+/// them (compared apart); pairs a failed request broke are left out.
+fn agree_pairs(plane: &Plane, st: &State, out: &mut ChurnRun, t0: Instant) {
+    let view = |k: &str| {
+        plane.observer.get(k).map(|o| {
+            let mut c = o.clusters;
+            c.sort();
+            (c, o.condition.map(|c| c.0))
+        })
+    };
+    for p in st.live.iter().chain(&st.retry) {
+        if p.broken {
+            out.broken_pairs += 1;
+            continue;
+        }
+        let (a, b) = (view(&p.members[0].0), view(&p.members[1].0));
+        let (pairs, agree) = match p.scaled_unplaced {
+            true => (&mut out.unplaced_pairs, &mut out.unplaced_agree),
+            false => (&mut out.pairs, &mut out.agree),
+        };
+        *pairs += 1;
+        if a.is_some() && a == b {
+            *agree += 1;
+        } else if out.disagreements.len() < LISTED {
+            let unplaced = match p.scaled_unplaced {
+                true => ", scaled before both had placed it",
+                false => "",
+            };
+            out.disagreements.push(format!(
+                "{} [{}, {} replicas{unplaced}]: ours {a:?}, Go {b:?}",
+                p.members[0].0, plane.wl.bindings[p.template].strategy, p.replicas,
+            ));
+        }
+    }
+    log(
+        t0,
+        format!(
+            "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
+            out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
+        ),
+    );
+}
+
 /// Runs the churn bench.
 pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
     let t0 = Instant::now();
@@ -659,35 +793,15 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
         true => format!(", API server killed every {:?}", f.api_kill_every),
         false => String::new(),
     };
-    log(
-        t0,
-        format!(
-            "churn for {:.1} min: {} live, {}/s creations and deletions, {}/s scale changes{kills}",
-            w.minutes, w.live, w.rate, w.scale_rate
-        ),
-    );
+    let (minutes, live, rate, scale_rate) = (w.minutes, w.live, w.rate, w.scale_rate);
+    let what =
+        format!("{live} live, {rate}/s creations and deletions, {scale_rate}/s scale changes");
+    log(t0, format!("churn for {minutes:.1} min: {what}{kills}"));
     let start = Instant::now();
     let until = start + Duration::from_secs_f64(w.minutes * 60.0);
     // Stops the stream early when a scheduler exits.
     let stop = tokio::sync::Notify::new();
-    let mut samples = Vec::new();
-    let sampler = async {
-        let mut tick = tokio::time::interval(flags.samples.every);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => break,
-                _ = tick.tick() => {}
-            }
-            let s = probe.sample(start.elapsed().as_secs_f64()).await;
-            log(t0, s.line());
-            samples.push(s);
-            if probe.gone() {
-                stop.notify_waiters();
-                break;
-            }
-        }
-    };
+    let sampler = probe.sample_until(flags.samples.every, start, until, &stop, t0);
     let stream = async {
         tokio::select! {
             _ = drive(ctx.clone(), flags, &plane.wl.bindings, w.seed, until) => {}
@@ -695,7 +809,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
         }
     };
     let faults = fault_loop(&plane.env, flags, start, until, t0);
-    let ((), (), faults) = tokio::join!(sampler, stream, faults);
+    let (samples, (), faults) = tokio::join!(sampler, stream, faults);
     let stream_s = start.elapsed().as_secs_f64();
     log(t0, format!("stream ended after {stream_s:.0}s"));
     let exited = [rust.proc.try_wait(), go.proc.try_wait()]
@@ -703,56 +817,16 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
 
     // ---- Settle: every live binding decided, and placed at its generation when `True`.
     let live_keys = lock(&state).keys();
-    let settle_start = Instant::now();
-    let names = [sides[0].as_str(), sides[1].as_str()];
-    let ok = exited.iter().all(Option::is_none)
-        && plane
-            .observer
-            .settle(&live_keys.concat(), &names, settled, plane::QUIET, SETTLE)
-            .await;
-    let settled_after_s = ok.then(|| settle_start.elapsed().as_secs_f64());
-    log(
-        t0,
-        match settled_after_s {
-            Some(s) => format!("every live binding settled {s:.1}s after the stream"),
-            None => format!("not every live binding settled within {SETTLE:?}"),
-        },
-    );
+    let settled_after_s = match exited.iter().all(Option::is_none) {
+        true => settle_live(&plane, &live_keys.concat(), &sides, t0).await,
+        false => None,
+    };
     let end = probe.sample(start.elapsed().as_secs_f64()).await;
     log(t0, format!("after the settle: {}", end.line()));
 
     // ---- Each side's state, and the agreement of the pairs.
     let st = lock(&state);
-    let side = |i: usize| {
-        let snap = plane.observer.snapshot(&live_keys[i]);
-        let mut lat = st.latencies[i].clone();
-        lat.extend(snap.iter().filter_map(latency_ms));
-        let mut side = ChurnSide {
-            scheduler_name: sides[i].clone(),
-            latency_p50_ms: stats::percentile(&lat, 0.5),
-            latency_p99_ms: stats::percentile(&lat, 0.99),
-            latency_max_ms: stats::percentile(&lat, 1.0),
-            deleted_undecided: st.deleted_undecided[i],
-            exited: exited[i].clone(),
-            ..Default::default()
-        };
-        for (k, o) in live_keys[i].iter().zip(&snap) {
-            if placed(o) {
-                side.scheduled += 1;
-            } else if settled(o) {
-                side.unschedulable += 1;
-            } else {
-                side.incomplete_count += 1;
-                if side.incomplete.len() < LISTED {
-                    side.incomplete.push(format!(
-                        "{k}: condition {:?}, observed generation {} of {}",
-                        o.condition, o.observed_generation, o.generation
-                    ));
-                }
-            }
-        }
-        side
-    };
+    let side = |i: usize| churn_side(&plane, &st, &live_keys[i], i, &sides[i], exited[i].clone());
     let mut out = ChurnRun {
         seed: w.seed,
         minutes: w.minutes,
@@ -776,45 +850,8 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
         end_sample: Some(end),
         ..Default::default()
     };
-    let view = |k: &str| {
-        plane.observer.get(k).map(|o| {
-            let mut c = o.clusters;
-            c.sort();
-            (c, o.condition.map(|c| c.0))
-        })
-    };
-    for p in st.live.iter().chain(&st.retry) {
-        if p.broken {
-            out.broken_pairs += 1;
-            continue;
-        }
-        let (a, b) = (view(&p.members[0].0), view(&p.members[1].0));
-        let (pairs, agree) = match p.scaled_unplaced {
-            true => (&mut out.unplaced_pairs, &mut out.unplaced_agree),
-            false => (&mut out.pairs, &mut out.agree),
-        };
-        *pairs += 1;
-        if a.is_some() && a == b {
-            *agree += 1;
-        } else if out.disagreements.len() < LISTED {
-            let unplaced = match p.scaled_unplaced {
-                true => ", scaled before both had placed it",
-                false => "",
-            };
-            out.disagreements.push(format!(
-                "{} [{}, {} replicas{unplaced}]: ours {a:?}, Go {b:?}",
-                p.members[0].0, plane.wl.bindings[p.template].strategy, p.replicas,
-            ));
-        }
-    }
+    agree_pairs(&plane, &st, &mut out, t0);
     drop(st);
-    log(
-        t0,
-        format!(
-            "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
-            out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
-        ),
-    );
     rust.proc.kill();
     go.proc.kill();
     plane.stop();
