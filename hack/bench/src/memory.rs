@@ -102,26 +102,15 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
         if last_point.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(10)) {
             last_point = Some(now);
             let [r, g] = pids.map(|pid| memory_kib(pid).map_or(0, |m| m.0));
-            let (n, mib) = (keys.each_ref().map(Vec::len), |k: u64| k as f64 / 1024.0);
+            let ([dr, dg], [nr, ng]) = (done, keys.each_ref().map(Vec::len));
+            let mib = |k: u64| format!("{:.0}", k as f64 / 1024.0);
+            let (rm, gm) = (mib(r), mib(g));
             log(
                 t0,
-                format!(
-                    "done rust {}/{} go {}/{}; RSS rust {:.0} MiB, go {:.0} MiB",
-                    done[0],
-                    n[0],
-                    done[1],
-                    n[1],
-                    mib(r),
-                    mib(g)
-                ),
+                format!("done rust {dr}/{nr} go {dg}/{ng}; RSS rust {rm} MiB, go {gm} MiB"),
             );
-            series.push((
-                now.duration_since(start).as_secs_f64(),
-                done[0],
-                done[1],
-                r,
-                g,
-            ));
+            let at = now.duration_since(start).as_secs_f64();
+            series.push((at, dr, dg, r, g));
         }
         // Finished: both halves placed and a moment of rest for late allocations to show.
         let settled = all_done.iter().all(Option::is_some);

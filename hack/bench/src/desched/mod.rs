@@ -617,6 +617,21 @@ where
     Ok((task, seen_rx))
 }
 
+/// The flags of both descheduler passes: one pass an hour (the first at start), a binding
+/// unschedulable after a minute, no client rate limit in the way.
+fn desched_args(env: &TestEnv, metrics_addr: &str) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", env.kubeconfig().display()),
+        "--leader-elect=false".to_string(),
+        "--descheduling-interval=1h".to_string(),
+        "--unschedulable-threshold=1m".to_string(),
+        "--kube-api-qps=5000".to_string(),
+        "--kube-api-burst=10000".to_string(),
+        format!("--metrics-bind-address={metrics_addr}"),
+        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
+    ]
+}
+
 /// Runs one descheduler over the bindings of `ns` until the `expected` writes are in; its
 /// figures, and the `spec.clusters` replicas it left.
 async fn side(
@@ -628,16 +643,7 @@ async fn side(
 ) -> anyhow::Result<(DeschedSide, BTreeMap<String, Vec<i32>>)> {
     let (env, t0) = (cx.env, cx.t0);
     let metrics_addr = format!("127.0.0.1:{}", free_port());
-    let args = vec![
-        format!("--kubeconfig={}", env.kubeconfig().display()),
-        "--leader-elect=false".to_string(),
-        "--descheduling-interval=1h".to_string(),
-        "--unschedulable-threshold=1m".to_string(),
-        "--kube-api-qps=5000".to_string(),
-        "--kube-api-burst=10000".to_string(),
-        format!("--metrics-bind-address={metrics_addr}"),
-        format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
-    ];
+    let args = desched_args(env, &metrics_addr);
     // Writes are seen on a watch (not by listing every binding again and again, which would
     // load the API server the pass is measured against); Events the same way, the
     // reference's two per binding written.

@@ -605,6 +605,7 @@ async fn together(
     est: &Estimators,
     both: [&Sched; 2],
     n: usize,
+    t0: Instant,
 ) -> anyhow::Result<[SideFigures; 2]> {
     let mut items = plane::originals(&plane.wl, &both.map(|s| s.name.clone()));
     items.truncate(n);
@@ -623,7 +624,10 @@ async fn together(
             cpu_s: m.cpu[i],
             ..Default::default()
         });
-    Ok(plane::two(figures.collect()))
+    let together: [SideFigures; 2] = plane::two(figures.collect());
+    let [ours, theirs] = (together.each_ref()).map(|f| f.phase.steady_rate_per_s.unwrap_or(0.0));
+    log(t0, format!("together: ours {ours:.1}/s, Go {theirs:.1}/s"));
+    Ok(together)
 }
 
 /// What the alone batches leave for the ceilings and the fault rows.
@@ -822,13 +826,10 @@ async fn scale(
     let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
     // Connected to every estimator, nothing to schedule yet: what the connections cost.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle_rss_kib =
-        [rust.pid(), go.pid()].map(|p| crate::procs::memory_kib(p).map_or(0, |m| m.0));
-    let (rss, rss_task) = RssSampler::start(vec![rust.pid(), go.pid()], Duration::from_millis(250));
-    let together = together(&plane, &cfg, &est, [&rust, &go], base.workload.bindings).await?;
-    let rate = |f: &SideFigures| f.phase.steady_rate_per_s.unwrap_or(0.0);
-    let (ours, theirs) = (rate(&together[0]), rate(&together[1]));
-    log(t0, format!("together: ours {ours:.1}/s, Go {theirs:.1}/s"));
+    let pids = [rust.pid(), go.pid()];
+    let idle_rss_kib = pids.map(|p| crate::procs::memory_kib(p).map_or(0, |m| m.0));
+    let (rss, rss_task) = RssSampler::start(pids.to_vec(), Duration::from_millis(250));
+    let together = together(&plane, &cfg, &est, [&rust, &go], base.workload.bindings, t0).await?;
     rust.check_alive()?;
     go.check_alive()?;
     let wl = &plane.wl;
@@ -846,20 +847,14 @@ async fn scale(
         peak_early = Some([rss.max(0), rss.max(1)]);
         rust.proc.kill();
         go.proc.kill();
-        log(
-            t0,
-            format!(
-                "{clusters} clusters: schedulers stopped before the ceilings (open-files limit {limit}), no fault rows"
-            ),
-        );
+        let why = format!("schedulers stopped before the ceilings (open-files limit {limit})");
+        log(t0, format!("{clusters} clusters: {why}, no fault rows"));
     }
     let (replay_ceiling, fair_ceiling, fair_ceiling_calls) =
         ceilings(&plane, &cfg, &est, &templates, alone.recorded, t0).await?;
     let (agree, disagreements) = alone_agreement(&plane, &templates);
-    log(
-        t0,
-        format!("alone batches agree: {agree}/{}", templates.len()),
-    );
+    let pairs = templates.len();
+    log(t0, format!("alone batches agree: {agree}/{pairs}"));
     let mut faults = Vec::new();
     if let (true, false, Estimators::Stub(stub)) = (with_faults, stopped_early, &est) {
         let fault_free = (templates.iter())
