@@ -109,16 +109,12 @@ struct Pending {
     expect: Placement,
 }
 
-/// Replays `pairs` (each `[rust member, go member]`); `ops` in the order they were made,
-/// `clusters` as stored at the end (deleted ones still present, held by a finalizer).
-pub fn replay(
-    tools: &Tools,
-    clusters: &[Value],
+/// Every placement change of each pair's members, and the binding to replay for each.
+fn changes(
     ops: &[ChurnOp],
     origin: Instant,
     pairs: Vec<(String, [Member; 2])>,
-) -> Vec<PairReplay> {
-    let _ = std::fs::create_dir_all(&tools.dir);
+) -> (Vec<PairReplay>, Vec<Pending>) {
     let mut out: Vec<PairReplay> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
     for (p, (key, members)) in pairs.into_iter().enumerate() {
@@ -163,7 +159,20 @@ pub fn replay(
         }
         out.push(pr);
     }
+    (out, pending)
+}
 
+/// Replays `pairs` (each `[rust member, go member]`); `ops` in the order they were made,
+/// `clusters` as stored at the end (deleted ones still present, held by a finalizer).
+pub fn replay(
+    tools: &Tools,
+    clusters: &[Value],
+    ops: &[ChurnOp],
+    origin: Instant,
+    pairs: Vec<(String, [Member; 2])>,
+) -> Vec<PairReplay> {
+    let _ = std::fs::create_dir_all(&tools.dir);
+    let (mut out, pending) = changes(ops, origin, pairs);
     // Round r tries, for every change not yet reproduced by a tool, the state after
     // `ops_before - r` operations; changes that need the same state share one input file.
     let mut open: Vec<[bool; 2]> = vec![[true, true]; pending.len()];
