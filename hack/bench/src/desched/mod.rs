@@ -819,7 +819,6 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
 
 #[cfg(test)]
 mod tests {
-    use super::report::deciles_cell;
     use super::*;
 
     #[test]
@@ -833,8 +832,6 @@ mod tests {
         // Fewer times than writes expected: no figure rather than a wrong one.
         assert!(write_quantiles(&times, 21, true).is_empty());
         assert!(write_quantiles(&[], 0, true).is_empty());
-        assert_eq!(deciles_cell(&[2.0, 10.0, 18.0, 20.0], 0), "2 / 10 / 18 s");
-        assert_eq!(deciles_cell(&[], 2), "–");
     }
 
     #[test]
