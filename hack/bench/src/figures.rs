@@ -155,11 +155,6 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-/// A target's verdict, as the estimator and descheduler reports write it.
-pub fn met(ok: bool) -> &'static str {
-    if ok { "met" } else { "missed" }
-}
-
 /// MiB of KiB, unknown when zero (not measured).
 pub fn mib(kib: u64) -> Option<f64> {
     (kib > 0).then(|| kib as f64 / 1024.0)

@@ -442,10 +442,6 @@ mod tests {
 
     use super::*;
 
-    /// Results under docs/bench whose committed report an older wording of the renderer
-    /// wrote, or that was annotated by hand afterwards: they must still render.
-    const OLDER: &[&str] = &["estimators-1ms.json", "scale/estimators-1ms.json"];
-
     /// Every file under `dir`, depth first: a directory's own files before its folders'.
     fn files_under(dir: &Path) -> Vec<PathBuf> {
         let mut files = vec![];
@@ -463,8 +459,8 @@ mod tests {
         files
     }
 
-    /// `render` of every committed results file renders the committed report byte for byte
-    /// (but for the older ones above), and so does `render --growth` of the estimator
+    /// `render` of every committed results file renders the committed report byte for byte,
+    /// and so does `render --growth` of the estimator
     /// results under each growth report's folder; the report of every scenario is among them.
     #[test]
     fn committed_results_render_to_their_reports() {
@@ -494,9 +490,6 @@ mod tests {
             };
             let r = r.unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
             let rel = f.strip_prefix(&docs).unwrap().to_string_lossy().to_string();
-            if OLDER.contains(&rel.as_str()) {
-                continue;
-            }
             let report = f.with_file_name(format!("{}.md", r.stem));
             let committed = std::fs::read_to_string(&report).unwrap();
             assert!(

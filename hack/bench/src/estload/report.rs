@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use super::{
     ESTIMATOR_TIMEOUT_S, EstBench, PASSES, SERVICE_NAMESPACE, SERVICE_PREFIX, Scale, SideFigures,
 };
-use crate::figures::{list, met, num, ratio};
+use crate::figures::{Row, fill, list, num, side_rows, table, verdict};
 use crate::promtext::E2E;
-use crate::results::Phase;
 
 /// The chart's bars of one scale: alone bindings/s and alone p99 latency.
 pub fn chart_point(s: &Scale) -> crate::chart::Point {
@@ -111,265 +110,263 @@ fn misses(b: &EstBench) -> String {
 
 /// The Markdown report.
 pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
-    let mut out = format!(
-        "# The estimator path: ours vs Go v1.18.2 with the accurate estimators on\n\n\
-         {} · {} · commit {}\n\n\
-         Both schedulers run with `--enable-scheduler-estimator=true` against one local \
-         kube-apiserver; every cluster's estimator is published as an `ExternalName` Service \
-         `{SERVICE_PREFIX}-<cluster>` in `{SERVICE_NAMESPACE}` (externalName `127.0.0.1`, the \
-         estimator's port in `targetPort`). Small scales use the members' real Go \
-         karmada-scheduler-estimator; larger ones a stub of the bench serving one port per \
-         cluster that answers `MaxAvailableReplicas`/`MaxAvailableComponentSets` with 4–63 \
-         (a hash of the cluster name) after {:.0} ms. *Together*: both at once, each on half of \
-         the workload. *Alone*: each on the same batch while the other is idle; agreement \
-         compares the two batches. Latency runs from the bench's POST to `Scheduled=True`. \
-         Estimator RPCs are the calls the estimators answered during the alone phase, per \
-         binding; connections are the most established TCP connections from the scheduler \
-         process to estimator ports seen in a phase.\n\n",
-        b.date, b.machine, b.git_commit, b.latency_ms
-    );
-    out.push_str("## Targets\n\n| scale | target | measured | verdict |\n|---|---|---|---|\n");
-    for s in &b.scales {
-        let mut row = |target: &str, measured: String, ok: bool| {
-            let verdict = met(ok);
-            let c = s.clusters;
-            out.push_str(&format!(
-                "| {c} clusters | {target} | {measured} | {verdict} |\n"
-            ));
-        };
-        let (r, g) = (&s.alone[0].phase, &s.alone[1].phase);
-        let (rr, gr) = (r.steady_rate_per_s, g.steady_rate_per_s);
-        if s.clusters >= 100 {
-            let x = share_of(rr, gr);
-            let measured = format!("alone {} vs {} /s = {}×", num(rr, 1), num(gr, 1), num(x, 1));
-            row(
-                "≥ 10× Go's bindings/s",
-                measured,
-                x.is_some_and(|x| x >= 10.0),
-            );
-            let ours = r.rate_after_creation_per_s.or(rr);
-            let of = |ceiling: Option<f64>, share: Option<f64>| {
-                let (ours, ceiling) = (num(ours, 1), num(ceiling, 1));
-                let share = num(share.map(|s| s * 100.0), 0);
-                format!("{ours} /s after the last creation vs {ceiling} /s: {share} %")
-            };
-            if let Some(fair) = s.fair_share() {
-                row(
-                    "≥ 90 % of the fair ceiling (the same estimator calls and writes)",
-                    of(best(&s.fair_ceiling), Some(fair)),
-                    fair >= 0.9,
-                );
-            }
-            let ceiling = best(&s.replay_ceiling);
-            let share = share_of(ours, ceiling);
-            let beside = if s.fair_ceiling.is_empty() {
-                ""
-            } else {
-                "(beside it) "
-            };
-            row(
-                &format!("{beside}≥ 90 % of the replay ceiling (writes only)"),
-                of(ceiling, share),
-                share.is_some_and(|s| s >= 0.9),
-            );
-        }
-        let [ours, go] = s.peak_rss_kib.map(|k| k as f64 / 1024.0);
-        let mem = s.peak_rss_kib[0] as f64 / s.peak_rss_kib[1].max(1) as f64;
-        let measured = format!("{ours:.1} vs {go:.1} MiB = {mem:.2}");
-        row("peak RSS ≤ 1/3 of Go's", measured, mem <= 1.0 / 3.0);
-        let measured = format!("{}/{}", s.agree, s.pairs);
-        row("100 % placement agreement", measured, s.agree == s.pairs);
-        let fault = |fault: &str| {
-            (s.faults.iter()).find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
-        };
-        if let (Some(h), Some(r)) = (fault("1 estimator hung"), fault("none")) {
-            // At most one timeout more than the same batch without the fault (each binding
-            // alone in the queue), and every other estimator's answer still asked for.
-            let bound = r.decide_max_s.map(|p| p + ESTIMATOR_TIMEOUT_S);
-            let time_ok = matches!((h.decide_max_s, bound), (Some(p), Some(b)) if p <= b);
-            let answers_ok = h.healthy_answers_per_binding >= r.healthy_answers_per_binding;
-            row(
-                &format!(
-                    "1 hung estimator of {} costs ≤ 1 estimator timeout ({ESTIMATOR_TIMEOUT_S:.0} s) per cycle, and no other cluster's answers",
-                    s.clusters
-                ),
-                format!(
-                    "slowest creation→decision {} s vs {} s without the fault (bound {} s); {:.1} answers/binding from the other estimators vs {:.1} without the fault; {}/{} placements as without it",
-                    num(h.decide_max_s, 2),
-                    num(r.decide_max_s, 2),
-                    num(bound, 2),
-                    h.healthy_answers_per_binding,
-                    r.healthy_answers_per_binding,
-                    h.same_as_fault_free,
-                    h.phase.bindings,
-                ),
-                time_ok && answers_ok,
-            );
-        }
-    }
-    out.push_str(&misses(b));
-    if let Some((path, step)) = chart {
-        out.push_str(&format!(
+    let chart = chart.map_or(String::new(), |(path, step)| {
+        let scales = list(b.scales.iter().map(|s| format!("{} clusters", s.clusters)));
+        format!(
             "\n![alone bindings/s (left) and alone p99 latency (right) per scale]({path})\n\n\
-             Chart: per scale (left to right: {}), ours (orange) and Go (blue); left, alone \
-             bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n",
-            list(b.scales.iter().map(|s| format!("{} clusters", s.clusters)))
+             Chart: per scale (left to right: {scales}), ours (orange) and Go (blue); left, \
+             alone bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n"
+        )
+    });
+    fill(
+        include_str!("../../templates/estimators.md"),
+        &[
+            ("date", b.date.clone()),
+            ("machine", b.machine.clone()),
+            ("commit", b.git_commit.clone()),
+            ("prefix", SERVICE_PREFIX.into()),
+            ("namespace", SERVICE_NAMESPACE.into()),
+            ("latency_ms", format!("{:.0}", b.latency_ms)),
+            (
+                "targets",
+                table(&b.scales.iter().flat_map(target_rows).collect::<Vec<_>>()),
+            ),
+            ("hung", b.scales.iter().filter_map(hung_target).collect()),
+            ("misses", misses(b)),
+            ("chart", chart),
+            ("scales", b.scales.iter().map(scale_section).collect()),
+        ],
+    )
+}
+
+/// A scale's rows held to the issue's targets.
+fn target_rows(s: &Scale) -> Vec<Row> {
+    let c = s.clusters;
+    let (r, g) = (&s.alone[0].phase, &s.alone[1].phase);
+    let mut rows = Vec::new();
+    if c >= 100 {
+        let (rr, gr) = (r.steady_rate_per_s, g.steady_rate_per_s);
+        let tenfold = share_of(rr, gr).is_some_and(|x| x >= 10.0);
+        let name = format!("{c} clusters: bindings/s alone (target ≥ 10× Go's)");
+        rows.push(Row::new(name, rr, gr, 2).higher().target(tenfold));
+        if let Some(fair) = s.fair_share() {
+            let name = format!(
+                "{c} clusters: % of the fair ceiling, the same estimator calls and writes (target ≥ 90)"
+            );
+            rows.push(Row::new(name, Some(fair * 100.0), None, 0).target(fair >= 0.9));
+        }
+        let ours = r.rate_after_creation_per_s.or(rr);
+        let share = share_of(ours, best(&s.replay_ceiling));
+        let name = format!("{c} clusters: % of the replay ceiling, writes only (target ≥ 90)");
+        rows.push(
+            Row::new(name, share.map(|x| x * 100.0), None, 0)
+                .target(share.is_some_and(|s| s >= 0.9)),
+        );
+    }
+    let [ours, go] = s.peak_rss_kib.map(|k| Some(k as f64 / 1024.0));
+    let third = s.peak_rss_kib[0] as f64 <= s.peak_rss_kib[1] as f64 / 3.0;
+    let name = format!("{c} clusters: peak RSS, MiB (target ≤ 1/3 of Go's)");
+    rows.push(Row::new(name, ours, go, 1).lower().target(third));
+    let name = format!(
+        "{c} clusters: pairs placed alike, of {} (target: all)",
+        s.pairs
+    );
+    rows.push(Row::new(name, Some(s.agree as f64), None, 0).target(s.agree == s.pairs));
+    rows
+}
+
+/// The hung-estimator target of a scale with fault rows: at most one timeout more than the
+/// same batch without the fault (each binding alone in the queue), and every other
+/// estimator's answer still asked for.
+fn hung_target(s: &Scale) -> Option<String> {
+    let fault = |fault: &str| {
+        (s.faults.iter()).find(|f| f.fault.starts_with(fault) && f.scheduler == "ours")
+    };
+    let (h, r) = (fault("1 estimator hung")?, fault("none")?);
+    let bound = r.decide_max_s.map(|p| p + ESTIMATOR_TIMEOUT_S);
+    let time_ok = matches!((h.decide_max_s, bound), (Some(p), Some(b)) if p <= b);
+    let answers_ok = h.healthy_answers_per_binding >= r.healthy_answers_per_binding;
+    let (hh, rh) = (h.healthy_answers_per_binding, r.healthy_answers_per_binding);
+    Some(format!(
+        "\n{c} clusters, 1 hung estimator of {c} (target: it costs ≤ 1 estimator timeout, {ESTIMATOR_TIMEOUT_S:.0} s, per cycle, and no other cluster's answers): slowest creation→decision {} s vs {} s without the fault (bound {} s); {hh:.1} answers/binding from the other estimators vs {rh:.1} without the fault; {}/{} placements as without it — {}.\n",
+        num(h.decide_max_s, 2),
+        num(r.decide_max_s, 2),
+        num(bound, 2),
+        h.same_as_fault_free,
+        h.phase.bindings,
+        verdict(time_ok && answers_ok),
+        c = s.clusters,
+    ))
+}
+
+/// A scale's figures, where its alone batches' time went, its ceilings and fault rows.
+fn scale_section(s: &Scale) -> String {
+    let mut out = format!(
+        "\n## {} clusters ({}), {} bindings together, {} alone\n\n",
+        s.clusters, s.estimators, s.bindings, s.alone_bindings
+    );
+    let mut rows = Vec::new();
+    for (title, [a, b]) in [("together", &s.together), ("alone", &s.alone)] {
+        let decided = |f: &SideFigures| Some(f.phase.done as f64 / f.phase.bindings.max(1) as f64);
+        rows.extend(side_rows!(a, b;
+            format!("{title}: bindings/s (10–90 %)"), |f| f.phase.steady_rate_per_s, 1, Higher;
+            format!("{title}: p50 creation→Scheduled (ms)"), |f| f.phase.latency_p50_ms, 0, Lower;
+            format!("{title}: p99 creation→Scheduled (ms)"), |f| f.phase.latency_p99_ms, 0, Lower;
+            format!("{title}: decided / bindings"), |f| decided(f), 2, Neither;
+            format!("{title}: CPU seconds"), |f| Some(f.cpu_s), 2, Lower;
+            format!("{title}: open estimator connections (max)"), |f| Some(f.connections as f64), 0, Neither;
         ));
     }
-    for s in &b.scales {
-        out.push_str(&format!(
-            "\n## {} clusters ({}), {} bindings together, {} alone\n\n\
-             | figure | ours | Go | ratio |\n|---|---:|---:|---:|\n",
-            s.clusters, s.estimators, s.bindings, s.alone_bindings
-        ));
-        let row =
-            |out: &mut String, name: &str, a: Option<f64>, b: Option<f64>, d: usize, inv: bool| {
-                let r = if inv { ratio(b, a) } else { ratio(a, b) };
-                let r = if inv && r != "–" {
-                    format!("{r} (Go/ours)")
-                } else {
-                    r
-                };
-                out.push_str(&format!(
-                    "| {name} | {} | {} | {r} |\n",
-                    num(a, d),
-                    num(b, d)
-                ));
-            };
-        let mib = |k: u64| Some(k as f64 / 1024.0);
-        // One row a line: name, ours, Go, decimals, whether lower is better (the ratio is then
-        // Go's over ours).
-        macro_rules! rows {
-            ($($name:expr, $a:expr, $b:expr, $d:expr, $low:expr;)*) => {
-                $(row(&mut out, &$name, $a, $b, $d, $low);)*
-            };
-        }
-        for (title, [a, b]) in [("together", &s.together), ("alone", &s.alone)] {
-            let (p, q) = (&a.phase, &b.phase);
-            let decided = |p: &Phase| Some(p.done as f64 / p.bindings.max(1) as f64);
-            rows!(
-                format!("{title}: bindings/s (10–90 %)"), p.steady_rate_per_s, q.steady_rate_per_s, 1, false;
-                format!("{title}: p50 creation→Scheduled (ms)"), p.latency_p50_ms, q.latency_p50_ms, 0, true;
-                format!("{title}: p99 creation→Scheduled (ms)"), p.latency_p99_ms, q.latency_p99_ms, 0, true;
-                format!("{title}: decided / bindings"), decided(p), decided(q), 2, false;
-                format!("{title}: CPU seconds"), Some(a.cpu_s), Some(b.cpu_s), 2, true;
-                format!("{title}: open estimator connections (max)"), Some(a.connections as f64), Some(b.connections as f64), 0, false;
-            );
-        }
-        let [a, b] = &s.alone;
-        rows!(
-            "alone: bindings/s after the last creation", a.phase.rate_after_creation_per_s, b.phase.rate_after_creation_per_s, 1, false;
-            "alone: estimator RPCs per binding", a.rpcs_per_binding, b.rpcs_per_binding, 1, false;
-            "RSS connected, idle (MiB)", mib(s.idle_rss_kib[0]), mib(s.idle_rss_kib[1]), 1, true;
-            "peak RSS (MiB)", mib(s.peak_rss_kib[0]), mib(s.peak_rss_kib[1]), 1, true;
-        );
-        for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
-            if f.wall_s > 0.0 {
-                out.push_str(&format!(
-                    "\nWhere the time goes, {who} alone ({:.1} s wall, {:.1} CPU seconds available on 2 cores): {}.\n",
-                    f.wall_s,
-                    2.0 * f.wall_s,
-                    list(f.cpu_by_process.iter().map(|(p, c)| format!("{p} {c:.1} s")))
-                ));
-            }
-            if !f.attempt_ms.is_empty() {
-                out.push_str(&format!(
-                    "Mean per attempt from {who}'s own histograms over the batch (ms): {}.\n",
-                    list(f.attempt_ms.iter().map(|(k, v)| format!("{k} {v:.1}")))
-                ));
-            }
-            if !f.attempts.is_empty() {
-                out.push_str(&format!(
-                    "Attempts and queued bindings over the batch ({who}'s counters): {}.\n",
-                    list(f.attempts.iter().map(|(k, v)| format!("{k} {v:.0}")))
-                ));
-            }
-            if let Some(p) = &f.profile {
-                out.push_str(&format!(
-                    "\n<details><summary>perf profile of our scheduler, alone batch</summary>\n\n```text\n{p}\n```\n</details>\n"
-                ));
-            }
-        }
-        let rates = |m: &BTreeMap<String, f64>| {
-            list(
-                m.iter()
-                    .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight")),
-            )
-        };
-        out.push_str(&format!(
-            "\nReplay ceiling (a bare client writing our alone batch's results): {}. ",
-            rates(&s.replay_ceiling)
-        ));
-        if !s.fair_ceiling.is_empty() {
-            out.push_str(&format!(
-                "Fair ceiling (the same writes, each binding first making its share of the \
-                 {} estimator calls our batch made, {:.1} per binding, replayed to the same \
-                 stub all at once): {}; ours after the last creation: {} % of it. ",
-                s.fair_ceiling_calls,
-                s.fair_ceiling_calls as f64 / s.alone_bindings.max(1) as f64,
-                rates(&s.fair_ceiling),
-                num(s.fair_share().map(|x| x * 100.0), 0)
-            ));
-        }
-        out.push_str(&format!(
-            "Placement agreement of the alone batches: {}/{}. 1-minute load average of the \
-             machine: {:.2} before our alone batch, {:.2} at the end of the scale.\n",
-            s.agree, s.pairs, s.load_1m[0], s.load_1m[1]
-        ));
-        for d in &s.disagreements {
-            out.push_str(&format!("- {d}\n"));
-        }
-        let reasons =
-            |f: &SideFigures| list(f.phase.by_reason.iter().map(|(r, n)| format!("{r} {n}")));
-        out.push_str(&format!(
-            "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
-             A binding that does not fit is retried with backoff by both, so its failed \
-             attempts count in the attempt figures above.\n",
-            reasons(&s.alone[0]),
-            reasons(&s.alone[1])
-        ));
-        if !s.faults.is_empty() {
-            out.push_str(&format!(
-                "\n### Faults at {} clusters\n\n\
-                 Each row: one scheduler alone on the same {} Divided bindings, the other \
-                 idle. The reference and hung rows create them one at a time (each once the \
-                 previous one was decided), so that creation→decision is one attempt; the \
-                 others at once (the moved VIPs: half before the move, half after). *Attempt* \
-                 is the scheduler's own `{E2E}` over the row (bucket resolution); *healthy \
-                 answers* are answers from the estimators the fault did not touch, *faulty \
-                 answers* from the others (the hung one, the refusing tenth, the moved tenth at \
-                 either address); *as without* counts placements equal to the fault-free alone \
-                 batch's (a missing answer makes a scheduler fall back to the general estimate \
-                 for that cluster). The faulty clusters are those our alone batch asked most \
-                 (the hung one) and every tenth of them in that order. The estimator timeout is \
-                 {ESTIMATOR_TIMEOUT_S:.0} s (both defaults). The VIPs move during our row; Go's \
-                 row runs after it, against the moved addresses.\n\n\
-                 | fault | scheduler | decided | bindings/s | creation→decision p50 / max (s) | attempt p50 / p99 (s, histogram) | healthy answers / binding | faulty answers / binding | hung calls / binding | as without |\n\
-                 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-                s.clusters,
-                s.faults.first().map_or(0, |f| f.phase.bindings),
-            ));
-            for f in &s.faults {
-                out.push_str(&format!(
-                    "| {}{} | {} | {}/{} | {} | {} / {} | {} / {} | {:.1} | {:.1} | {:.1} | {}/{} |\n",
-                    f.fault,
-                    if f.sequential { " (one at a time)" } else { "" },
-                    f.scheduler,
-                    f.phase.done,
-                    f.phase.bindings,
-                    num(f.phase.whole_rate_per_s, 1),
-                    num(f.decide_p50_s, 2),
-                    num(f.decide_max_s, 2),
-                    num(f.attempt_p50_s, 2),
-                    num(f.attempt_p99_s, 2),
-                    f.healthy_answers_per_binding,
-                    f.faulty_answers_per_binding,
-                    f.hung_calls_per_binding,
-                    f.same_as_fault_free,
-                    f.phase.bindings
-                ));
-            }
-        }
+    let [a, b] = &s.alone;
+    rows.extend(side_rows!(a, b;
+        "alone: bindings/s after the last creation", |f| f.phase.rate_after_creation_per_s, 1, Higher;
+        "alone: estimator RPCs per binding", |f| f.rpcs_per_binding, 1, Neither;
+    ));
+    let mib = |k: u64| Some(k as f64 / 1024.0);
+    rows.extend([
+        Row::new(
+            "RSS connected, idle (MiB)",
+            mib(s.idle_rss_kib[0]),
+            mib(s.idle_rss_kib[1]),
+            1,
+        )
+        .lower(),
+        Row::new(
+            "peak RSS (MiB)",
+            mib(s.peak_rss_kib[0]),
+            mib(s.peak_rss_kib[1]),
+            1,
+        )
+        .lower(),
+    ]);
+    out += &table(&rows);
+    for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
+        out += &time_spent(who, f);
+    }
+    out += &ceilings(s);
+    if !s.faults.is_empty() {
+        out += &faults_section(s);
     }
     out
+}
+
+/// Where one side's alone batch spent its time, from the process CPU and its own metrics.
+fn time_spent(who: &str, f: &SideFigures) -> String {
+    let mut out = String::new();
+    if f.wall_s > 0.0 {
+        let cpu = list(
+            f.cpu_by_process
+                .iter()
+                .map(|(p, c)| format!("{p} {c:.1} s")),
+        );
+        let (wall, cores) = (f.wall_s, 2.0 * f.wall_s);
+        out += &format!(
+            "\nWhere the time goes, {who} alone ({wall:.1} s wall, {cores:.1} CPU seconds available on 2 cores): {cpu}.\n"
+        );
+    }
+    if !f.attempt_ms.is_empty() {
+        let means = list(f.attempt_ms.iter().map(|(k, v)| format!("{k} {v:.1}")));
+        out += &format!(
+            "Mean per attempt from {who}'s own histograms over the batch (ms): {means}.\n"
+        );
+    }
+    if !f.attempts.is_empty() {
+        let counts = list(f.attempts.iter().map(|(k, v)| format!("{k} {v:.0}")));
+        out +=
+            &format!("Attempts and queued bindings over the batch ({who}'s counters): {counts}.\n");
+    }
+    if let Some(p) = &f.profile {
+        out += &format!(
+            "\n<details><summary>perf profile of our scheduler, alone batch</summary>\n\n```text\n{p}\n```\n</details>\n"
+        );
+    }
+    out
+}
+
+/// The ceilings, the alone batches' agreement and the condition reasons at the end.
+fn ceilings(s: &Scale) -> String {
+    let rates = |m: &BTreeMap<String, f64>| {
+        list(
+            m.iter()
+                .map(|(c, r)| format!("{r:.1}/s with {c} bindings in flight")),
+        )
+    };
+    let mut out = format!(
+        "\nReplay ceiling (a bare client writing our alone batch's results): {}. ",
+        rates(&s.replay_ceiling)
+    );
+    if !s.fair_ceiling.is_empty() {
+        let calls = s.fair_ceiling_calls;
+        let per = calls as f64 / s.alone_bindings.max(1) as f64;
+        let share = num(s.fair_share().map(|x| x * 100.0), 0);
+        out += &format!(
+            "Fair ceiling (the same writes, each binding first making its share of the {calls} \
+             estimator calls our batch made, {per:.1} per binding, replayed to the same stub all \
+             at once): {}; ours after the last creation: {share} % of it. ",
+            rates(&s.fair_ceiling)
+        );
+    }
+    // Results from before the bench read the load average have none.
+    let load = match s.load_1m {
+        [0.0, 0.0] => String::new(),
+        [before, end] => format!(
+            " 1-minute load average of the machine: {before:.2} before our alone batch, \
+             {end:.2} at the end of the scale."
+        ),
+    };
+    out += &format!(
+        "Placement agreement of the alone batches: {}/{}.{load}\n",
+        s.agree, s.pairs
+    );
+    out += &s
+        .disagreements
+        .iter()
+        .map(|d| format!("- {d}\n"))
+        .collect::<String>();
+    let reasons = |f: &SideFigures| list(f.phase.by_reason.iter().map(|(r, n)| format!("{r} {n}")));
+    out + &format!(
+        "`Scheduled` condition reasons at the end of the alone batches: ours {}; Go {}. \
+         A binding that does not fit is retried with backoff by both, so its failed \
+         attempts count in the attempt figures above.\n",
+        reasons(&s.alone[0]),
+        reasons(&s.alone[1])
+    )
+}
+
+/// The fault rows of a scale.
+fn faults_section(s: &Scale) -> String {
+    let rows = s.faults.iter().map(|f| {
+        let one = if f.sequential { " (one at a time)" } else { "" };
+        let p = &f.phase;
+        format!(
+            "| {}{one} | {} | {}/{} | {} | {} / {} | {} / {} | {:.1} | {:.1} | {:.1} | {}/{} |\n",
+            f.fault,
+            f.scheduler,
+            p.done,
+            p.bindings,
+            num(p.whole_rate_per_s, 1),
+            num(f.decide_p50_s, 2),
+            num(f.decide_max_s, 2),
+            num(f.attempt_p50_s, 2),
+            num(f.attempt_p99_s, 2),
+            f.healthy_answers_per_binding,
+            f.faulty_answers_per_binding,
+            f.hung_calls_per_binding,
+            f.same_as_fault_free,
+            p.bindings
+        )
+    });
+    fill(
+        include_str!("../../templates/estimators-faults.md"),
+        &[
+            ("clusters", s.clusters.to_string()),
+            (
+                "bindings",
+                s.faults.first().map_or(0, |f| f.phase.bindings).to_string(),
+            ),
+            ("e2e", E2E.into()),
+            ("timeout", format!("{ESTIMATOR_TIMEOUT_S:.0}")),
+            ("rows", rows.collect()),
+        ],
+    )
 }
