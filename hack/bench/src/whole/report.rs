@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::driver::{Round, Sample};
 
 use super::{RoundRun, WholeBench, throughput};
-use crate::figures::num;
+use crate::figures::{Row, fill, table};
 use crate::stats::percentile;
 
 /// One step of the path: its name and how to read it off a sample.
@@ -95,46 +95,17 @@ fn mean_throughput(b: &WholeBench, kind: &str) -> Option<f64> {
 
 /// The Markdown report.
 pub fn markdown(b: &WholeBench) -> String {
-    let first = b.rounds.first().map(|r| &r.round);
-    let mut out = format!(
-        "# End to end in a whole Karmada: {} Deployments, ours and Go's scheduler\n\n\
-         {} · {} · commit {}\n\n\
-         One whole Karmada v1.18.2 (`hack/karmada-up.sh`: controller-manager, webhook, \
-         aggregated API server, three kwok members with a Go estimator each); per round the \
-         scheduler and descheduler named, swapped on the running Karmada between rounds, and \
-         the last round's objects deleted and gone from the members first. A round creates \
-         {} Deployments with a PropagationPolicy each (a third each: Divided by the estimators' \
-         available replicas, Divided by static weights 2:1:1, Duplicated), {}, and waits until \
-         every member named by each binding's `spec.clusters` holds the Deployment with the \
-         replicas given it. Times are the bench's own, taken as its watch events arrive \
-         (ResourceBindings and Works on Karmada, Deployments on each member), from just \
-         before the Deployment's POST (its policy was created just before); the \
-         *server stamps* rows use the binding's `creationTimestamp` and the condition's \
-         `lastTransitionTime` instead, which have a resolution of one second (the creation's \
-         time is cut to the second as well, so they are within a second of the truth).\n\n",
-        b.deployments,
-        b.date,
-        b.machine,
-        b.git_commit,
-        b.deployments,
-        match first {
-            Some(r) if r.rate > 0.0 => format!("{} a second", r.rate),
-            Some(r) => format!("as fast as {} creations in flight allow", r.concurrency),
-            None => String::new(),
-        },
-    );
-    out.push_str(
-        "| round | scheduler | on their members | creations took (s) | first creation → last \
-         on its members (s) | Deployments/s | binding versions / Deployment | \
-         controller-manager requests to Karmada / Deployment | load before |\n\
-         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-    );
-    for (i, rr) in b.rounds.iter().enumerate() {
+    let pace = match b.rounds.first().map(|r| &r.round) {
+        Some(r) if r.rate > 0.0 => format!("{} a second", r.rate),
+        Some(r) => format!("as fast as {} creations in flight allow", r.concurrency),
+        None => String::new(),
+    };
+    let rounds = b.rounds.iter().enumerate().map(|(i, rr)| {
         let r = &rr.round;
         let n = r.deployments.max(1) as f64;
         let versions: u64 = r.samples.iter().map(|s| s.binding_versions).sum();
         let requests: f64 = rr.controller_manager.karmada_requests.values().sum();
-        out.push_str(&format!(
+        format!(
             "| {} | {} | {}/{} | {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} |\n",
             i + 1,
             who(&r.scheduler),
@@ -146,34 +117,47 @@ pub fn markdown(b: &WholeBench) -> String {
             versions as f64 / n,
             requests / n,
             rr.load_before
-        ));
-    }
+        )
+    });
     let (ours, go) = (pooled(b, "ours"), pooled(b, "go"));
+    let steps: Vec<Row> = (STEPS.iter())
+        .flat_map(|(name, step)| {
+            [("p50", 0.5), ("p99", 0.99)].map(|(p, q)| {
+                let (o, g) = (quantile(&ours, *step, q), quantile(&go, *step, q));
+                Row::new(format!("{name}, {p} (s)"), o, g, 2).lower()
+            })
+        })
+        .collect();
     let (to, tg) = (mean_throughput(b, "ours"), mean_throughput(b, "go"));
-    out.push_str(&format!(
-        "\nDeployments/s, ours/Go: **{}** (above 1: ours faster).\n\n\
-         Seconds per Deployment (all rounds of a scheduler pooled; ours/Go below 1: ours \
-         faster). The numbered steps add up per Deployment, not per percentile.\n\n\
-         | step | ours p50 | Go p50 | ours/Go | ours p99 | Go p99 | ours/Go |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-        ratio(to, tg)
-    ));
-    for (name, step) in STEPS {
-        let [p50, p99] = [0.5, 0.99].map(|q| {
-            let (o, g) = (quantile(&ours, *step, q), quantile(&go, *step, q));
-            format!("{} | {} | {}", num(o, 2), num(g, 2), ratio(o, g))
-        });
-        out.push_str(&format!("| {name} | {p50} | {p99} |\n"));
-    }
-    out.push_str(&cm_markdown(b));
-    out.push_str(
-        "\nCPU seconds per process from a round's first creation to its end (the \
-         schedulers, and the processes above 1 s in some round):\n\n",
-    );
-    let names: BTreeSet<&str> = b
-        .rounds
-        .iter()
-        .flat_map(|r| r.cpu.iter())
+    let mut flags: Vec<String> = (b.rounds.iter())
+        .map(|r| match r.controller_manager.flags.as_slice() {
+            [] => "defaults".to_string(),
+            f => f.join(" "),
+        })
+        .collect();
+    flags.dedup();
+    fill(
+        include_str!("../../templates/whole.md"),
+        &[
+            ("deployments", b.deployments.to_string()),
+            ("date", b.date.clone()),
+            ("machine", b.machine.clone()),
+            ("commit", b.git_commit.clone()),
+            ("pace", pace),
+            ("rounds", rounds.collect()),
+            ("throughput", ratio(to, tg)),
+            ("steps", table(&steps)),
+            ("flags", flags.join(" / ")),
+            ("queues", queues(b)),
+            ("cpu", cpu_table(b)),
+        ],
+    )
+}
+
+/// CPU seconds per process and round: the schedulers and the processes above 1 s in some
+/// round, then the sum over every process of the round.
+fn cpu_table(b: &WholeBench) -> String {
+    let names: BTreeSet<&str> = (b.rounds.iter().flat_map(|r| r.cpu.iter()))
         .filter(|(n, s)| {
             **s >= 1.0 || matches!(n.as_str(), "karmada-scheduler" | "karmada-descheduler")
         })
@@ -182,14 +166,12 @@ pub fn markdown(b: &WholeBench) -> String {
     let over_rounds = |n: &str| -> f64 { b.rounds.iter().map(|r| cpu(r, n)).sum() };
     let mut names: Vec<&str> = names.into_iter().collect();
     names.sort_by(|x, y| over_rounds(y).total_cmp(&over_rounds(x)));
-    // A row per process, then their sum over every process of the round.
     let mut rows: Vec<(&str, Option<&str>)> = names.into_iter().map(|n| (n, Some(n))).collect();
     rows.push(("all", None));
-    out.push_str(&per_round(b, "process", &rows, |r, n| {
+    per_round(b, "process", &rows, |r, n| {
         let seconds = n.map_or_else(|| r.cpu.values().sum::<f64>(), |n| cpu(r, n));
         format!("{seconds:.1}")
-    }));
-    out
+    })
 }
 
 /// CPU seconds of process `n` in a round.
@@ -222,28 +204,10 @@ fn per_round<K>(
     out
 }
 
-/// The controller-manager's queues, per round: items, mean wait in the queue, mean work.
-fn cm_markdown(b: &WholeBench) -> String {
-    let flags: Vec<String> = b
-        .rounds
-        .iter()
-        .map(|r| match r.controller_manager.flags.as_slice() {
-            [] => "defaults".to_string(),
-            f => f.join(" "),
-        })
-        .collect();
-    let mut same = flags.clone();
-    same.dedup();
-    let mut out = format!(
-        "\nkarmada-controller-manager's client flags: {}. Its queues during each round (the \
-         queues with at least a quarter as many items as Deployments): items, then the mean \
-         seconds an item waited in the queue and was worked on. Work that takes long for \
-         little CPU is work waiting on the API: its client's rate limiter or the server.\n\n",
-        same.join(" / ")
-    );
-    let names: BTreeSet<&str> = b
-        .rounds
-        .iter()
+/// The controller-manager's queues with at least a quarter as many items as Deployments,
+/// per round: items, mean wait in the queue, mean work.
+fn queues(b: &WholeBench) -> String {
+    let names: BTreeSet<&str> = (b.rounds.iter())
         .flat_map(|r| {
             let queues = r.controller_manager.queues.iter();
             queues.filter(|(_, q)| q.items * 4.0 >= r.round.deployments as f64)
@@ -251,18 +215,15 @@ fn cm_markdown(b: &WholeBench) -> String {
         .map(|(n, _)| n.as_str())
         .collect();
     let rows: Vec<(&str, &str)> = names.into_iter().map(|n| (n, n)).collect();
-    out.push_str(&per_round(b, "queue", &rows, |r, n| {
+    per_round(b, "queue", &rows, |r, n| {
         match r.controller_manager.queues.get(*n) {
-            Some(q) if q.items > 0.0 => format!(
-                "{:.0} · {:.2} · {:.2}",
-                q.items,
-                q.waited / q.items,
-                q.worked / q.items
-            ),
+            Some(q) if q.items > 0.0 => {
+                let (waited, worked) = (q.waited / q.items, q.worked / q.items);
+                format!("{:.0} · {waited:.2} · {worked:.2}", q.items)
+            }
             _ => "–".into(),
         }
-    }));
-    out
+    })
 }
 
 #[cfg(test)]
@@ -310,7 +271,7 @@ mod tests {
         let md = markdown(&b);
         assert!(md.contains("Deployments/s, ours/Go: **4.00**"), "{md}");
         assert!(
-            md.contains("| creation → on the members | 1.00 | 4.00 | 0.25 |"),
+            md.contains("| creation → on the members, p50 (s) | 1.00 | 4.00 | 4.00× |"),
             "{md}"
         );
     }
