@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use serde::{Deserialize, Serialize};
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
-use crate::figures::{Row, fill, table};
+use crate::figures::{Row, fill_stamped, table};
 use crate::plane::log;
 use crate::scenario::Scenario;
 
@@ -166,15 +166,13 @@ pub fn markdown(b: &FaultBench) -> String {
                 .collect::<String>();
         }
     }
-    fill(
+    fill_stamped(
         include_str!("../templates/faults.md"),
+        [&b.date, &b.machine, &b.git_commit],
         &[
             ("bindings", b.bindings.to_string()),
             ("kills", b.kills.to_string()),
             ("pauses", b.pauses.to_string()),
-            ("date", b.date.clone()),
-            ("machine", b.machine.clone()),
-            ("commit", b.git_commit.clone()),
             ("seed", b.seed.to_string()),
             ("figures", table(&rows)),
             ("stuck", stuck),

@@ -142,6 +142,14 @@ pub fn fill(template: &str, values: &[(&str, String)]) -> String {
     out
 }
 
+/// [`fill`] with the run's stamp: `{{date}}`, `{{machine}}` and `{{commit}}`.
+pub fn fill_stamped(template: &str, stamp: [&str; 3], values: &[(&str, String)]) -> String {
+    let [date, machine, commit] = stamp.map(str::to_string);
+    let mut all = vec![("date", date), ("machine", machine), ("commit", commit)];
+    all.extend_from_slice(values);
+    fill(template, &all)
+}
+
 /// Items joined with ", ".
 pub fn list(items: impl Iterator<Item = String>) -> String {
     items.collect::<Vec<_>>().join(", ")

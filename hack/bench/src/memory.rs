@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::figures::{self, Row, fill, table};
+use crate::figures::{self, Row, fill, fill_stamped, table};
 use crate::plane::{create_bindings, keys_of, log, originals, start_plane, start_schedulers};
 use crate::procs::{RssSampler, Sched, memory_kib};
 use crate::scenario::Scenario;
@@ -208,14 +208,12 @@ pub fn markdown(r: &MemoryRun) -> String {
         )
     };
     let bound = if r.go_finished() { "" } else { "at most " };
-    fill(
+    fill_stamped(
         include_str!("../templates/memory.md"),
+        [&r.date, &r.machine, &r.git_commit],
         &[
             ("clusters", r.clusters.to_string()),
             ("bindings", r.bindings.to_string()),
-            ("date", r.date.clone()),
-            ("machine", r.machine.clone()),
-            ("commit", r.git_commit.clone()),
             ("seed", r.seed.to_string()),
             ("qps", r.kube_api_qps.to_string()),
             ("burst", r.kube_api_burst.to_string()),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use testenv::overcommit::{BurstResult, GATE, room, run as run_burst, standard_runs};
 use tokio::time::Instant;
 
-use crate::figures::fill;
+use crate::figures::fill_stamped;
 use crate::plane::log;
 use crate::scenario::Scenario;
 
@@ -79,14 +79,12 @@ pub fn markdown(b: &OvercommitBench) -> String {
             r.overcommitted, r.scheduled, r.unschedulable, r.seconds
         )
     });
-    fill(
+    fill_stamped(
         include_str!("../templates/overcommit.md"),
+        [&b.date, &b.machine, &b.git_commit],
         &[
             ("bindings", b.bindings.to_string()),
             ("room", b.room.to_string()),
-            ("date", b.date.clone()),
-            ("machine", b.machine.clone()),
-            ("commit", b.git_commit.clone()),
             ("members", b.members.to_string()),
             ("runs", runs.collect()),
         ],

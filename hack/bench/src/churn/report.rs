@@ -4,7 +4,7 @@
 use super::{ChurnRun, ChurnSample, ChurnSide, FIGURES, Figure, IN_FLIGHT, TEMPLATES};
 use super::{ESTIMATOR_CONNECTED, GOROUTINES, TOKIO_TASKS};
 use crate::chart::{Axis, GO, Line, Panel, RUST, linear_step, timeseries};
-use crate::figures::{Row, fill, num, side_rows, table};
+use crate::figures::{Row, fill, fill_stamped, num, side_rows, table};
 use crate::stats;
 
 /// The samples' `(seconds, value)` points of one figure of side `i`.
@@ -134,14 +134,12 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     });
     let fds = &growth[1];
     let [rss_ours, rss_go] = rss;
-    fill(
+    fill_stamped(
         include_str!("../../templates/churn.md"),
+        [&r.date, &r.machine, &r.git_commit],
         &[
             ("minutes", r.minutes.to_string()),
             ("title", title.into()),
-            ("date", r.date.clone()),
-            ("machine", r.machine.clone()),
-            ("commit", r.git_commit.clone()),
             ("seed", r.seed.to_string()),
             ("live", r.live.to_string()),
             ("rate", r.rate.to_string()),

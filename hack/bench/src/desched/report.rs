@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{DeschedBench, DeschedSide, EVENTS_PER_WRITE, READY, REPLICAS, SUCCEED};
-use crate::figures::{fill, ratio, side_rows, table, verdict};
+use crate::figures::{fill, fill_stamped, ratio, side_rows, table, verdict};
 
 /// The Markdown report.
 pub fn markdown(b: &DeschedBench) -> String {
@@ -40,14 +40,12 @@ pub fn markdown(b: &DeschedBench) -> String {
             .clone()
             .target(r.peak_rss_kib as f64 <= 0.5 * g.peak_rss_kib as f64);
     }
-    fill(
+    fill_stamped(
         include_str!("../../templates/desched.md"),
+        [&b.date, &b.machine, &b.git_commit],
         &[
             ("bindings", b.bindings.to_string()),
             ("clusters", b.clusters.to_string()),
-            ("date", b.date.clone()),
-            ("machine", b.machine.clone()),
-            ("commit", b.git_commit.clone()),
             ("replicas", REPLICAS.to_string()),
             ("ready", READY.to_string()),
             ("latency_ms", format!("{:.0}", b.latency_ms)),

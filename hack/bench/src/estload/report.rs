@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::{
     ESTIMATOR_TIMEOUT_S, EstBench, PASSES, SERVICE_NAMESPACE, SERVICE_PREFIX, Scale, SideFigures,
 };
-use crate::figures::{Row, fill, list, num, side_rows, table, verdict};
+use crate::figures::{Row, fill, fill_stamped, list, num, side_rows, table, verdict};
 use crate::promtext::E2E;
 
 /// The chart's bars of one scale: alone bindings/s and alone p99 latency.
@@ -118,12 +118,10 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
              alone bindings/s (gridlines every {step}); right, alone p99 latency on a log scale.\n"
         )
     });
-    fill(
+    fill_stamped(
         include_str!("../../templates/estimators.md"),
+        [&b.date, &b.machine, &b.git_commit],
         &[
-            ("date", b.date.clone()),
-            ("machine", b.machine.clone()),
-            ("commit", b.git_commit.clone()),
             ("prefix", SERVICE_PREFIX.into()),
             ("namespace", SERVICE_NAMESPACE.into()),
             ("latency_ms", format!("{:.0}", b.latency_ms)),

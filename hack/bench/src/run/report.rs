@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::figures::{Row, fill, list, mib, num, side_rows, table, verdict};
+use crate::figures::{Row, fill, fill_stamped, list, mib, num, side_rows, table, verdict};
 use crate::results::{Agreement, Hist, Phase, Run, Side};
 
 fn ms(s: Option<f64>) -> Option<f64> {
@@ -405,14 +405,12 @@ pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> St
     };
     let ceilings = run.patch_ceiling_by_concurrency.iter();
     let s1 = |x: f64| format!("{x:.1}");
-    fill(
+    fill_stamped(
         include_str!("../../templates/run.md"),
+        [&run.date, &run.machine, &run.git_commit],
         &[
             ("clusters", run.clusters.to_string()),
             ("bindings", run.bindings.to_string()),
-            ("date", run.date.clone()),
-            ("machine", run.machine.clone()),
-            ("commit", run.git_commit.clone()),
             ("seed", run.seed.to_string()),
             ("qps", run.kube_api_qps.to_string()),
             ("burst", run.kube_api_burst.to_string()),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::driver::{Round, Sample};
 
 use super::{RoundRun, WholeBench, throughput};
-use crate::figures::{Row, fill, table};
+use crate::figures::{Row, fill_stamped, table};
 use crate::stats::percentile;
 
 /// One step of the path: its name and how to read it off a sample.
@@ -136,13 +136,11 @@ pub fn markdown(b: &WholeBench) -> String {
         })
         .collect();
     flags.dedup();
-    fill(
+    fill_stamped(
         include_str!("../../templates/whole.md"),
+        [&b.date, &b.machine, &b.git_commit],
         &[
             ("deployments", b.deployments.to_string()),
-            ("date", b.date.clone()),
-            ("machine", b.machine.clone()),
-            ("commit", b.git_commit.clone()),
             ("pace", pace),
             ("rounds", rounds.collect()),
             ("throughput", ratio(to, tg)),
