@@ -137,6 +137,7 @@ pub struct RunArgs {
     /// Record `perf` profiles of the Rust scheduler and the apiserver during the load phase.
     #[arg(long)]
     pub perf: bool,
+    /// Which phases run.
     #[arg(long, value_enum, default_value_t = Phases::All)]
     pub phases: Phases,
     /// `--phases memory`: seconds after which the run stops even if the Go half is not placed

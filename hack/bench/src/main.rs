@@ -46,7 +46,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cli::{Cli, Command, Common, Global, Phases, RenderArgs};
-
 use crate::results::Run;
 
 /// When a run began, where, and from which commit (`-dirty` when tracked files differed):
