@@ -35,11 +35,16 @@ cd "${ROOT}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ROOT}/target}"
 BENCH_MANIFEST="${ROOT}/hack/bench/Cargo.toml"
 
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,28p' "${BASH_SOURCE[0]}"
-  echo
-  exec cargo run -q --release --locked --manifest-path "${BENCH_MANIFEST}" -- --help
-fi
+# Help (the script's own usage first when asked alone) without building the daemons.
+for arg in "$@"; do
+  if [[ "${arg}" == "-h" || "${arg}" == "--help" ]]; then
+    if [[ $# == 1 ]]; then
+      sed -n '2,28p' "${BASH_SOURCE[0]}"
+      echo
+    fi
+    exec cargo run -q --release --locked --manifest-path "${BENCH_MANIFEST}" -- "$@"
+  fi
+done
 
 if [[ "${BENCH_NO_BUILD:-0}" != 1 ]]; then
   # The Go side: kube-apiserver, etcd, kubectl and the Go karmada-scheduler (built once,
