@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chart::{GO, RUST, canvas};
 use crate::estload::EstBench;
+use crate::figures::{Row, fill, table};
 
 /// One scale's figures.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -120,44 +121,49 @@ pub fn draw(path: &Path, g: &Growth) -> anyhow::Result<()> {
     })
 }
 
-/// The Markdown report.
+/// The Markdown report: four rows a scale.
 pub fn markdown(g: &Growth, png: &str) -> String {
-    let mut out = String::from(
-        "# Growth with the number of clusters: the estimator path, ours and Go v1.18.2\n\n\
-         CPU seconds per binding and peak RSS of each scheduler alone on the same batch \
-         (`hack/bench.sh estimators`, stub estimators answering after 1 ms behind \
-         `ExternalName` Services), per scale, from the results files named below; \
-         `hack/bench.sh render --growth <files>` redraws it.\n\n",
-    );
-    out.push_str(&format!(
-        "![CPU seconds per binding (left) and peak RSS (right) against clusters]({png})\n\n\
-         Chart: x is the number of clusters, y the figure, both logarithmic (gridlines every \
-         decade of y); ours orange, Go blue, grey the n·log n line through our smallest scale.\n\n"
-    ));
-    out.push_str(
-        "| clusters | CPU s / binding, ours | Go | Go / ours | n·log n from ours' first | peak RSS MiB, ours | Go | ours / Go | bindings/s alone, ours | Go | results |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-    );
     let first = g
         .points
         .first()
         .map(|p| (p.clusters, p.cpu_per_binding_s[0]));
-    for p in &g.points {
-        let nlogn = first.map_or(0.0, |(c, v)| nlogn_from(c, v, p.clusters));
-        out.push_str(&format!(
-            "| {} | {:.4} | {:.4} | {:.1}× | {:.4} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {} |\n",
-            p.clusters,
-            p.cpu_per_binding_s[0],
-            p.cpu_per_binding_s[1],
-            p.cpu_per_binding_s[1] / p.cpu_per_binding_s[0].max(1e-9),
-            nlogn,
-            p.peak_rss_mib[0],
-            p.peak_rss_mib[1],
-            p.peak_rss_mib[0] / p.peak_rss_mib[1].max(1e-9),
-            p.rate_per_s[0],
-            p.rate_per_s[1],
-            p.source
-        ));
-    }
-    out
+    let rows = g.points.iter().flat_map(|p| {
+        let c = p.clusters;
+        let nlogn = first.map(|(f, v)| nlogn_from(f, v, c));
+        let [cpu, rss, rate] =
+            [p.cpu_per_binding_s, p.peak_rss_mib, p.rate_per_s].map(|v| v.map(Some));
+        [
+            Row::new(
+                format!("{c} clusters: CPU seconds per binding"),
+                cpu[0],
+                cpu[1],
+                4,
+            )
+            .lower(),
+            Row::new(
+                format!("{c} clusters: n·log n from our first (CPU seconds per binding)"),
+                nlogn,
+                None,
+                4,
+            ),
+            Row::new(format!("{c} clusters: peak RSS (MiB)"), rss[0], rss[1], 1).lower(),
+            Row::new(
+                format!("{c} clusters: bindings/s alone"),
+                rate[0],
+                rate[1],
+                2,
+            )
+            .higher(),
+        ]
+    });
+    let mut sources: Vec<&str> = g.points.iter().map(|p| p.source.as_str()).collect();
+    sources.dedup();
+    fill(
+        include_str!("../templates/growth.md"),
+        &[
+            ("png", png.to_string()),
+            ("figures", table(&rows.collect::<Vec<_>>())),
+            ("sources", sources.join(", ")),
+        ],
+    )
 }
