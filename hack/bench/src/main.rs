@@ -253,40 +253,6 @@ impl Report for churn::ChurnRun {
     }
 }
 
-/// The scenarios, as `render` tells them apart by the results file name.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Run,
-    Memory,
-    Faults,
-    Overcommit,
-    Descheduler,
-    Estimators,
-    Churn,
-    Whole,
-}
-
-/// Each scenario's results file prefix.
-const PREFIXES: [(Kind, &str); 8] = [
-    (Kind::Run, "results-"),
-    (Kind::Memory, "memory-"),
-    (Kind::Faults, "faults-"),
-    (Kind::Overcommit, "overcommit-"),
-    (Kind::Descheduler, "descheduler-"),
-    (Kind::Estimators, "estimators-"),
-    (Kind::Churn, "churn-"),
-    (Kind::Whole, "whole-karmada-"),
-];
-
-/// The scenario whose results a file holds, by the file name's prefix.
-fn kind_of(path: &Path) -> Kind {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    PREFIXES
-        .iter()
-        .find(|(_, p)| name.starts_with(p))
-        .map_or(Kind::Run, |(s, _)| *s)
-}
-
 /// The engine: run the scenario, stamp, render, print and write.
 async fn engine<R, F>(g: &Global, root: &Path, started: Stamp, run: F) -> anyhow::Result<()>
 where
@@ -330,15 +296,18 @@ impl Rendered {
         fn one<R: Report>(path: &Path, out: Option<&Path>) -> anyhow::Result<Rendered> {
             Rendered::of(&read_results::<R>(path)?, out)
         }
-        match kind_of(path) {
-            Kind::Run => one::<Run>(path, out),
-            Kind::Memory => one::<memory::MemoryRun>(path, out),
-            Kind::Faults => one::<faults::FaultBench>(path, out),
-            Kind::Overcommit => one::<overcommit::OvercommitBench>(path, out),
-            Kind::Descheduler => one::<desched::DeschedBench>(path, out),
-            Kind::Estimators => one::<estload::EstBench>(path, out),
-            Kind::Churn => one::<churn::ChurnRun>(path, out),
-            Kind::Whole => one::<whole::WholeBench>(path, out),
+        // The scenario, by the file name's prefix (the side-by-side run's is `results-`).
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let is = |prefix: &str| name.starts_with(prefix);
+        match () {
+            _ if is("memory-") => one::<memory::MemoryRun>(path, out),
+            _ if is("faults-") => one::<faults::FaultBench>(path, out),
+            _ if is("overcommit-") => one::<overcommit::OvercommitBench>(path, out),
+            _ if is("descheduler-") => one::<desched::DeschedBench>(path, out),
+            _ if is("estimators-") => one::<estload::EstBench>(path, out),
+            _ if is("churn-") => one::<churn::ChurnRun>(path, out),
+            _ if is("whole-karmada-") => one::<whole::WholeBench>(path, out),
+            _ => one::<Run>(path, out),
         }
     }
 }
