@@ -1,6 +1,6 @@
 //! The leader's scheduling loop: the [`Context`] the handlers and workers share, and [`run`],
 //! which wires the pieces (the pipeline and estimator connections of [`crate::config::build`],
-//! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
+//! the caches of [`crate::store`], the binding API's write gate and the API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
 //! - `watches.rs`: the watches, each event applied by the caches' one writer
@@ -25,9 +25,9 @@ use scheduler_core::schedule::Scheduler;
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
 use crate::cycle::Parts;
-use crate::cycle::sink::{EventSink, Writer};
+use crate::cycle::sink::{BindingApi, EventSink};
+use crate::kube::bindings::KubeBindings;
 use crate::kube::probe::release_when_reachable;
-use crate::kube::writer::KubeWriter;
 use crate::metrics::{Metrics, StepTimer};
 use crate::queue::SchedulingQueue;
 use crate::store::assume::Assumptions;
@@ -38,6 +38,7 @@ use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
 use component_base::serve::Readiness;
 use component_base::watch::all_synced;
+use component_base::write::WriteGate;
 use estimator_client::sync::EstimatorSync;
 
 /// Everything a worker needs.
@@ -47,7 +48,8 @@ pub struct Context {
     /// The caches, read-only.
     pub stores: Store,
     pub queue: Arc<SchedulingQueue>,
-    pub writer: Arc<dyn Writer>,
+    /// The binding API, lent to each attempt under its permit.
+    pub gate: WriteGate<dyn BindingApi>,
     pub events: Arc<dyn EventSink>,
     pub metrics: Arc<Metrics>,
     /// Present with the `WorkloadAffinity` gate.
@@ -72,7 +74,6 @@ impl Context {
             after_write: Some(&self.after_write),
             assumptions: self.assumptions.as_deref(),
             want_trace: false,
-            permit: None,
             rereads: 0,
         }
     }
@@ -138,7 +139,7 @@ pub async fn run(
 }
 
 /// The workers' context for these flags: the pipeline (timed by the metrics), the queue, the
-/// caches, the kube writer and the event recorder, and what the gates add.
+/// caches, the binding API's write gate and the event recorder, and what the gates add.
 fn context(
     opts: &Options,
     client: &kube::Client,
@@ -161,7 +162,7 @@ fn context(
         scheduler_name: opts.scheduler_name.clone(),
         stores: cache.store().clone(),
         queue: Arc::new(queue),
-        writer: Arc::new(KubeWriter::new(client.clone())),
+        gate: KubeBindings::gate(client.clone()),
         events: Arc::new(component_base::events::start(
             client.clone(),
             opts.scheduler_name.clone(),

@@ -9,7 +9,7 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use serde_json::{Value, json};
 
 use super::Context;
-use crate::cycle::sink::{ObjectWriter, Target};
+use crate::cycle::sink::{ObjectApi, Target};
 use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
@@ -124,7 +124,7 @@ fn cluster(v: Value) -> Cluster {
 #[derive(Default)]
 struct Recording(std::sync::Mutex<Vec<(BindingKey, Target, Value)>>);
 
-impl ObjectWriter<BindingKey, Binding> for Recording {
+impl ObjectApi<BindingKey, Binding> for Recording {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -187,7 +187,7 @@ fn with_cache(
             SchedulingQueue::new(false, Default::default())
                 .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
         ),
-        writer,
+        gate: component_base::write::WriteGate::new(writer),
         events: Arc::new(events),
         metrics,
         assumptions: None,

@@ -1,15 +1,16 @@
-//! The cycle's view of the API: binding writes and Events, as traits so that tests can use
-//! in-memory fakes and the daemon the kube client.
+//! The cycle's view of the API: binding reads and writes, and Events, as traits so that tests
+//! can use in-memory fakes and the daemon the kube client (through its write gate).
 
 use crate::model::binding::{Binding, BindingKey};
 
-pub use component_base::write::{ObjectWriter, Target};
+pub use component_base::write::{ObjectApi, Target};
 
-/// The API writes of a cycle: component-base's [`ObjectWriter`] of bindings, named once for
-/// the cycle, the daemon's kube writer and the fakes of tests (all implement `ObjectWriter`).
-pub trait Writer: ObjectWriter<BindingKey, Binding> {}
+/// The binding API of a cycle: component-base's [`ObjectApi`] of bindings, named once for the
+/// cycle; the daemon's kube API under a permit, the in-memory API server of read-only runs
+/// and the fakes of tests.
+pub trait BindingApi: ObjectApi<BindingKey, Binding> {}
 
-impl<W: ObjectWriter<BindingKey, Binding> + ?Sized> Writer for W {}
+impl<A: ObjectApi<BindingKey, Binding> + ?Sized> BindingApi for A {}
 
 /// Where Events go; each call is recorded on the binding and on its resource template.
 pub trait EventSink: Send + Sync {
