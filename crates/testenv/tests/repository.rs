@@ -41,7 +41,8 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut list = Vec::new();
     files(src, &[".rs"], &mut list);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in list {
+    // A module's `tests.rs` is its `#[cfg(test)] mod tests` in a file of its own.
+    for f in list.into_iter().filter(|f| !f.ends_with("tests.rs")) {
         let Some(module) = top_module(src, &f) else {
             continue;
         };

@@ -3,8 +3,9 @@
 //! the caches of [`crate::store`], the binding API's write gate and the API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
-//! - `watches.rs`: the watches, each event applied by the caches' one writer
-//!   ([`crate::store::Writer`]) and what it returns queued;
+//! - `watches.rs`: the watches, each event handed to its hook;
+//! - `handler.rs`: the hooks, one per event: the cache's writer applies it, and what changed
+//!   decides what is queued (`filter.rs`; our own writes' echoes are not, `own_writes.rs`);
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
@@ -14,6 +15,9 @@
 //! and dropped connections are retried with backoff by kube-runtime's watcher; a relist
 //! applies what changed meanwhile as live events would (component-base's `watch::drive`).
 
+pub mod filter;
+mod handler;
+pub mod own_writes;
 mod watches;
 mod worker;
 
@@ -24,6 +28,7 @@ use scheduler_core::schedule::Scheduler;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
+use crate::controller::own_writes::AfterWrite;
 use crate::cycle::Parts;
 use crate::cycle::sink::{BindingApi, EventSink};
 use crate::kube::bindings::KubeBindings;
@@ -32,8 +37,7 @@ use crate::metrics::{Metrics, StepTimer};
 use crate::queue::SchedulingQueue;
 use crate::store::assume::Assumptions;
 use crate::store::workload::WorkloadIndex;
-use crate::store::writer::AfterWrite;
-use crate::store::{Store, Writer as CacheWriter};
+use crate::store::{BindingCache, ClusterCache, Store, caches};
 use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
 use component_base::serve::Readiness;
@@ -56,8 +60,10 @@ pub struct Context {
     pub workload: Option<Arc<WorkloadIndex>>,
     /// Present with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<Arc<Assumptions>>,
-    /// The one writer of `stores` (and of the gates' caches above), shared by the watches.
-    pub cache: std::sync::Mutex<CacheWriter>,
+    /// The writers of `stores` (the bindings' also of the gates' caches above); see
+    /// [`Context::binding_cache`] and [`Context::cluster_cache`].
+    binding_cache: std::sync::Mutex<BindingCache>,
+    cluster_cache: std::sync::Mutex<ClusterCache>,
     /// The cycles' after-write hook.
     pub after_write: AfterWrite,
 }
@@ -152,15 +158,13 @@ fn context(
     let gates = &opts.feature_gates;
     let assumptions =
         (gates.scheduling_overcommit_protection()).then(|| Arc::new(Assumptions::default()));
-    let cache = CacheWriter::new(
-        &opts.scheduler_name,
-        gates.enabled(scheduler_core::features::WORKLOAD_AFFINITY),
-        assumptions.clone(),
-    );
+    let workload_affinity = gates.enabled(scheduler_core::features::WORKLOAD_AFFINITY);
+    let (stores, binding_cache, cluster_cache) = caches(workload_affinity, assumptions.clone());
+    let workload = binding_cache.workload_index().cloned();
     Ok(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
-        stores: cache.store().clone(),
+        stores,
         queue: Arc::new(queue),
         gate: KubeBindings::gate(client.clone()),
         events: Arc::new(component_base::events::start(
@@ -168,10 +172,14 @@ fn context(
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
         metrics,
-        workload: cache.workload_index().cloned(),
+        after_write: AfterWrite {
+            own_writes: Arc::default(),
+            workload: workload.clone(),
+        },
+        workload,
         assumptions,
-        after_write: cache.after_write(),
-        cache: std::sync::Mutex::new(cache),
+        binding_cache: std::sync::Mutex::new(binding_cache),
+        cluster_cache: std::sync::Mutex::new(cluster_cache),
     })
 }
 

@@ -1,10 +1,7 @@
-//! The watches and what each of their events does: applied to the caches by their one writer
-//! ([`crate::store::Writer`]), whose answer — the bindings to queue — is queued here; a
-//! cluster change's fan-out runs as an item of the reference's cluster reconcile worker,
-//! applied at once. Watched: ResourceBindings, ClusterResourceBindings and Clusters (the
+//! The watches, each event handed to its hook (`handler.rs`). Watched: ResourceBindings, ClusterResourceBindings and Clusters (the
 //! caches the first cycle waits for) and, with estimators, the estimator Services.
 
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 use component_base::key::ObjectKey;
 use component_base::store::Reflect;
@@ -18,10 +15,7 @@ use tokio::task::JoinHandle;
 use super::Context;
 use crate::config::options::Options;
 use crate::kube::resource;
-use crate::metrics::CLUSTER_RECONCILE_WORKER;
 use crate::model::binding::{BindingKey, BindingKind};
-use crate::store::Writer;
-use crate::store::writer::Queued;
 
 /// Start the watches, their tasks pushed to `tasks`; one receiver per cache, true once it has
 /// synced.
@@ -57,32 +51,20 @@ pub(super) fn start(
     synced
 }
 
-impl Context {
-    pub(super) fn enqueue(&self, q: Queued) {
-        self.metrics.incoming(q.why);
-        self.queue.add(q.key, q.priority);
-    }
-
-    pub(super) fn writer(&self) -> MutexGuard<'_, Writer> {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// The watch of one binding kind.
 struct Bindings(Arc<Context>, BindingKind);
 
 impl Reflect<RawObject> for Bindings {
     fn upsert(&mut self, raw: RawObject) {
-        let queued = self.0.writer().upsert_binding(self.1, &raw);
-        queued.into_iter().for_each(|q| self.0.enqueue(q));
+        self.0.on_binding(self.1, &raw);
     }
 
     fn delete(&mut self, key: &ObjectKey) {
-        self.0.writer().remove_binding(&BindingKey::of(self.1, key));
+        self.0.on_binding_deleted(&BindingKey::of(self.1, key));
     }
 
     fn held(&self) -> Vec<ObjectKey> {
-        self.0.writer().held_bindings(self.1)
+        self.0.binding_cache().held(self.1)
     }
 }
 
@@ -91,25 +73,14 @@ struct Clusters(Arc<Context>);
 
 impl Reflect<Cluster> for Clusters {
     fn upsert(&mut self, c: Cluster) {
-        let (ctx, changes) = (&self.0, self.0.writer().upsert_cluster(c));
-        if !changes.is_empty() {
-            // The reference queues each object to its `ClusterReconcileWorker`; here the
-            // fan-out runs at once, as an item added and processed by that worker.
-            let worker = ctx.metrics.workqueue(CLUSTER_RECONCILE_WORKER);
-            for c in changes {
-                worker.process(|| {
-                    let queued = ctx.writer().fan_out(&c);
-                    queued.into_iter().for_each(|q| ctx.enqueue(q));
-                });
-            }
-        }
+        self.0.on_cluster(c);
     }
 
     fn delete(&mut self, key: &ObjectKey) {
-        self.0.writer().remove_cluster(&key.name);
+        self.0.on_cluster_deleted(&key.name);
     }
 
     fn held(&self) -> Vec<ObjectKey> {
-        self.0.writer().held_clusters()
+        self.0.cluster_cache().held()
     }
 }

@@ -32,12 +32,12 @@ use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
 use crate::cycle::attempt::{Attempt, Rules};
-use crate::cycle::sink::{BindingApi, EventSink};
+use crate::cycle::sink::{BindingApi, EventSink, ResultHook};
 use crate::model::binding::Binding;
 use crate::model::condition::{ApiFailure, AttemptError};
 use crate::model::decision::{Decision, ScheduleType};
+use crate::store::Malformed;
 use crate::store::assume::Assumptions;
-use crate::store::{Malformed, ResultHook};
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]

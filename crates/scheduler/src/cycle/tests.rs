@@ -6,10 +6,10 @@ use karmada_api::work::TargetCluster;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision};
 use serde_json::Value;
 
+use crate::controller::own_writes::OwnWrites;
 use crate::cycle::sink::{ObjectApi, Target};
 use crate::model::binding::{BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
-use crate::store::own_writes::OwnWrites;
 use pretty_assertions::assert_eq;
 use scheduler_core::estimator::BoxFuture;
 use scheduler_core::schedule::ScheduleConfig;
@@ -153,7 +153,7 @@ fn cycle<'a>(
         api,
         events,
         parts: Parts {
-            after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
+            after_write: own_writes.map(|o| o as &dyn crate::cycle::sink::ResultHook),
             ..Parts::default()
         },
     }
