@@ -492,31 +492,10 @@ impl Scheduler {
         }
         // Built once per call for the clusters asked about, as the reference does; the binding's
         // own earlier assumption is included (its assigned replicas are added back later).
-        let assumed: Option<AssumedByCluster> = assumed.map(|source| {
-            clusters
-                .iter()
-                .filter_map(|c| {
-                    let a = source.assumed_on(c.name());
-                    (!a.is_empty()).then(|| (c.name().to_string(), a))
-                })
-                .collect()
-        });
-        let component_sets = self.config.gates.multiple_pod_templates_scheduling()
-            && is_multi_template_scheduling_applicable(spec);
-        let request = EstimateRequest {
-            ask: if component_sets {
-                Ask::ComponentSets
-            } else {
-                Ask::Replicas
-            },
-            resource: &spec.resource,
-            replica_requirements: spec.replica_requirements.as_ref(),
-            components: &spec.components,
-            namespace: &spec.resource.namespace,
-            assumed: assumed.as_ref(),
-        };
-        let mut position: Option<HashMap<&str, usize>> = None;
-        let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
+        let assumed = assumed.map(|source| assumed_on(clusters, source));
+        let request = self.estimate_request(spec, assumed.as_ref());
+        let mut positions = AnswerPositions::new(clusters);
+        let mut per_estimator: Vec<EstimatorAnswers> = Vec::new();
         for estimator in &self.estimators {
             let answers = estimator.estimate_shared(clusters, shared, request).await;
             if let Some(t) = trace.as_deref_mut() {
@@ -526,41 +505,7 @@ impl Scheduler {
                 });
             }
             let Ok(answers) = answers else { continue };
-            // (position in `clusters`, answer); named answers normally come in the order
-            // asked, and fall back to a lookup otherwise.
-            let answers: Vec<(usize, i32)> = match answers {
-                SharedEstimates::InOrder(values) => values
-                    .into_iter()
-                    .take(clusters.len())
-                    .enumerate()
-                    .collect(),
-                SharedEstimates::Named(named) => named
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(k, (name, v))| {
-                        if clusters.get(k).is_some_and(|c| c.name() == name) {
-                            return Some((k, v));
-                        }
-                        let position = position.get_or_insert_with(|| {
-                            clusters
-                                .iter()
-                                .enumerate()
-                                .map(|(i, c)| (c.name(), i))
-                                .collect()
-                        });
-                        position.get(name.as_str()).map(|&i| (i, v))
-                    })
-                    .collect(),
-            };
-            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
-            for (i, v) in answers {
-                if let Some(s) = seen.as_mut() {
-                    s[i] = Some(v);
-                }
-                if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
-                    out[i] = v;
-                }
-            }
+            let seen = merge_minimum(&mut out, positions.of(answers), trace.is_some());
             if let Some(s) = seen {
                 per_estimator.push((estimator.name().to_string(), s));
             }
@@ -571,25 +516,139 @@ impl Scheduler {
             }
         }
         if let Some(t) = trace {
-            // Clusters are pushed in snapshot order; feasible ones are a subsequence.
-            let mut it = per_estimator
-                .iter()
-                .map(|(n, v)| (n, v.iter()))
-                .collect::<Vec<_>>();
-            let feasible: std::collections::HashSet<&str> =
-                clusters.iter().map(|c| c.name()).collect();
-            for ct in t
-                .clusters
-                .iter_mut()
-                .filter(|c| feasible.contains(c.name.as_str()))
-            {
-                for (name, values) in it.iter_mut() {
-                    ct.estimates
-                        .push((name.to_string(), values.next().copied().flatten()));
-                }
-            }
+            record_estimates(t, clusters, &per_estimator);
         }
         out
+    }
+
+    /// What every estimator is asked about the binding.
+    fn estimate_request<'a>(
+        &self,
+        spec: &'a ResourceBindingSpec,
+        assumed: Option<&'a AssumedByCluster>,
+    ) -> EstimateRequest<'a> {
+        EstimateRequest {
+            ask: if self.places_whole(spec) {
+                Ask::ComponentSets
+            } else {
+                Ask::Replicas
+            },
+            resource: &spec.resource,
+            replica_requirements: spec.replica_requirements.as_ref(),
+            components: &spec.components,
+            namespace: &spec.resource.namespace,
+            assumed,
+        }
+    }
+
+    /// Whether the binding is a multi-template workload placed whole on one cluster (and the
+    /// gate that allows it is on): its clusters are asked for component sets, one is needed.
+    fn places_whole(&self, spec: &ResourceBindingSpec) -> bool {
+        self.config.gates.multiple_pod_templates_scheduling()
+            && is_multi_template_scheduling_applicable(spec)
+    }
+}
+
+/// The workloads assumed on each of `clusters` that has any.
+fn assumed_on(clusters: &[&Cluster], source: &dyn AssumptionSource) -> AssumedByCluster {
+    clusters
+        .iter()
+        .filter_map(|c| {
+            let a = source.assumed_on(c.name());
+            (!a.is_empty()).then(|| (c.name().to_string(), a))
+        })
+        .collect()
+}
+
+/// One estimator's name and its answer per feasible cluster (`None`: not answered), kept for
+/// the trace.
+type EstimatorAnswers = (String, Vec<Option<i32>>);
+
+/// Where an estimator's answers go among the clusters asked: named answers normally come in
+/// the order asked, and fall back to a lookup by name (built once, when first needed).
+struct AnswerPositions<'c> {
+    clusters: &'c [&'c Cluster],
+    by_name: Option<HashMap<&'c str, usize>>,
+}
+
+impl<'c> AnswerPositions<'c> {
+    fn new(clusters: &'c [&'c Cluster]) -> Self {
+        Self {
+            clusters,
+            by_name: None,
+        }
+    }
+
+    /// `(position in the clusters asked, answer)` of each answer about one of them.
+    fn of(&mut self, answers: SharedEstimates) -> Vec<(usize, i32)> {
+        let clusters = self.clusters;
+        match answers {
+            SharedEstimates::InOrder(values) => values
+                .into_iter()
+                .take(clusters.len())
+                .enumerate()
+                .collect(),
+            SharedEstimates::Named(named) => named
+                .into_iter()
+                .enumerate()
+                .filter_map(|(k, (name, v))| {
+                    if clusters.get(k).is_some_and(|c| c.name() == name) {
+                        return Some((k, v));
+                    }
+                    let by_name = self.by_name.get_or_insert_with(|| {
+                        clusters
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (c.name(), i))
+                            .collect()
+                    });
+                    by_name.get(name.as_str()).map(|&i| (i, v))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Lower each answered cluster of `out` to its answer (an unauthentic answer is none); with
+/// `keep`, also return what each cluster was answered.
+fn merge_minimum(
+    out: &mut [i32],
+    answers: Vec<(usize, i32)>,
+    keep: bool,
+) -> Option<Vec<Option<i32>>> {
+    let mut seen = keep.then(|| vec![None; out.len()]);
+    for (i, v) in answers {
+        if let Some(s) = seen.as_mut() {
+            s[i] = Some(v);
+        }
+        if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
+            out[i] = v;
+        }
+    }
+    seen
+}
+
+/// Each estimator's answers on the trace's feasible clusters.
+fn record_estimates(
+    t: &mut AttemptTrace,
+    clusters: &[&Cluster],
+    per_estimator: &[EstimatorAnswers],
+) {
+    // Clusters are pushed in snapshot order; feasible ones are a subsequence.
+    let mut it = per_estimator
+        .iter()
+        .map(|(n, v)| (n, v.iter()))
+        .collect::<Vec<_>>();
+    let feasible: std::collections::HashSet<&str> = clusters.iter().map(|c| c.name()).collect();
+    for ct in t
+        .clusters
+        .iter_mut()
+        .filter(|c| feasible.contains(c.name.as_str()))
+    {
+        for (name, values) in it.iter_mut() {
+            ct.estimates
+                .push((name.to_string(), values.next().copied().flatten()));
+        }
     }
 }
 
