@@ -26,7 +26,7 @@ use crate::observe::{FrameworkObserver, Step, StepGuard, StepObserver};
 use crate::plugins::in_tree_registry;
 use crate::prepared::Prepared;
 use crate::snapshot::Snapshot;
-use crate::spread::{self, GroupClustersInfo};
+use crate::spread::{self, GroupClustersInfo, Selection};
 use crate::trace::{AttemptTrace, ClusterTrace, EstimatorTrace, GroupTrace, Trace, Verdict};
 
 /// Knobs of the algorithm that come from flags.
@@ -287,18 +287,13 @@ impl Scheduler {
 
         let framework_obs = FrameworkObserver::new(observer);
         let filter_step = StepGuard::start(observer, Step::Filter);
-        let Feasible {
-            clusters: feasible,
-            shared: feasible_shared,
-            positions: feasible_positions,
-        } = self.filter(&input, status, &targets, trace.as_deref_mut())?;
+        let feasible = self.filter(&input, status, &targets, trace.as_deref_mut())?;
         drop(filter_step);
 
-        // Score.
         let score_step = StepGuard::start(observer, Step::Score);
         let scores = self
             .framework
-            .run_score_plugins_observed(spec, &targets, &feasible, framework_obs)
+            .run_score_plugins_observed(spec, &targets, &feasible.clusters, framework_obs)
             .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
         drop(score_step);
 
@@ -306,53 +301,59 @@ impl Scheduler {
         let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
             .cal_available_replicas(
-                &feasible,
-                &feasible_shared,
+                &feasible.clusters,
+                &feasible.shared,
                 spec,
                 input.assumed,
                 trace.as_deref_mut(),
             )
             .await;
-
-        // Details, canonical order and groups.
-        let details: Vec<ClusterDetail<'_>> = feasible
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ClusterDetail {
-                name: c.name(),
-                cluster: c,
-                score: scores.totals[i],
-                overflow_order: spread::overflow_order(c, spec, status),
-                allocatable_replicas: allocatable[i],
-                available_replicas: i64::from(allocatable[i])
-                    + i64::from(targets.replicas(c.name())),
-                position: Some(feasible_positions[i]),
-            })
-            .collect();
+        let details = cluster_details(
+            &feasible,
+            &scores.totals,
+            &allocatable,
+            spec,
+            status,
+            &targets,
+        );
         if let Some(t) = trace.as_deref_mut() {
             record_details(t, &details, &scores.per_plugin);
         }
         // Feasible clusters are in the snapshot's (name) order.
         let info = spread::group_clusters_name_sorted(details, spec);
+        let selection = self.select(spec, &info, trace)?;
+        drop(select_step);
 
-        // Select.
+        let assign_step = StepGuard::start(observer, Step::AssignReplicas);
+        let memo = self.prepare_filters.then_some(input.snapshot);
+        let assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
+            .map_err(|e| e.wrap("failed to assign replicas"))?;
+        drop(assign_step);
+        Ok(self.attach_extras(spec, &selection.clusters, assigned))
+    }
+
+    /// The candidates among the groups `info`, and what the trace shows of the choice.
+    fn select<'a>(
+        &self,
+        spec: &ResourceBindingSpec,
+        info: &GroupClustersInfo<'a>,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<Selection<'a>, ScheduleError> {
         let placement = placement_of(spec);
-        let need = if self.config.gates.multiple_pod_templates_scheduling()
-            && is_multi_template_scheduling_applicable(spec)
-        {
+        let need = if self.places_whole(spec) {
             1
         } else {
             spec.replicas
         };
         if let Some(t) = trace.as_deref_mut() {
-            record_groups(t, &info);
+            record_groups(t, info);
             t.need_replicas = if spread::should_ignore_available_resource(placement) {
                 spread::INVALID_REPLICAS
             } else {
                 need
             };
         }
-        let selection = spread::select_best_clusters(placement, &info, need)
+        let selection = spread::select_best_clusters(placement, info, need)
             .map_err(|e| ScheduleError::Other(format!("failed to select clusters: {e}")))?;
         if let Some(t) = trace {
             t.selected = selection
@@ -362,27 +363,28 @@ impl Scheduler {
                 .collect();
             t.chosen_regions.clone_from(&selection.regions);
         }
+        Ok(selection)
+    }
 
-        drop(select_step);
-
-        // Assign.
-        let assign_step = StepGuard::start(observer, Step::AssignReplicas);
-        let memo = self.prepare_filters.then_some(input.snapshot);
-        let mut assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
-            .map_err(|e| e.wrap("failed to assign replicas"))?;
-        drop(assign_step);
-        // v1.19 records the per-component result of a multi-template workload placed whole.
-        if self.config.gates.multiple_pod_templates_scheduling()
+    /// The assignment as written: with the per-component results of a multi-template workload
+    /// placed whole (as v1.19 records them), and with the selected clusters that got no
+    /// replicas under `--enable-empty-workload-propagation`.
+    fn attach_extras(
+        &self,
+        spec: &ResourceBindingSpec,
+        selected: &[ClusterDetail<'_>],
+        mut assigned: Vec<TargetCluster>,
+    ) -> Vec<TargetCluster> {
+        if self.places_whole(spec)
             && !self.config.omit_component_results
             && spec.components.len() > 1
-            && is_multi_template_scheduling_applicable(spec)
         {
             assign::attach_component_results(&mut assigned, spec);
         }
         if self.config.enable_empty_workload_propagation {
-            assigned = assign::attach_zero_replica_clusters(&selection.clusters, assigned);
+            assigned = assign::attach_zero_replica_clusters(selected, assigned);
         }
-        Ok(assigned)
+        assigned
     }
 
     /// The clusters that pass every filter plugin, in snapshot order; none is a fit error
@@ -663,6 +665,31 @@ pub fn is_multi_template_scheduling_applicable(spec: &ResourceBindingSpec) -> bo
                 && sc.min_groups == 1
                 && sc.max_groups == 1
         })
+}
+
+/// What selection and assignment know of each feasible cluster, in snapshot order.
+fn cluster_details<'a>(
+    feasible: &Feasible<'a>,
+    scores: &[i64],
+    allocatable: &[i32],
+    spec: &ResourceBindingSpec,
+    status: &ResourceBindingStatus,
+    targets: &TargetIndex<'_>,
+) -> Vec<ClusterDetail<'a>> {
+    feasible
+        .clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClusterDetail {
+            name: c.name(),
+            cluster: c,
+            score: scores[i],
+            overflow_order: spread::overflow_order(c, spec, status),
+            allocatable_replicas: allocatable[i],
+            available_replicas: i64::from(allocatable[i]) + i64::from(targets.replicas(c.name())),
+            position: Some(feasible.positions[i]),
+        })
+        .collect()
 }
 
 fn record_details(
