@@ -10,8 +10,8 @@
 //! refused write is decided again from the newer object a few times within the pass; the next
 //! pass takes up whatever is left.
 //!
-//! A pass runs under the [`Permit`] of the leadership term it started in; each write checks
-//! it right before it is sent, so a pass that outlived its term (the process was frozen, the
+//! A pass runs under the [`Permit`] of the leadership term it started in; its writes go
+//! through the [`WriteGate`], which checks it right before each is sent, so a pass that outlived its term (the process was frozen, the
 //! lease lapsed) stops writing at once and leaves the rest to whoever leads.
 
 use std::collections::HashMap;

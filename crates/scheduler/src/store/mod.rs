@@ -55,7 +55,7 @@ type Entry = (Option<Cached>, Summary);
 pub struct Store {
     bindings: cb::Store<BindingKey, Entry>,
     clusters: cb::Store<ObjectKey, Arc<Cluster>>,
-    /// The clusters' snapshot, dropped by the writer with each cluster change and kept until
+    /// The clusters' snapshot, dropped by the clusters' writer with each change and kept until
     /// then: scheduler-core memoises per-snapshot answers (filter sets, parsed resource
     /// summaries) that serve every binding scheduled meanwhile.
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
