@@ -26,8 +26,8 @@ use component_base::fence::{Fence, Permit};
 use component_base::key::ObjectKey;
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
-use component_base::store::{Reflect, Store, Writer};
-use component_base::watch::{RawObject, all_synced, key_of, watch_all};
+use component_base::store::{Reflect, Store, WatchEnded, Writer};
+use component_base::watch::{RawObject, key_of, until_ready, watch_all};
 use component_base::write::{ObjectApi, WriteGate};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
@@ -164,6 +164,10 @@ impl Reflect<RawObject> for Bindings {
 
     fn held(&self) -> Vec<ObjectKey> {
         self.0.keys(|_| true)
+    }
+
+    fn synced(&mut self) {
+        self.0.mark_ready();
     }
 }
 
@@ -359,6 +363,15 @@ impl Descheduler {
     }
 }
 
+/// Resolves once both caches hold their first complete list.
+async fn caches_ready<A, B>(
+    bindings: &Store<ObjectKey, A>,
+    clusters: &Store<ObjectKey, B>,
+) -> Result<(), WatchEnded> {
+    bindings.wait_until_ready().await?;
+    clusters.wait_until_ready().await
+}
+
 /// Run until `stop`: watches and caches throughout, passes only while `leading`.
 pub async fn run(
     opts: Arc<Options>,
@@ -386,11 +399,11 @@ pub async fn run(
     let resource = ApiResource::erase::<ResourceBinding>(&());
     let bindings = watch_all(client.clone(), &resource, d.cache.clone());
     let clusters = Writer::<ObjectKey, Arc<Cluster>>::default();
-    let lookup = clusters.store();
+    let cluster_store = clusters.store();
+    let lookup = cluster_store.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| lookup.get(&ObjectKey::new("", name)));
     let clusters = watch_clusters(client.clone(), Some(sync.clone()), current, clusters);
-    let mut watches = vec![bindings.0, clusters.0];
-    let synced = vec![bindings.1, clusters.1];
+    let mut watches = vec![bindings, clusters];
     watches.extend(sync.watch_services(
         client.clone(),
         &opts.estimator.service_namespace,
@@ -398,7 +411,7 @@ pub async fn run(
     ));
 
     tokio::select! {
-        r = all_synced(synced) => r?,
+        r = until_ready(caches_ready(&d.bindings, &cluster_store), &mut watches) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());

@@ -41,7 +41,7 @@ use crate::store::{BindingCache, ClusterCache, Store, caches};
 use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
 use component_base::serve::Readiness;
-use component_base::watch::all_synced;
+use component_base::watch::until_ready;
 use component_base::write::WriteGate;
 use estimator_client::sync::EstimatorSync;
 
@@ -105,11 +105,11 @@ pub async fn run(
     let ctx = Arc::new(context(opts, &client, metrics, estimators.as_ref())?);
 
     let mut watches = Vec::new();
-    let synced = watches::start(&ctx, &client, opts, estimators, &mut watches);
+    watches::start(&ctx, &client, opts, estimators, &mut watches);
 
     // All caches synced before the first cycle.
     tokio::select! {
-        r = all_synced(synced) => r?,
+        r = until_ready(ctx.stores.wait_until_ready(), &mut watches) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());

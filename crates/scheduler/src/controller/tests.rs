@@ -286,6 +286,19 @@ fn the_snapshot_is_shared_until_a_cluster_changes() {
     assert_eq!(c.clusters()[0].name(), "m2");
 }
 
+/// The store is ready once both binding kinds and the Clusters have listed, not before.
+#[test]
+fn the_store_is_ready_once_every_watch_has_listed() {
+    let (stores, mut bindings, mut clusters) = caches(false, None);
+    assert!(!stores.is_ready());
+    bindings.synced(BindingKind::ResourceBinding);
+    bindings.synced(BindingKind::ResourceBinding);
+    clusters.synced();
+    assert!(!stores.is_ready(), "ClusterResourceBindings not listed yet");
+    bindings.synced(BindingKind::ClusterResourceBinding);
+    assert!(stores.is_ready());
+}
+
 /// Another scheduler's binding is not decoded into the cache (only its summary is kept);
 /// when it is handed to this scheduler, the update brings the whole object and queues it.
 #[tokio::test]

@@ -1,5 +1,7 @@
-//! The watches, each event handed to its hook (`handler.rs`). Watched: ResourceBindings, ClusterResourceBindings and Clusters (the
-//! caches the first cycle waits for) and, with estimators, the estimator Services.
+//! The watches, each event handed to its hook (`handler.rs`), and each first complete list to
+//! its cache's writer (the store is ready once all three are in, before the first cycle).
+//! Watched: ResourceBindings, ClusterResourceBindings and Clusters and, with estimators, the
+//! estimator Services.
 
 use std::sync::Arc;
 
@@ -9,7 +11,6 @@ use component_base::watch::{RawObject, watch_all};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use karmada_api::Cluster;
-use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 
 use super::Context;
@@ -17,15 +18,14 @@ use crate::config::options::Options;
 use crate::kube::resource;
 use crate::model::binding::{BindingKey, BindingKind};
 
-/// Start the watches, their tasks pushed to `tasks`; one receiver per cache, true once it has
-/// synced.
+/// Start the watches, their tasks pushed to `tasks`.
 pub(super) fn start(
     ctx: &Arc<Context>,
     client: &kube::Client,
     opts: &Options,
     estimators: Option<Arc<EstimatorSync>>,
     tasks: &mut Vec<JoinHandle<()>>,
-) -> Vec<tokio_watch::Receiver<bool>> {
+) {
     let stores = ctx.stores.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| stores.cluster(name));
     let clusters = Clusters(ctx.clone());
@@ -33,22 +33,19 @@ pub(super) fn start(
         let watch = Bindings(ctx.clone(), kind);
         watch_all(client.clone(), &resource(kind), watch)
     };
-    let watches = [
+    tasks.extend([
         bindings(BindingKind::ResourceBinding),
         bindings(BindingKind::ClusterResourceBinding),
         watch_clusters(client.clone(), estimators.clone(), current, clusters),
-    ];
+    ]);
     if let Some(est) = estimators {
-        // Not part of the sync gate: scheduling does not wait for the estimator Services.
+        // Not part of the store's readiness: scheduling does not wait for the Services.
         tasks.extend(est.watch_services(
             client.clone(),
             &opts.estimator.service_namespace,
             &opts.estimator.service_prefix,
         ));
     }
-    let (watches, synced): (Vec<_>, _) = watches.into_iter().unzip();
-    tasks.extend(watches);
-    synced
 }
 
 /// The watch of one binding kind.
@@ -66,6 +63,10 @@ impl Reflect<RawObject> for Bindings {
     fn held(&self) -> Vec<ObjectKey> {
         self.0.binding_cache().held(self.1)
     }
+
+    fn synced(&mut self) {
+        self.0.binding_cache().synced(self.1);
+    }
 }
 
 /// The Cluster watch.
@@ -82,5 +83,9 @@ impl Reflect<Cluster> for Clusters {
 
     fn held(&self) -> Vec<ObjectKey> {
         self.0.cluster_cache().held()
+    }
+
+    fn synced(&mut self) {
+        self.0.cluster_cache().synced();
     }
 }

@@ -62,6 +62,18 @@ pub struct Store {
 }
 
 impl Store {
+    /// Resolves once every cache holds its first complete list (both binding kinds, the
+    /// Clusters); fails if a writer went away first.
+    pub async fn wait_until_ready(&self) -> Result<(), cb::WatchEnded> {
+        self.bindings.wait_until_ready().await?;
+        self.clusters.wait_until_ready().await
+    }
+
+    /// Whether every cache holds its first complete list.
+    pub fn is_ready(&self) -> bool {
+        self.bindings.is_ready() && self.clusters.is_ready()
+    }
+
     pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
         self.bindings
             .read(|m| m.get(key).and_then(|(c, _)| c.clone()))

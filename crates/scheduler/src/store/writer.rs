@@ -36,6 +36,7 @@ pub fn caches(
     });
     let binding_cache = BindingCache {
         entries: bindings,
+        listed: Vec::new(),
         workload,
         assumptions,
     };
@@ -55,6 +56,8 @@ fn assumption_key(key: &BindingKey) -> Option<String> {
 /// The bindings cache's one writer, fed by both binding watches.
 pub struct BindingCache {
     entries: cb::Writer<BindingKey, Entry>,
+    /// The kinds whose first list is in: the cache is ready once both are.
+    listed: Vec<BindingKind>,
     /// Present with the `WorkloadAffinity` gate.
     workload: Option<Arc<WorkloadIndex>>,
     /// Present with the `SchedulingOvercommitProtection` gate.
@@ -116,6 +119,20 @@ impl BindingCache {
         }
     }
 
+    /// The first list of `kind` is in.
+    pub fn synced(&mut self, kind: BindingKind) {
+        if !self.listed.contains(&kind) {
+            self.listed.push(kind);
+        }
+        let kinds = [
+            BindingKind::ResourceBinding,
+            BindingKind::ClusterResourceBinding,
+        ];
+        if kinds.iter().all(|k| self.listed.contains(k)) {
+            self.entries.mark_ready();
+        }
+    }
+
     /// The keys of the bindings of `kind` it holds (a relist deletes those it did not list).
     pub fn held(&self, kind: BindingKind) -> Vec<ObjectKey> {
         let keys = self.entries.keys(|k| k.kind == kind);
@@ -143,6 +160,11 @@ impl ClusterCache {
     /// The names of the clusters it holds.
     pub fn held(&self) -> Vec<ObjectKey> {
         self.clusters.keys(|_| true)
+    }
+
+    /// The first list of Clusters is in.
+    pub fn synced(&mut self) {
+        self.clusters.mark_ready();
     }
 
     /// Change the clusters, and drop their snapshot (under their lock).
