@@ -340,12 +340,58 @@ pub fn parse<S: AsRef<str>>(
     args: &[S],
     sink: &mut dyn FlagSink,
 ) -> Result<Parsed, FlagError> {
-    let defs = || tables.iter().flat_map(|t| t.iter());
-    let mut parsed = Parsed::default();
     let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
-    let mut set = |parsed: &mut Parsed, def: &FlagDef, value: &str| -> Result<(), FlagError> {
-        let first = !parsed.changed.iter().any(|c| c == def.name);
-        sink.set(def.name, value, first).map_err(|e| {
+    let mut parser = Parser {
+        tables,
+        args: &args,
+        next: 0,
+        sink,
+        parsed: Parsed::default(),
+    };
+    while let Some(arg) = parser.next_arg() {
+        if arg.len() < 2 || !arg.starts_with('-') {
+            parser.parsed.positionals.push(arg.to_string());
+        } else if arg == "--" {
+            let rest = &parser.args[parser.next..];
+            parser
+                .parsed
+                .positionals
+                .extend(rest.iter().map(|s| s.to_string()));
+            break;
+        } else if let Some(body) = arg.strip_prefix("--") {
+            parser.long(arg, body)?;
+        } else {
+            parser.shorthands(&arg[1..])?;
+        }
+    }
+    Ok(parser.parsed)
+}
+
+/// One run of [`parse`]: the arguments, how far they are read, and what they said so far.
+struct Parser<'a, 's> {
+    tables: &'a [&'a [FlagDef]],
+    args: &'a [&'a str],
+    next: usize,
+    sink: &'s mut dyn FlagSink,
+    parsed: Parsed,
+}
+
+impl<'a> Parser<'a, '_> {
+    /// The next argument, which is then read.
+    fn next_arg(&mut self) -> Option<&'a str> {
+        let arg = self.args.get(self.next).copied()?;
+        self.next += 1;
+        Some(arg)
+    }
+
+    fn defs(&self) -> impl Iterator<Item = &'a FlagDef> {
+        self.tables.iter().flat_map(|t| t.iter())
+    }
+
+    /// Apply `value` of `def` to the sink, noting the flag as given.
+    fn set(&mut self, def: &FlagDef, value: &str) -> Result<(), FlagError> {
+        let first = !self.parsed.changed.iter().any(|c| c == def.name);
+        self.sink.set(def.name, value, first).map_err(|e| {
             flag_err(format!(
                 "invalid argument {} for {} flag: {e}",
                 go_quote(value),
@@ -353,68 +399,55 @@ pub fn parse<S: AsRef<str>>(
             ))
         })?;
         if first {
-            parsed.changed.push(def.name.to_string());
+            self.parsed.changed.push(def.name.to_string());
         }
         Ok(())
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let arg = args[i];
-        i += 1;
-        if arg.len() < 2 || !arg.starts_with('-') {
-            parsed.positionals.push(arg.to_string());
-            continue;
+    }
+
+    /// `--name`, `--name=value` or `--name value`; `body` is `arg` without its `--`.
+    fn long(&mut self, arg: &str, body: &str) -> Result<(), FlagError> {
+        if body.starts_with('-') || body.starts_with('=') {
+            return Err(flag_err(format!("bad flag syntax: {arg}")));
         }
-        if let Some(body) = arg.strip_prefix("--") {
-            if body.is_empty() {
-                parsed
-                    .positionals
-                    .extend(args[i..].iter().map(|s| s.to_string()));
-                break;
-            }
-            if body.starts_with('-') || body.starts_with('=') {
-                return Err(flag_err(format!("bad flag syntax: {arg}")));
-            }
-            let (name, inline) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (body, None),
-            };
-            let norm = normalize(name);
-            if norm == "help" {
-                let v = inline.map(goparse::parse_bool).transpose().map_err(|e| {
-                    flag_err(format!(
-                        "invalid argument {} for \"-h, --help\" flag: {e}",
-                        go_quote(inline.unwrap_or_default())
-                    ))
-                })?;
-                parsed.help = v.unwrap_or(true);
-                continue;
-            }
-            let Some(def) = defs().find(|f| f.name == norm) else {
-                return Err(flag_err(format!("unknown flag: --{name}")));
-            };
-            let value = match inline {
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        let norm = normalize(name);
+        if norm == "help" {
+            let v = inline.map(goparse::parse_bool).transpose().map_err(|e| {
+                flag_err(format!(
+                    "invalid argument {} for \"-h, --help\" flag: {e}",
+                    go_quote(inline.unwrap_or_default())
+                ))
+            })?;
+            self.parsed.help = v.unwrap_or(true);
+            return Ok(());
+        }
+        let Some(def) = self.defs().find(|f| f.name == norm) else {
+            return Err(flag_err(format!("unknown flag: --{name}")));
+        };
+        let value = match inline {
+            Some(v) => v.to_string(),
+            None if def.kind == Kind::Bool => "true".to_string(),
+            None => match self.next_arg() {
                 Some(v) => v.to_string(),
-                None if def.kind == Kind::Bool => "true".to_string(),
-                None if i < args.len() => {
-                    i += 1;
-                    args[i - 1].to_string()
-                }
                 None => return Err(flag_err(format!("flag needs an argument: {arg}"))),
-            };
-            set(&mut parsed, def, &value)?;
-            continue;
-        }
-        // Shorthand cluster: -v3, -v=3, -v 3, -h.
-        let mut shorts = &arg[1..];
+            },
+        };
+        self.set(def, &value)
+    }
+
+    /// A shorthand cluster after its `-`: `-v3`, `-v=3`, `-v 3`, `-h`.
+    fn shorthands(&mut self, mut shorts: &str) -> Result<(), FlagError> {
         while !shorts.is_empty() {
             let c = shorts.chars().next().unwrap_or_default();
             if c == 'h' {
-                parsed.help = true;
+                self.parsed.help = true;
                 shorts = &shorts[1..];
                 continue;
             }
-            let Some(def) = defs().find(|f| f.shorthand == Some(c)) else {
+            let Some(def) = self.defs().find(|f| f.shorthand == Some(c)) else {
                 return Err(flag_err(format!(
                     "unknown shorthand flag: '{c}' in -{shorts}"
                 )));
@@ -430,19 +463,18 @@ pub fn parse<S: AsRef<str>>(
             } else if !rest.is_empty() {
                 value = rest.to_string();
                 shorts = "";
-            } else if i < args.len() {
-                value = args[i].to_string();
-                i += 1;
+            } else if let Some(next) = self.next_arg() {
+                value = next.to_string();
                 shorts = "";
             } else {
                 return Err(flag_err(format!(
                     "flag needs an argument: '{c}' in -{shorts}"
                 )));
             }
-            set(&mut parsed, def, &value)?;
+            self.set(def, &value)?;
         }
+        Ok(())
     }
-    Ok(parsed)
 }
 
 /// cobra's `Args` check of a command that takes none: `"<command>" does not take any

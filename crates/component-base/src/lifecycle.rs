@@ -246,28 +246,7 @@ async fn run_work(
             .context("work task")?;
     }
 
-    let le = &settings.leader_election;
-    let cfg = ElectionConfig {
-        namespace: le.resource_namespace.clone(),
-        name: le.resource_name.clone(),
-        identity: crate::leader::identity(),
-        lease_duration: le.lease_duration.to_std(),
-        renew_deadline: le.renew_deadline.to_std(),
-        retry_period: le.retry_period.to_std(),
-    };
-    // The Lease has a client of its own, as the reference's leader election has: its
-    // requests neither queue behind the work's in the rate limiter nor ride connections
-    // driven on the work's threads.
-    let lease_client = crate::client::build(config, kube.kube_api_qps, kube.kube_api_burst)?;
-    let mut elector = Elector::new(
-        cfg,
-        Arc::new(KubeLease::new(
-            lease_client,
-            &le.resource_namespace,
-            &le.resource_name,
-        )),
-    )
-    .with_fence(fence.clone());
+    let mut elector = elector(settings, config, &fence)?;
     tracing::info!(identity = elector.identity(), "campaigning for leadership");
     metrics.set_leader(false);
     // A standby is healthy and ready: it serves probes and waits.
@@ -285,37 +264,7 @@ async fn run_work(
         fence.clone(),
         sched_stop.clone(),
     ));
-    // Renew until lost; a stop request is watched alongside, so that the work ends before the
-    // Lease is released.
-    let never = CancellationToken::new();
-    let (outcome, finished) = loop {
-        let (outcome, finished) = tokio::select! {
-            ended = elector.renew(&never) => (ended, None),
-            _ = stop.cancelled() => (LeadingEnded::Stopped, None),
-            // The work ended on its own (a start-up error): give the Lease up and report it.
-            r = &mut sched => (LeadingEnded::Stopped, Some(r)),
-        };
-        if outcome != LeadingEnded::Lost || le.exit_on_lost_lease {
-            break (outcome, finished);
-        }
-        // Our addition: stop taking work (the fence, closed by the elector, refuses every
-        // write of the ended term: what was taken or computed is dropped and requeued), keep
-        // the caches, and campaign again.
-        metrics.set_leader(false);
-        tracing::error!(
-            "leaderelection lost; {} paused, campaigning again",
-            settings.work_name
-        );
-        let acquired = tokio::select! {
-            a = elector.acquire(&stop) => a,
-            r = &mut sched => break (LeadingEnded::Stopped, Some(r)),
-        };
-        if !acquired {
-            break (LeadingEnded::Stopped, None);
-        }
-        metrics.set_leader(true);
-        tracing::info!("leading again; {} resumes", settings.work_name);
-    };
+    let (outcome, finished) = lead(settings, &metrics, &mut elector, &mut sched, &stop).await;
     sched_stop.cancel();
     let sched_result = match finished {
         Some(r) => r.context("work task")?,
@@ -331,5 +280,78 @@ async fn run_work(
             elector.release().await;
             sched_result
         }
+    }
+}
+
+/// The elector of `--leader-elect`, which closes `fence` when its term ends.
+fn elector(settings: &Settings, config: kube::Config, fence: &Fence) -> anyhow::Result<Elector> {
+    let le = &settings.leader_election;
+    let kube = &settings.kube;
+    let cfg = ElectionConfig {
+        namespace: le.resource_namespace.clone(),
+        name: le.resource_name.clone(),
+        identity: crate::leader::identity(),
+        lease_duration: le.lease_duration.to_std(),
+        renew_deadline: le.renew_deadline.to_std(),
+        retry_period: le.retry_period.to_std(),
+    };
+    // The Lease has a client of its own, as the reference's leader election has: its
+    // requests neither queue behind the work's in the rate limiter nor ride connections
+    // driven on the work's threads.
+    let lease_client = crate::client::build(config, kube.kube_api_qps, kube.kube_api_burst)?;
+    let elector = Elector::new(
+        cfg,
+        Arc::new(KubeLease::new(
+            lease_client,
+            &le.resource_namespace,
+            &le.resource_name,
+        )),
+    )
+    .with_fence(fence.clone());
+    Ok(elector)
+}
+
+/// How the work's task ended, when it ended on its own.
+type WorkEnded = Result<anyhow::Result<()>, tokio::task::JoinError>;
+
+/// Renew the Lease until it is lost for good, a stop is asked for, or the work ends on its
+/// own; a lost Lease pauses the work and campaigns again unless `--exit-on-lost-lease`.
+/// The stop request is watched alongside the renewal so that the work ends before the Lease
+/// is released.
+async fn lead(
+    settings: &Settings,
+    metrics: &Metrics,
+    elector: &mut Elector,
+    sched: &mut tokio::task::JoinHandle<anyhow::Result<()>>,
+    stop: &CancellationToken,
+) -> (LeadingEnded, Option<WorkEnded>) {
+    let never = CancellationToken::new();
+    loop {
+        let (outcome, finished) = tokio::select! {
+            ended = elector.renew(&never) => (ended, None),
+            _ = stop.cancelled() => (LeadingEnded::Stopped, None),
+            // The work ended on its own (a start-up error): give the Lease up and report it.
+            r = &mut *sched => (LeadingEnded::Stopped, Some(r)),
+        };
+        if outcome != LeadingEnded::Lost || settings.leader_election.exit_on_lost_lease {
+            return (outcome, finished);
+        }
+        // Our addition: stop taking work (the fence, closed by the elector, refuses every
+        // write of the ended term: what was taken or computed is dropped and requeued), keep
+        // the caches, and campaign again.
+        metrics.set_leader(false);
+        tracing::error!(
+            "leaderelection lost; {} paused, campaigning again",
+            settings.work_name
+        );
+        let acquired = tokio::select! {
+            a = elector.acquire(stop) => a,
+            r = &mut *sched => return (LeadingEnded::Stopped, Some(r)),
+        };
+        if !acquired {
+            return (LeadingEnded::Stopped, None);
+        }
+        metrics.set_leader(true);
+        tracing::info!("leading again; {} resumes", settings.work_name);
     }
 }

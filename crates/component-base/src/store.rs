@@ -1,11 +1,14 @@
 //! Reflector-style caches, after kube-runtime's reflector: one [`Writer`] owns every change of
-//! a cache (`&mut self`), readers hold a [`Store`], a cheap clone with no mutators. A watch
-//! feeds its cache through [`Reflect`] ([`crate::watch::drive`]), which after a relist tells
-//! what it holds: what the list no longer has is deleted.
+//! a cache (`&mut self`), readers hold a [`Store`], a cheap clone with no mutators, which also
+//! says whether the cache is ready (its first complete list is in). A watch feeds its cache
+//! through [`Reflect`] ([`crate::watch::drive`]), which after a relist tells what it holds:
+//! what the list no longer has is deleted.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::watch;
 
 use crate::key::ObjectKey;
 
@@ -15,11 +18,46 @@ pub trait Reflect<O> {
     fn delete(&mut self, key: &ObjectKey);
     /// The keys of what it holds of this watch.
     fn held(&self) -> Vec<ObjectKey>;
+    /// The watch's first complete list is in (called once it is applied).
+    fn synced(&mut self) {}
 }
 
+/// A cache's writer went away before the cache was ready: its watch ended.
+#[derive(Debug, thiserror::Error)]
+#[error("a watch ended before syncing")]
+pub struct WatchEnded;
+
 /// The read-only side of a cache.
-#[derive(Clone)]
-pub struct Store<K, V>(Arc<RwLock<HashMap<K, V>>>);
+pub struct Store<K, V> {
+    map: Arc<RwLock<HashMap<K, V>>>,
+    ready: watch::Receiver<bool>,
+}
+
+impl<K, V> Clone for Store<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            map: self.map.clone(),
+            ready: self.ready.clone(),
+        }
+    }
+}
+
+impl<K, V> Store<K, V> {
+    /// Whether the cache holds a complete list (its writer was told [`Writer::mark_ready`]).
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// Resolves once the cache is ready; fails if its writer is dropped first.
+    pub async fn wait_until_ready(&self) -> Result<(), WatchEnded> {
+        let mut ready = self.ready.clone();
+        ready
+            .wait_for(|r| *r)
+            .await
+            .map(|_| ())
+            .map_err(|_| WatchEnded)
+    }
+}
 
 impl<K: Hash + Eq, V: Clone> Store<K, V> {
     pub fn get(&self, key: &K) -> Option<V> {
@@ -28,28 +66,45 @@ impl<K: Hash + Eq, V: Clone> Store<K, V> {
 
     /// Read the whole cache under its lock (scans).
     pub fn read<R>(&self, f: impl FnOnce(&HashMap<K, V>) -> R) -> R {
-        f(&self.0.read().unwrap_or_else(|p| p.into_inner()))
+        f(&self.map.read().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
 /// The one writer of a cache (not `Clone`): whoever owns it owns every change.
-pub struct Writer<K, V>(Store<K, V>);
+pub struct Writer<K, V> {
+    store: Store<K, V>,
+    ready: watch::Sender<bool>,
+}
 
 impl<K, V> Default for Writer<K, V> {
     fn default() -> Self {
-        Self(Store(Arc::default()))
+        let (ready, rx) = watch::channel(false);
+        Self {
+            store: Store {
+                map: Arc::default(),
+                ready: rx,
+            },
+            ready,
+        }
+    }
+}
+
+impl<K, V> Writer<K, V> {
+    /// The cache holds a complete list: its stores are ready from now on.
+    pub fn mark_ready(&mut self) {
+        self.ready.send_replace(true);
     }
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> Writer<K, V> {
     /// A read-only handle on what this writer writes.
     pub fn store(&self) -> Store<K, V> {
-        self.0.clone()
+        self.store.clone()
     }
 
     /// Change the cache under its lock.
     pub fn write<R>(&mut self, f: impl FnOnce(&mut HashMap<K, V>) -> R) -> R {
-        f(&mut (self.0).0.write().unwrap_or_else(|p| p.into_inner()))
+        f(&mut self.store.map.write().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Insert or replace; the previous value.
@@ -63,8 +118,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Writer<K, V> {
 
     /// The keys held that `pick` accepts.
     pub fn keys(&self, pick: impl Fn(&K) -> bool) -> Vec<K> {
-        self.0
-            .read(|m| m.keys().filter(|k| pick(k)).cloned().collect())
+        (self.store).read(|m| m.keys().filter(|k| pick(k)).cloned().collect())
     }
 }
 
@@ -81,6 +135,10 @@ impl<O: kube::Resource> Reflect<O> for Writer<ObjectKey, Arc<O>> {
     fn held(&self) -> Vec<ObjectKey> {
         self.keys(|_| true)
     }
+
+    fn synced(&mut self) {
+        self.mark_ready();
+    }
 }
 
 /// A writer shared by its watch and its owner's own writes: each change under the lock.
@@ -95,6 +153,10 @@ impl<O, R: Reflect<O>> Reflect<O> for Arc<Mutex<R>> {
 
     fn held(&self) -> Vec<ObjectKey> {
         self.lock().unwrap_or_else(|p| p.into_inner()).held()
+    }
+
+    fn synced(&mut self) {
+        self.lock().unwrap_or_else(|p| p.into_inner()).synced()
     }
 }
 
@@ -123,5 +185,34 @@ impl<O: kube::Resource, Q, F: Fn(&O) -> Q, C: FnMut(&Q)> Reflect<O> for OnChange
 
     fn held(&self) -> Vec<ObjectKey> {
         self.0.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store is ready once its writer says the first list is in, and stays so; a writer
+    /// dropped before that fails the wait instead of leaving it hanging.
+    #[tokio::test]
+    async fn readiness_follows_the_writer() {
+        let mut writer = Writer::<ObjectKey, u32>::default();
+        let store = writer.store();
+        assert!(!store.is_ready());
+        let waiting = tokio::spawn({
+            let store = store.clone();
+            async move { store.wait_until_ready().await }
+        });
+        writer.insert(ObjectKey::new("", "a"), 1);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        writer.mark_ready();
+        waiting.await.unwrap().unwrap();
+        assert!(store.is_ready() && writer.store().is_ready());
+
+        let gone = Writer::<ObjectKey, u32>::default();
+        let orphan = gone.store();
+        drop(gone);
+        assert!(orphan.wait_until_ready().await.is_err());
     }
 }

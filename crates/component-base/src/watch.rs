@@ -12,15 +12,11 @@ use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use tokio::sync::watch as tokio_watch;
 
 use crate::key::ObjectKey;
 use crate::store::Reflect;
 
-/// A watch ended before its first complete list.
-#[derive(Debug, thiserror::Error)]
-#[error("a watch ended before syncing")]
-pub struct WatchEnded;
+pub use crate::store::WatchEnded;
 
 /// The key of a watched object.
 pub fn key_of<K: kube::Resource>(o: &K) -> ObjectKey {
@@ -181,32 +177,37 @@ pub fn list_config() -> watcher::Config {
 
 /// Watches every object of `resource` (all namespaces) with [`WatchBackoff`] into `cache`,
 /// driven by [`drive`] (each object handed on as its text, decoded by the cache, so that one
-/// malformed object costs only itself). Returns the task and a receiver that turns `true`
-/// after the first complete list.
+/// malformed object costs only itself). The cache is told when the first list is complete
+/// ([`Reflect::synced`]); the task runs until aborted.
 pub fn watch_all<C>(
     client: kube::Client,
     resource: &ApiResource,
     cache: C,
-) -> (tokio::task::JoinHandle<()>, tokio_watch::Receiver<bool>)
+) -> tokio::task::JoinHandle<()>
 where
     C: Reflect<RawObject> + Send + 'static,
 {
     let api: Api<RawObject> = Api::all_with(client, resource);
-    let (tx, rx) = tokio_watch::channel(false);
     let what = resource.plural.clone();
-    let task = tokio::spawn(async move {
+    tokio::spawn(async move {
         let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
-        drive(stream, &what, cache, tx).await;
-    });
-    (task, rx)
+        drive(stream, &what, cache).await;
+    })
 }
 
-/// Waits until every watch has listed completely once.
-pub async fn all_synced(synced: Vec<tokio_watch::Receiver<bool>>) -> Result<(), WatchEnded> {
-    for mut rx in synced {
-        rx.wait_for(|v| *v).await.map_err(|_| WatchEnded)?;
+/// Waits for `ready` (the daemon's stores), failing when one of `watches` ends first (a watch
+/// task that panicked would otherwise leave its cache unready for good).
+pub async fn until_ready(
+    ready: impl std::future::Future<Output = Result<(), WatchEnded>>,
+    watches: &mut [tokio::task::JoinHandle<()>],
+) -> Result<(), WatchEnded> {
+    if watches.is_empty() {
+        return ready.await;
     }
-    Ok(())
+    tokio::select! {
+        r = ready => r,
+        _ = futures::future::select_all(watches.iter_mut()) => Err(WatchEnded),
+    }
 }
 
 /// Backoff of the watches after an error: 800 ms doubling to at most 5 s, reset by the next
@@ -247,12 +248,11 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 
 /// Applies a watcher stream to `cache`: a relist's objects as they arrive (not held until the
 /// list is complete, next to the cache's own copies), then what the cache holds and the list
-/// did not have is deleted. Marks `synced` after the first complete list.
+/// did not have is deleted. Tells the cache after each complete list ([`Reflect::synced`]).
 pub async fn drive<K: kube::Resource, C: Reflect<K>>(
     stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
     what: &str,
     mut cache: C,
-    synced: tokio_watch::Sender<bool>,
 ) {
     futures::pin_mut!(stream);
     // Keys of the list in progress.
@@ -269,7 +269,7 @@ pub async fn drive<K: kube::Resource, C: Reflect<K>>(
                     cache.delete(&gone);
                 }
                 listing = HashSet::new();
-                let _ = synced.send(true);
+                cache.synced();
             }
             Ok(Event::Apply(o)) => cache.upsert(o),
             Ok(Event::Delete(o)) => cache.delete(&key_of(&o)),
@@ -403,22 +403,25 @@ mod tests {
             fn held(&self) -> Vec<ObjectKey> {
                 self.0.iter().cloned().collect()
             }
+            fn synced(&mut self) {
+                self.1.lock().unwrap().push("synced".into());
+            }
         }
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = tokio_watch::channel(false);
         let cache = Log(Default::default(), log.clone());
-        drive(futures::stream::iter(events), "test", cache, tx).await;
-        assert!(*rx.borrow());
+        drive(futures::stream::iter(events), "test", cache).await;
         assert_eq!(
             *log.lock().unwrap(),
             [
                 "upsert a@1",
                 "upsert b@1",
+                "synced",
                 "upsert c@1",
                 "remove a",
                 "upsert b@2",
                 "upsert d@1",
-                "remove c"
+                "remove c",
+                "synced"
             ]
         );
     }

@@ -1,9 +1,11 @@
 //! The writes a daemon makes to its own objects (a scheduler's or descheduler's bindings): one
-//! [`ObjectWriter`] trait for the kube client and the in-memory fakes of tests, one
-//! [`Permitted`] wrapper that holds every write to the leadership term it was decided in, and
-//! one bounded merge patch through the kube client ([`merge_patch`]).
+//! [`ObjectApi`] trait for the kube client and the in-memory fakes of tests, one [`WriteGate`]
+//! that owns a daemon's API and lends it only under a leadership [`Permit`] (as a
+//! [`Permitted`] view that checks the permit right before each write), and one bounded merge
+//! patch through the kube client ([`merge_patch`]).
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::Either;
@@ -25,9 +27,9 @@ pub enum Target {
 }
 
 /// Writes (JSON merge patches, whole replacements) and reads of objects named by `K`, decoded
-/// as `O`. A writer implements what its daemon sends (and its RBAC grants); the others refuse
-/// without a request, so a daemon can never send a verb it does not use.
-pub trait ObjectWriter<K: ?Sized, O: Send + 'static>: Send + Sync {
+/// as `O`, over the API. An implementation offers what its daemon sends (and its RBAC grants);
+/// the others refuse without a request, so a daemon can never send a verb it does not use.
+pub trait ObjectApi<K: ?Sized, O: Send + 'static>: Send + Sync {
     /// Merge-patch the object (or its status); the object the server stored.
     fn patch<'a>(
         &'a self,
@@ -50,30 +52,49 @@ pub trait ObjectWriter<K: ?Sized, O: Send + 'static>: Send + Sync {
     }
 }
 
-/// What a writer answers for an operation it does not implement: refused, nothing sent.
+/// What an API answers for an operation it does not implement: refused, nothing sent.
 fn unsupported<'a, O: Send + 'static>(operation: &str) -> BoxFuture<'a, Result<O, ApiFailure>> {
     let failure = ApiFailure {
         code: 405,
         reason: "MethodNotAllowed".into(),
-        message: format!("this writer does not {operation} objects"),
+        message: format!("this API does not {operation} objects"),
     };
     Box::pin(std::future::ready(Err(failure)))
 }
 
-/// A writer for one piece of work decided under `permit`: each patch is sent only if the
-/// permit still holds right before it goes out (same leadership term, deadline not passed);
-/// otherwise it fails with a fenced [`ApiFailure`] and nothing is sent. Reads pass. This is
-/// the one place a daemon's object writes are fenced.
-pub struct Permitted<'a, W: ?Sized> {
-    pub inner: &'a W,
-    pub permit: &'a Permit,
+/// The one door of a daemon's object writes: it owns the daemon's [`ObjectApi`] and offers
+/// no way to it but [`WriteGate::under`] a permit. A daemon builds its kube API straight into
+/// a gate, so no write of its objects can skip the lease check.
+pub struct WriteGate<A: ?Sized>(Arc<A>);
+
+impl<A: ?Sized> WriteGate<A> {
+    pub fn new(api: Arc<A>) -> Self {
+        Self(api)
+    }
+
+    /// The API for one piece of work decided under `permit`.
+    pub fn under<'a>(&'a self, permit: &'a Permit) -> Permitted<'a, A> {
+        Permitted {
+            inner: &self.0,
+            permit,
+        }
+    }
 }
 
-impl<K, O, W> ObjectWriter<K, O> for Permitted<'_, W>
+/// A daemon's API lent by its [`WriteGate`] for one piece of work decided under `permit`: each
+/// write is sent only if the permit still holds right before it goes out (same leadership
+/// term, deadline not passed); otherwise it fails with a fenced [`ApiFailure`] and nothing is
+/// sent. Reads pass.
+pub struct Permitted<'a, W: ?Sized> {
+    inner: &'a W,
+    permit: &'a Permit,
+}
+
+impl<K, O, W> ObjectApi<K, O> for Permitted<'_, W>
 where
     K: ?Sized + Sync,
     O: Send + 'static,
-    W: ObjectWriter<K, O> + ?Sized,
+    W: ObjectApi<K, O> + ?Sized,
 {
     fn patch<'a>(
         &'a self,
@@ -131,7 +152,7 @@ mod tests {
     #[derive(Default)]
     struct Recording(Mutex<Vec<(String, Target)>>);
 
-    impl ObjectWriter<str, String> for Recording {
+    impl ObjectApi<str, String> for Recording {
         fn patch<'a>(
             &'a self,
             key: &'a str,
@@ -156,12 +177,12 @@ mod tests {
         }
     }
 
-    /// A writer that does not implement an operation refuses it, as a failure no caller
+    /// An API that does not implement an operation refuses it, as a failure no caller
     /// retries.
     #[tokio::test]
-    async fn operations_a_writer_lacks_are_refused() {
+    async fn operations_an_api_lacks_are_refused() {
         struct ReadsNothing;
-        impl ObjectWriter<str, String> for ReadsNothing {}
+        impl ObjectApi<str, String> for ReadsNothing {}
         let failures = [
             ReadsNothing.patch("a", Target::Main, Value::Null).await,
             ReadsNothing.replace("a", String::new()).await,
@@ -175,32 +196,30 @@ mod tests {
     }
 
     /// A patch or replacement under a permit of the current term is sent; once the term ends
-    /// (leadership lost), the same wrapper sends nothing and answers with a fenced failure,
+    /// (leadership lost), the same view sends nothing and answers with a fenced failure,
     /// while reads still pass.
     #[tokio::test]
     async fn patches_go_out_only_while_the_permit_holds() {
         let fence = Fence::closed();
         fence.renewed(fence.now(), Duration::from_secs(60));
         let permit = fence.permit().expect("open fence gives a permit");
-        let inner = Recording::default();
-        let writer = Permitted {
-            inner: &inner,
-            permit: &permit,
-        };
+        let inner = Arc::new(Recording::default());
+        let gate = WriteGate::new(inner.clone());
+        let api = gate.under(&permit);
         assert_eq!(
-            writer.patch("a", Target::Status, Value::Null).await,
+            api.patch("a", Target::Status, Value::Null).await,
             Ok("a".to_string())
         );
         assert_eq!(
-            writer.replace("r", "whole".to_string()).await,
+            api.replace("r", "whole".to_string()).await,
             Ok("whole".to_string())
         );
         fence.close();
-        let refused = writer.patch("b", Target::Main, Value::Null).await;
+        let refused = api.patch("b", Target::Main, Value::Null).await;
         assert!(refused.is_err_and(|e| e.is_fenced()));
-        let refused = writer.replace("d", "whole".to_string()).await;
+        let refused = api.replace("d", "whole".to_string()).await;
         assert!(refused.is_err_and(|e| e.is_fenced()));
-        assert_eq!(writer.get("c").await, Ok("c".to_string()));
+        assert_eq!(api.get("c").await, Ok("c".to_string()));
         assert_eq!(
             *inner.0.lock().unwrap(),
             vec![

@@ -10,8 +10,8 @@
 //! refused write is decided again from the newer object a few times within the pass; the next
 //! pass takes up whatever is left.
 //!
-//! A pass runs under the [`Permit`] of the leadership term it started in; each write checks
-//! it right before it is sent, so a pass that outlived its term (the process was frozen, the
+//! A pass runs under the [`Permit`] of the leadership term it started in; its writes go
+//! through the [`WriteGate`], which checks it right before each is sent, so a pass that outlived its term (the process was frozen, the
 //! lease lapsed) stops writing at once and leaves the rest to whoever leads.
 
 use std::collections::HashMap;
@@ -26,9 +26,9 @@ use component_base::fence::{Fence, Permit};
 use component_base::key::ObjectKey;
 use component_base::metrics::{ComponentMetrics, WorkqueueMetrics};
 use component_base::serve::Readiness;
-use component_base::store::{Reflect, Store, Writer};
-use component_base::watch::{RawObject, all_synced, key_of, watch_all};
-use component_base::write::{ObjectWriter, Permitted};
+use component_base::store::{Reflect, Store, WatchEnded, Writer};
+use component_base::watch::{RawObject, key_of, until_ready, watch_all};
+use component_base::write::{ObjectApi, WriteGate};
 use estimator_client::cluster_watch::watch_clusters;
 use estimator_client::sync::{ClusterLookup, EstimatorSync};
 use estimator_client::{ConnectionCache, SchedulerEstimator};
@@ -54,27 +54,34 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// An interval of 0 asks for back-to-back passes; this pause keeps an idle loop from spinning.
 const MIN_PAUSE: Duration = Duration::from_millis(100);
 
-/// What a pass needs: the caches, the estimator, the writer and the recorder.
+/// What a pass needs: the caches, the estimator, the write gate and the recorder.
 pub struct Descheduler {
     threshold: Duration,
     /// The binding cache's one writer, shared by its watch and this descheduler's own writes.
     cache: Arc<Mutex<Bindings>>,
     bindings: Store<ObjectKey, Arc<Cached>>,
     estimator: SchedulerEstimator,
-    writer: Arc<BindingWriter>,
+    /// The one way to the API for its writes.
+    gate: WriteGate<BindingApi>,
     events: Arc<dyn EventSink>,
     queue: Arc<WorkqueueMetrics>,
 }
 
-/// The descheduler's writes: component-base's writer of ResourceBindings.
-pub type BindingWriter = dyn ObjectWriter<ObjectKey, ResourceBinding>;
+/// The descheduler's API: component-base's [`ObjectApi`] of ResourceBindings.
+pub type BindingApi = dyn ObjectApi<ObjectKey, ResourceBinding>;
 
-/// The writer over the kube client.
-pub struct KubeWriter(pub kube::Client);
+/// ResourceBindings over the kube client, reachable only through its [`WriteGate`].
+pub struct KubeBindings(kube::Client);
+
+impl KubeBindings {
+    pub fn gate(client: kube::Client) -> WriteGate<BindingApi> {
+        WriteGate::new(Arc::new(Self(client)))
+    }
+}
 
 /// It only replaces: the descheduler reads bindings from its watch and never patches them
 /// (its ClusterRole grants `update`, not `get` or `patch`).
-impl ObjectWriter<ObjectKey, ResourceBinding> for KubeWriter {
+impl ObjectApi<ObjectKey, ResourceBinding> for KubeBindings {
     fn replace<'a>(
         &'a self,
         key: &'a ObjectKey,
@@ -158,6 +165,10 @@ impl Reflect<RawObject> for Bindings {
     fn held(&self) -> Vec<ObjectKey> {
         self.0.keys(|_| true)
     }
+
+    fn synced(&mut self) {
+        self.0.mark_ready();
+    }
 }
 
 /// The result of one binding in one pass (for logs and tests).
@@ -180,7 +191,7 @@ impl Descheduler {
     pub fn new(
         threshold: Duration,
         estimator: SchedulerEstimator,
-        writer: Arc<BindingWriter>,
+        gate: WriteGate<BindingApi>,
         events: Arc<dyn EventSink>,
         queue: Arc<WorkqueueMetrics>,
     ) -> Self {
@@ -190,7 +201,7 @@ impl Descheduler {
             bindings: cache.0.store(),
             cache: Arc::new(Mutex::new(cache)),
             estimator,
-            writer,
+            gate,
             events,
             queue,
         }
@@ -310,13 +321,9 @@ impl Descheduler {
         // is not written: the API server keeps the stored one, as `status` is a subresource.
         let mut updated = rb.clone();
         updated.spec.clusters = plan.clusters;
-        // The permit is checked right before the request: the decision may have outlived the
-        // term it was made in.
-        let writer = Permitted {
-            inner: self.writer.as_ref(),
-            permit,
-        };
-        match writer.replace(key, updated).await {
+        // The gate checks the permit right before the request: the decision may have
+        // outlived the term it was made in.
+        match self.gate.under(permit).replace(key, updated).await {
             Ok(updated) => {
                 self.event(&updated, false, &plan.message);
                 // The cache follows at once, so that a pass right after this one decides on
@@ -356,6 +363,15 @@ impl Descheduler {
     }
 }
 
+/// Resolves once both caches hold their first complete list.
+async fn caches_ready<A, B>(
+    bindings: &Store<ObjectKey, A>,
+    clusters: &Store<ObjectKey, B>,
+) -> Result<(), WatchEnded> {
+    bindings.wait_until_ready().await?;
+    clusters.wait_until_ready().await
+}
+
 /// Run until `stop`: watches and caches throughout, passes only while `leading`.
 pub async fn run(
     opts: Arc<Options>,
@@ -375,7 +391,7 @@ pub async fn run(
     let d = Arc::new(Descheduler::new(
         opts.unschedulable_threshold.to_std(),
         SchedulerEstimator::new(cache),
-        Arc::new(KubeWriter(client.clone())),
+        KubeBindings::gate(client.clone()),
         Arc::new(recorder),
         metrics.workqueue(DESCHEDULER_QUEUE),
     ));
@@ -383,11 +399,11 @@ pub async fn run(
     let resource = ApiResource::erase::<ResourceBinding>(&());
     let bindings = watch_all(client.clone(), &resource, d.cache.clone());
     let clusters = Writer::<ObjectKey, Arc<Cluster>>::default();
-    let lookup = clusters.store();
+    let cluster_store = clusters.store();
+    let lookup = cluster_store.clone();
     let current: ClusterLookup = Arc::new(move |name: &str| lookup.get(&ObjectKey::new("", name)));
     let clusters = watch_clusters(client.clone(), Some(sync.clone()), current, clusters);
-    let mut watches = vec![bindings.0, clusters.0];
-    let synced = vec![bindings.1, clusters.1];
+    let mut watches = vec![bindings, clusters];
     watches.extend(sync.watch_services(
         client.clone(),
         &opts.estimator.service_namespace,
@@ -395,7 +411,7 @@ pub async fn run(
     ));
 
     tokio::select! {
-        r = all_synced(synced) => r?,
+        r = until_ready(caches_ready(&d.bindings, &cluster_store), &mut watches) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());

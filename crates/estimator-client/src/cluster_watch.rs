@@ -11,20 +11,19 @@ use component_base::watch::{RawObject, watch_all};
 use karmada_api::Cluster;
 use kube::Resource as _;
 use kube::api::ApiResource;
-use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinHandle;
 
 use crate::sync::{ClusterLookup, EstimatorSync};
 
 /// Watch Clusters into `cache`, with `estimators` in front (see the module; `current` reads
-/// the daemon's cache, for retries). The task runs until aborted; the receiver turns true
-/// once the first list is through.
+/// the daemon's cache, for retries). The task runs until aborted; the cache is told when
+/// the first list is through.
 pub fn watch_clusters<C>(
     client: kube::Client,
     estimators: Option<Arc<EstimatorSync>>,
     current: ClusterLookup,
     cache: C,
-) -> (JoinHandle<()>, tokio_watch::Receiver<bool>)
+) -> JoinHandle<()>
 where
     C: Reflect<Cluster> + Send + 'static,
 {
@@ -61,5 +60,9 @@ impl<C: Reflect<Cluster>> Reflect<RawObject> for Clusters<C> {
 
     fn held(&self) -> Vec<ObjectKey> {
         self.0.held()
+    }
+
+    fn synced(&mut self) {
+        self.0.synced();
     }
 }

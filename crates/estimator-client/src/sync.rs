@@ -25,7 +25,6 @@ use kube::api::Api;
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
-use tokio::sync::watch as tokio_watch;
 
 use crate::cache::{ConnectionCache, EstablishError, PULL};
 
@@ -145,7 +144,6 @@ impl EstimatorSync {
         let mut tasks = Vec::new();
         let ns = namespace.to_string();
         let api: Api<Service> = Api::namespaced(client.clone(), &ns);
-        let (tx, _rx) = tokio_watch::channel(false);
         let e1 = self.clone();
         tasks.push(tokio::spawn(async move {
             let stream = watcher::watcher(api, list_config()).backoff(WatchBackoff::default());
@@ -154,7 +152,7 @@ impl EstimatorSync {
                 |s: &Service| s.metadata.name.clone().unwrap_or_default(),
                 changed,
             );
-            drive(stream, "services", services, tx).await;
+            drive(stream, "services", services).await;
         }));
         // Headless estimator Services resolve through their EndpointSlices: follow those too,
         // so hand-made endpoints that move are followed like an ExternalName that changes.
@@ -162,7 +160,6 @@ impl EstimatorSync {
         let ns = namespace.to_string();
         let prefix = format!("{prefix}-");
         let api: Api<EndpointSlice> = Api::namespaced(client, &ns);
-        let (tx, _rx) = tokio_watch::channel(false);
         let est = self.clone();
         tasks.push(tokio::spawn(async move {
             let cfg = list_config().labels(SERVICE_NAME_LABEL);
@@ -174,7 +171,7 @@ impl EstimatorSync {
                 }
             };
             let slices = OnChange::new(slice_key, changed);
-            drive(stream, "endpointslices", slices, tx).await;
+            drive(stream, "endpointslices", slices).await;
         }));
         tasks
     }

@@ -524,11 +524,22 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         });
     }
     let p = split(s)?;
-    let (base, exponent, mut format) = interpret(p.suffix).ok_or(QuantityError::Suffix)?;
-    let digits = (p.num.len() + p.denom.len()) as i64;
+    let (base, exponent, format) = interpret(p.suffix).ok_or(QuantityError::Suffix)?;
+    if let Some(q) = parse_scaled_i64(s, &p, exponent, format)? {
+        return Ok(q);
+    }
+    parse_exact(&p, base, exponent, format)
+}
 
-    // Fast path: the value fits an i64 at a scale of at least nano.
-    let (precision, mut scale, mantissa) = match format {
+/// Fast path: the value as a scaled `i64`, if it fits one at a scale of at least nano.
+fn parse_scaled_i64(
+    s: &str,
+    p: &Parts<'_>,
+    exponent: i32,
+    format: Format,
+) -> Result<Option<Quantity>, QuantityError> {
+    let digits = (p.num.len() + p.denom.len()) as i64;
+    let (precision, scale, mantissa) = match format {
         Format::DecimalExponent | Format::DecimalSI => (18 - digits, exponent, 1i64),
         Format::BinarySI if exponent >= 0 && p.denom.is_empty() => (
             14 - p.num.len() as i64 - i64::from(exponent) * 3 / 10,
@@ -537,58 +548,46 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         ),
         Format::BinarySI => (-1, 0, 1),
     };
-    if precision >= 0 {
-        scale = scale.wrapping_sub(p.denom.len() as i32);
-        if scale >= NANO {
-            let shifted = format!("{}{}", p.num, p.denom);
-            let value: i64 = shifted.parse().map_err(|_| QuantityError::Numeric)?;
-            if let Some(mut result) = value.checked_mul(mantissa) {
-                if !p.positive {
-                    result = -result;
-                }
-                let keeps_text = match format {
-                    Format::BinarySI => exponent % 10 == 0 && (value & 0x07) != 0,
-                    _ => scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0'),
-                };
-                return Ok(Quantity {
-                    amount: Amount::Int {
-                        value: result,
-                        scale,
-                    },
-                    format,
-                    text: keeps_text.then(|| s.to_string()),
-                });
-            }
-        }
+    if precision < 0 {
+        return Ok(None);
     }
+    let scale = scale.wrapping_sub(p.denom.len() as i32);
+    if scale < NANO {
+        return Ok(None);
+    }
+    let shifted = format!("{}{}", p.num, p.denom);
+    let value: i64 = shifted.parse().map_err(|_| QuantityError::Numeric)?;
+    let Some(mut result) = value.checked_mul(mantissa) else {
+        return Ok(None);
+    };
+    if !p.positive {
+        result = -result;
+    }
+    let keeps_text = match format {
+        Format::BinarySI => exponent % 10 == 0 && (value & 0x07) != 0,
+        _ => scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0'),
+    };
+    Ok(Some(Quantity {
+        amount: Amount::Int {
+            value: result,
+            scale,
+        },
+        format,
+        text: keeps_text.then(|| s.to_string()),
+    }))
+}
 
-    // Slow path: arbitrary precision, rounded up to nano units. The digit limit is judged on
-    // the text, and the digits finer than the rounding can tell apart are folded into one,
-    // before any big number is built: a numeric part of any length costs one scan.
+/// Slow path: arbitrary precision, rounded up to nano units; BinarySI values are capped at
+/// `i64::MAX`, and those under 1 become DecimalSI.
+fn parse_exact(
+    p: &Parts<'_>,
+    base: u32,
+    exponent: i32,
+    mut format: Format,
+) -> Result<Quantity, QuantityError> {
     let scanned = scan_digits(p.value).ok_or(QuantityError::Numeric)?;
-    let mut dscale = scanned.fraction;
-    if base == 10 {
-        dscale = dscale.wrapping_sub(exponent);
-    }
-    let significant = scanned.significant();
-    let negative = scanned.negative && !significant.is_empty();
-    let mut amount = BigInt::zero();
-    if !significant.is_empty() {
-        // The digits the value has at nano scale: its significant digits and the zeros the
-        // exponent appends. Counting the exponent alone let a long mantissa through whose
-        // canonical form (the same digits, their zeros folded into the exponent) was then
-        // refused: a quantity printed by us must parse again.
-        if significant.len() as i64 + i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
-            return Err(QuantityError::TooLarge);
-        }
-        let (digits, scale) = fold_fine_digits(significant, dscale, base, exponent);
-        amount = BigInt::from_decimal(&digits);
-        if base != 10 {
-            amount = amount.shl(exponent as u32);
-        }
-        amount = round_up_to_scale(&amount, scale, -NANO);
-        dscale = -NANO;
-    }
+    let negative = scanned.negative && !scanned.significant().is_empty();
+    let (mut amount, mut dscale) = nano_amount(&scanned, base, exponent)?;
     if format == Format::BinarySI
         && cmp_dec(&amount, dscale, &BigInt::from_i64(i64::MAX), 0) == Ordering::Greater
     {
@@ -612,6 +611,38 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
         format,
         text: None,
     })
+}
+
+/// The magnitude of `scanned × base^exponent` as `(unscaled, scale)`, rounded up to nano
+/// units (zero keeps the scale it was written with). The digit limit is judged on the text,
+/// and the digits finer than the rounding can tell apart are folded into one, before any big
+/// number is built: a numeric part of any length costs one scan.
+fn nano_amount(
+    scanned: &Scanned,
+    base: u32,
+    exponent: i32,
+) -> Result<(BigInt, i32), QuantityError> {
+    let mut dscale = scanned.fraction;
+    if base == 10 {
+        dscale = dscale.wrapping_sub(exponent);
+    }
+    let significant = scanned.significant();
+    if significant.is_empty() {
+        return Ok((BigInt::zero(), dscale));
+    }
+    // The digits the value has at nano scale: its significant digits and the zeros the
+    // exponent appends. Counting the exponent alone let a long mantissa through whose
+    // canonical form (the same digits, their zeros folded into the exponent) was then
+    // refused: a quantity printed by us must parse again.
+    if significant.len() as i64 + i64::from(-NANO) - i64::from(dscale) > MAX_DIGITS {
+        return Err(QuantityError::TooLarge);
+    }
+    let (digits, scale) = fold_fine_digits(significant, dscale, base, exponent);
+    let mut amount = BigInt::from_decimal(&digits);
+    if base != 10 {
+        amount = amount.shl(exponent as u32);
+    }
+    Ok((round_up_to_scale(&amount, scale, -NANO), -NANO))
 }
 
 /// The numeric part as `inf.Dec.SetString` reads it (optional leading sign, digits, at most

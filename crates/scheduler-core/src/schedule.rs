@@ -26,7 +26,7 @@ use crate::observe::{FrameworkObserver, Step, StepGuard, StepObserver};
 use crate::plugins::in_tree_registry;
 use crate::prepared::Prepared;
 use crate::snapshot::Snapshot;
-use crate::spread::{self, GroupClustersInfo};
+use crate::spread::{self, GroupClustersInfo, Selection};
 use crate::trace::{AttemptTrace, ClusterTrace, EstimatorTrace, GroupTrace, Trace, Verdict};
 
 /// Knobs of the algorithm that come from flags.
@@ -287,18 +287,13 @@ impl Scheduler {
 
         let framework_obs = FrameworkObserver::new(observer);
         let filter_step = StepGuard::start(observer, Step::Filter);
-        let Feasible {
-            clusters: feasible,
-            shared: feasible_shared,
-            positions: feasible_positions,
-        } = self.filter(&input, status, &targets, trace.as_deref_mut())?;
+        let feasible = self.filter(&input, status, &targets, trace.as_deref_mut())?;
         drop(filter_step);
 
-        // Score.
         let score_step = StepGuard::start(observer, Step::Score);
         let scores = self
             .framework
-            .run_score_plugins_observed(spec, &targets, &feasible, framework_obs)
+            .run_score_plugins_observed(spec, &targets, &feasible.clusters, framework_obs)
             .map_err(|e| ScheduleError::Other(format!("failed to prioritize clusters: {e}")))?;
         drop(score_step);
 
@@ -306,53 +301,59 @@ impl Scheduler {
         let select_step = StepGuard::start(observer, Step::Select);
         let allocatable = self
             .cal_available_replicas(
-                &feasible,
-                &feasible_shared,
+                &feasible.clusters,
+                &feasible.shared,
                 spec,
                 input.assumed,
                 trace.as_deref_mut(),
             )
             .await;
-
-        // Details, canonical order and groups.
-        let details: Vec<ClusterDetail<'_>> = feasible
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ClusterDetail {
-                name: c.name(),
-                cluster: c,
-                score: scores.totals[i],
-                overflow_order: spread::overflow_order(c, spec, status),
-                allocatable_replicas: allocatable[i],
-                available_replicas: i64::from(allocatable[i])
-                    + i64::from(targets.replicas(c.name())),
-                position: Some(feasible_positions[i]),
-            })
-            .collect();
+        let details = cluster_details(
+            &feasible,
+            &scores.totals,
+            &allocatable,
+            spec,
+            status,
+            &targets,
+        );
         if let Some(t) = trace.as_deref_mut() {
             record_details(t, &details, &scores.per_plugin);
         }
         // Feasible clusters are in the snapshot's (name) order.
         let info = spread::group_clusters_name_sorted(details, spec);
+        let selection = self.select(spec, &info, trace)?;
+        drop(select_step);
 
-        // Select.
+        let assign_step = StepGuard::start(observer, Step::AssignReplicas);
+        let memo = self.prepare_filters.then_some(input.snapshot);
+        let assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
+            .map_err(|e| e.wrap("failed to assign replicas"))?;
+        drop(assign_step);
+        Ok(self.attach_extras(spec, &selection.clusters, assigned))
+    }
+
+    /// The candidates among the groups `info`, and what the trace shows of the choice.
+    fn select<'a>(
+        &self,
+        spec: &ResourceBindingSpec,
+        info: &GroupClustersInfo<'a>,
+        mut trace: Option<&mut AttemptTrace>,
+    ) -> Result<Selection<'a>, ScheduleError> {
         let placement = placement_of(spec);
-        let need = if self.config.gates.multiple_pod_templates_scheduling()
-            && is_multi_template_scheduling_applicable(spec)
-        {
+        let need = if self.places_whole(spec) {
             1
         } else {
             spec.replicas
         };
         if let Some(t) = trace.as_deref_mut() {
-            record_groups(t, &info);
+            record_groups(t, info);
             t.need_replicas = if spread::should_ignore_available_resource(placement) {
                 spread::INVALID_REPLICAS
             } else {
                 need
             };
         }
-        let selection = spread::select_best_clusters(placement, &info, need)
+        let selection = spread::select_best_clusters(placement, info, need)
             .map_err(|e| ScheduleError::Other(format!("failed to select clusters: {e}")))?;
         if let Some(t) = trace {
             t.selected = selection
@@ -362,27 +363,28 @@ impl Scheduler {
                 .collect();
             t.chosen_regions.clone_from(&selection.regions);
         }
+        Ok(selection)
+    }
 
-        drop(select_step);
-
-        // Assign.
-        let assign_step = StepGuard::start(observer, Step::AssignReplicas);
-        let memo = self.prepare_filters.then_some(input.snapshot);
-        let mut assigned = assign::assign_replicas_in(memo, &selection.clusters, spec, status)
-            .map_err(|e| e.wrap("failed to assign replicas"))?;
-        drop(assign_step);
-        // v1.19 records the per-component result of a multi-template workload placed whole.
-        if self.config.gates.multiple_pod_templates_scheduling()
+    /// The assignment as written: with the per-component results of a multi-template workload
+    /// placed whole (as v1.19 records them), and with the selected clusters that got no
+    /// replicas under `--enable-empty-workload-propagation`.
+    fn attach_extras(
+        &self,
+        spec: &ResourceBindingSpec,
+        selected: &[ClusterDetail<'_>],
+        mut assigned: Vec<TargetCluster>,
+    ) -> Vec<TargetCluster> {
+        if self.places_whole(spec)
             && !self.config.omit_component_results
             && spec.components.len() > 1
-            && is_multi_template_scheduling_applicable(spec)
         {
             assign::attach_component_results(&mut assigned, spec);
         }
         if self.config.enable_empty_workload_propagation {
-            assigned = assign::attach_zero_replica_clusters(&selection.clusters, assigned);
+            assigned = assign::attach_zero_replica_clusters(selected, assigned);
         }
-        Ok(assigned)
+        assigned
     }
 
     /// The clusters that pass every filter plugin, in snapshot order; none is a fit error
@@ -492,31 +494,10 @@ impl Scheduler {
         }
         // Built once per call for the clusters asked about, as the reference does; the binding's
         // own earlier assumption is included (its assigned replicas are added back later).
-        let assumed: Option<AssumedByCluster> = assumed.map(|source| {
-            clusters
-                .iter()
-                .filter_map(|c| {
-                    let a = source.assumed_on(c.name());
-                    (!a.is_empty()).then(|| (c.name().to_string(), a))
-                })
-                .collect()
-        });
-        let component_sets = self.config.gates.multiple_pod_templates_scheduling()
-            && is_multi_template_scheduling_applicable(spec);
-        let request = EstimateRequest {
-            ask: if component_sets {
-                Ask::ComponentSets
-            } else {
-                Ask::Replicas
-            },
-            resource: &spec.resource,
-            replica_requirements: spec.replica_requirements.as_ref(),
-            components: &spec.components,
-            namespace: &spec.resource.namespace,
-            assumed: assumed.as_ref(),
-        };
-        let mut position: Option<HashMap<&str, usize>> = None;
-        let mut per_estimator: Vec<(String, Vec<Option<i32>>)> = Vec::new();
+        let assumed = assumed.map(|source| assumed_on(clusters, source));
+        let request = self.estimate_request(spec, assumed.as_ref());
+        let mut positions = AnswerPositions::new(clusters);
+        let mut per_estimator: Vec<EstimatorAnswers> = Vec::new();
         for estimator in &self.estimators {
             let answers = estimator.estimate_shared(clusters, shared, request).await;
             if let Some(t) = trace.as_deref_mut() {
@@ -526,41 +507,7 @@ impl Scheduler {
                 });
             }
             let Ok(answers) = answers else { continue };
-            // (position in `clusters`, answer); named answers normally come in the order
-            // asked, and fall back to a lookup otherwise.
-            let answers: Vec<(usize, i32)> = match answers {
-                SharedEstimates::InOrder(values) => values
-                    .into_iter()
-                    .take(clusters.len())
-                    .enumerate()
-                    .collect(),
-                SharedEstimates::Named(named) => named
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(k, (name, v))| {
-                        if clusters.get(k).is_some_and(|c| c.name() == name) {
-                            return Some((k, v));
-                        }
-                        let position = position.get_or_insert_with(|| {
-                            clusters
-                                .iter()
-                                .enumerate()
-                                .map(|(i, c)| (c.name(), i))
-                                .collect()
-                        });
-                        position.get(name.as_str()).map(|&i| (i, v))
-                    })
-                    .collect(),
-            };
-            let mut seen = trace.is_some().then(|| vec![None; clusters.len()]);
-            for (i, v) in answers {
-                if let Some(s) = seen.as_mut() {
-                    s[i] = Some(v);
-                }
-                if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
-                    out[i] = v;
-                }
-            }
+            let seen = merge_minimum(&mut out, positions.of(answers), trace.is_some());
             if let Some(s) = seen {
                 per_estimator.push((estimator.name().to_string(), s));
             }
@@ -571,25 +518,139 @@ impl Scheduler {
             }
         }
         if let Some(t) = trace {
-            // Clusters are pushed in snapshot order; feasible ones are a subsequence.
-            let mut it = per_estimator
-                .iter()
-                .map(|(n, v)| (n, v.iter()))
-                .collect::<Vec<_>>();
-            let feasible: std::collections::HashSet<&str> =
-                clusters.iter().map(|c| c.name()).collect();
-            for ct in t
-                .clusters
-                .iter_mut()
-                .filter(|c| feasible.contains(c.name.as_str()))
-            {
-                for (name, values) in it.iter_mut() {
-                    ct.estimates
-                        .push((name.to_string(), values.next().copied().flatten()));
-                }
-            }
+            record_estimates(t, clusters, &per_estimator);
         }
         out
+    }
+
+    /// What every estimator is asked about the binding.
+    fn estimate_request<'a>(
+        &self,
+        spec: &'a ResourceBindingSpec,
+        assumed: Option<&'a AssumedByCluster>,
+    ) -> EstimateRequest<'a> {
+        EstimateRequest {
+            ask: if self.places_whole(spec) {
+                Ask::ComponentSets
+            } else {
+                Ask::Replicas
+            },
+            resource: &spec.resource,
+            replica_requirements: spec.replica_requirements.as_ref(),
+            components: &spec.components,
+            namespace: &spec.resource.namespace,
+            assumed,
+        }
+    }
+
+    /// Whether the binding is a multi-template workload placed whole on one cluster (and the
+    /// gate that allows it is on): its clusters are asked for component sets, one is needed.
+    fn places_whole(&self, spec: &ResourceBindingSpec) -> bool {
+        self.config.gates.multiple_pod_templates_scheduling()
+            && is_multi_template_scheduling_applicable(spec)
+    }
+}
+
+/// The workloads assumed on each of `clusters` that has any.
+fn assumed_on(clusters: &[&Cluster], source: &dyn AssumptionSource) -> AssumedByCluster {
+    clusters
+        .iter()
+        .filter_map(|c| {
+            let a = source.assumed_on(c.name());
+            (!a.is_empty()).then(|| (c.name().to_string(), a))
+        })
+        .collect()
+}
+
+/// One estimator's name and its answer per feasible cluster (`None`: not answered), kept for
+/// the trace.
+type EstimatorAnswers = (String, Vec<Option<i32>>);
+
+/// Where an estimator's answers go among the clusters asked: named answers normally come in
+/// the order asked, and fall back to a lookup by name (built once, when first needed).
+struct AnswerPositions<'c> {
+    clusters: &'c [&'c Cluster],
+    by_name: Option<HashMap<&'c str, usize>>,
+}
+
+impl<'c> AnswerPositions<'c> {
+    fn new(clusters: &'c [&'c Cluster]) -> Self {
+        Self {
+            clusters,
+            by_name: None,
+        }
+    }
+
+    /// `(position in the clusters asked, answer)` of each answer about one of them.
+    fn of(&mut self, answers: SharedEstimates) -> Vec<(usize, i32)> {
+        let clusters = self.clusters;
+        match answers {
+            SharedEstimates::InOrder(values) => values
+                .into_iter()
+                .take(clusters.len())
+                .enumerate()
+                .collect(),
+            SharedEstimates::Named(named) => named
+                .into_iter()
+                .enumerate()
+                .filter_map(|(k, (name, v))| {
+                    if clusters.get(k).is_some_and(|c| c.name() == name) {
+                        return Some((k, v));
+                    }
+                    let by_name = self.by_name.get_or_insert_with(|| {
+                        clusters
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (c.name(), i))
+                            .collect()
+                    });
+                    by_name.get(name.as_str()).map(|&i| (i, v))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Lower each answered cluster of `out` to its answer (an unauthentic answer is none); with
+/// `keep`, also return what each cluster was answered.
+fn merge_minimum(
+    out: &mut [i32],
+    answers: Vec<(usize, i32)>,
+    keep: bool,
+) -> Option<Vec<Option<i32>>> {
+    let mut seen = keep.then(|| vec![None; out.len()]);
+    for (i, v) in answers {
+        if let Some(s) = seen.as_mut() {
+            s[i] = Some(v);
+        }
+        if v != crate::estimator::UNAUTHENTIC_REPLICA && out[i] > v {
+            out[i] = v;
+        }
+    }
+    seen
+}
+
+/// Each estimator's answers on the trace's feasible clusters.
+fn record_estimates(
+    t: &mut AttemptTrace,
+    clusters: &[&Cluster],
+    per_estimator: &[EstimatorAnswers],
+) {
+    // Clusters are pushed in snapshot order; feasible ones are a subsequence.
+    let mut it = per_estimator
+        .iter()
+        .map(|(n, v)| (n, v.iter()))
+        .collect::<Vec<_>>();
+    let feasible: std::collections::HashSet<&str> = clusters.iter().map(|c| c.name()).collect();
+    for ct in t
+        .clusters
+        .iter_mut()
+        .filter(|c| feasible.contains(c.name.as_str()))
+    {
+        for (name, values) in it.iter_mut() {
+            ct.estimates
+                .push((name.to_string(), values.next().copied().flatten()));
+        }
     }
 }
 
@@ -604,6 +665,31 @@ pub fn is_multi_template_scheduling_applicable(spec: &ResourceBindingSpec) -> bo
                 && sc.min_groups == 1
                 && sc.max_groups == 1
         })
+}
+
+/// What selection and assignment know of each feasible cluster, in snapshot order.
+fn cluster_details<'a>(
+    feasible: &Feasible<'a>,
+    scores: &[i64],
+    allocatable: &[i32],
+    spec: &ResourceBindingSpec,
+    status: &ResourceBindingStatus,
+    targets: &TargetIndex<'_>,
+) -> Vec<ClusterDetail<'a>> {
+    feasible
+        .clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClusterDetail {
+            name: c.name(),
+            cluster: c,
+            score: scores[i],
+            overflow_order: spread::overflow_order(c, spec, status),
+            allocatable_replicas: allocatable[i],
+            available_replicas: i64::from(allocatable[i]) + i64::from(targets.replicas(c.name())),
+            position: Some(feasible.positions[i]),
+        })
+        .collect()
 }
 
 fn record_details(

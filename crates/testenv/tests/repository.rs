@@ -1,5 +1,6 @@
 //! Properties of the repository as a whole: no crate has an import cycle between its
-//! top-level modules, and nothing refers to a path or a document outside the repository.
+//! top-level modules, nothing refers to a path or a document outside the repository, and no
+//! production function is too long to read as one piece.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -41,7 +42,8 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut list = Vec::new();
     files(src, &[".rs"], &mut list);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for f in list {
+    // A module's `tests.rs` is its `#[cfg(test)] mod tests` in a file of its own.
+    for f in list.into_iter().filter(|f| !f.ends_with("tests.rs")) {
         let Some(module) = top_module(src, &f) else {
             continue;
         };
@@ -178,5 +180,152 @@ fn nothing_refers_outside_the_repository() {
         found.is_empty(),
         "references outside the repository:\n{}",
         found.join("\n")
+    );
+}
+
+/// The most lines a production function may have: longer ones are split into steps.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// Where the production code is, from the repository root; `*` stands for every directory
+/// at that place. The bench (`hack/bench/src`) is not held to the limit yet.
+const FUNCTION_LENGTH_ROOTS: &[&str] = &["crates/*/src"];
+
+/// Source roots the limit leaves out: test support.
+const FUNCTION_LENGTH_EXEMPT: &[&str] = &["crates/testenv/src"];
+
+/// The directories a [`FUNCTION_LENGTH_ROOTS`] entry names.
+fn expand_root(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let Some((parent, rest)) = pattern.split_once("/*/") else {
+        return vec![root.join(pattern)];
+    };
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join(parent))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join(rest))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Whether `line` opens a function item (`pub(crate) async fn name`, not a comment).
+fn opens_function(line: &str) -> bool {
+    let mut words = line.split_whitespace().skip_while(|w| {
+        matches!(*w, "pub" | "const" | "async" | "unsafe" | "default") || w.starts_with("pub(")
+    });
+    words.next() == Some("fn") && words.next().is_some()
+}
+
+/// `(first line, name, lines)` of every function in `text` outside `#[cfg(test)] mod` blocks,
+/// as rustfmt lays them out: a function ends at the first later line that is its
+/// indentation followed by `}` (without one, at the end of the file). Declarations (the
+/// signature ends in `;`) are not functions.
+fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let next = lines.get(i + 1).map_or("", |l| l.trim());
+        if line.trim() == "#[cfg(test)]" && next.starts_with("mod ") && next.ends_with('{') {
+            let close = format!("{}}}", &line[..indent(line)]);
+            i += lines[i..]
+                .iter()
+                .position(|l| *l == close)
+                .unwrap_or(lines.len());
+            continue;
+        }
+        i += 1;
+        if !opens_function(line) {
+            continue;
+        }
+        let signature_end = lines[i - 1..]
+            .iter()
+            .map(|l| l.trim_end())
+            .find(|l| l.ends_with(['{', ';', '}']));
+        if signature_end.is_some_and(|l| l.ends_with(';')) {
+            continue;
+        }
+        let close = format!("{}}}", &line[..indent(line)]);
+        let length = if line.trim_end().ends_with('}') {
+            1
+        } else {
+            lines[i..]
+                .iter()
+                .position(|l| *l == close)
+                .map_or(lines.len() + 1 - i, |k| k + 2)
+        };
+        let name = line.split("fn ").nth(1).unwrap_or_default();
+        let name: String = name
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        found.push((i, name, length));
+    }
+    found
+}
+
+#[test]
+fn no_production_function_is_over_the_limit() {
+    let root = testenv::repo_root();
+    let exempt: Vec<PathBuf> = FUNCTION_LENGTH_EXEMPT
+        .iter()
+        .map(|e| root.join(e))
+        .collect();
+    let mut list = Vec::new();
+    for pattern in FUNCTION_LENGTH_ROOTS {
+        for src in expand_root(&root, pattern) {
+            if !exempt.contains(&src) {
+                files(&src, &[".rs"], &mut list);
+            }
+        }
+    }
+    list.retain(|f| !f.ends_with("tests.rs"));
+    let mut long = Vec::new();
+    for f in &list {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (line, name, length) in function_lengths(&text) {
+            if length > MAX_FUNCTION_LINES {
+                let at = f.strip_prefix(&root).unwrap_or(f).display();
+                long.push(format!("{at}:{line}: {name} has {length} lines"));
+            }
+        }
+    }
+    assert!(list.len() > 100, "read the sources: {} files", list.len());
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them into steps):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The scan itself: a function counts from its first line to its closing brace; comments,
+/// declarations and test modules are no functions.
+#[test]
+fn the_function_scan_measures_rustfmt_layout() {
+    let text = "\
+fn one() {}
+pub(crate) async fn two(
+    a: u8,
+) -> u8 {
+    a
+}
+trait T {
+    fn declared(
+        &self,
+    ) -> u8;
+}
+// fn in_a_comment() {
+#[cfg(test)]
+mod tests {
+    fn hidden() {
+        let _ = 1;
+    }
+}
+";
+    assert_eq!(
+        function_lengths(text),
+        vec![(1, "one".to_string(), 1), (2, "two".to_string(), 5)]
     );
 }

@@ -1,10 +1,11 @@
 //! The leader's scheduling loop: the [`Context`] the handlers and workers share, and [`run`],
 //! which wires the pieces (the pipeline and estimator connections of [`crate::config::build`],
-//! the caches of [`crate::store`], the kube writer and API server probe of [`crate::kube`],
+//! the caches of [`crate::store`], the binding API's write gate and the API server probe of [`crate::kube`],
 //! the queue, the watches and the workers) and starts them.
 //!
-//! - `watches.rs`: the watches, each event applied by the caches' one writer
-//!   ([`crate::store::Writer`]) and what it returns queued;
+//! - `watches.rs`: the watches, each event handed to its hook;
+//! - `handler.rs`: the hooks, one per event: the cache's writer applies it, and what changed
+//!   decides what is queued (`filter.rs`; our own writes' echoes are not, `own_writes.rs`);
 //! - `worker.rs`: the workers, one cycle per key, its result as the queue's outcome.
 //!
 //! Bindings are watched as raw JSON and decoded one by one, so one malformed binding cannot
@@ -14,6 +15,9 @@
 //! and dropped connections are retried with backoff by kube-runtime's watcher; a relist
 //! applies what changed meanwhile as live events would (component-base's `watch::drive`).
 
+pub mod filter;
+mod handler;
+pub mod own_writes;
 mod watches;
 mod worker;
 
@@ -24,20 +28,21 @@ use scheduler_core::schedule::Scheduler;
 
 use crate::config::build::{accurate_estimator, build_scheduler, estimator_sync};
 use crate::config::options::Options;
+use crate::controller::own_writes::AfterWrite;
 use crate::cycle::Parts;
-use crate::cycle::sink::{EventSink, Writer};
+use crate::cycle::sink::{BindingApi, EventSink};
+use crate::kube::bindings::KubeBindings;
 use crate::kube::probe::release_when_reachable;
-use crate::kube::writer::KubeWriter;
 use crate::metrics::{Metrics, StepTimer};
 use crate::queue::SchedulingQueue;
 use crate::store::assume::Assumptions;
 use crate::store::workload::WorkloadIndex;
-use crate::store::writer::AfterWrite;
-use crate::store::{Store, Writer as CacheWriter};
+use crate::store::{BindingCache, ClusterCache, Store, caches};
 use component_base::cancel::CancellationToken;
 use component_base::fence::Fence;
 use component_base::serve::Readiness;
-use component_base::watch::all_synced;
+use component_base::watch::until_ready;
+use component_base::write::WriteGate;
 use estimator_client::sync::EstimatorSync;
 
 /// Everything a worker needs.
@@ -47,15 +52,18 @@ pub struct Context {
     /// The caches, read-only.
     pub stores: Store,
     pub queue: Arc<SchedulingQueue>,
-    pub writer: Arc<dyn Writer>,
+    /// The binding API, lent to each attempt under its permit.
+    pub gate: WriteGate<dyn BindingApi>,
     pub events: Arc<dyn EventSink>,
     pub metrics: Arc<Metrics>,
     /// Present with the `WorkloadAffinity` gate.
     pub workload: Option<Arc<WorkloadIndex>>,
     /// Present with the `SchedulingOvercommitProtection` gate.
     pub assumptions: Option<Arc<Assumptions>>,
-    /// The one writer of `stores` (and of the gates' caches above), shared by the watches.
-    pub cache: std::sync::Mutex<CacheWriter>,
+    /// The writers of `stores` (the bindings' also of the gates' caches above); see
+    /// [`Context::binding_cache`] and [`Context::cluster_cache`].
+    binding_cache: std::sync::Mutex<BindingCache>,
+    cluster_cache: std::sync::Mutex<ClusterCache>,
     /// The cycles' after-write hook.
     pub after_write: AfterWrite,
 }
@@ -72,7 +80,6 @@ impl Context {
             after_write: Some(&self.after_write),
             assumptions: self.assumptions.as_deref(),
             want_trace: false,
-            permit: None,
             rereads: 0,
         }
     }
@@ -98,11 +105,11 @@ pub async fn run(
     let ctx = Arc::new(context(opts, &client, metrics, estimators.as_ref())?);
 
     let mut watches = Vec::new();
-    let synced = watches::start(&ctx, &client, opts, estimators, &mut watches);
+    watches::start(&ctx, &client, opts, estimators, &mut watches);
 
     // All caches synced before the first cycle.
     tokio::select! {
-        r = all_synced(synced) => r?,
+        r = until_ready(ctx.stores.wait_until_ready(), &mut watches) => r?,
         _ = stop.cancelled() => {
             watches.iter().for_each(|w| w.abort());
             return Ok(());
@@ -138,7 +145,7 @@ pub async fn run(
 }
 
 /// The workers' context for these flags: the pipeline (timed by the metrics), the queue, the
-/// caches, the kube writer and the event recorder, and what the gates add.
+/// caches, the binding API's write gate and the event recorder, and what the gates add.
 fn context(
     opts: &Options,
     client: &kube::Client,
@@ -151,26 +158,28 @@ fn context(
     let gates = &opts.feature_gates;
     let assumptions =
         (gates.scheduling_overcommit_protection()).then(|| Arc::new(Assumptions::default()));
-    let cache = CacheWriter::new(
-        &opts.scheduler_name,
-        gates.enabled(scheduler_core::features::WORKLOAD_AFFINITY),
-        assumptions.clone(),
-    );
+    let workload_affinity = gates.enabled(scheduler_core::features::WORKLOAD_AFFINITY);
+    let (stores, binding_cache, cluster_cache) = caches(workload_affinity, assumptions.clone());
+    let workload = binding_cache.workload_index().cloned();
     Ok(Context {
         scheduler,
         scheduler_name: opts.scheduler_name.clone(),
-        stores: cache.store().clone(),
+        stores,
         queue: Arc::new(queue),
-        writer: Arc::new(KubeWriter::new(client.clone())),
+        gate: KubeBindings::gate(client.clone()),
         events: Arc::new(component_base::events::start(
             client.clone(),
             opts.scheduler_name.clone(),
         )) as Arc<dyn EventSink>,
         metrics,
-        workload: cache.workload_index().cloned(),
+        after_write: AfterWrite {
+            own_writes: Arc::default(),
+            workload: workload.clone(),
+        },
+        workload,
         assumptions,
-        after_write: cache.after_write(),
-        cache: std::sync::Mutex::new(cache),
+        binding_cache: std::sync::Mutex::new(binding_cache),
+        cluster_cache: std::sync::Mutex::new(cluster_cache),
     })
 }
 

@@ -9,15 +9,15 @@ use scheduler_core::schedule::{ScheduleConfig, Scheduler};
 use serde_json::{Value, json};
 
 use super::Context;
-use crate::cycle::sink::{ObjectWriter, Target};
+use super::filter::{binding_change, cluster_update_fanout, requeue_on_cluster_change};
+use crate::cycle::sink::{ObjectApi, Target};
 use crate::metrics::{IncomingEvent, Metrics, SCHEDULER_QUEUE};
+use crate::model::binding::summarize;
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
 use crate::queue::{Outcome, SchedulingQueue};
-use crate::store::filter::{
-    binding_change, cluster_update_fanout, requeue_on_cluster_change, summarize,
-};
-use crate::store::{Cached, Writer as CacheWriter, decode_cached};
+use crate::store::assume::Assumptions;
+use crate::store::{Cached, caches, decode_cached};
 use component_base::watch::RawObject;
 
 fn raw(labels: Value, generation: i64, extra_spec: Value) -> Value {
@@ -124,7 +124,7 @@ fn cluster(v: Value) -> Cluster {
 #[derive(Default)]
 struct Recording(std::sync::Mutex<Vec<(BindingKey, Target, Value)>>);
 
-impl ObjectWriter<BindingKey, Binding> for Recording {
+impl ObjectApi<BindingKey, Binding> for Recording {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -155,42 +155,45 @@ impl Context {
     /// A binding's watch event, from its text.
     fn upsert_binding(&self, kind: BindingKind, text: &str) {
         let raw = RawObject::from_json(text).unwrap();
-        let queued = self.writer().upsert_binding(kind, &raw);
-        queued.into_iter().for_each(|q| self.enqueue(q));
+        self.on_binding(kind, &raw);
     }
 }
 
 /// A worker context over in-memory parts, default flags.
 fn test_context(writer: Arc<Recording>, events: component_base::events::MemoryEvents) -> Context {
-    with_cache(
-        writer,
-        events,
-        CacheWriter::new("default-scheduler", false, None),
-    )
+    with_caches(writer, events, false, None)
 }
 
-/// [`test_context`] over `cache`.
-fn with_cache(
+/// [`test_context`] with the caches the gates add: the workload index with
+/// `workload_affinity`, and `assumptions`.
+fn with_caches(
     writer: Arc<Recording>,
     events: component_base::events::MemoryEvents,
-    cache: CacheWriter,
+    workload_affinity: bool,
+    assumptions: Option<Arc<Assumptions>>,
 ) -> Context {
     let metrics = Arc::new(Metrics::new());
+    let (stores, binding_cache, cluster_cache) = caches(workload_affinity, assumptions.clone());
+    let workload = binding_cache.workload_index().cloned();
     Context {
         scheduler: Scheduler::from_plugins_flag(&["*"], ScheduleConfig::default()).unwrap(),
         scheduler_name: "default-scheduler".into(),
-        stores: cache.store().clone(),
-        workload: cache.workload_index().cloned(),
-        after_write: cache.after_write(),
-        cache: std::sync::Mutex::new(cache),
+        stores,
+        after_write: super::own_writes::AfterWrite {
+            own_writes: Arc::default(),
+            workload: workload.clone(),
+        },
+        workload,
+        binding_cache: std::sync::Mutex::new(binding_cache),
+        cluster_cache: std::sync::Mutex::new(cluster_cache),
         queue: Arc::new(
             SchedulingQueue::new(false, Default::default())
                 .with_metrics(metrics.workqueue(SCHEDULER_QUEUE)),
         ),
-        writer,
+        gate: component_base::write::WriteGate::new(writer),
         events: Arc::new(events),
         metrics,
-        assumptions: None,
+        assumptions,
     }
 }
 
@@ -269,19 +272,31 @@ async fn a_huge_decode_error_is_written_cut_to_the_crd_limit() {
 
 #[test]
 fn the_snapshot_is_shared_until_a_cluster_changes() {
-    let mut cache = CacheWriter::new("default-scheduler", false, None);
-    let stores = cache.store().clone();
-    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m1"}})));
+    let (stores, _, mut clusters) = caches(false, None);
+    clusters.upsert(Arc::new(cluster(json!({"metadata": {"name": "m1"}}))));
     let a = stores.snapshot();
     assert!(Arc::ptr_eq(&a, &stores.snapshot()));
-    cache.upsert_cluster(cluster(json!({"metadata": {"name": "m2"}})));
+    clusters.upsert(Arc::new(cluster(json!({"metadata": {"name": "m2"}}))));
     let b = stores.snapshot();
     assert!(!Arc::ptr_eq(&a, &b));
     assert_eq!(b.num_of_clusters(), 2);
-    cache.remove_cluster("m1");
+    clusters.remove("m1");
     let c = stores.snapshot();
     assert_eq!(c.num_of_clusters(), 1);
     assert_eq!(c.clusters()[0].name(), "m2");
+}
+
+/// The store is ready once both binding kinds and the Clusters have listed, not before.
+#[test]
+fn the_store_is_ready_once_every_watch_has_listed() {
+    let (stores, mut bindings, mut clusters) = caches(false, None);
+    assert!(!stores.is_ready());
+    bindings.synced(BindingKind::ResourceBinding);
+    bindings.synced(BindingKind::ResourceBinding);
+    clusters.synced();
+    assert!(!stores.is_ready(), "ClusterResourceBindings not listed yet");
+    bindings.synced(BindingKind::ClusterResourceBinding);
+    assert!(stores.is_ready());
 }
 
 /// Another scheduler's binding is not decoded into the cache (only its summary is kept);
@@ -413,7 +428,7 @@ async fn the_echo_of_our_own_write_is_not_queued() {
     ctx.queue.done(item, Outcome::Success);
     assert_eq!(ctx.queue.lengths().active, 0);
 
-    ctx.after_write.own_writes().expect(&key, 1);
+    ctx.after_write.own_writes.expect(&key, 1);
     ctx.upsert_binding(
         BindingKind::ResourceBinding,
         &raw(lbl(), 2, json!({})).to_string(),
@@ -431,8 +446,13 @@ async fn the_echo_of_our_own_write_is_not_queued() {
 #[test]
 fn workload_index_finds_groups_and_prefers_newer_written_copies() {
     use scheduler_core::framework::WorkloadGroupIndex as _;
-    let mut cache = CacheWriter::new("default-scheduler", true, None);
-    let index = cache.workload_index().unwrap().clone();
+    let ctx = with_caches(
+        Arc::new(Recording::default()),
+        component_base::events::MemoryEvents::default(),
+        true,
+        None,
+    );
+    let index = ctx.workload.clone().unwrap();
     let rb = |name: &str, group: &str, rv: &str| {
         Binding::decode(
             BindingKind::ResourceBinding,
@@ -445,8 +465,7 @@ fn workload_index_finds_groups_and_prefers_newer_written_copies() {
         .unwrap()
     };
     for b in [rb("a", "g1", "5"), rb("b", "g1", "6"), rb("c", "g2", "7")] {
-        let raw = RawObject::from_json(&b.to_json().to_string()).unwrap();
-        cache.upsert_binding(BindingKind::ResourceBinding, &raw);
+        ctx.upsert_binding(BindingKind::ResourceBinding, &b.to_json().to_string());
     }
     let mut names: Vec<String> = index
         .by_affinity_group("g1")
@@ -595,15 +614,13 @@ fn open_permit() -> component_base::fence::Permit {
 /// binding the caches no longer hold, so they stay within a bound however many bindings go.
 #[tokio::test(start_paused = true)]
 async fn deleted_bindings_leave_nothing_behind() {
-    use crate::store::assume::Assumptions;
     let assumptions = Arc::new(Assumptions::default());
-    let cache = CacheWriter::new("default-scheduler", true, Some(assumptions.clone()));
-    let mut ctx = with_cache(
+    let ctx = with_caches(
         Arc::new(Recording::default()),
         component_base::events::MemoryEvents::default(),
-        cache,
+        true,
+        Some(assumptions.clone()),
     );
-    ctx.assumptions = Some(assumptions.clone());
     let workload = ctx.workload.clone().unwrap();
     let n = 10_000;
     for i in 0..n {
@@ -619,7 +636,7 @@ async fn deleted_bindings_leave_nothing_behind() {
         let key = BindingKey::rb("ns", &name);
         let binding = Binding::decode(BindingKind::ResourceBinding, &raw).unwrap();
         // The cycle: announce the write, assume its result, the write lands.
-        ctx.after_write.own_writes().expect(&key, 1);
+        ctx.after_write.own_writes.expect(&key, 1);
         assumptions
             .assume(
                 &format!("ns/{name}"),
@@ -631,10 +648,10 @@ async fn deleted_bindings_leave_nothing_behind() {
             .keep();
         if i % 2 == 0 {
             workload.written(&binding);
-            ctx.writer().remove_binding(&key);
+            ctx.on_binding_deleted(&key);
         } else {
             // The deletion is seen before the write's answer is.
-            ctx.writer().remove_binding(&key);
+            ctx.on_binding_deleted(&key);
             workload.written(&binding);
         }
         assert!(
@@ -643,7 +660,7 @@ async fn deleted_bindings_leave_nothing_behind() {
             workload.assigning.len()
         );
     }
-    assert_eq!(ctx.after_write.own_writes().len(), 0);
+    assert_eq!(ctx.after_write.own_writes.len(), 0);
     assert!(assumptions.is_empty());
     assert_eq!(ctx.stores.binding_count(), 0);
     // The queue forgets them as each is popped once more and found gone.

@@ -2,8 +2,9 @@
 //! ([`Context::process`]) runs the cycle on the cached binding (or, for a binding that does
 //! not decode, tells it so) and maps its report to the queue's [`Outcome`].
 //!
-//! Each attempt runs under the [`Permit`] of the leadership term it was taken in, which the
-//! cycle's executor checks right before each write. An attempt whose write the fence refused
+//! Each attempt runs under the [`Permit`] of the leadership term it was taken in: the context's
+//! write gate lends the binding API under it, and the permit is checked right before each
+//! write. An attempt whose write the fence refused
 //! (the lease lapsed, e.g. the process was frozen) is handed back to the queue unwritten, for
 //! whoever leads, without counting as a failure.
 
@@ -43,16 +44,11 @@ impl Context {
             return Some(Outcome::Success);
         };
         let parts = Parts {
-            permit: Some(permit),
             rereads: CONFLICT_RETRIES,
             ..self.parts()
         };
-        let cycle = Cycle::new(
-            &self.scheduler,
-            self.writer.as_ref(),
-            self.events.as_ref(),
-            parts,
-        );
+        let api = self.gate.under(permit);
+        let cycle = Cycle::new(&self.scheduler, &api, self.events.as_ref(), parts);
         let (snapshot, now) = (self.stores.snapshot(), Time(Timestamp::now()));
         let start = Instant::now();
         let (report, malformed) = match &cached {

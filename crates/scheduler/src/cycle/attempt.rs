@@ -54,7 +54,7 @@ pub enum Effect {
     /// Read the binding from the server.
     Reread,
     /// Run the algorithm on the object our result patch stored, as the reference does when
-    /// that write's watch event comes back (not queued here, see `store::own_writes`).
+    /// that write's watch event comes back (not queued here, see `controller::own_writes`).
     Echo(Box<Binding>),
     /// The attempt is over.
     Done(Result<(), CycleError>),
@@ -358,35 +358,43 @@ impl<'s> Attempt<'s> {
         self.out
             .extend(plan.events.iter().cloned().map(Effect::Event));
         let placement = encode_placement(&self.binding.spec.placement.clone().unwrap_or_default());
+        let Some(result) = plan.result.clone() else {
+            self.out.extend(exclusive.then_some(Effect::Unlock));
+            return self.close(&plan, Written::default());
+        };
+        let body = result_patch(&self.binding, &placement, &result);
         // Reserve what is about to be written; rolled back if the write is refused.
-        let reserve = plan
-            .result
-            .as_ref()
-            .filter(|r| exclusive && result_patch(&self.binding, &placement, r).is_some());
-        self.out.extend(reserve.cloned().map(Effect::Reserve));
+        let reserved = exclusive && body.is_some();
+        self.out
+            .extend(reserved.then(|| Effect::Reserve(result.clone())));
         self.out.extend(exclusive.then_some(Effect::Unlock));
-        let (reserved, written) = (reserve.is_some(), Written::default());
-        match plan.result.clone() {
-            Some(result) => self.write_result(Box::new(Writing {
-                plan,
-                placement,
-                result,
-                written,
-                passes: 0,
-                bumps: false,
-                reserved,
-            })),
-            None => self.close(&plan, written),
-        }
+        let w = Writing {
+            plan,
+            placement,
+            result,
+            written: Written::default(),
+            passes: 0,
+            bumps: false,
+            reserved,
+        };
+        self.send_result(Box::new(w), body);
     }
 
     /// The result patch against the latest stored copy, if the result changes it.
-    fn write_result(&mut self, mut w: Box<Writing>) {
+    fn write_result(&mut self, w: Box<Writing>) {
         let base = w.written.stored.as_ref().unwrap_or(&self.binding);
-        let Some(body) = result_patch(base, &w.placement, &w.result) else {
+        let body = result_patch(base, &w.placement, &w.result);
+        self.send_result(w, body);
+    }
+
+    /// Send `body`, the result patch against the latest stored copy (`None`: it changes
+    /// nothing).
+    fn send_result(&mut self, mut w: Box<Writing>, body: Option<serde_json::Value>) {
+        let Some(body) = body else {
             return self.results_written(*w);
         };
         w.bumps = body.get("spec").is_some();
+        let base = w.written.stored.as_ref().unwrap_or(&self.binding);
         let patch = Patch::on(base, Target::Main, body);
         self.wait(State::Writing(w), patch);
     }
@@ -938,6 +946,17 @@ mod tests {
         let effects = a.on(scheduled(&["m1"]));
         assert_eq!(effects[0], Effect::Unlock);
         assert_eq!(patch(&effects).target, Target::Status);
+        // No result to write (too few replicas): nothing reserved, the lock given back.
+        let mut a = Attempt::new(&snapshot, rules(true, 0), b.clone(), now());
+        a.start(schedule());
+        let effects = a.on(Answer::Outcome(Outcome {
+            result: Err(ScheduleError::Unschedulable("0/1 clusters".into())),
+            affinity_name: None,
+            failed_terms: Vec::new(),
+            trace: None,
+        }));
+        assert!(!effects.iter().any(|e| matches!(e, Effect::Reserve(_))));
+        assert!(effects.contains(&Effect::Unlock), "{effects:?}");
         // Not a workload: no lock.
         let mut a = Attempt::new(&snapshot, rules(true, 0), binding(DIVIDED, 0), now());
         assert!(matches!(

@@ -1,6 +1,7 @@
 //! The executor of an [`Attempt`]: it sends the effects through the cycle's collaborators and
-//! hands each answer back, deciding nothing. It is the one place that checks the write permit
-//! (right before each patch), that announces result patches to the caches' after-write hook
+//! hands each answer back, deciding nothing. It is the one place that sends (through the
+//! cycle's API, which in the daemon checks the write permit right before each patch), that
+//! announces result patches to the caches' after-write hook
 //! (the own-write bookkeeping follows from each [`Patch`]), and that holds the assumption
 //! cache's lock and reservation.
 
@@ -73,7 +74,7 @@ impl Cycle<'_> {
                         answer = Some(Answer::Object(self.send(&key, patch).await))
                     }
                     Effect::Reread => {
-                        answer = Some(Answer::Object(self.writer.get(&key).await.map(Box::new)))
+                        answer = Some(Answer::Object(self.api.get(&key).await.map(Box::new)))
                     }
                     Effect::Done(result) => break 'attempt result,
                 }
@@ -93,7 +94,7 @@ impl Cycle<'_> {
         }
     }
 
-    /// Send `patch` under the write permit. A result patch is announced to the after-write
+    /// Send `patch`. A result patch is announced to the after-write
     /// hook before it is sent (its watch event can arrive before the answer) and after.
     async fn send(&self, key: &BindingKey, patch: Patch) -> Result<Box<Binding>, ApiFailure> {
         let hook = self
@@ -105,14 +106,7 @@ impl Cycle<'_> {
             h.sending(key, patch.generation, bumps);
         }
         let body = with_precondition(patch.body, patch.precondition.as_deref());
-        let sent = match self.parts.permit.map(|p| p.check()) {
-            Some(Err(fenced)) => Err(fenced.into()),
-            _ => self
-                .writer
-                .patch(key, patch.target, body)
-                .await
-                .map(Box::new),
-        };
+        let sent = self.api.patch(key, patch.target, body).await.map(Box::new);
         if let Some(h) = hook {
             h.answered(key, bumps, sent.as_deref());
         }

@@ -13,7 +13,7 @@ use scheduler_core::estimator::BoxFuture;
 use scheduler_core::framework::WorkloadGroupIndex;
 use serde_json::{Value, json};
 
-use crate::cycle::sink::{ObjectWriter, Target};
+use crate::cycle::sink::{ObjectApi, Target};
 use crate::model::binding::{Binding, BindingKey, BindingKind, MalformedBinding};
 use crate::model::condition::ApiFailure;
 
@@ -201,7 +201,7 @@ impl WorkloadGroupIndex for MemoryStore {
     }
 }
 
-impl ObjectWriter<BindingKey, Binding> for MemoryStore {
+impl ObjectApi<BindingKey, Binding> for MemoryStore {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,

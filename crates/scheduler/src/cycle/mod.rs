@@ -2,9 +2,9 @@
 //!
 //! The attempt is a state machine ([`attempt`]): the decision and each answer in, the events,
 //! writes, reads and reservations to make out, as data. [`Cycle::run`] drives it through a
-//! short executor (`execute.rs`), the one place that sends anything (through a [`Writer`] and
-//! an [`EventSink`], in-memory fakes in tests, the kube client in the daemon) and that checks
-//! the write permit. Its writes improve on the reference's three blind patches: the result
+//! short executor (`execute.rs`), the one place that sends anything (through a [`BindingApi`]
+//! and an [`EventSink`]: in-memory fakes in tests, in the daemon the kube client lent by its
+//! write gate under the attempt's permit). Its writes improve on the reference's three blind patches: the result
 //! patch carries a `metadata.resourceVersion` precondition, so a result computed from a stale
 //! copy is refused (409) instead of overwriting a newer `spec.clusters` (e.g. a graceful
 //! eviction), and the attempt is decided again on a fresh read; one status patch carries the
@@ -25,7 +25,6 @@ pub mod patch;
 pub mod plan;
 pub mod sink;
 
-use component_base::fence::Permit;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use scheduler_core::features::MULTIPLE_POD_TEMPLATES_SCHEDULING;
 use scheduler_core::framework::WorkloadGroupIndex;
@@ -33,12 +32,12 @@ use scheduler_core::schedule::{Outcome, Scheduler};
 use scheduler_core::snapshot::Snapshot;
 
 use crate::cycle::attempt::{Attempt, Rules};
-use crate::cycle::sink::{EventSink, Writer};
+use crate::cycle::sink::{BindingApi, EventSink, ResultHook};
 use crate::model::binding::Binding;
 use crate::model::condition::{ApiFailure, AttemptError};
 use crate::model::decision::{Decision, ScheduleType};
+use crate::store::Malformed;
 use crate::store::assume::Assumptions;
-use crate::store::{Malformed, ResultHook};
 
 /// Why a cycle did not finish normally.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,13 +65,13 @@ pub struct CycleReport {
 /// read-only runs of [`crate::explain::ReadOnly`]).
 pub struct Cycle<'a> {
     pub(crate) scheduler: &'a Scheduler,
-    pub(crate) writer: &'a dyn Writer,
+    pub(crate) api: &'a dyn BindingApi,
     pub(crate) events: &'a dyn EventSink,
     /// The parts it uses, as the gates leave them.
     pub(crate) parts: Parts<'a>,
 }
 
-/// What a cycle reads and tells besides the binding, the snapshot, its writer and its event
+/// What a cycle reads and tells besides the binding, the snapshot, its API and its event
 /// sink: the parts the daemon's gates add, and how its attempts run.
 #[derive(Clone, Copy, Default)]
 pub struct Parts<'a> {
@@ -86,9 +85,6 @@ pub struct Parts<'a> {
     pub assumptions: Option<&'a Assumptions>,
     /// Keep the algorithm's outcome and trace in the report (`simulate`, `explain`).
     pub want_trace: bool,
-    /// The daemon's leadership term: each patch is sent only while it holds (`None`: never
-    /// fenced).
-    pub permit: Option<&'a Permit>,
     /// Decisions made again on a fresh read after a conflict ([`Rules::rereads`]).
     pub rereads: usize,
 }
@@ -100,7 +96,7 @@ impl<'a> Cycle<'a> {
     /// given with its gate off is left out, as the daemon has none then).
     pub fn new(
         scheduler: &'a Scheduler,
-        writer: &'a dyn Writer,
+        api: &'a dyn BindingApi,
         events: &'a dyn EventSink,
         parts: Parts<'a>,
     ) -> Self {
@@ -112,7 +108,7 @@ impl<'a> Cycle<'a> {
         };
         Cycle {
             scheduler,
-            writer,
+            api,
             events,
             parts,
         }

@@ -6,10 +6,10 @@ use karmada_api::work::TargetCluster;
 use scheduler_core::schedule::{BindingInput, Decision as CoreDecision};
 use serde_json::Value;
 
-use crate::cycle::sink::{ObjectWriter, Target};
+use crate::controller::own_writes::OwnWrites;
+use crate::cycle::sink::{ObjectApi, Target};
 use crate::model::binding::{BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
-use crate::store::own_writes::OwnWrites;
 use pretty_assertions::assert_eq;
 use scheduler_core::estimator::BoxFuture;
 use scheduler_core::schedule::ScheduleConfig;
@@ -72,7 +72,7 @@ impl FakeApi {
     }
 }
 
-impl ObjectWriter<BindingKey, Binding> for FakeApi {
+impl ObjectApi<BindingKey, Binding> for FakeApi {
     fn patch<'a>(
         &'a self,
         _key: &'a BindingKey,
@@ -150,10 +150,10 @@ fn cycle<'a>(
 ) -> Cycle<'a> {
     Cycle {
         scheduler,
-        writer: api,
+        api,
         events,
         parts: Parts {
-            after_write: own_writes.map(|o| o as &dyn crate::store::ResultHook),
+            after_write: own_writes.map(|o| o as &dyn crate::cycle::sink::ResultHook),
             ..Parts::default()
         },
     }
@@ -170,7 +170,7 @@ fn scheduler() -> Scheduler {
 /// A writer whose answers take a while, as a real API server's do.
 struct Slow<'a>(&'a FakeApi);
 
-impl ObjectWriter<BindingKey, Binding> for Slow<'_> {
+impl ObjectApi<BindingKey, Binding> for Slow<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -206,7 +206,7 @@ impl<'a> BeforeFirstStatus<'a> {
     }
 }
 
-impl ObjectWriter<BindingKey, Binding> for BeforeFirstStatus<'_> {
+impl ObjectApi<BindingKey, Binding> for BeforeFirstStatus<'_> {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,
@@ -244,7 +244,7 @@ async fn a_status_decided_for_an_old_generation_is_not_written_over_a_new_one() 
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
     let c = Cycle {
-        writer: &scaling,
+        api: &scaling,
         ..cycle(&s, &api, &events, None)
     };
     let report = c.run(&api.binding(), &snapshot, now()).await;
@@ -300,8 +300,8 @@ async fn concurrent_cycles_do_not_spend_the_same_capacity() {
         ));
         let snapshot = Snapshot::from_clusters([cluster("m1")]);
         let assumptions = Assumptions::default();
-        let cycle_of = |writer| Cycle {
-            writer,
+        let cycle_of = |api| Cycle {
+            api,
             parts: Parts {
                 assumptions: gate.then_some(&assumptions),
                 ..Parts::default()
@@ -538,10 +538,10 @@ async fn every_fault_script_ends_with_placement_and_status() {
 
 #[tokio::test]
 async fn first_schedule_writes_result_then_one_status_patch() {
-    let api = FakeApi::new(binding_json(
+    let api = std::sync::Arc::new(FakeApi::new(binding_json(
         json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
         0,
-    ));
+    )));
     let events = Events::default();
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1"), cluster("m2")]);
@@ -656,10 +656,10 @@ async fn stale_cache_result_is_rejected_and_reported_as_conflict() {
 
 #[tokio::test]
 async fn status_conflict_recomputes_on_the_fresh_object() {
-    let api = FakeApi::new(binding_json(
+    let api = std::sync::Arc::new(FakeApi::new(binding_json(
         json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
         0,
-    ));
+    )));
     let events = Events::default();
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
@@ -670,7 +670,7 @@ async fn status_conflict_recomputes_on_the_fresh_object() {
         |_| json!({"status": {"conditions": [{"type": "FullyApplied", "status": "True", "reason": "r", "message": "m", "lastTransitionTime": "2026-07-01T09:00:00Z"}]}}),
     );
     let cycle = Cycle {
-        writer: &fully_applied,
+        api: &fully_applied,
         ..cycle(&s, &api, &events, None)
     };
     let report = cycle.run(&api.binding(), &snapshot, now()).await;
@@ -776,15 +776,15 @@ async fn affinity_terms_fail_over_and_record_the_observed_name() {
     assert_eq!(ev[1].1, "ScheduleBindingSucceed");
 }
 
-/// A permit whose term ended before the attempt's writes: the executor sends nothing (the
-/// announced own write is withdrawn) and the attempt ends fenced, for the worker to hand the
-/// key back.
+/// A permit whose term ended before the attempt's writes: the API its gate lent sends nothing
+/// (the announced own write is withdrawn) and the attempt ends fenced, for the worker to hand
+/// the key back.
 #[tokio::test]
 async fn a_lapsed_permit_sends_nothing() {
-    let api = FakeApi::new(binding_json(
+    let api = std::sync::Arc::new(FakeApi::new(binding_json(
         json!({"clusterAffinity": {"clusterNames": ["m1"]}}),
         0,
-    ));
+    )));
     let events = Events::default();
     let s = scheduler();
     let snapshot = Snapshot::from_clusters([cluster("m1")]);
@@ -793,8 +793,10 @@ async fn a_lapsed_permit_sends_nothing() {
     let permit = fence.permit().expect("an open fence gives a permit");
     fence.close();
     let own = OwnWrites::default();
+    let gate = component_base::write::WriteGate::new(api.clone());
+    let lent = gate.under(&permit);
     let mut cycle = cycle(&s, &api, &events, Some(&own));
-    cycle.parts.permit = Some(&permit);
+    cycle.api = &lent;
     let report = cycle.run(&api.binding(), &snapshot, now()).await;
     assert!(
         matches!(&report.result, Err(CycleError::Failed(e)) if e.is_fenced()),

@@ -120,43 +120,54 @@ fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
     );
     let width = a.clusters.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &a.clusters {
-        let line = match &c.verdict {
-            Verdict::Deleting => "deleting: skipped, still counted in 0/N".to_string(),
-            Verdict::Rejected { plugin, reasons } => {
-                format!("rejected by {plugin}: {}", reasons.join(", "))
-            }
-            Verdict::Feasible => {
-                let mut s = String::from("feasible");
-                if let Some(score) = c.score {
-                    let parts: Vec<String> =
-                        c.scores.iter().map(|(p, v)| format!("{p} {v}")).collect();
-                    let _ = write!(s, ", score {score} ({})", parts.join(" + "));
-                }
-                if !c.estimates.is_empty() {
-                    let parts: Vec<String> = c
-                        .estimates
-                        .iter()
-                        .map(|(e, v)| {
-                            format!("{e} {}", v.map_or("-".to_string(), |v| v.to_string()))
-                        })
-                        .collect();
-                    let _ = write!(s, ", estimates [{}]", parts.join(", "));
-                }
-                if let (Some(alloc), Some(avail)) = (c.allocatable_replicas, c.available_replicas) {
-                    let _ = write!(
-                        s,
-                        ", allocatable {}, available {avail}",
-                        show_replicas(alloc)
-                    );
-                }
-                if let Some(o) = c.overflow_order.filter(|o| *o != 0) {
-                    let _ = write!(s, ", overflow tier {o}");
-                }
-                s
-            }
-        };
-        let _ = writeln!(out, "    {:width$}  {line}", c.name);
+        let _ = writeln!(out, "    {:width$}  {}", c.name, cluster_line(c));
     }
+    explain_estimation(out, a);
+    explain_selection(out, a);
+    explain_division(out, b, a);
+}
+
+/// A cluster's filter verdict, with a feasible one's scores and replicas.
+fn cluster_line(c: &scheduler_core::trace::ClusterTrace) -> String {
+    match &c.verdict {
+        Verdict::Deleting => "deleting: skipped, still counted in 0/N".to_string(),
+        Verdict::Rejected { plugin, reasons } => {
+            format!("rejected by {plugin}: {}", reasons.join(", "))
+        }
+        Verdict::Feasible => feasible_line(c),
+    }
+}
+
+/// `feasible`, then the score, the estimates, the replicas and the overflow tier it has.
+fn feasible_line(c: &scheduler_core::trace::ClusterTrace) -> String {
+    let mut s = String::from("feasible");
+    if let Some(score) = c.score {
+        let parts: Vec<String> = c.scores.iter().map(|(p, v)| format!("{p} {v}")).collect();
+        let _ = write!(s, ", score {score} ({})", parts.join(" + "));
+    }
+    if !c.estimates.is_empty() {
+        let parts: Vec<String> = c
+            .estimates
+            .iter()
+            .map(|(e, v)| format!("{e} {}", v.map_or("-".to_string(), |v| v.to_string())))
+            .collect();
+        let _ = write!(s, ", estimates [{}]", parts.join(", "));
+    }
+    if let (Some(alloc), Some(avail)) = (c.allocatable_replicas, c.available_replicas) {
+        let _ = write!(
+            s,
+            ", allocatable {}, available {avail}",
+            show_replicas(alloc)
+        );
+    }
+    if let Some(o) = c.overflow_order.filter(|o| *o != 0) {
+        let _ = write!(s, ", overflow tier {o}");
+    }
+    s
+}
+
+/// The estimators whose answers were ignored, or that none was asked.
+fn explain_estimation(out: &mut String, a: &AttemptTrace) {
     for e in &a.estimators {
         if let Some(err) = &e.error {
             let _ = writeln!(
@@ -172,6 +183,10 @@ fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
             "    estimators not asked: replicas 0 and no components (every cluster counts as unlimited)"
         );
     }
+}
+
+/// The canonical order, the region groups and what was chosen among them.
+fn explain_selection(out: &mut String, a: &AttemptTrace) {
     if !a.canonical_order.is_empty() {
         let _ = writeln!(
             out,
@@ -200,6 +215,10 @@ fn explain_attempt(out: &mut String, b: &Binding, a: &AttemptTrace) {
         };
         let _ = writeln!(out, "    selected ({need}): {}", a.selected.join(", "));
     }
+}
+
+/// How the replicas were divided, or why the attempt failed.
+fn explain_division(out: &mut String, b: &Binding, a: &AttemptTrace) {
     if a.result.is_some() {
         let _ = writeln!(out, "    division rule: {}", division_rule(b, a));
     }

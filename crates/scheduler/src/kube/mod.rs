@@ -1,9 +1,9 @@
-//! The scheduler's writes through the kube client: the `Writer` of binding patches and reads
-//! ([`writer`]), every request bounded in time ([`REQUEST_TIMEOUT`]), and the probe that
+//! The scheduler's writes through the kube client: the binding API of patches and reads
+//! behind its write gate ([`bindings`]), every request bounded in time ([`REQUEST_TIMEOUT`]), and the probe that
 //! releases bindings parked while the API server did not answer ([`probe`]).
 
+pub mod bindings;
 pub mod probe;
-pub mod writer;
 
 use std::time::Duration;
 

@@ -9,6 +9,7 @@ use component_base::key::ObjectKey;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karmada_api::work::{ResourceBindingSpec, ResourceBindingStatus};
 use serde::Deserialize;
+use serde_json::Value;
 
 pub use karmada_api::policy::APPLIED_PLACEMENT_ANNOTATION;
 
@@ -291,6 +292,51 @@ pub fn passes_filter(
             .and_then(|m| m.get(*l))
             .is_some_and(|v| !v.is_empty())
     })
+}
+
+/// What the event filter and the queue need, read leniently from raw JSON so that malformed
+/// bindings are filtered exactly like good ones.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub passes: bool,
+    /// `spec.schedulerName` names this scheduler (whatever the other filter rules say).
+    pub owned: bool,
+    pub generation: i64,
+    /// `status.schedulerObservedGeneration`.
+    pub observed_generation: i64,
+    pub priority: i32,
+}
+
+/// Summarise a raw binding for the event filter.
+pub fn summarize(raw: &Value, scheduler_name: &str) -> Summary {
+    let meta: ObjectMeta = raw
+        .get("metadata")
+        .cloned()
+        .and_then(|m| serde_json::from_value(m).ok())
+        .unwrap_or_default();
+    let spec = raw.get("spec");
+    let binding_scheduler = spec
+        .and_then(|s| s.get("schedulerName"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(crate::config::options::DEFAULT_SCHEDULER_NAME);
+    let suspended = spec
+        .and_then(|s| s.pointer("/suspension/scheduling"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Summary {
+        passes: passes_filter(&meta, binding_scheduler, suspended, scheduler_name),
+        owned: binding_scheduler == scheduler_name,
+        generation: meta.generation.unwrap_or_default(),
+        observed_generation: raw
+            .pointer("/status/schedulerObservedGeneration")
+            .and_then(Value::as_i64)
+            .unwrap_or_default(),
+        priority: spec
+            .and_then(|s| s.pointer("/schedulePriority/priority"))
+            .and_then(Value::as_i64)
+            .unwrap_or_default() as i32,
+    }
 }
 
 pub fn key_of(kind: BindingKind, meta: &ObjectMeta) -> BindingKey {

@@ -1,23 +1,19 @@
-//! The scheduler's caches: bindings as watched (decoded, or kept with their decode error, and
-//! summarised for the event filter), the clusters and the snapshot shared until a cluster
+//! The scheduler's caches: bindings as watched (decoded, or kept with their decode error, with
+//! the controller's summary of each), the clusters and the snapshot shared until a cluster
 //! changes, and, with `WorkloadAffinity`, the index of workload groups with the results just
-//! written.
+//! written; beside them the assumption cache of `SchedulingOvercommitProtection`.
 //!
-//! Reflector-style, on component-base's [`store`](component_base::store): one [`Writer`]
-//! owns every change (each watch event, a relist's deletions, the bindings to queue); the
-//! workers, explanations and the workload index read through a [`Store`], which has no
-//! mutators. The cycles' own writes reach the caches through one after-write hook,
-//! [`ResultHook`], the writer's: our own generation bumps, whose watch echoes are not queued
-//! ([`own_writes`]), and the results just written ([`workload`]). Which watch events queue
-//! which bindings: [`filter`].
+//! Reflector-style, on component-base's [`store`](component_base::store): each cache has one
+//! writer, which owns every change ([`BindingCache`], [`ClusterCache`]: each watch event, a
+//! relist's deletions); the workers, explanations and the workload index read through a
+//! [`Store`], which has no mutators. Nothing here decides what an event means: which bindings
+//! it queues is the controller's.
 
 pub mod assume;
-pub mod filter;
-pub mod own_writes;
 pub mod workload;
 pub mod writer;
 
-pub use writer::Writer;
+pub use writer::{BindingCache, ClusterCache, caches};
 
 use std::sync::{Arc, Mutex};
 
@@ -29,27 +25,8 @@ use scheduler_core::snapshot::Snapshot;
 use serde::Deserialize as _;
 use serde_json::Value;
 
+use crate::model::binding::Summary;
 use crate::model::binding::{Binding, BindingKey, BindingKind};
-use crate::model::condition::ApiFailure;
-use crate::store::filter::Summary;
-
-/// The one after-write hook: what the daemon's caches learn from a cycle's result patches.
-/// Called around every result patch (`spec.clusters` and its annotations), never around the
-/// status patch. Read-only runs (`simulate`, `explain`) have none.
-pub trait ResultHook: Send + Sync {
-    /// A result patch of `key`, computed against `generation`, is about to be sent;
-    /// `bumps_generation` when it changes the spec. Called before sending, because the watch
-    /// event of the write can arrive before the answer.
-    fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool);
-
-    /// The answer to that patch: the object the server stored, or the failure.
-    fn answered(
-        &self,
-        key: &BindingKey,
-        bumps_generation: bool,
-        answer: Result<&Binding, &ApiFailure>,
-    );
-}
 
 /// A binding as cached: decoded, or kept with its decode error.
 #[derive(Clone, Debug)]
@@ -69,22 +46,34 @@ pub struct Malformed {
 }
 
 /// A binding's entry: its filter summary, and the decoded object only where this scheduler
-/// may need it ([`Writer::upsert_binding`]; other schedulers' bindings are most of a shared
+/// may need it ([`BindingCache::upsert`]; other schedulers' bindings are most of a shared
 /// control plane, and at 1,000 clusters one placed binding holds hundreds of entries).
 type Entry = (Option<Cached>, Summary);
 
-/// The caches' read-only side: a cheap clone, with no mutators (the [`Writer`] has them).
+/// The caches' read-only side: a cheap clone, with no mutators (their writers have them).
 #[derive(Clone)]
 pub struct Store {
     bindings: cb::Store<BindingKey, Entry>,
     clusters: cb::Store<ObjectKey, Arc<Cluster>>,
-    /// The clusters' snapshot, dropped by the writer with each cluster change and kept until
+    /// The clusters' snapshot, dropped by the clusters' writer with each change and kept until
     /// then: scheduler-core memoises per-snapshot answers (filter sets, parsed resource
     /// summaries) that serve every binding scheduled meanwhile.
     snapshot: Arc<Mutex<Option<Arc<Snapshot>>>>,
 }
 
 impl Store {
+    /// Resolves once every cache holds its first complete list (both binding kinds, the
+    /// Clusters); fails if a writer went away first.
+    pub async fn wait_until_ready(&self) -> Result<(), cb::WatchEnded> {
+        self.bindings.wait_until_ready().await?;
+        self.clusters.wait_until_ready().await
+    }
+
+    /// Whether every cache holds its first complete list.
+    pub fn is_ready(&self) -> bool {
+        self.bindings.is_ready() && self.clusters.is_ready()
+    }
+
     pub fn binding(&self, key: &BindingKey) -> Option<Cached> {
         self.bindings
             .read(|m| m.get(key).and_then(|(c, _)| c.clone()))
@@ -109,6 +98,19 @@ impl Store {
     #[cfg(test)]
     pub fn binding_count(&self) -> usize {
         self.bindings.read(std::collections::HashMap::len)
+    }
+
+    /// The decoded bindings that `pick` accepts, with their priorities (a cluster change's
+    /// fan-out).
+    pub fn bindings_where(&self, pick: impl Fn(&Binding) -> bool) -> Vec<(BindingKey, i32)> {
+        self.bindings.read(|m| {
+            m.iter()
+                .filter_map(|(key, (c, s))| match c {
+                    Some(Cached::Ok(b)) if pick(b) => Some((key.clone(), s.priority)),
+                    _ => None,
+                })
+                .collect()
+        })
     }
 
     /// The decoded ResourceBindings that `keep` accepts.

@@ -1,32 +1,36 @@
-//! The scheduler's [`ObjectWriter`] of binding patches and reads through the kube client, every
-//! request bounded by [`REQUEST_TIMEOUT`]. Its writes are fenced by the cycle's executor,
-//! which checks the attempt's permit right before each.
+//! The scheduler's binding API through the kube client (patches and reads), every request
+//! bounded by [`REQUEST_TIMEOUT`]. It exists only inside its [`WriteGate`], so every write
+//! is sent under the attempt's permit, checked right before it.
 
 use component_base::BoxFuture;
 use component_base::api::bounded;
 use component_base::watch::RawObject;
-use component_base::write::{ObjectWriter, Target, merge_patch};
+use component_base::write::{ObjectApi, Target, WriteGate, merge_patch};
 use kube::api::{Api, ApiResource};
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use crate::cycle::sink::BindingApi;
 use crate::kube::{REQUEST_TIMEOUT, resource};
 use crate::model::binding::{Binding, BindingKey, BindingKind};
 use crate::model::condition::ApiFailure;
 
-/// Writes through the kube client.
-pub struct KubeWriter {
+/// Bindings through the kube client.
+pub struct KubeBindings {
     rb: ApiResource,
     crb: ApiResource,
     client: kube::Client,
 }
 
-impl KubeWriter {
-    pub fn new(client: kube::Client) -> Self {
-        Self {
+impl KubeBindings {
+    /// The API over `client`, behind the gate that is its only way out.
+    pub fn gate(client: kube::Client) -> WriteGate<dyn BindingApi> {
+        WriteGate::new(Arc::new(Self {
             rb: resource(BindingKind::ResourceBinding),
             crb: resource(BindingKind::ClusterResourceBinding),
             client,
-        }
+        }))
     }
 
     /// Answers are taken as text, as the watch takes objects, and decoded by
@@ -50,7 +54,7 @@ fn to_binding(kind: BindingKind, obj: RawObject) -> Result<Binding, ApiFailure> 
     })
 }
 
-impl ObjectWriter<BindingKey, Binding> for KubeWriter {
+impl ObjectApi<BindingKey, Binding> for KubeBindings {
     fn patch<'a>(
         &'a self,
         key: &'a BindingKey,

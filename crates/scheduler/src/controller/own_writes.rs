@@ -17,11 +17,12 @@
 //! bindings anyway). When the patch fails the expectation is withdrawn.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use crate::cycle::sink::ResultHook;
 use crate::model::binding::{Binding, BindingKey};
 use crate::model::condition::ApiFailure;
-use crate::store::ResultHook;
+use crate::store::workload::WorkloadIndex;
 
 /// Expected generations of our own result patches, by binding: a range, because one cycle
 /// may write `spec.clusters` more than once (see `cycle/attempt.rs`, the echo passes).
@@ -86,8 +87,8 @@ impl OwnWrites {
     }
 }
 
-/// Alone (the cycle's tests), the expectation half of the caches' after-write hook; the
-/// daemon's hook is the store writer's `AfterWrite`, which also keeps the written results.
+/// Alone (the cycle's tests), the expectation half of the daemon's after-write hook,
+/// [`AfterWrite`], which also keeps the written results.
 impl ResultHook for OwnWrites {
     fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
         if bumps_generation {
@@ -103,6 +104,32 @@ impl ResultHook for OwnWrites {
     ) {
         if bumps_generation && answer.is_err() {
             self.withdraw(key);
+        }
+    }
+}
+
+/// The daemon's after-write hook: the expected echoes, and the results just written for the
+/// workload index (with `WorkloadAffinity`).
+pub struct AfterWrite {
+    pub own_writes: Arc<OwnWrites>,
+    pub workload: Option<Arc<WorkloadIndex>>,
+}
+
+impl ResultHook for AfterWrite {
+    fn sending(&self, key: &BindingKey, generation: i64, bumps_generation: bool) {
+        self.own_writes.sending(key, generation, bumps_generation);
+    }
+
+    fn answered(
+        &self,
+        key: &BindingKey,
+        bumps_generation: bool,
+        answer: Result<&Binding, &ApiFailure>,
+    ) {
+        self.own_writes.answered(key, bumps_generation, answer);
+        // A result just written that the watch has not delivered yet.
+        if let (Some(w), Ok(stored)) = (&self.workload, answer) {
+            w.written(stored);
         }
     }
 }
