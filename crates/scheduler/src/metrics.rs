@@ -58,7 +58,7 @@ pub const CLUSTER_RECONCILE_WORKER: &str = "ClusterReconcileWorker";
 pub const SCHEDULER_ESTIMATOR_WORKER: &str = "scheduler-estimator";
 
 /// Ours, not the reference's: tasks alive on the tokio runtime that serves `/metrics` (the
-/// daemon's only runtime), read at each scrape. For soak runs (`hack/bench.sh --churn-only`):
+/// daemon's only runtime), read at each scrape. For soak runs (`hack/bench.sh churn`):
 /// a count that keeps growing is a task leak. The Go scheduler's counterpart is
 /// `go_goroutines`.
 pub const TOKIO_ALIVE_TASKS: &str = "karmada_scheduler_tokio_alive_tasks";
