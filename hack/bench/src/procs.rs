@@ -74,21 +74,15 @@ impl Sched {
     pub async fn wait_healthy(&mut self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.proc.try_wait()? {
-                bail!(
-                    "{} scheduler exited ({status}):\n{}",
-                    self.label,
-                    self.proc.log_tail(30)
-                );
-            }
+            self.check_alive()?;
             if let Ok((200, _)) = http_get(&self.health, "/healthz").await {
                 return Ok(());
             }
             if Instant::now() > deadline {
+                let log = self.proc.log_tail(30);
                 bail!(
-                    "{} scheduler not healthy after {timeout:?}:\n{}",
-                    self.label,
-                    self.proc.log_tail(30)
+                    "{} scheduler not healthy after {timeout:?}:\n{log}",
+                    self.label
                 );
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -272,7 +266,6 @@ pub fn connections_to(pid: u32, ports: &std::collections::HashSet<u16>) -> usize
     n
 }
 
-/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
 /// This process's soft limit of open files (`Max open files` in /proc/self/limits; 1024 when
 /// unreadable), which the processes it starts inherit.
 pub fn open_files_limit() -> usize {
@@ -286,6 +279,7 @@ pub fn open_files_limit() -> usize {
         .unwrap_or(1024)
 }
 
+/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
 pub fn load_1m() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
