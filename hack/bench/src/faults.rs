@@ -67,9 +67,8 @@ pub struct FaultBench {
     pub bindings: usize,
     pub kills: usize,
     pub pauses: usize,
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub rust: FaultSide,
     pub go: FaultSide,
 }
@@ -168,7 +167,7 @@ pub fn markdown(b: &FaultBench) -> String {
     }
     fill_stamped(
         include_str!("../templates/faults.md"),
-        [&b.date, &b.machine, &b.git_commit],
+        &b.stamp,
         &[
             ("bindings", b.bindings.to_string()),
             ("kills", b.kills.to_string()),

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::results::Stamp;
+
 /// Which way a figure is better.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Better {
@@ -143,9 +145,12 @@ pub fn fill(template: &str, values: &[(&str, String)]) -> String {
 }
 
 /// [`fill`] with the run's stamp: `{{date}}`, `{{machine}}` and `{{commit}}`.
-pub fn fill_stamped(template: &str, stamp: [&str; 3], values: &[(&str, String)]) -> String {
-    let [date, machine, commit] = stamp.map(str::to_string);
-    let mut all = vec![("date", date), ("machine", machine), ("commit", commit)];
+pub fn fill_stamped(template: &str, stamp: &Stamp, values: &[(&str, String)]) -> String {
+    let mut all = vec![
+        ("date", stamp.date.clone()),
+        ("machine", stamp.machine.clone()),
+        ("commit", stamp.git_commit.clone()),
+    ];
     all.extend_from_slice(values);
     fill(template, &all)
 }

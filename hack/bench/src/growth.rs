@@ -58,7 +58,7 @@ pub fn collect(files: &[PathBuf], base: &Path) -> anyhow::Result<Growth> {
                 source: format!(
                     "{} ({})",
                     f.strip_prefix(base).unwrap_or(f).display(),
-                    b.git_commit
+                    b.stamp.git_commit
                 ),
             };
             by.insert(s.clusters, point);

@@ -46,16 +46,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::cli::{Cli, Command, Common, Global, Phases, RenderArgs};
-use crate::results::Run;
-
-/// When a run began, where, and from which commit (`-dirty` when tracked files differed):
-/// taken before the run, as the tree may change while a long run goes on.
-#[derive(Clone, Default)]
-pub struct Stamp {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
-}
+use crate::results::{Run, Stamp};
 
 fn sh(cmd: &str, args: &[&str]) -> String {
     std::process::Command::new(cmd)
@@ -116,7 +107,7 @@ trait Report: Serialize + DeserializeOwned {
 macro_rules! stamped {
     () => {
         fn stamp(&mut self, s: Stamp) {
-            (self.date, self.machine, self.git_commit) = (s.date, s.machine, s.git_commit);
+            self.stamp = s;
         }
     };
 }

@@ -39,9 +39,8 @@ pub struct MemoryRun {
     pub seed: u64,
     pub kube_api_qps: f64,
     pub kube_api_burst: u32,
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub cap_s: f64,
     pub elapsed_s: f64,
     pub rust: MemSide,
@@ -210,7 +209,7 @@ pub fn markdown(r: &MemoryRun) -> String {
     let bound = if r.go_finished() { "" } else { "at most " };
     fill_stamped(
         include_str!("../templates/memory.md"),
-        [&r.date, &r.machine, &r.git_commit],
+        &r.stamp,
         &[
             ("clusters", r.clusters.to_string()),
             ("bindings", r.bindings.to_string()),

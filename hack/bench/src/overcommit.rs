@@ -20,9 +20,8 @@ const DEMAND_FACTOR: usize = 2;
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct OvercommitBench {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub members: usize,
     pub bindings: usize,
     pub room: i64,
@@ -81,7 +80,7 @@ pub fn markdown(b: &OvercommitBench) -> String {
     });
     fill_stamped(
         include_str!("../templates/overcommit.md"),
-        [&b.date, &b.machine, &b.git_commit],
+        &b.stamp,
         &[
             ("bindings", b.bindings.to_string()),
             ("room", b.room.to_string()),

@@ -5,6 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// When a run began, where, and from which commit (`-dirty` when tracked files differed):
+/// taken before the run, as the tree may change while a long run goes on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stamp {
+    pub date: String,
+    pub machine: String,
+    pub git_commit: String,
+}
+
 /// A whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Run {
@@ -15,9 +24,8 @@ pub struct Run {
     pub kube_api_burst: u32,
     pub estimator: bool,
     pub extra_flags: Vec<String>,
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: Stamp,
     /// Status PATCHes/s a tight client gets from the apiserver (best concurrency).
     pub patch_ceiling_per_s: f64,
     /// Per concurrency level tried.

@@ -145,9 +145,8 @@ pub struct ChurnSide {
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChurnRun {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub seed: u64,
     pub minutes: f64,
     pub live: usize,

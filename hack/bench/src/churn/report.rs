@@ -136,7 +136,7 @@ pub fn markdown(r: &ChurnRun, chart: Option<(&str, &[Axis], f64)>) -> String {
     let [rss_ours, rss_go] = rss;
     fill_stamped(
         include_str!("../../templates/churn.md"),
-        [&r.date, &r.machine, &r.git_commit],
+        &r.stamp,
         &[
             ("minutes", r.minutes.to_string()),
             ("title", title.into()),

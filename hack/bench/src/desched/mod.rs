@@ -138,9 +138,8 @@ pub struct DeschedCeiling {
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DeschedBench {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub bindings: usize,
     pub clusters: usize,
     pub latency_ms: f64,

@@ -42,7 +42,7 @@ pub fn markdown(b: &DeschedBench) -> String {
     }
     fill_stamped(
         include_str!("../../templates/desched.md"),
-        [&b.date, &b.machine, &b.git_commit],
+        &b.stamp,
         &[
             ("bindings", b.bindings.to_string()),
             ("clusters", b.clusters.to_string()),

@@ -160,9 +160,8 @@ pub struct FaultRow {
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct EstBench {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub latency_ms: f64,
     pub scales: Vec<Scale>,
 }

@@ -120,7 +120,7 @@ pub fn markdown(b: &EstBench, chart: Option<(&str, f64)>) -> String {
     });
     fill_stamped(
         include_str!("../../templates/estimators.md"),
-        [&b.date, &b.machine, &b.git_commit],
+        &b.stamp,
         &[
             ("prefix", SERVICE_PREFIX.into()),
             ("namespace", SERVICE_NAMESPACE.into()),

@@ -407,7 +407,7 @@ pub fn markdown(run: &Run, chart_file: &str, step: f64, scales: &[String]) -> St
     let s1 = |x: f64| format!("{x:.1}");
     fill_stamped(
         include_str!("../../templates/run.md"),
-        [&run.date, &run.machine, &run.git_commit],
+        &run.stamp,
         &[
             ("clusters", run.clusters.to_string()),
             ("bindings", run.bindings.to_string()),

@@ -145,9 +145,8 @@ fn cm_work(before: &[promtext::Sample], after: &[promtext::Sample], karmada_host
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WholeBench {
-    pub date: String,
-    pub machine: String,
-    pub git_commit: String,
+    #[serde(flatten)]
+    pub stamp: crate::results::Stamp,
     pub deployments: usize,
     pub rounds: Vec<RoundRun>,
 }

@@ -138,7 +138,7 @@ pub fn markdown(b: &WholeBench) -> String {
     flags.dedup();
     fill_stamped(
         include_str!("../../templates/whole.md"),
-        [&b.date, &b.machine, &b.git_commit],
+        &b.stamp,
         &[
             ("deployments", b.deployments.to_string()),
             ("pace", pace),
