@@ -220,22 +220,14 @@ fn scale_section(s: &Scale) -> String {
         "alone: bindings/s after the last creation", |f| f.phase.rate_after_creation_per_s, 1, Higher;
         "alone: estimator RPCs per binding", |f| f.rpcs_per_binding, 1, Neither;
     ));
-    let mib = |k: u64| Some(k as f64 / 1024.0);
+    // Both sides' RSS, zero shown as measured.
+    let rss = |name, kib: [u64; 2]| {
+        let [ours, go] = kib.map(|k| Some(k as f64 / 1024.0));
+        Row::new(name, ours, go, 1).lower()
+    };
     rows.extend([
-        Row::new(
-            "RSS connected, idle (MiB)",
-            mib(s.idle_rss_kib[0]),
-            mib(s.idle_rss_kib[1]),
-            1,
-        )
-        .lower(),
-        Row::new(
-            "peak RSS (MiB)",
-            mib(s.peak_rss_kib[0]),
-            mib(s.peak_rss_kib[1]),
-            1,
-        )
-        .lower(),
+        rss("RSS connected, idle (MiB)", s.idle_rss_kib),
+        rss("peak RSS (MiB)", s.peak_rss_kib),
     ]);
     out += &table(&rows);
     for (who, f) in [("ours", &s.alone[0]), ("Go", &s.alone[1])] {
