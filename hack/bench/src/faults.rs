@@ -1,14 +1,7 @@
-//! `faults`: bindings lost to failures, ours vs Go, in one run.
-//!
-//! The scenario is the fault suite's (`testenv::faults`, also run by
-//! `crates/scheduler/tests/e2e_faults.rs`), at a size given by the flags: a stream of bindings
-//! of every replica strategy while the API server is SIGKILLed and restarted `--fault-kills`
-//! times and SIGSTOPped `--fault-pauses` times, a proxy cuts connections and drops and delays
-//! responses, and finally each scheduler is SIGKILLed between its two writes of a binding and
-//! started again. Each scheduler runs the same seeded scenario on the same control plane, one
-//! after the other, with its own bindings. The figure that matters is the number of bindings
-//! left incomplete (no `Scheduled=True`, or a `schedulerObservedGeneration` behind the
-//! generation) a minute after the last fault.
+//! `faults`: bindings lost to failures, ours vs Go, in one run: the fault suite's scenario
+//! (`testenv::faults`, also run by `crates/scheduler/tests/e2e_faults.rs`) against each
+//! scheduler in turn on the same control plane; the figure that matters is the bindings left
+//! incomplete a minute after the last fault (`templates/faults.md`).
 
 use std::time::Duration;
 

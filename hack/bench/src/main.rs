@@ -1,17 +1,11 @@
 //! `karmada-bench`: this karmada-scheduler and the Go v1.18.2 one, side by side on one
-//! kube-apiserver — placement agreement, throughput, latency, algorithm time and memory.
-//! Normally run through `hack/bench.sh`, which builds everything first.
+//! kube-apiserver. Normally run through `hack/bench.sh`, which builds everything first.
 //!
-//! One subcommand selects one scenario (`cli`) and becomes one [`scenario::Scenario`]; the
-//! engine below runs it, stamps the results, renders the report (and chart) and writes
-//! `<stem>.md` and `.json`; `render` reads results back and writes their reports again.
-//!
-//! The scenarios (`run`, `memory`, `faults`, `overcommit`, `desched`, `estload`, `churn`,
-//! `whole`, `growth`) each own what only they measure and their report. They share the steps
-//! in `plane` (control plane, schedulers, bindings created and settled, CPU, perf), the watch
-//! in `observe`, the processes in `procs`, `/metrics` in `promtext`, the ceilings in `ceiling`,
-//! the oracle replay in `replay`, statistics in `stats`, and the reports' one figures model and
-//! renderer in `figures` (prose in `templates/`) with the charts in `chart`.
+//! One subcommand (`cli`) is one [`scenario::Scenario`] run by a module of its own; the engine
+//! below stamps its results, renders the report (`figures`, prose in `templates/`) and writes
+//! `<stem>.md` and `.json`; `render` reads results back and writes their reports again. The
+//! steps the scenarios share are in `plane`, `observe`, `procs`, `promtext`, `ceiling` and
+//! `replay`.
 
 mod algo;
 mod ceiling;

@@ -1,12 +1,6 @@
-//! `run --phases memory`: both schedulers' resident memory at a large scale, in bounded time.
-//!
-//! At 1,000 clusters the Go scheduler needs about a second per binding, so the full bench of
-//! 10,000 bindings (with mirrors and churn) would take hours. This mode creates the originals
-//! only (half for each scheduler), samples both processes' RSS, and stops when both halves
-//! are scheduled or after `--memory-cap` seconds. The Rust scheduler keeps only its own
-//! bindings decoded, so its figure is complete as soon as its half is placed; the Go
-//! scheduler's memory grows as it places more, so when it is stopped early its peak so far
-//! is a lower bound of its peak, and the ratio reported is an upper bound of the true one.
+//! `run --phases memory`: both schedulers' resident memory at a large scale, in bounded time:
+//! the originals only, RSS sampled until both halves are placed or `--memory-cap` expires
+//! (Go's peak is then a lower bound; `templates/memory.md`).
 
 use std::time::Duration;
 

@@ -1,20 +1,10 @@
-//! Replays the history of pairs that disagree after churn through the reference.
-//!
-//! The two members of a pair go through the same churn, but not through the same cluster
-//! states: a scheduler that reacts within milliseconds reschedules a binding after the first
-//! of a burst of cluster deletions, one with a backlog sees the whole burst at once. Where the
-//! algorithm depends on the previous placement (steady scale-up and scale-down, the filter
-//! bypass of clusters that are already targets), the two may end in different, equally
-//! correct places.
-//!
-//! To tell that apart from a bug, every placement change of each member during churn is
-//! replayed offline: the binding with its previous `spec.clusters` (and observing-affinity
-//! name) against the clusters as they were after the first `k` churn operations, for the
-//! largest `k` the member could have seen first, then smaller ones. The upstream scheduler
-//! (the oracle, `hack/oracle`) and `karmada-scheduler simulate` each run on the same inputs.
-//! A pair is *explained* when the oracle reproduces every change of both members, each
-//! member's changes in states no older than its previous change's: the reference, fed the
-//! history a member saw, lands exactly where that member landed.
+//! Replays the history of pairs that disagree after churn through the reference: each
+//! placement change of each member, offline, against the clusters as they were after the first
+//! `k` churn operations, through the upstream scheduler (the oracle, `hack/oracle`) and
+//! `karmada-scheduler simulate`. The two members of a pair need not see the same cluster
+//! states, and where the algorithm depends on the previous placement they may end in
+//! different, equally correct places; a pair is *explained* when the oracle, fed the history
+//! each member saw, lands where that member landed (the report's replay section tells more).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,19 +1,7 @@
-//! `churn`: the churn (soak) bench. Ours and the Go scheduler side by side on one
-//! control plane whose members run real Go estimators (`--enable-scheduler-estimator=true`),
-//! under a steady stream of binding creations, scale changes and deletions at a constant live
-//! count, for `--churn-minutes`; optionally with the API server SIGKILLed and restarted every
-//! `--churn-fault-every` seconds. Every `--churn-sample-seconds`: each scheduler's RSS, open
-//! file descriptors and threads (`/proc`), its established connections to the estimators'
-//! ports (`/proc/<pid>/net/tcp`), and from its `/metrics` the binding queue's depth, its tasks
-//! (ours: `karmada_scheduler_tokio_alive_tasks`; Go: `go_goroutines`) and (ours) the estimator
-//! client's connected gauge; plus the live bindings of each that the bench sees unscheduled.
-//!
-//! The stream is made of pairs: every creation is a pair of bindings of the same template,
-//! one for each scheduler (so each gets half of the creations), scale changes patch both
-//! members of a pair to the same replicas (preferably a pair both have placed at its current
-//! generation, so that both see the same history), deletions delete both. At the end, once
-//! both have settled, the members of every pair must agree; pairs scaled before both had
-//! placed them are compared apart.
+//! `churn`: the soak bench. Ours and Go side by side with real Go estimators under a steady
+//! stream of binding pairs (one binding of a template for each scheduler) created, scaled and
+//! deleted at a constant live count, optionally with API server kills; both processes are
+//! sampled throughout and the pairs must agree at the end (`templates/churn.md` tells how).
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;

@@ -1,15 +1,7 @@
-//! `estimators`: the schedulers with the accurate estimators on, at several scales, ours
-//! and the Go v1.18.2 one in the same run, every cluster's estimator behind an `ExternalName`
-//! Service `karmada-scheduler-estimator-<cluster>` (the deployment this project exists for).
-//!
-//! At small scale the estimators are the real Go ones of the control plane's members; above
-//! that, one [`PerCluster`] fake of this process serves a port per cluster and answers from a
-//! per-cluster formula after a fixed latency, so that the schedulers, not the estimators, are
-//! measured. Per scale: both schedulers together on their halves of the workload, then each
-//! alone on the same batch (bindings/s, creation-to-`Scheduled` latency, estimator RPCs per
-//! binding, open estimator connections, CPU, placement agreement), the replay ceiling of our
-//! batch, and peak RSS. At the largest stub scale, fault rows: one estimator hung, a tenth
-//! refusing connections, a tenth of the VIPs moved mid-run.
+//! `estimators`: both schedulers with the accurate estimators on, at several scales, each
+//! cluster's estimator behind an `ExternalName` Service (the real Go ones of the members at
+//! small scale, one [`PerCluster`] stub of the bench above); what is measured is told in
+//! `templates/estimators.md`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;

@@ -1,16 +1,8 @@
-//! The load and the stopwatch of the end-to-end bench in a whole Karmada
-//! (docs/bench/whole-karmada.md): N Deployments, each
-//! with its own PropagationPolicy (Divided by the estimators' available replicas, Divided by
-//! static weights, Duplicated, in turn), created on the Karmada API server of a
-//! [`WholeKarmada`] while the bench's own watches note when each step of the user's path is
-//! first seen: the ResourceBinding (controller-manager's detector), its `spec.clusters` and
-//! `Scheduled=True` (the scheduler), one Work per target cluster (the binding controller), and
-//! the Deployment on each member with the replicas the binding gives it (the execution
-//! controller, or karmada-agent for the Pull member).
-//!
-//! The times are the bench's, taken as each watch event arrives (monotonic, sub-millisecond);
-//! the servers' stamps (`creationTimestamp`, the condition's `lastTransitionTime`) have a
-//! resolution of one second and are kept beside them as a cross-check.
+//! The load and the stopwatch of the end-to-end bench in a whole Karmada: N Deployments, each
+//! with its own PropagationPolicy (the strategies in turn), created on the Karmada API server
+//! of a [`WholeKarmada`] while the bench's watches note when each step of the user's path is
+//! first seen (binding, placement, `Scheduled=True`, Works, the members' Deployments): the
+//! bench's monotonic times, with the servers' one-second stamps beside them as a cross-check.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
