@@ -7,12 +7,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::fmt::Debug;
+
 use futures::StreamExt as _;
-use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
+use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 pub use testenv::fixtures::placement_in;
@@ -106,6 +111,46 @@ struct Inner {
     history: bool,
 }
 
+/// Runs a watch on `api`, calling `f` with each object added or changed as its event arrives;
+/// returns once the initial list is through (within `list_within`), the task going on.
+pub async fn spawn_watch<K, F>(
+    api: Api<K>,
+    what: &str,
+    list_within: Duration,
+    mut f: F,
+) -> anyhow::Result<JoinHandle<()>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    F: FnMut(&K) + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let what = what.to_string();
+    let task = tokio::spawn(async move {
+        let mut tx = Some(tx);
+        let mut stream =
+            std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(Event::Apply(o) | Event::InitApply(o)) => f(&o),
+                Ok(Event::InitDone) => {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("bench: watch of {what} (retrying): {e}"),
+            }
+        }
+    });
+    let listed = match tokio::time::timeout(list_within, rx).await {
+        Ok(Ok(())) => return Ok(task),
+        Ok(Err(_)) => "ended before listing its objects".to_string(),
+        Err(_) => format!("did not list its objects within {list_within:?}"),
+    };
+    task.abort();
+    anyhow::bail!("a watch {listed}")
+}
+
 pub fn rb_resource() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(
         "work.karmada.io",
@@ -128,33 +173,10 @@ impl Observer {
         let obs = Observer::default();
         for (ar, namespaced) in [(rb_resource(), true), (crb_resource(), false)] {
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let o = obs.clone();
-            let task = tokio::spawn(async move {
-                let mut tx = Some(tx);
-                let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
-                while let Some(ev) = stream.next().await {
-                    match ev {
-                        Ok(Event::Apply(obj)) | Ok(Event::InitApply(obj)) => {
-                            o.apply(&obj, namespaced)
-                        }
-                        Ok(Event::InitDone) => {
-                            if let Some(tx) = tx.take() {
-                                let _ = tx.send(());
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            eprintln!("bench: watch error (retrying): {e}");
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                        }
-                    }
-                }
-            });
+            let apply = move |obj: &DynamicObject| o.apply(obj, namespaced);
+            let task = spawn_watch(api, &ar.plural, Duration::from_secs(60), apply).await?;
             obs.inner.lock().expect("observer lock").tasks.push(task);
-            tokio::time::timeout(Duration::from_secs(60), rx)
-                .await
-                .map_err(|_| anyhow::anyhow!("the binding watch did not list within 60s"))??;
         }
         Ok(obs)
     }

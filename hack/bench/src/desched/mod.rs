@@ -402,9 +402,11 @@ impl Pass {
             cx.flags.create_concurrency,
         )
         .await?;
-        let writes = watch_first_seen(rb_api(client, ns), "bindings", written_key).await?;
+        let list_within = cx.flags.settle_timeout;
+        let writes = watch_first_seen(rb_api(client, ns), "bindings", list_within, written_key);
+        let writes = writes.await?;
         let events = Api::<Event>::namespaced(client.clone(), ns);
-        let events = watch_first_seen(events, "Events", event_key).await?;
+        let events = watch_first_seen(events, "Events", list_within, event_key).await?;
         Ok(Pass {
             calls: unschedulable_calls(cx.stub),
             control_plane: control_plane_cpu(cx.env),
@@ -573,41 +575,26 @@ fn event_key(e: &Event) -> Option<String> {
 async fn watch_first_seen<K>(
     api: Api<K>,
     what: &str,
+    list_within: Duration,
     key: fn(&K) -> Option<String>,
 ) -> anyhow::Result<Watch>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
-    use futures::StreamExt as _;
-    use kube::runtime::watcher;
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
     let (seen_tx, seen_rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = tokio::spawn(async move {
-        let mut ready = Some(ready_tx);
-        let mut names = std::collections::HashSet::new();
-        let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    if let Some(name) = key(&o)
-                        && names.insert(name)
-                    {
-                        let _ = seen_tx.send(Instant::now());
-                    }
-                }
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(tx) = ready.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                _ => {}
-            }
+    let mut names = std::collections::HashSet::new();
+    let first_seen = move |o: &K| {
+        if let Some(name) = key(o)
+            && names.insert(name)
+        {
+            let _ = seen_tx.send(Instant::now());
         }
-    });
-    ready_rx
-        .await
-        .with_context(|| format!("the bench's watch of the {what} ended"))?;
-    Ok((task, seen_rx))
+    };
+    let task = crate::observe::spawn_watch(api, what, list_within, first_seen).await;
+    Ok((
+        task.with_context(|| format!("the bench's watch of the {what}"))?,
+        seen_rx,
+    ))
 }
 
 /// The flags of both descheduler passes: one pass an hour (the first at start), a binding

@@ -10,21 +10,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context as _, bail};
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::runtime::WatchStreamExt as _;
-use kube::runtime::watcher::{self, Event};
-use kube::{Client, Resource};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use testenv::whole::WholeKarmada;
+
+use crate::observe::spawn_watch;
 
 /// Where the bench's objects live, on Karmada and (propagated) on the members.
 pub const NAMESPACE: &str = "whole-bench";
@@ -360,72 +358,29 @@ impl Drop for Recorder {
     }
 }
 
-/// Runs a watch on `api`, calling `f` with each object added or changed and the instant its
-/// event arrived; returns once the initial list is through (the task goes on).
-async fn spawn_watch<K, F>(api: Api<K>, what: String, mut f: F) -> anyhow::Result<JoinHandle<()>>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    F: FnMut(&K, Instant) + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut tx = Some(tx);
-        let mut stream =
-            std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
-        while let Some(ev) = stream.next().await {
-            let at = Instant::now();
-            match ev {
-                Ok(Event::Apply(o) | Event::InitApply(o)) => f(&o, at),
-                Ok(Event::InitDone) => {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("whole-bench: watch of {what}: {e}"),
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(60), rx)
-        .await
-        .with_context(|| "a watch did not list its objects within 60 s".to_string())?
-        .context("a watch ended before listing its objects")?;
-    Ok(task)
-}
-
 impl Recorder {
     /// Starts the watches and waits until each has listed what exists.
     pub async fn start(k: &WholeKarmada) -> anyhow::Result<Recorder> {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let karmada = k.client(None).await?;
-        let mut tasks = Vec::new();
+        let minute = Duration::from_secs(60);
         let s = seen.clone();
-        tasks.push(
-            spawn_watch(
-                bindings(&karmada),
-                "ResourceBindings".into(),
-                move |o, at| s.lock().unwrap().binding(o, at),
-            )
-            .await?,
-        );
+        let binding = move |o: &_| s.lock().unwrap().binding(o, Instant::now());
+        let mut tasks =
+            vec![spawn_watch(bindings(&karmada), "ResourceBindings", minute, binding).await?];
         let s = seen.clone();
-        tasks.push(
-            spawn_watch(works(&karmada), "Works".into(), move |o, at| {
-                if let Some(key) = work_target(o) {
-                    s.lock().unwrap().works.entry(key).or_insert(at);
-                }
-            })
-            .await?,
-        );
+        let work = move |o: &_| {
+            if let Some(key) = work_target(o) {
+                s.lock().unwrap().works.entry(key).or_insert(Instant::now());
+            }
+        };
+        tasks.push(spawn_watch(works(&karmada), "Works", minute, work).await?);
         for m in MEMBERS {
             let api: Api<Deployment> = Api::namespaced(k.client(Some(m)).await?, NAMESPACE);
             let s = seen.clone();
-            tasks.push(
-                spawn_watch(api, format!("{m}'s Deployments"), move |o, at| {
-                    s.lock().unwrap().member(m, o, at)
-                })
-                .await?,
-            );
+            let member = move |o: &_| s.lock().unwrap().member(m, o, Instant::now());
+            let what = format!("{m}'s Deployments");
+            tasks.push(spawn_watch(api, &what, minute, member).await?);
         }
         Ok(Recorder { seen, tasks })
     }
