@@ -91,10 +91,7 @@ impl Sched {
 
     /// The samples of its `/metrics`.
     pub async fn scrape(&self) -> anyhow::Result<Vec<crate::promtext::Sample>> {
-        match http_get(&self.metrics, "/metrics").await? {
-            (200, body) => Ok(crate::promtext::parse(&body)),
-            (code, _) => Err(anyhow!("{} /metrics answered {code}", self.label)),
-        }
+        scrape(&self.metrics).await
     }
 
     /// Fails if the process has exited.
@@ -128,6 +125,14 @@ pub async fn http_get(addr: &str, path: &str) -> anyhow::Result<(u16, String)> {
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| anyhow!("no status code from {addr}{path}"))?;
     Ok((code, body.to_string()))
+}
+
+/// The samples of the `/metrics` at `addr`.
+pub async fn scrape(addr: &str) -> anyhow::Result<Vec<crate::promtext::Sample>> {
+    match http_get(addr, "/metrics").await? {
+        (200, body) => Ok(crate::promtext::parse(&body)),
+        (code, _) => Err(anyhow!("{addr}/metrics answered {code}")),
+    }
 }
 
 /// Numeric fields of `/proc/<pid>/status` (`VmRSS:`, `Threads:`, ...), in the order asked.

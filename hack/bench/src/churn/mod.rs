@@ -16,7 +16,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::figures::num;
 use crate::observe::{Obs, Observer};
 use crate::plane::{self, Plane, create_one, delete_one, log, scale_one};
-use crate::procs::{connections_to, cpu_seconds, http_get, load_1m, memory_kib, open_fds, threads};
+use crate::procs::{connections_to, cpu_seconds, load_1m, memory_kib, open_fds, scrape, threads};
 use crate::promtext;
 use crate::scenario::Scenario;
 use crate::stats;
@@ -573,10 +573,9 @@ impl Probe {
             s.cpu_s[i] = cpu_seconds(pid).unwrap_or(0.0);
             let snap = self.observer.snapshot(&keys[i]);
             s.backlog[i] = snap.iter().filter(|o| !settled(o)).count();
-            let Ok((200, text)) = http_get(metrics, "/metrics").await else {
+            let Ok(m) = scrape(metrics).await else {
                 continue;
             };
-            let m = promtext::parse(&text);
             let gauge = |name: &str, filter: &[(&str, &str)]| {
                 let has = m.iter().any(|x| x.name == name);
                 has.then(|| promtext::sum(&m, name, filter))

@@ -87,15 +87,14 @@ pub struct OwnMetrics {
 }
 
 impl OwnMetrics {
-    fn read(text: &str) -> Option<Self> {
-        use crate::promtext::{ESTIMATOR_CALL, Histogram, parse};
-        let samples = parse(text);
+    fn read(samples: &[promtext::Sample]) -> Option<Self> {
+        use crate::promtext::{ESTIMATOR_CALL, Histogram};
         let work = Histogram::read(
-            &samples,
+            samples,
             "workqueue_work_duration_seconds",
             &[("name", "descheduler")],
         );
-        let calls = Histogram::read(&samples, ESTIMATOR_CALL, &[]);
+        let calls = Histogram::read(samples, ESTIMATOR_CALL, &[]);
         (work.count > 0.0).then_some(Self {
             work_sum_s: work.sum,
             work_count: work.count,
@@ -666,10 +665,7 @@ async fn side(
     let (control_plane_cpu_s, requests) = pass.end(cx).await?;
     // After the pass and its figures (untimed); the Go descheduler exports no workqueue
     // histograms.
-    let own = match crate::procs::http_get(&metrics_addr, "/metrics").await {
-        Ok((200, text)) => OwnMetrics::read(&text),
-        _ => None,
-    };
+    let own = (crate::procs::scrape(&metrics_addr).await.ok()).and_then(|m| OwnMetrics::read(&m));
     // A moment for writes beyond the expected ones, then the final state.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = unschedulable_calls(cx.stub) - pass.calls;
@@ -827,11 +823,12 @@ karmada_scheduler_estimator_client_request_duration_seconds_count{cluster="a",me
 karmada_scheduler_estimator_client_request_duration_seconds_sum{cluster="b",method="GetUnschedulableReplicas"} 1.5
 karmada_scheduler_estimator_client_request_duration_seconds_count{cluster="b",method="GetUnschedulableReplicas"} 30
 "#;
-        let own = OwnMetrics::read(text).expect("the descheduler's queue is there");
+        let own =
+            OwnMetrics::read(&promtext::parse(text)).expect("the descheduler's queue is there");
         assert_eq!((own.work_sum_s, own.work_count), (2.0, 4.0));
         assert_eq!((own.call_sum_s, own.call_count), (2.0, 40.0));
         // The Go descheduler exports no such queue: nothing to report.
-        assert!(OwnMetrics::read("process_cpu_seconds_total 3\n").is_none());
+        assert!(OwnMetrics::read(&promtext::parse("process_cpu_seconds_total 3\n")).is_none());
     }
 
     /// The stub answers by the formula [`expected`] is computed from, and counts the calls.

@@ -181,11 +181,8 @@ impl Estimators {
             Estimators::Real(m) => {
                 let mut out = Vec::new();
                 for (_, metrics) in m {
-                    let text = match crate::procs::http_get(metrics, "/metrics").await {
-                        Ok((200, text)) => text,
-                        _ => String::new(),
-                    };
-                    let n = promtext::sum(&promtext::parse(&text), ESTIMATOR_REQUESTS, &[]);
+                    let samples = crate::procs::scrape(metrics).await.unwrap_or_default();
+                    let n = promtext::sum(&samples, ESTIMATOR_REQUESTS, &[]);
                     out.push([n as u64, 0]);
                 }
                 out

@@ -76,11 +76,7 @@ pub struct Queue {
 
 async fn cm_metrics(k: &WholeKarmada) -> anyhow::Result<Vec<promtext::Sample>> {
     let port = k.port("CM_METRICS")?;
-    let (code, body) = crate::procs::http_get(&format!("127.0.0.1:{port}"), "/metrics").await?;
-    if code != 200 {
-        bail!("karmada-controller-manager /metrics answered {code}");
-    }
-    Ok(promtext::parse(&body))
+    crate::procs::scrape(&format!("127.0.0.1:{port}")).await
 }
 
 /// The controller-manager's client flags, from its command line.
