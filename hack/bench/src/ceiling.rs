@@ -21,7 +21,6 @@ use tokio::time::Instant;
 
 use crate::jobs::{in_flight, normal_event};
 use crate::observe::binding_api;
-use crate::observe::rb_resource;
 use crate::plane::{cpu_since, cpu_snapshot, log};
 use crate::workload::BindingTemplate;
 
@@ -36,7 +35,7 @@ pub async fn measure(
     concurrency: usize,
     duration: Duration,
 ) -> anyhow::Result<f64> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &rb_resource());
+    let api = binding_api(client, Some(namespace));
     let mut names = Vec::new();
     for i in 0..concurrency {
         let name = format!("ceiling-{concurrency}-{i}");

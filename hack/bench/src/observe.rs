@@ -151,20 +151,17 @@ where
     anyhow::bail!("a watch {listed}")
 }
 
-pub fn rb_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "work.karmada.io",
-        "v1alpha2",
-        "ResourceBinding",
-    ))
+/// The API resource of a kind (its plural guessed from the kind).
+pub fn resource(group: &str, version: &str, kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
 }
 
-pub fn crb_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(
-        "work.karmada.io",
-        "v1alpha2",
-        "ClusterResourceBinding",
-    ))
+fn rb_resource() -> ApiResource {
+    resource("work.karmada.io", "v1alpha2", "ResourceBinding")
+}
+
+fn crb_resource() -> ApiResource {
+    resource("work.karmada.io", "v1alpha2", "ClusterResourceBinding")
 }
 
 impl Observer {

@@ -9,14 +9,13 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use testenv::{TestEnv, TestEnvBuilder};
 use tokio::time::Instant;
 
 use crate::jobs::in_flight;
-use crate::observe::{Obs, Observer, binding_api};
+use crate::observe::{Obs, Observer, binding_api, resource};
 use crate::procs::{Sched, cpu_seconds};
 use crate::promtext::{self, ATTEMPTS, E2E, Histogram};
 use crate::results::Phase;
@@ -36,8 +35,10 @@ pub fn log(start: Instant, msg: impl AsRef<str>) {
 }
 
 pub fn cluster_api(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster");
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
+    Api::all_with(
+        client.clone(),
+        &resource("cluster.karmada.io", "v1alpha1", "Cluster"),
+    )
 }
 
 pub fn cluster_name(c: &Value) -> &str {

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use crate::jobs::{apply_all, apply_retrying, in_flight, normal_event, retrying};
+use crate::observe::binding_api;
 use crate::plane::{self, log};
 use crate::procs::{cpu_seconds, memory_kib};
 use crate::promtext;
@@ -237,10 +238,6 @@ fn bindings_of(ns: &str, n: usize, clusters: usize) -> Vec<Value> {
         .collect()
 }
 
-fn rb_api(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &crate::observe::rb_resource())
-}
-
 /// What a pass left in `ns`: `spec.clusters` replicas of every binding, and when the API
 /// server stored each binding's last update by someone other than the bench.
 struct Stored {
@@ -252,7 +249,9 @@ struct Stored {
 }
 
 async fn stored(client: &Client, ns: &str) -> anyhow::Result<Stored> {
-    let list = rb_api(client, ns).list(&ListParams::default()).await?;
+    let list = binding_api(client, Some(ns))
+        .list(&ListParams::default())
+        .await?;
     let updated = list
         .items
         .iter()
@@ -311,7 +310,7 @@ async fn delete_bindings(client: &Client, ns: &str) -> anyhow::Result<()> {
     // One by one and listing metadata only: a collection delete answers with every deleted
     // object, and 1,000 bindings of 1,000 clusters (~125 KB each) made that one response too
     // large to read back.
-    let api = rb_api(client, ns);
+    let api = binding_api(client, Some(ns));
     let names: Vec<String> =
         retrying(|| async { Ok(api.list_metadata(&ListParams::default()).await?) })
             .await?
@@ -402,7 +401,12 @@ impl Pass {
         )
         .await?;
         let list_within = cx.flags.settle_timeout;
-        let writes = watch_first_seen(rb_api(client, ns), "bindings", list_within, written_key);
+        let writes = watch_first_seen(
+            binding_api(client, Some(ns)),
+            "bindings",
+            list_within,
+            written_key,
+        );
         let writes = writes.await?;
         let events = Api::<Event>::namespaced(client.clone(), ns);
         let events = watch_first_seen(events, "Events", list_within, event_key).await?;
@@ -455,7 +459,7 @@ async fn ceiling(cx: &Ctx<'_>, concurrency: usize) -> anyhow::Result<DeschedCeil
             .collect()
             .await;
     let channels = channels.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let api = rb_api(&cx.client, &ns);
+    let api = binding_api(&cx.client, Some(&ns));
     let events: Api<Event> = Api::namespaced(cx.client.clone(), &ns);
     let listed = api.list(&ListParams::default()).await?;
     let threshold = i64::try_from(Duration::from_secs(60).as_nanos()).unwrap_or(i64::MAX);

@@ -14,7 +14,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::core::GroupVersionKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -22,7 +21,7 @@ use tokio::task::JoinHandle;
 
 use testenv::whole::WholeKarmada;
 
-use crate::observe::spawn_watch;
+use crate::observe::{binding_api, resource, spawn_watch};
 
 /// Where the bench's objects live, on Karmada and (propagated) on the members.
 pub const NAMESPACE: &str = "whole-bench";
@@ -126,34 +125,15 @@ pub fn policy(item: &Item) -> Value {
     })
 }
 
-fn karmada_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
 fn policies(client: &Client) -> Api<DynamicObject> {
-    let ar = karmada_resource(
-        "policy.karmada.io",
-        "v1alpha1",
-        "PropagationPolicy",
-        "propagationpolicies",
-    );
-    Api::namespaced_with(client.clone(), NAMESPACE, &ar)
-}
-
-fn bindings(client: &Client) -> Api<DynamicObject> {
-    let ar = karmada_resource(
-        "work.karmada.io",
-        "v1alpha2",
-        "ResourceBinding",
-        "resourcebindings",
-    );
+    let ar = resource("policy.karmada.io", "v1alpha1", "PropagationPolicy");
     Api::namespaced_with(client.clone(), NAMESPACE, &ar)
 }
 
 fn works(client: &Client) -> Api<DynamicObject> {
     Api::all_with(
         client.clone(),
-        &karmada_resource("work.karmada.io", "v1alpha1", "Work", "works"),
+        &resource("work.karmada.io", "v1alpha1", "Work"),
     )
 }
 
@@ -366,8 +346,15 @@ impl Recorder {
         let minute = Duration::from_secs(60);
         let s = seen.clone();
         let binding = move |o: &_| s.lock().unwrap().binding(o, Instant::now());
-        let mut tasks =
-            vec![spawn_watch(bindings(&karmada), "ResourceBindings", minute, binding).await?];
+        let mut tasks = vec![
+            spawn_watch(
+                binding_api(&karmada, Some(NAMESPACE)),
+                "ResourceBindings",
+                minute,
+                binding,
+            )
+            .await?,
+        ];
         let s = seen.clone();
         let work = move |o: &_| {
             if let Some(key) = work_target(o) {
@@ -441,7 +428,14 @@ pub async fn clear(k: &WholeKarmada, timeout: Duration) -> anyhow::Result<()> {
         // Policies keep a finalizer for a while; a new round's creation would find them.
         left.insert("policies", policies(&karmada).list(&lp).await?.items.len());
         left.insert("deployments", deployments.list(&lp).await?.items.len());
-        left.insert("bindings", bindings(&karmada).list(&lp).await?.items.len());
+        left.insert(
+            "bindings",
+            binding_api(&karmada, Some(NAMESPACE))
+                .list(&lp)
+                .await?
+                .items
+                .len(),
+        );
         let w = works(&karmada).list(&lp).await?;
         left.insert(
             "works",
