@@ -411,17 +411,15 @@ pub async fn replay_ceiling(
                 } else {
                     format!("; CPU seconds: {}", used.join(", "))
                 };
-                log(
+                log!(
                     t0,
-                    format!(
-                        "{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s \
+                    "{what} of the {suffix} batch, {c} in flight): {r:.1} bindings/s \
                          ({:.1} s{cpu})",
-                        started.elapsed().as_secs_f64()
-                    ),
+                    started.elapsed().as_secs_f64()
                 );
                 by.insert(c.to_string(), r);
             }
-            Err(e) => log(t0, format!("{what}) with {c} in flight failed: {e:#}")),
+            Err(e) => log!(t0, "{what}) with {c} in flight failed: {e:#}"),
         }
     }
     Ok(by)

@@ -89,7 +89,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<FaultBench> {
         ("rust", flags.bins.scheduler.clone(), as_go),
         ("go", go_bin, Vec::new()),
     ] {
-        log(t0, format!("fault scenario against the {tag} scheduler"));
+        log!(t0, "fault scenario against the {tag} scheduler");
         let under_test = SchedulerUnderTest {
             tag: tag.into(),
             program,

@@ -68,7 +68,7 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
     let start = Instant::now();
     let (client, observer) = (&plane.client, &plane.observer);
     create_bindings(client, observer, &items, cfg.create_concurrency).await?;
-    log(t0, format!("{} bindings created", items.len()));
+    log!(t0, "{} bindings created", items.len());
 
     // When each of a side's bindings was placed.
     let placed = |i: usize| -> Vec<Instant> {
@@ -88,7 +88,7 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
             if placed.len() == keys[i].len() && all_done[i].is_none() {
                 let last = placed.iter().max();
                 all_done[i] = last.map(|t| t.saturating_duration_since(start).as_secs_f64());
-                log(t0, format!("{} half scheduled", sides[i]));
+                log!(t0, "{} half scheduled", sides[i]);
             }
             placed.len()
         });
@@ -98,9 +98,9 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
             let ([dr, dg], [nr, ng]) = (done, keys.each_ref().map(Vec::len));
             let mib = |k: u64| format!("{:.0}", k as f64 / 1024.0);
             let (rm, gm) = (mib(r), mib(g));
-            log(
+            log!(
                 t0,
-                format!("done rust {dr}/{nr} go {dg}/{ng}; RSS rust {rm} MiB, go {gm} MiB"),
+                "done rust {dr}/{nr} go {dg}/{ng}; RSS rust {rm} MiB, go {gm} MiB"
             );
             let at = now.duration_since(start).as_secs_f64();
             series.push((at, dr, dg, r, g));

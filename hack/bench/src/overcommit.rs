@@ -38,19 +38,21 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<OvercommitBench> {
     let go = crate::plane::go_scheduler(flags, &env);
     let room: i64 = room(&env).await?.values().sum();
     let bindings = usize::try_from(room).unwrap_or(1).max(1) * DEMAND_FACTOR / 2;
-    log(
+    log!(
         t0,
-        format!("room for {room} replicas; bursts of {bindings} bindings × 2"),
+        "room for {room} replicas; bursts of {bindings} bindings × 2"
     );
     let mut runs = Vec::new();
     for burst in standard_runs(&flags.bins.scheduler, &go, bindings) {
         let r = run_burst(&env, &burst, Duration::from_secs(600)).await?;
-        log(
+        log!(
             t0,
-            format!(
-                "{}: {} overcommitted, {} scheduled, {} unschedulable, {:.1}s",
-                r.tag, r.overcommitted, r.scheduled, r.unschedulable, r.seconds
-            ),
+            "{}: {} overcommitted, {} scheduled, {} unschedulable, {:.1}s",
+            r.tag,
+            r.overcommitted,
+            r.scheduled,
+            r.unschedulable,
+            r.seconds
         );
         runs.push(r);
     }

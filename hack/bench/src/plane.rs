@@ -26,13 +26,13 @@ use crate::workload::{self, BindingTemplate, NAMESPACES, Workload};
 /// No write for this long means settled.
 pub const QUIET: Duration = Duration::from_millis(2000);
 
-pub fn log(start: Instant, msg: impl AsRef<str>) {
-    eprintln!(
-        "[bench +{:>6.1}s] {}",
-        start.elapsed().as_secs_f64(),
-        msg.as_ref()
-    );
+/// Logs a line to stderr with the seconds since `t0`: `log!(t0, "format", args…)`.
+macro_rules! log {
+    ($t0:expr, $($msg:tt)+) => {
+        eprintln!("[bench +{:>6.1}s] {}", $t0.elapsed().as_secs_f64(), format_args!($($msg)+))
+    };
 }
+pub(crate) use log;
 
 pub fn cluster_api(client: &Client) -> Api<DynamicObject> {
     Api::all_with(
@@ -88,10 +88,7 @@ pub async fn start_plane(cfg: &Scenario, t0: Instant) -> anyhow::Result<Plane> {
         cfg.workload.bindings,
     );
     create_clusters(&client, &wl.clusters, cfg.create_concurrency).await?;
-    log(
-        t0,
-        format!("{} clusters created with status", wl.clusters.len()),
-    );
+    log!(t0, "{} clusters created with status", wl.clusters.len());
     let observer = Observer::start(&client).await?;
     Ok(Plane {
         env,
@@ -110,14 +107,15 @@ pub async fn start_env(
     build: impl FnOnce(TestEnvBuilder) -> TestEnvBuilder,
 ) -> anyhow::Result<TestEnv> {
     let tools = testenv::Tools::ensure().map_err(|e| anyhow!("{e}"))?;
-    log(t0, "starting the control plane (hack/local-up.sh)");
+    log!(t0, "starting the control plane (hack/local-up.sh)");
     let mut env = build(TestEnv::builder().tools(tools)).start().await?;
     if std::env::var_os("BENCH_KEEP").is_some() {
         env.keep_state_on_drop();
     }
-    log(
+    log!(
         t0,
-        format!("control plane up, state in {}", env.state_dir().display()),
+        "control plane up, state in {}",
+        env.state_dir().display()
     );
     Ok(env)
 }
@@ -178,7 +176,7 @@ pub async fn start_schedulers(
         }
         anyhow::bail!("the canary bindings were not scheduled within 120s{why}");
     }
-    log(t0, "both schedulers are up and scheduling");
+    log!(t0, "both schedulers are up and scheduling");
     Ok((rust, go))
 }
 

@@ -543,7 +543,7 @@ impl Probe {
                 _ = tick.tick() => {}
             }
             let s = self.sample(start.elapsed().as_secs_f64()).await;
-            log(t0, s.line());
+            log!(t0, "{}", s.line());
             samples.push(s);
             if self.gone() {
                 stop.notify_waiters();
@@ -622,12 +622,12 @@ async fn fault_loop(
     while next + FAULT_DOWN < until {
         tokio::time::sleep_until(next).await;
         let at = Instant::now();
-        log(t0, "fault: SIGKILL of the API server");
+        log!(t0, "fault: SIGKILL of the API server");
         let r = api.kill_and_restart(FAULT_DOWN).await;
         let back_after_s = at.elapsed().as_secs_f64();
-        log(
+        log!(
             t0,
-            format!("fault: API server serving again after {back_after_s:.1}s"),
+            "fault: API server serving again after {back_after_s:.1}s"
         );
         marks.push(FaultMark {
             t_s: at.duration_since(start).as_secs_f64(),
@@ -654,13 +654,10 @@ async fn settle_live(
         .settle(keys, &names, settled, plane::QUIET, SETTLE)
         .await;
     let after = ok.then(|| start.elapsed().as_secs_f64());
-    log(
-        t0,
-        match after {
-            Some(s) => format!("every live binding settled {s:.1}s after the stream"),
-            None => format!("not every live binding settled within {SETTLE:?}"),
-        },
-    );
+    match after {
+        Some(s) => log!(t0, "every live binding settled {s:.1}s after the stream"),
+        None => log!(t0, "not every live binding settled within {SETTLE:?}"),
+    }
     after
 }
 
@@ -737,12 +734,14 @@ fn agree_pairs(plane: &Plane, st: &State, out: &mut ChurnRun, t0: Instant) {
             ));
         }
     }
-    log(
+    log!(
         t0,
-        format!(
-            "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
-            out.agree, out.pairs, out.unplaced_agree, out.unplaced_pairs, out.broken_pairs
-        ),
+        "pairs agree: {}/{}, scaled before placed {}/{} ({} left out after a failed request)",
+        out.agree,
+        out.pairs,
+        out.unplaced_agree,
+        out.unplaced_pairs,
+        out.broken_pairs
     );
 }
 
@@ -782,7 +781,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
     let (minutes, live, rate, scale_rate) = (w.minutes, w.live, w.rate, w.scale_rate);
     let what =
         format!("{live} live, {rate}/s creations and deletions, {scale_rate}/s scale changes");
-    log(t0, format!("churn for {minutes:.1} min: {what}{kills}"));
+    log!(t0, "churn for {minutes:.1} min: {what}{kills}");
     let start = Instant::now();
     let until = start + Duration::from_secs_f64(w.minutes * 60.0);
     // Stops the stream early when a scheduler exits.
@@ -797,7 +796,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
     let faults = fault_loop(&plane.env, flags, start, until, t0);
     let (samples, (), faults) = tokio::join!(sampler, stream, faults);
     let stream_s = start.elapsed().as_secs_f64();
-    log(t0, format!("stream ended after {stream_s:.0}s"));
+    log!(t0, "stream ended after {stream_s:.0}s");
     let exited = [rust.proc.try_wait(), go.proc.try_wait()]
         .map(|r| r.ok().flatten().map(|status| format!("exited ({status})")));
 
@@ -808,7 +807,7 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<ChurnRun> {
         false => None,
     };
     let end = probe.sample(start.elapsed().as_secs_f64()).await;
-    log(t0, format!("after the settle: {}", end.line()));
+    log!(t0, "after the settle: {}", end.line());
 
     // ---- Each side's state, and the agreement of the pairs.
     let st = lock(&state);

@@ -524,11 +524,9 @@ async fn ceiling(cx: &Ctx<'_>, concurrency: usize) -> anyhow::Result<DeschedCeil
     results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
     let estimator_calls = unschedulable_calls(cx.stub) - pass.calls;
     delete_bindings(&cx.client, &ns).await?;
-    log(
+    log!(
         cx.t0,
-        format!(
-            "fair ceiling, {concurrency} in flight: {pass_s:.2}s, {estimator_calls} estimator calls"
-        ),
+        "fair ceiling, {concurrency} in flight: {pass_s:.2}s, {estimator_calls} estimator calls"
     );
     Ok(DeschedCeiling {
         concurrency,
@@ -632,9 +630,9 @@ async fn side(
     // reference's two per binding written.
     let mut pass = Pass::begin(cx, ns).await?;
     let bindings = cx.flags.workload.bindings;
-    log(
+    log!(
         t0,
-        format!("{name}: {bindings} bindings in {ns}, {expected} to be written"),
+        "{name}: {bindings} bindings in {ns}, {expected} to be written"
     );
     // Truncated to the second, as the API server's `managedFields` times are.
     let start_wall = k8s_openapi::jiff::Timestamp::now();
@@ -699,17 +697,15 @@ async fn side(
         stored_deciles: write_quantiles(&updated_s, expected, true),
         own,
     };
-    log(
+    log!(
         t0,
-        format!(
-            "{name}: {}/{expected} written in {}, {}/{expected_events} events by {}, {calls} estimator calls, peak RSS {:.1} MiB",
-            side.written,
-            pass_s.map_or("(timeout)".to_string(), |s| format!("{s:.2}s")),
-            side.events,
-            side.last_event_s
-                .map_or("–".to_string(), |s| format!("{s:.2}s")),
-            hwm as f64 / 1024.0
-        ),
+        "{name}: {}/{expected} written in {}, {}/{expected_events} events by {}, {calls} estimator calls, peak RSS {:.1} MiB",
+        side.written,
+        pass_s.map_or("(timeout)".to_string(), |s| format!("{s:.2}s")),
+        side.events,
+        side.last_event_s
+            .map_or("–".to_string(), |s| format!("{s:.2}s")),
+        hwm as f64 / 1024.0
     );
     Ok((side, placements))
 }
@@ -740,12 +736,11 @@ pub async fn run(flags: &Scenario) -> anyhow::Result<DeschedBench> {
     apply_all(&client, objects, flags.create_concurrency)
         .await
         .context("creating the clusters and their estimator Services")?;
-    log(
+    log!(
         t0,
-        format!(
-            "{} clusters, estimator stub on {}",
-            flags.workload.clusters, stub.addr
-        ),
+        "{} clusters, estimator stub on {}",
+        flags.workload.clusters,
+        stub.addr
     );
     let want: Vec<Vec<i32>> = (0..flags.workload.bindings)
         .map(|i| expected(i, flags.workload.clusters))

@@ -502,10 +502,7 @@ impl Rows<'_> {
             for &i in faulty {
                 stub.close_previous(i).await;
             }
-            log(
-                self.t0,
-                format!("{label}: {} estimators moved", faulty.len()),
-            );
+            log!(self.t0, "{label}: {} estimators moved", faulty.len());
         }
         let second_half = Instant::now();
         create_bindings(client, observer, &items[half..], cfg.create_concurrency).await?;
@@ -614,7 +611,7 @@ async fn together(
         });
     let together: [SideFigures; 2] = plane::two(figures.collect());
     let [ours, theirs] = (together.each_ref()).map(|f| f.phase.steady_rate_per_s.unwrap_or(0.0));
-    log(t0, format!("together: ours {ours:.1}/s, Go {theirs:.1}/s"));
+    log!(t0, "together: ours {ours:.1}/s, Go {theirs:.1}/s");
     Ok(together)
 }
 
@@ -664,12 +661,10 @@ async fn alone_batches(
             f.rpcs_per_binding.unwrap_or(0.0),
         );
         let c = f.connections;
-        log(
+        log!(
             t0,
-            format!(
-                "alone {}: {rate:.1}/s steady, p99 {p99:.0} ms, {rpcs:.1} estimator calls/binding, {c} connections",
-                s.label
-            ),
+            "alone {}: {rate:.1}/s steady, p99 {p99:.0} ms, {rpcs:.1} estimator calls/binding, {c} connections",
+            s.label
         );
         out.figures.push(f);
     }
@@ -714,11 +709,9 @@ async fn ceilings(
     }
     let calls = crate::ceiling::EstimatorCalls::connect(stub, recorded, templates.len()).await?;
     let (n, distinct) = (calls.len(), calls.distinct());
-    log(
+    log!(
         t0,
-        format!(
-            "our alone batch made {n} estimator calls, {distinct} of them distinct (cluster, method, request)"
-        ),
+        "our alone batch made {n} estimator calls, {distinct} of them distinct (cluster, method, request)"
     );
     Ok((replay_ceiling, ceiling(Some(&calls)).await?, n))
 }
@@ -782,12 +775,10 @@ async fn fault_rows(
                 row.hung_calls_per_binding,
             );
             let (done, n, same) = (row.phase.done, row.phase.bindings, row.same_as_fault_free);
-            log(
+            log!(
                 rows.t0,
-                format!(
-                    "fault '{}' {label}: {done}/{n} decided, attempt p99 {p99:.2}s, {healthy:.1} healthy answers/binding, {hung:.1} hung calls/binding, {same}/{n} as without the fault",
-                    row.fault
-                ),
+                "fault '{}' {label}: {done}/{n} decided, attempt p99 {p99:.2}s, {healthy:.1} healthy answers/binding, {hung:.1} hung calls/binding, {same}/{n} as without the fault",
+                row.fault
             );
             faults.push(row);
         }
@@ -810,7 +801,7 @@ async fn scale(
     cfg.estimators.members = if real { clusters } else { 0 };
     let plane = plane::start_plane(&cfg, t0).await?;
     let (est, estimators) = estimators(&plane, &cfg, real).await?;
-    log(t0, format!("{clusters} clusters, estimators: {estimators}"));
+    log!(t0, "{clusters} clusters, estimators: {estimators}");
     let (mut rust, mut go) = plane::start_schedulers(&cfg, &plane, t0).await?;
     // Connected to every estimator, nothing to schedule yet: what the connections cost.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -836,13 +827,13 @@ async fn scale(
         rust.proc.kill();
         go.proc.kill();
         let why = format!("schedulers stopped before the ceilings (open-files limit {limit})");
-        log(t0, format!("{clusters} clusters: {why}, no fault rows"));
+        log!(t0, "{clusters} clusters: {why}, no fault rows");
     }
     let (replay_ceiling, fair_ceiling, fair_ceiling_calls) =
         ceilings(&plane, &cfg, &est, &templates, alone.recorded, t0).await?;
     let (agree, disagreements) = alone_agreement(&plane, &templates);
     let pairs = templates.len();
-    log(t0, format!("alone batches agree: {agree}/{pairs}"));
+    log!(t0, "alone batches agree: {agree}/{pairs}");
     let mut faults = Vec::new();
     if let (true, false, Estimators::Stub(stub)) = (with_faults, stopped_early, &est) {
         let fault_free = (templates.iter())

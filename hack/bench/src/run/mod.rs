@@ -190,9 +190,9 @@ impl Bench<'_> {
             format!("{:.0}/s p99 {:.0} ms", r.unwrap_or(0.0), p99.unwrap_or(0.0))
         };
         let (n, load_log) = (originals.len(), per_side(&self.side, |s| rate_p99(&s.load)));
-        log(
+        log!(
             self.t0,
-            format!("{n} bindings created ({create_rate:.0}/s); load: {load_log}"),
+            "{n} bindings created ({create_rate:.0}/s); load: {load_log}"
         );
         Ok(Load {
             create_rate,
@@ -212,9 +212,10 @@ impl Bench<'_> {
             s.mirror = phase;
         }
         let fresh = agreement(observer, wl, &self.sides[0]);
-        log(
+        log!(
             self.t0,
-            format!("agreement on fresh placements: {}", fresh.summary()),
+            "agreement on fresh placements: {}",
+            fresh.summary()
         );
         Ok(fresh)
     }
@@ -244,8 +245,10 @@ impl Bench<'_> {
             phase.rate_after_creation_per_s = rate_after(observer, &keys, batch.created);
             let (steady, after) = (phase.steady_rate_per_s, phase.rate_after_creation_per_s);
             let (steady, after) = (steady.unwrap_or(0.0), after.unwrap_or(0.0));
-            let msg = format!("solo {sched}: {steady:.0}/s steady, {after:.0}/s after creation");
-            log(self.t0, msg);
+            log!(
+                self.t0,
+                "solo {sched}: {steady:.0}/s steady, {after:.0}/s after creation"
+            );
             let writes = self.writes(i, &keys, &ev0, &ev1);
             let s = &mut self.side[i];
             (
@@ -309,9 +312,10 @@ impl Bench<'_> {
                 p99.unwrap_or(0.0)
             )
         };
-        log(
+        log!(
             self.t0,
-            format!("stream at {pace:.1}/s: {}", per_side(&self.side, latency)),
+            "stream at {pace:.1}/s: {}",
+            per_side(&self.side, latency)
         );
         pace
     }
@@ -370,10 +374,7 @@ impl Bench<'_> {
         let done = per_side(&self.side, |s| {
             format!("{}/{} done", s.scale.done, s.scale.bindings)
         });
-        log(
-            self.t0,
-            format!("scale churn ({} bindings): {done}", targets.len()),
-        );
+        log!(self.t0, "scale churn ({} bindings): {done}", targets.len());
         Ok((scale_targets, start))
     }
 
@@ -400,10 +401,7 @@ impl Bench<'_> {
             for (s, q) in self.side.iter_mut().zip(quiet) {
                 *step(s) = q;
             }
-            log(
-                self.t0,
-                format!("{what} churn on {} clusters settled", idx.len()),
-            );
+            log!(self.t0, "{what} churn on {} clusters settled", idx.len());
             churned.push(idx);
         }
         Ok(two(churned))
@@ -413,14 +411,14 @@ impl Bench<'_> {
     async fn after_churn(&self, ops: Vec<ChurnOp>, churn_start: Instant) -> Agreement {
         let (plane, t0) = (self.plane, self.t0);
         let mut after = agreement(&plane.observer, &plane.wl, &self.sides[0]);
-        log(t0, format!("agreement after churn: {}", after.summary()));
+        log!(t0, "agreement after churn: {}", after.summary());
         if after.disagreements.is_empty() {
             return after;
         }
         let n = after.disagreements.len();
-        log(
+        log!(
             t0,
-            format!("replaying the history of {n} disagreeing pair(s) through the oracle"),
+            "replaying the history of {n} disagreeing pair(s) through the oracle"
         );
         let replays =
             replay_disagreements(self.cfg, plane, &after, ops, churn_start, &self.sides[0]);
@@ -432,9 +430,9 @@ impl Bench<'_> {
         });
         let explained = after.replays.iter().filter(|r| r.explained).count();
         let n = after.replays.len();
-        log(
+        log!(
             t0,
-            format!("replay: {explained}/{n} pair(s) explained by their histories"),
+            "replay: {explained}/{n} pair(s) explained by their histories"
         );
         after
     }
@@ -478,7 +476,7 @@ async fn patch_ceilings(
     for c in cfg.ceiling.concurrency {
         let secs = Duration::from_secs(cfg.ceiling.seconds);
         let r = crate::ceiling::measure(&plane.client, NAMESPACES[0], c, secs).await?;
-        log(t0, format!("PATCH ceiling with {c} in flight: {r:.0}/s"));
+        log!(t0, "PATCH ceiling with {c} in flight: {r:.0}/s");
         ceiling_by.insert(c.to_string(), r);
     }
     Ok(ceiling_by)
@@ -533,9 +531,9 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<Run> {
     drop((rust, go));
     let (clusters, bindings) = (plane.wl.clusters.clone(), plane.wl.bindings.clone());
     plane.stop();
-    log(
+    log!(
         t0,
-        "control plane stopped; timing the Rust algorithm in-process on the same workload",
+        "control plane stopped; timing the Rust algorithm in-process on the same workload"
     );
     let times =
         tokio::task::spawn_blocking(move || crate::algo::time_bindings(&clusters, &bindings))

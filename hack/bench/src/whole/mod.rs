@@ -166,37 +166,32 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
     let k = match &f.state_dir {
         Some(dir) => WholeKarmada::attach(dir, &tools)?,
         None => {
-            log(t0, "starting a whole Karmada (hack/karmada-up.sh)");
+            log!(t0, "starting a whole Karmada (hack/karmada-up.sh)");
             tokio::task::block_in_place(|| {
                 WholeKarmada::start("whole-bench", &tools, &f.scheduler, &f.descheduler)
             })?
             .context("the Go binaries of hack/karmada-up.sh are not built")?
         }
     };
-    log(t0, format!("whole Karmada in {}", k.state_dir().display()));
+    log!(t0, "whole Karmada in {}", k.state_dir().display());
     driver::ensure_namespace(&k).await?;
     let items = driver::mix(f.deployments);
     let karmada_host = format!("127.0.0.1:{}", k.port("KARMADA_APISERVER")?);
     let mut rounds = Vec::new();
     for kind in &f.rounds {
         if k.scheduler_kind()? != *kind {
-            log(
-                t0,
-                format!("swapping in the {kind} scheduler and descheduler"),
-            );
+            log!(t0, "swapping in the {kind} scheduler and descheduler");
             tokio::task::block_in_place(|| k.set_scheduler(kind, &f.scheduler, &f.descheduler))?;
         }
         driver::clear(&k, f.timeout).await?;
         // A quiet start: the new scheduler's caches filled, the last round's deletions
         // through the members, the Clusters' status written again.
         tokio::time::sleep(Duration::from_secs(15)).await;
-        log(
+        log!(
             t0,
-            format!(
-                "round {}: {} Deployments, {kind}",
-                rounds.len() + 1,
-                items.len()
-            ),
+            "round {}: {} Deployments, {kind}",
+            rounds.len() + 1,
+            items.len()
         );
         let load_before = crate::procs::load_1m();
         let cm_before = cm_metrics(&k).await?;
@@ -209,16 +204,14 @@ pub async fn run(f: &WholeFlags) -> anyhow::Result<WholeBench> {
             .iter()
             .filter_map(|(n, a)| Some((n.clone(), a - before.get(n)?)))
             .collect();
-        log(
+        log!(
             t0,
-            format!(
-                "round {}: {}/{} on their members in {:.1}s ({:.2} Deployments/s)",
-                rounds.len() + 1,
-                round.complete,
-                round.deployments,
-                round.seconds,
-                throughput(&round)
-            ),
+            "round {}: {}/{} on their members in {:.1}s ({:.2} Deployments/s)",
+            rounds.len() + 1,
+            round.complete,
+            round.deployments,
+            round.seconds,
+            throughput(&round)
         );
         rounds.push(RoundRun {
             round,
