@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use serde::{Deserialize, Serialize};
 use testenv::faults::{FaultConfig, FaultReport, SchedulerUnderTest};
 
-use crate::figures::{Row, fill_stamped, table};
+use crate::figures::{fill_stamped, side_rows, table};
 use crate::plane::log;
 use crate::scenario::Scenario;
 
@@ -117,36 +117,18 @@ pub fn markdown(b: &FaultBench) -> String {
     let (o, g) = (&b.rust, &b.go);
     // Counts; the proxy's and the half-written one say how hostile the run was, the others
     // are better lower.
-    let count = |name: &str, f: fn(&FaultSide) -> usize| {
-        Row::new(name, Some(f(o) as f64), Some(f(g) as f64), 0)
-    };
+    let n = |n: usize| Some(n as f64);
     let stuck = format!("bindings stuck after {} API server kills", b.kills);
-    let rows = [
-        count(&stuck, |s| s.stuck.len()).lower(),
-        count("half-written when the scheduler was killed", |s| {
-            s.half_written_at_kill.len()
-        }),
-        count("placements other than simulate's", |s| {
-            s.simulate_mismatches.len()
-        })
-        .lower(),
-        count("generations written with two placements", |s| {
-            s.double_placements.len()
-        })
-        .lower(),
-        count("scheduler exits", |s| s.exits.len()).lower(),
-        Row::new(
-            "all complete after the last fault (s)",
-            o.recovered_after_s,
-            g.recovered_after_s,
-            1,
-        )
-        .lower(),
-        count("connections the proxy cut", |s| s.cut_mid_request as usize),
-        count("responses the proxy dropped", |s| {
-            s.dropped_responses as usize
-        }),
-    ];
+    let rows = side_rows!(o, g;
+        stuck, |s| n(s.stuck.len()), 0, Lower;
+        "half-written when the scheduler was killed", |s| n(s.half_written_at_kill.len()), 0, Neither;
+        "placements other than simulate's", |s| n(s.simulate_mismatches.len()), 0, Lower;
+        "generations written with two placements", |s| n(s.double_placements.len()), 0, Lower;
+        "scheduler exits", |s| n(s.exits.len()), 0, Lower;
+        "all complete after the last fault (s)", |s| s.recovered_after_s, 1, Lower;
+        "connections the proxy cut", |s| Some(s.cut_mid_request as f64), 0, Neither;
+        "responses the proxy dropped", |s| Some(s.dropped_responses as f64), 0, Neither;
+    );
     let mut stuck = String::new();
     for (name, side) in [("our", o), ("the Go", g)] {
         if !side.stuck.is_empty() {

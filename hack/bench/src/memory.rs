@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::figures::{self, Row, fill, fill_stamped, table};
+use crate::figures::{self, fill, fill_stamped, side_rows, table};
 use crate::plane::{create_bindings, keys_of, log, originals, start_plane, start_schedulers};
 use crate::procs::{RssSampler, Sched, memory_kib};
 use crate::scenario::Scenario;
@@ -149,34 +149,14 @@ pub async fn run(cfg: &Scenario) -> anyhow::Result<MemoryRun> {
 /// The Markdown report of a memory run.
 pub fn markdown(r: &MemoryRun) -> String {
     let mib = |k: u64| k as f64 / 1024.0;
-    let (o, g) = (&r.rust, &r.go);
-    let side = |f: fn(&MemSide) -> Option<f64>| (f(o), f(g));
-    let row = |name: &str, (ours, go): (Option<f64>, Option<f64>), digits| {
-        Row::new(name, ours, go, digits)
-    };
-    let owned = format!("bindings placed (of {} each)", o.owned);
-    let rows = [
-        row(&owned, side(|s| Some(s.done as f64)), 0).higher(),
-        row(
-            "all of its half placed after (s)",
-            side(|s| s.all_done_s),
-            0,
-        )
-        .lower(),
-        row(
-            "peak RSS (MiB, VmHWM)",
-            side(|s| figures::mib(s.rss_peak_kib)),
-            1,
-        )
-        .lower()
-        .target(r.ratio() <= 1.0 / 3.0),
-        row(
-            "RSS at the end (MiB)",
-            side(|s| figures::mib(s.rss_end_kib)),
-            1,
-        )
-        .lower(),
-    ];
+    let placed = format!("bindings placed (of {} each)", r.rust.owned);
+    let [placed, all_done, peak, end] = side_rows!(&r.rust, &r.go;
+        placed, |s| Some(s.done as f64), 0, Higher;
+        "all of its half placed after (s)", |s| s.all_done_s, 0, Lower;
+        "peak RSS (MiB, VmHWM)", |s| figures::mib(s.rss_peak_kib), 1, Lower;
+        "RSS at the end (MiB)", |s| figures::mib(s.rss_end_kib), 1, Lower;
+    );
+    let rows = [placed, all_done, peak.target(r.ratio() <= 1.0 / 3.0), end];
     let step = r.series.len().div_ceil(30).max(1);
     let series = r
         .series
