@@ -40,6 +40,11 @@ impl Row {
         }
     }
 
+    /// A row of `[ours, Go]`.
+    pub fn of(name: impl Into<String>, [ours, go]: [Option<f64>; 2], digits: usize) -> Self {
+        Self::new(name, ours, go, digits)
+    }
+
     pub fn better(mut self, better: Better) -> Self {
         self.better = better;
         self

@@ -132,28 +132,12 @@ pub fn markdown(g: &Growth, png: &str) -> String {
         let nlogn = first.map(|(f, v)| nlogn_from(f, v, c));
         let [cpu, rss, rate] =
             [p.cpu_per_binding_s, p.peak_rss_mib, p.rate_per_s].map(|v| v.map(Some));
+        let nlogn_name = format!("{c} clusters: n·log n from our first (CPU seconds per binding)");
         [
-            Row::new(
-                format!("{c} clusters: CPU seconds per binding"),
-                cpu[0],
-                cpu[1],
-                4,
-            )
-            .lower(),
-            Row::new(
-                format!("{c} clusters: n·log n from our first (CPU seconds per binding)"),
-                nlogn,
-                None,
-                4,
-            ),
-            Row::new(format!("{c} clusters: peak RSS (MiB)"), rss[0], rss[1], 1).lower(),
-            Row::new(
-                format!("{c} clusters: bindings/s alone"),
-                rate[0],
-                rate[1],
-                2,
-            )
-            .higher(),
+            Row::of(format!("{c} clusters: CPU seconds per binding"), cpu, 4).lower(),
+            Row::new(nlogn_name, nlogn, None, 4),
+            Row::of(format!("{c} clusters: peak RSS (MiB)"), rss, 1).lower(),
+            Row::of(format!("{c} clusters: bindings/s alone"), rate, 2).higher(),
         ]
     });
     let mut sources: Vec<&str> = g.points.iter().map(|p| p.source.as_str()).collect();

@@ -221,10 +221,7 @@ fn scale_section(s: &Scale) -> String {
         "alone: estimator RPCs per binding", |f| f.rpcs_per_binding, 1, Neither;
     ));
     // Both sides' RSS, zero shown as measured.
-    let rss = |name, kib: [u64; 2]| {
-        let [ours, go] = kib.map(|k| Some(k as f64 / 1024.0));
-        Row::new(name, ours, go, 1).lower()
-    };
+    let rss = |name, kib: [u64; 2]| Row::of(name, kib.map(|k| Some(k as f64 / 1024.0)), 1).lower();
     rows.extend([
         rss("RSS connected, idle (MiB)", s.idle_rss_kib),
         rss("peak RSS (MiB)", s.peak_rss_kib),
