@@ -165,6 +165,10 @@ fn crb_resource() -> ApiResource {
 }
 
 impl Observer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().expect("observer lock")
+    }
+
     /// Starts the two watches; returns once both have listed.
     pub async fn start(client: &Client) -> anyhow::Result<Observer> {
         let obs = Observer::default();
@@ -173,14 +177,14 @@ impl Observer {
             let o = obs.clone();
             let apply = move |obj: &DynamicObject| o.apply(obj, namespaced);
             let task = spawn_watch(api, &ar.plural, Duration::from_secs(60), apply).await?;
-            obs.inner.lock().expect("observer lock").tasks.push(task);
+            obs.lock().tasks.push(task);
         }
         Ok(obs)
     }
 
     /// Stops the watches (before the control plane goes away).
     pub fn stop(&self) {
-        for t in self.inner.lock().expect("observer lock").tasks.drain(..) {
+        for t in self.lock().tasks.drain(..) {
             t.abort();
         }
     }
@@ -223,7 +227,7 @@ impl Observer {
             .pointer("/status/schedulerObservingAffinityName")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let mut inner = self.inner.lock().expect("observer lock");
+        let mut inner = self.lock();
         let history = inner.history;
         let e = inner.bindings.entry(key).or_default();
         if !e.resource_version.is_empty() && e.resource_version != rv {
@@ -259,7 +263,7 @@ impl Observer {
     /// From now on, keeps every binding's history (starting with its current state).
     pub fn start_history(&self) {
         let now = Instant::now();
-        let mut inner = self.inner.lock().expect("observer lock");
+        let mut inner = self.lock();
         inner.history = true;
         for o in inner.bindings.values_mut() {
             o.record(now);
@@ -268,7 +272,7 @@ impl Observer {
 
     /// Records the creation instant of `key` (call just before the POST).
     pub fn created(&self, key: &str, scheduler: &str) {
-        let mut inner = self.inner.lock().expect("observer lock");
+        let mut inner = self.lock();
         let e = inner.bindings.entry(key.to_string()).or_default();
         e.created_at = Some(Instant::now());
         e.scheduler = scheduler.to_string();
@@ -276,7 +280,7 @@ impl Observer {
 
     /// Counts a write the bench made to `key` after creation.
     pub fn own_write(&self, key: &str) {
-        let mut inner = self.inner.lock().expect("observer lock");
+        let mut inner = self.lock();
         inner
             .bindings
             .entry(key.to_string())
@@ -286,26 +290,17 @@ impl Observer {
 
     /// Drops what is known of `key` (a deleted binding, in runs that create without end).
     pub fn forget(&self, key: &str) {
-        self.inner
-            .lock()
-            .expect("observer lock")
-            .bindings
-            .remove(key);
+        self.lock().bindings.remove(key);
     }
 
     /// A copy of one binding's state.
     pub fn get(&self, key: &str) -> Option<Obs> {
-        self.inner
-            .lock()
-            .expect("observer lock")
-            .bindings
-            .get(key)
-            .cloned()
+        self.lock().bindings.get(key).cloned()
     }
 
     /// Copies of several bindings' states (absent keys give a default entry).
     pub fn snapshot(&self, keys: &[String]) -> Vec<Obs> {
-        let inner = self.inner.lock().expect("observer lock");
+        let inner = self.lock();
         keys.iter()
             .map(|k| inner.bindings.get(k).cloned().unwrap_or_default())
             .collect()
@@ -313,12 +308,7 @@ impl Observer {
 
     /// Last write by anyone to a binding owned by `scheduler`.
     pub fn last_write(&self, scheduler: &str) -> Option<Instant> {
-        self.inner
-            .lock()
-            .expect("observer lock")
-            .last_write
-            .get(scheduler)
-            .copied()
+        self.lock().last_write.get(scheduler).copied()
     }
 
     /// Waits until `done` holds for every key, then until the bindings of `schedulers` have
@@ -337,7 +327,7 @@ impl Observer {
         loop {
             let now = Instant::now();
             if !all_done {
-                let inner = self.inner.lock().expect("observer lock");
+                let inner = self.lock();
                 all_done = keys
                     .iter()
                     .all(|k| inner.bindings.get(k).is_some_and(&done));
