@@ -11,8 +11,9 @@
 //! pass takes up whatever is left.
 //!
 //! A pass runs under the [`Permit`] of the leadership term it started in; its writes go
-//! through the [`WriteGate`], which checks it right before each is sent, so a pass that outlived its term (the process was frozen, the
-//! lease lapsed) stops writing at once and leaves the rest to whoever leads.
+//! through the [`WriteGate`], which checks the permit right before each is sent, so a pass
+//! that outlived its term (the process was frozen, the lease lapsed) stops writing at once
+//! and leaves the rest to whoever leads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

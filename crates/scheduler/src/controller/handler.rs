@@ -25,18 +25,20 @@ impl Context {
             karmada_api::shallow_value(text, karmada_api::SHALLOW_DEPTH).unwrap_or_default();
         let summary = summarize(&lenient, &self.scheduler_name);
         let key = BindingKey::of(kind, &key_of(object));
-        let new = summary.clone();
         let old = self.binding_cache().upsert(&key, text, &lenient, summary);
-        let why = match binding_change(old.as_ref(), Some(&new)) {
+        let why = match binding_change(old.as_ref(), Some(&summary)) {
             Some(IncomingEvent::BindingUpdate)
-                if self.after_write.own_writes.is_echo(&key, new.generation) =>
+                if self
+                    .after_write
+                    .own_writes
+                    .is_echo(&key, summary.generation) =>
             {
                 return;
             }
             Some(why) => why,
             None => return,
         };
-        self.enqueue(key, new.priority, why);
+        self.enqueue(key, summary.priority, why);
     }
 
     /// A binding object disappeared.

@@ -296,7 +296,7 @@ pub fn passes_filter(
 
 /// What the event filter and the queue need, read leniently from raw JSON so that malformed
 /// bindings are filtered exactly like good ones.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
     pub passes: bool,
     /// `spec.schedulerName` names this scheduler (whatever the other filter rules say).
